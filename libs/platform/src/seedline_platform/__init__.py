@@ -1,0 +1,1 @@
+"""seedline_platform."""

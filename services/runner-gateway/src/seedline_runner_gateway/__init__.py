@@ -1,0 +1,1 @@
+"""seedline_runner_gateway."""
