@@ -1,1 +1,1 @@
-"""seedline_contracts."""
+"""Seedline wire contract: message types, subjects, token escaping, stream configs."""

@@ -1,0 +1,121 @@
+"""Conversation lifecycle events in SEEDLINE_SESSIONS (CONTRACT.md section 7).
+
+Each event is published on seedline.session.<session>.<type> with a body that
+starts ``{"type", "session_id", "at", ...}``. Events are past tense; the launch
+plan travels with them so each service needs only the event it reacts to.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from .errors import ErrorBody
+from .sessions import BriefStats, Continuity, OpenReply
+
+
+class LaunchPlan(msgspec.Struct):
+    """Everything the gateway needs to launch, decided once by the resolver."""
+
+    instance_id: str
+    repo: str
+    engine: str
+    node_id: str
+    continuity: Continuity
+    resume_key: str | None
+    instruction: str | None
+    clean_slate: bool
+    request_id: str | None = None
+    relocation_from: str | None = None
+    wake_seq: int | None = None
+
+
+class _Event(msgspec.Struct, tag_field="type", kw_only=True):
+    session_id: str
+    at: str
+
+
+class OpenRequested(_Event, tag="open_requested"):
+    instance_id: str
+    repo: str
+    engine: str
+    node_id: str
+    request_id: str | None
+    force_fresh: bool
+    clean_slate: bool
+    has_instruction: bool
+    wake_seq: int | None = None
+
+
+class ContinuityDecided(_Event, tag="continuity_decided"):
+    continuity: Continuity
+    seed_source: str | None
+    # The newest repo entry the brief may include, and how many repo entries
+    # exist up to it; null/0 when the repo has no entries.
+    until_seq: int | None
+    entries_upto: int
+    plan: LaunchPlan
+
+
+class SeedComposed(_Event, tag="seed_composed"):
+    brief: BriefStats | None
+    plan: LaunchPlan
+
+
+class Opened(_Event, tag="opened"):
+    reply: OpenReply
+    plan: LaunchPlan
+    engine_session_id: str | None = None
+
+
+class OpenFailed(_Event, tag="open_failed"):
+    error: ErrorBody
+    plan: LaunchPlan
+
+
+class EngineBound(_Event, tag="engine_bound"):
+    node_id: str
+    engine_session_id: str
+
+
+class Relocated(_Event, tag="relocated"):
+    from_node_id: str | None
+    to_node_id: str
+
+
+class Stopped(_Event, tag="stopped"):
+    reason: str
+    node_id: str | None = None
+
+
+class Reaped(_Event, tag="reaped"):
+    node_id: str
+    idle_seconds: int
+
+
+SessionEvent = (
+    OpenRequested
+    | ContinuityDecided
+    | SeedComposed
+    | Opened
+    | OpenFailed
+    | EngineBound
+    | Relocated
+    | Stopped
+    | Reaped
+)
+
+EVENT_TYPES: tuple[type[_Event], ...] = (
+    OpenRequested,
+    ContinuityDecided,
+    SeedComposed,
+    Opened,
+    OpenFailed,
+    EngineBound,
+    Relocated,
+    Stopped,
+    Reaped,
+)
+
+
+def event_type(event: _Event) -> str:
+    return type(event).__struct_config__.tag  # type: ignore[return-value]

@@ -1,0 +1,73 @@
+"""What a runner machine speaks (CONTRACT.md section 6)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+PROTOCOL_VERSION = 1
+
+
+class RunnerPresence(msgspec.Struct):
+    node_id: str
+    label: str
+    engines: list[str]
+    protocol: int = PROTOCOL_VERSION
+    seed_capable: bool = True
+    stateless_engines: list[str] = []
+
+
+class LaunchResume(msgspec.Struct):
+    engine_session_id: str
+
+
+class Seed(msgspec.Struct):
+    text: str
+    sha256: str
+
+
+class LaunchRequest(msgspec.Struct):
+    session_id: str
+    instance_id: str
+    repo: str
+    engine: str
+    resume: LaunchResume | None
+    seed: Seed | None
+    instruction: str | None
+
+
+class LaunchReply(msgspec.Struct):
+    accepted: bool
+    # Optional on the wire: a runner that omits them reports nothing, which the
+    # platform reads as "not resumed" and "not seeded" (CONTRACT.md 3.2).
+    resumed_conversation: bool | None = None
+    seeded: bool | None = None
+    engine_session_id: str | None = None
+    reason: str | None = None
+
+
+class TurnRequest(msgspec.Struct):
+    session_id: str
+    seq: int
+    content: str
+
+
+class TurnReply(msgspec.Struct):
+    accepted: bool
+
+
+class RunnerStopRequest(msgspec.Struct):
+    session_id: str
+    reason: str
+
+
+class RunnerStopReply(msgspec.Struct):
+    stopped: bool
+
+
+class RunnerEvent(msgspec.Struct):
+    type: Literal["engine_bound", "exited"]
+    session_id: str
+    at: str
+    engine_session_id: str | None = None

@@ -1,0 +1,123 @@
+"""Opening, relocating and stopping conversations (CONTRACT.md sections 3 and 4)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+Mode = Literal["resume", "fresh"]
+Tone = Literal["info", "warning"]
+
+
+class OpenRequest(msgspec.Struct):
+    instance_id: str
+    repo: str
+    engine: str
+    node_id: str
+    request_id: str | None = None
+    force_fresh: bool = False
+    clean_slate: bool = False
+    instruction: str | None = None
+    # Set by the platform when a person's chat_user entry wakes a conversation:
+    # the message is already in the timeline at this seq, so it is the launch's
+    # instruction and the brief ends before it.
+    wake_seq: int | None = None
+
+
+class Continuity(msgspec.Struct):
+    mode: str
+    resume_from: str | None
+    reason_code: str
+    reason: str
+
+
+class BriefStats(msgspec.Struct):
+    rows: int
+    chars: int
+    omitted_rows: int
+    until_seq: int
+    sha256: str
+
+
+class NoticeBody(msgspec.Struct):
+    chat: str
+    console: str
+    mcp: str
+    tone: str
+
+
+class OpenReply(msgspec.Struct):
+    session_id: str
+    node_id: str
+    resumed: bool
+    seeded: bool
+    outcome: str
+    continuity: Continuity
+    brief: BriefStats | None
+    notice: NoticeBody
+    ok: bool = True
+
+
+class RelocateRequest(msgspec.Struct):
+    session_id: str
+    node_id: str
+    request_id: str | None = None
+
+
+class StopRequest(msgspec.Struct):
+    session_id: str
+    reason: str = "requested"
+
+
+class OkReply(msgspec.Struct):
+    ok: bool = True
+
+
+class BriefGetRequest(msgspec.Struct):
+    session_id: str
+
+
+class BriefGetReply(msgspec.Struct):
+    text: str
+    rows: int
+    chars: int
+    omitted_rows: int
+    until_seq: int
+    sha256: str
+    ok: bool = True
+
+
+class LiveConversation(msgspec.Struct):
+    session_id: str
+    instance_id: str
+    repo: str
+    node_id: str
+    engine: str
+    opened_at: str
+    last_activity_at: str
+
+
+class SessionsListRequest(msgspec.Struct):
+    instance_id: str | None = None
+
+
+class SessionsListReply(msgspec.Struct):
+    conversations: list[LiveConversation]
+    ok: bool = True
+
+
+class StoppedIdleNotification(msgspec.Struct, tag_field="kind", tag="stopped_idle"):
+    session_id: str
+    text: str
+    at: str
+
+
+class RunnerOfflineNotification(msgspec.Struct, tag_field="kind", tag="runner_offline"):
+    session_id: str
+    node_id: str
+    text: str
+    at: str
+
+
+Notification = StoppedIdleNotification | RunnerOfflineNotification

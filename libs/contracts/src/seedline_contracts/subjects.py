@@ -1,0 +1,79 @@
+"""Every subject, stream name and bucket of the wire contract, in one place."""
+
+from __future__ import annotations
+
+from .tokens import escape_token
+
+# Streams (CONTRACT.md section 1).
+INGEST_STREAM = "SEEDLINE_INGEST"
+TIMELINE_STREAM = "SEEDLINE_TIMELINE"
+SESSIONS_STREAM = "SEEDLINE_SESSIONS"
+REJECTED_STREAM = "SEEDLINE_REJECTED"
+
+INGEST_TIMELINE = "seedline.ingest.timeline"
+REJECTED_TIMELINE = "seedline.rejected.timeline"
+REJECTED_SESSIONS = "seedline.rejected.sessions"
+TIMELINE_ALL = "seedline.timeline.>"
+TIMELINE_CHAT_USER = "seedline.timeline.*.*.*.chat_user"
+SESSION_EVENTS_ALL = "seedline.session.>"
+
+# Request/reply APIs: all under seedline.api.>, which no stream captures.
+API_TIMELINE_APPEND = "seedline.api.timeline.append"
+API_TIMELINE_READ = "seedline.api.timeline.read"
+API_SESSIONS_OPEN = "seedline.api.sessions.open"
+API_SESSIONS_RELOCATE = "seedline.api.sessions.relocate"
+API_SESSIONS_STOP = "seedline.api.sessions.stop"
+API_SESSIONS_LIST = "seedline.api.sessions.list"
+API_BRIEFS_GET = "seedline.api.briefs.get"
+
+RUNNERS_BUCKET = "seedline_runners"
+RUNNERS_TTL_SECONDS = 30
+PRESENCE_INTERVAL_SECONDS = 10
+
+
+def timeline_subject(instance_id: str, repo: str, session_id: str, kind: str) -> str:
+    return (
+        f"seedline.timeline.{escape_token(instance_id)}.{escape_token(repo)}"
+        f".{escape_token(session_id)}.{kind}"
+    )
+
+
+def session_event_subject(session_id: str, event_type: str) -> str:
+    return f"seedline.session.{escape_token(session_id)}.{event_type}"
+
+
+def session_event_filter(event_type: str) -> str:
+    return f"seedline.session.*.{event_type}"
+
+
+def runner_subject(node_id: str, verb: str) -> str:
+    """verb is one of launch, turn, stop, events."""
+    return f"seedline.runner.{escape_token(node_id)}.{verb}"
+
+
+def notify_subject(instance_id: str) -> str:
+    return f"seedline.notify.{escape_token(instance_id)}"
+
+
+def presence_key(node_id: str) -> str:
+    """The KV key for a node's presence.
+
+    KV keys allow ``[-/_=.A-Za-z0-9]`` but not ``~``, so the escaped token spells
+    its escapes with ``=`` instead. Plain node ids (``mac-mini-1``) are unchanged.
+    """
+    return escape_token(node_id).replace("~", "=")
+
+
+def node_from_presence_key(key: str) -> str:
+    from .tokens import unescape_token
+
+    return unescape_token(key.replace("=", "~"))
+
+
+def instruction_entry_id(session_id: str) -> str:
+    """entry_id of the chat_user entry that records an open's instruction.
+
+    The gateway knows this entry reaches the machine as the launch's instruction,
+    so it never delivers it a second time as a turn.
+    """
+    return f"{session_id}:instruction"

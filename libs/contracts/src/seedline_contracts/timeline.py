@@ -1,0 +1,97 @@
+"""Timeline messages (CONTRACT.md section 2)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+KINDS: tuple[str, ...] = (
+    "chat_user",
+    "chat_assistant",
+    "terminal",
+    "command",
+    "brain",
+    "outcome",
+    "system",
+)
+Kind = Literal["chat_user", "chat_assistant", "terminal", "command", "brain", "outcome", "system"]
+
+MAX_CONTENT_CHARS = 100_000
+MAX_ENTRY_ID_CHARS = 128
+MAX_ENGINE_CHARS = 64
+MAX_READ_LIMIT = 1000
+DEFAULT_READ_LIMIT = 100
+
+
+class TimelineEntryIn(msgspec.Struct):
+    """What producers publish to seedline.ingest.timeline. Unknown fields are dropped."""
+
+    entry_id: str
+    instance_id: str
+    repo: str
+    session_id: str
+    kind: str
+    content: str
+    at: str | None = None
+    engine: str | None = None
+
+
+class TimelineEntry(msgspec.Struct):
+    """The normalised entry stored on seedline.timeline.<instance>.<repo>.<session>.<kind>."""
+
+    entry_id: str
+    instance_id: str
+    repo: str
+    session_id: str
+    kind: str
+    content: str
+    at: str
+    engine: str | None
+    truncated_from: int | None
+
+
+RejectReason = Literal["not_json", "invalid_entry", "bad_token", "poison"]
+
+
+class RejectedInput(msgspec.Struct):
+    """Input that could not be accepted, copied to seedline.rejected.timeline."""
+
+    reason_code: str
+    message: str
+    raw: str
+    raw_encoding: Literal["utf-8", "base64"]
+    received_at: str
+    ingest_seq: int | None
+
+
+class AppendReply(msgspec.Struct):
+    seq: int
+    duplicate: bool
+    ok: bool = True
+
+
+class TimelineReadRequest(msgspec.Struct, forbid_unknown_fields=False):
+    instance_id: str
+    repo: str
+    session_id: str | None = None
+    before_seq: int | None = None
+    limit: int = DEFAULT_READ_LIMIT
+    min_seq: int | None = None
+
+
+class TimelineRow(msgspec.Struct):
+    seq: int
+    entry_id: str
+    session_id: str
+    kind: str
+    content: str
+    at: str
+    engine: str | None
+    truncated_from: int | None
+
+
+class TimelineReadReply(msgspec.Struct):
+    entries: list[TimelineRow]
+    has_more: bool
+    ok: bool = True
