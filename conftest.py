@@ -1,0 +1,1 @@
+pytest_plugins = ["seedline_platform.testing"]

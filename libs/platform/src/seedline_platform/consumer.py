@@ -1,0 +1,171 @@
+"""A durable pull consumer that hands batches to a handler and acks only after it.
+
+Rules it keeps (DESIGN.md rules 2 and 4):
+- explicit acks and a bounded max_deliver on every consumer;
+- ``max_ack_pending`` equals the batch size, so at most one batch is in flight
+  across every copy of a service and messages are applied in stream order even
+  when a copy dies mid-batch (its batch is redelivered before anything newer);
+- an outage (Postgres or NATS away) is waited out, never counted against the
+  message: the batch is retried in place and its lease extended;
+- a message that keeps failing for any other reason is parked with a reason
+  after ``max_deliver`` attempts, and the messages behind it go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Awaitable, Callable, Sequence
+
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js import JetStreamContext
+from nats.js import api as js_api
+
+from .logging import get_logger
+from .pg import is_transient
+
+log = get_logger(__name__)
+
+BatchHandler = Callable[[Sequence[Msg]], Awaitable[None]]
+Parker = Callable[[Msg, str], Awaitable[None]]
+
+
+def is_outage(exc: BaseException) -> bool:
+    import nats.errors
+
+    return is_transient(exc) or isinstance(
+        exc, (nats.errors.ConnectionClosedError, nats.errors.TimeoutError, asyncio.TimeoutError,
+              nats.errors.NoRespondersError, nats.errors.ConnectionReconnectingError)
+    )
+
+
+class BatchConsumer:
+    def __init__(
+        self,
+        js: JetStreamContext,
+        *,
+        stream: str,
+        durable: str,
+        filter_subjects: Sequence[str],
+        handle: BatchHandler,
+        park: Parker,
+        batch_size: int = 256,
+        max_deliver: int = 5,
+        ack_wait: float = 30.0,
+        fetch_wait: float = 1.0,
+    ) -> None:
+        self._js = js
+        self.stream = stream
+        self.durable = durable
+        self._filters = list(filter_subjects)
+        self._handle = handle
+        self._park = park
+        self._batch_size = batch_size
+        self._max_deliver = max_deliver
+        self._ack_wait = ack_wait
+        self._fetch_wait = fetch_wait
+        self._sub = None
+        self.idle = asyncio.Event()
+
+    def consumer_config(self) -> js_api.ConsumerConfig:
+        config = js_api.ConsumerConfig(
+            durable_name=self.durable,
+            ack_policy=js_api.AckPolicy.EXPLICIT,
+            deliver_policy=js_api.DeliverPolicy.ALL,
+            max_deliver=self._max_deliver + 1,
+            ack_wait=self._ack_wait,
+            max_ack_pending=self._batch_size,
+            max_waiting=64,
+        )
+        if len(self._filters) == 1:
+            config.filter_subject = self._filters[0]
+        else:
+            config.filter_subjects = self._filters
+        return config
+
+    async def start(self) -> None:
+        await self._js.add_consumer(self.stream, self.consumer_config())
+        self._sub = await self._js.pull_subscribe_bind(self.durable, stream=self.stream)
+
+    async def run(self) -> None:
+        assert self._sub is not None, "call start() first"
+        while True:
+            try:
+                msgs = await self._sub.fetch(self._batch_size, timeout=self._fetch_wait)
+            except NatsTimeout:
+                self.idle.set()
+                continue
+            except Exception as exc:
+                if not is_outage(exc):
+                    log.exception("fetch_failed", stream=self.stream)
+                await asyncio.sleep(0.5)
+                continue
+            self.idle.clear()
+            await self._process(msgs)
+
+    async def _process(self, msgs: Sequence[Msg]) -> None:
+        # A message seen more than max_deliver times never completed: it may be
+        # what kills the process, so it is parked unhandled.
+        worn = [m for m in msgs if m.metadata.num_delivered > self._max_deliver]
+        for msg in worn:
+            await self._park(msg, f"delivered {msg.metadata.num_delivered} times without completing")
+            await self._ack([msg])
+        msgs = [m for m in msgs if m.metadata.num_delivered <= self._max_deliver]
+        if not msgs:
+            return
+        failures = 0
+        while True:
+            try:
+                await self._handle(msgs)
+                break
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if is_outage(exc):
+                    log.warning("batch_waiting_for_outage", stream=self.stream, error=str(exc))
+                    await self._extend(msgs)
+                    await asyncio.sleep(min(2.0, 0.2 * (1 + failures)))
+                    failures += 1
+                    continue
+                log.exception("batch_failed", stream=self.stream, size=len(msgs))
+                await self._process_one_by_one(msgs)
+                return
+        await self._ack(msgs)
+
+    async def _process_one_by_one(self, msgs: Sequence[Msg]) -> None:
+        """Find the message that fails, park it, keep the rest flowing."""
+        for msg in msgs:
+            attempts = msg.metadata.num_delivered
+            while True:
+                try:
+                    await self._handle([msg])
+                    break
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    if is_outage(exc):
+                        await self._extend([msg])
+                        await asyncio.sleep(0.5)
+                        continue
+                    attempts += 1
+                    if attempts >= self._max_deliver:
+                        log.error("message_parked", stream=self.stream,
+                                  seq=msg.metadata.sequence.stream, error=repr(exc))
+                        await self._park(msg, f"failed {attempts} times: {type(exc).__name__}: {exc}"[:500])
+                        break
+            await self._ack([msg])
+
+    async def _extend(self, msgs: Sequence[Msg]) -> None:
+        for msg in msgs:
+            try:
+                await msg.in_progress()
+            except Exception:
+                pass
+
+    async def _ack(self, msgs: Sequence[Msg]) -> None:
+        for msg in msgs:
+            try:
+                await msg.ack()
+            except Exception:
+                # A lost ack means a redelivery, which every handler treats as a no-op.
+                log.warning("ack_failed", stream=self.stream, seq=msg.metadata.sequence.stream)

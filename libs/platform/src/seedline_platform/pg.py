@@ -1,0 +1,97 @@
+"""Postgres plumbing: a pool, schema set-up under a lock, applied-sequence offsets.
+
+Driver errors that mean "the database is away" become DatabaseUnavailable at
+this boundary, so handlers can tell an outage (wait and retry) from a bug.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from .logging import get_logger
+
+log = get_logger(__name__)
+
+OFFSETS_SQL = """
+CREATE TABLE IF NOT EXISTS projection_offsets (
+    projection text PRIMARY KEY,
+    applied_seq bigint NOT NULL DEFAULT 0
+);
+"""
+
+TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
+    psycopg.OperationalError,
+    psycopg.errors.AdminShutdown,
+    psycopg.errors.CannotConnectNow,
+    psycopg.errors.SerializationFailure,
+    psycopg.errors.DeadlockDetected,
+)
+
+
+class DatabaseUnavailable(RuntimeError):
+    """Postgres cannot be reached right now; the work should wait and be retried."""
+
+
+def is_transient(exc: BaseException) -> bool:
+    from psycopg_pool import PoolTimeout
+
+    return isinstance(exc, TRANSIENT_ERRORS + (PoolTimeout, DatabaseUnavailable))
+
+
+async def open_pool(url: str, name: str, max_size: int = 8) -> AsyncConnectionPool:
+    pool = AsyncConnectionPool(
+        url,
+        min_size=1,
+        max_size=max_size,
+        open=False,
+        timeout=5.0,
+        kwargs={"application_name": name, "autocommit": True},
+        reconnect_timeout=0,  # keep trying for ever: Postgres may be away for a while
+    )
+    await pool.open(wait=False)
+    return pool
+
+
+def _lock_key(name: str) -> int:
+    return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+
+
+async def apply_schema(pool: AsyncConnectionPool, name: str, ddl: str) -> None:
+    """Run idempotent DDL once at a time across every copy of every service."""
+    async with pool.connection() as conn:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key("schema:" + name),))
+            await conn.execute(OFFSETS_SQL)
+            await conn.execute(ddl)
+
+
+async def lock_offset(conn: psycopg.AsyncConnection, projection: str) -> int:
+    """Return the projection's applied sequence, locking it until the transaction ends."""
+    await conn.execute(
+        "INSERT INTO projection_offsets (projection, applied_seq) VALUES (%s, 0)"
+        " ON CONFLICT (projection) DO NOTHING",
+        (projection,),
+    )
+    cur = await conn.execute(
+        "SELECT applied_seq FROM projection_offsets WHERE projection = %s FOR UPDATE", (projection,)
+    )
+    row = await cur.fetchone()
+    return int(row[0])
+
+
+async def set_offset(conn: psycopg.AsyncConnection, projection: str, seq: int) -> None:
+    await conn.execute(
+        "UPDATE projection_offsets SET applied_seq = GREATEST(applied_seq, %s) WHERE projection = %s",
+        (seq, projection),
+    )
+
+
+async def read_offset(conn: psycopg.AsyncConnection, projection: str) -> int:
+    cur = await conn.execute(
+        "SELECT applied_seq FROM projection_offsets WHERE projection = %s", (projection,)
+    )
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0

@@ -1,0 +1,163 @@
+"""pytest fixtures that provide real servers (DESIGN.md "Tests").
+
+Order of preference: ``SEEDLINE_NATS_URL`` / ``SEEDLINE_DATABASE_URL`` when set,
+else testcontainers when a Docker engine answers, else the embedded binaries.
+Every test gets a nats-server of its own (or, on a shared server, streams wiped
+first) and a database of its own.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from .embedded import NatsProcess, PostgresProcess, start_nats, start_postgres
+from .settings import Settings
+
+
+def _docker_answers() -> bool:
+    try:
+        import docker
+
+        docker.from_env(timeout=2).ping()
+        return True
+    except Exception:
+        return False
+
+
+@dataclass
+class NatsEndpoint:
+    url: str
+    monitor_url: str
+    process: NatsProcess | None = None
+
+
+@pytest.fixture(scope="session")
+def _docker() -> bool:
+    return _docker_answers() and not os.environ.get("SEEDLINE_NATS_URL")
+
+
+async def _wipe_shared_server(url: str) -> None:
+    import nats
+
+    from seedline_contracts import subjects
+    from seedline_contracts.streams import ALL_STREAMS
+
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    for name in [s.name for s in ALL_STREAMS] + ["KV_" + subjects.RUNNERS_BUCKET]:
+        try:
+            await js.delete_stream(name)
+        except Exception:
+            pass
+    await nc.close()
+
+
+@pytest.fixture
+def nats_server(tmp_path: Path, _docker: bool) -> Iterator[NatsEndpoint]:
+    shared = os.environ.get("SEEDLINE_NATS_URL")
+    if shared:
+        import asyncio
+
+        asyncio.run(_wipe_shared_server(shared))
+        yield NatsEndpoint(shared, os.environ.get("SEEDLINE_NATS_MONITOR_URL", "http://127.0.0.1:8222"))
+        return
+    if _docker:
+        yield from _nats_container(tmp_path)
+        return
+    proc = start_nats(tmp_path / "nats")
+    try:
+        yield NatsEndpoint(proc.url, proc.monitor_url, proc)
+    finally:
+        proc.stop()
+
+
+def _nats_container(tmp_path: Path) -> Iterator[NatsEndpoint]:
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.waiting_utils import wait_for_logs
+
+    conf = tmp_path / "nats.conf"
+    conf.write_text(
+        "listen: 0.0.0.0:4222\nhttp: 0.0.0.0:8222\n"
+        'jetstream { store_dir: "/data", sync_interval: always }\n'
+    )
+    container = (
+        DockerContainer("nats:2.12")
+        .with_volume_mapping(str(conf), "/etc/nats/nats.conf", "ro")
+        .with_command("-c /etc/nats/nats.conf")
+        .with_exposed_ports(4222, 8222)
+    )
+    with container:
+        wait_for_logs(container, "Server is ready")
+        host = container.get_container_host_ip()
+        yield NatsEndpoint(
+            f"nats://{host}:{container.get_exposed_port(4222)}",
+            f"http://{host}:{container.get_exposed_port(8222)}",
+        )
+
+
+@dataclass
+class PostgresEndpoint:
+    admin_url: str
+    process: PostgresProcess | None = None
+
+    def url_for(self, database: str) -> str:
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+        params = conninfo_to_dict(self.admin_url)
+        params["dbname"] = database
+        return make_conninfo(**params)
+
+
+@pytest.fixture(scope="session")
+def postgres_server(tmp_path_factory: pytest.TempPathFactory, _docker: bool) -> Iterator[PostgresEndpoint]:
+    shared = os.environ.get("SEEDLINE_DATABASE_URL")
+    if shared:
+        yield PostgresEndpoint(shared)
+        return
+    if _docker:
+        from testcontainers.postgres import PostgresContainer
+
+        with PostgresContainer("postgres:16", driver=None) as container:
+            yield PostgresEndpoint(container.get_connection_url())
+        return
+    proc = start_postgres(tmp_path_factory.mktemp("postgres"))
+    try:
+        yield PostgresEndpoint(proc.url(), proc)
+    finally:
+        proc.stop()
+
+
+_db_counter = itertools.count(1)
+
+
+@pytest.fixture
+def database_url(postgres_server: PostgresEndpoint) -> Iterator[str]:
+    import psycopg
+
+    name = f"seedline_test_{os.getpid()}_{next(_db_counter)}"
+    with psycopg.connect(postgres_server.admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        conn.execute(f'CREATE DATABASE "{name}"')
+    yield postgres_server.url_for(name)
+    with psycopg.connect(postgres_server.admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def settings(nats_server: NatsEndpoint, database_url: str, tmp_path: Path) -> Settings:
+    env = {
+        "SEEDLINE_NATS_URL": nats_server.url,
+        "SEEDLINE_NATS_MONITOR_URL": nats_server.monitor_url,
+        "SEEDLINE_DATABASE_URL": database_url,
+        "SEEDLINE_HOME": str(tmp_path / "home"),
+        "SEEDLINE_STRICT_DURABILITY": "1",
+        "SEEDLINE_LAUNCH_TIMEOUT_SECONDS": "3",
+        "SEEDLINE_OPEN_TIMEOUT_SECONDS": "10",
+    }
+    return Settings.from_env(env)
