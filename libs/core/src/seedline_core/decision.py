@@ -1,0 +1,299 @@
+"""The continuity decision: continue the engine's own conversation, or start fresh.
+
+The branches are one ordered list, checked top to bottom; the first that holds
+decides. Every branch declares where the new conversation's brief comes from, and
+only the branch for an explicit fresh start declines one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from enum import StrEnum
+from typing import Literal
+
+from seedline_core.ages import describe_age, describe_window
+
+__all__ = [
+    "BRANCHES",
+    "DEFAULT_SETTINGS",
+    "Branch",
+    "Decision",
+    "DecisionSettings",
+    "Mode",
+    "OpenRequest",
+    "PreviousConversation",
+    "ReasonCode",
+    "SeedSource",
+    "Situation",
+    "decide",
+    "relocation_decision",
+]
+
+Mode = Literal["resume", "fresh"]
+
+
+class ReasonCode(StrEnum):
+    FORCE_FRESH = "force_fresh"
+    NO_PREVIOUS = "no_previous"
+    NO_ACTIVITY = "no_activity"
+    PAST_WINDOW = "past_window"
+    ENGINE_CHANGED = "engine_changed"
+    ENGINE_STATELESS = "engine_stateless"
+    NO_RESUME_KEY = "no_resume_key"
+    OTHER_MACHINE = "other_machine"
+    RESUME = "resume"
+
+
+class SeedSource(StrEnum):
+    """Where the brief for a new conversation comes from."""
+
+    REPO_TIMELINE = "repo_timeline"
+
+
+@dataclass(frozen=True)
+class OpenRequest:
+    engine: str
+    node_id: str
+    force_fresh: bool = False
+    runner_stateless_engines: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class PreviousConversation:
+    session_id: str
+    last_activity_at: datetime | None
+    engine: str | None
+    resume_key: str | None
+    resume_node_id: str | None
+
+
+@dataclass(frozen=True)
+class DecisionSettings:
+    resume_window: timedelta = timedelta(days=4)
+    stateless_engines: frozenset[str] = frozenset({"raw", "openai"})
+
+
+DEFAULT_SETTINGS = DecisionSettings()
+
+
+@dataclass(frozen=True)
+class Decision:
+    mode: Mode
+    reason_code: ReasonCode
+    reason: str
+    resume_from: str | None
+    resume_key: str | None
+    seed: SeedSource | None
+
+    def to_continuity(self) -> dict[str, str | None]:
+        """The wire `continuity` object."""
+        return {
+            "mode": self.mode,
+            "resume_from": self.resume_from,
+            "reason_code": self.reason_code.value,
+            "reason": self.reason,
+        }
+
+
+def _as_utc(moment: datetime) -> datetime:
+    # Naive times are taken as UTC so that mixing them with aware ones never raises.
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+@dataclass(frozen=True)
+class Situation:
+    """Everything a branch may look at."""
+
+    request: OpenRequest
+    previous: PreviousConversation | None
+    now: datetime
+    settings: DecisionSettings
+
+    @property
+    def age(self) -> timedelta | None:
+        if self.previous is None or self.previous.last_activity_at is None:
+            return None
+        return _as_utc(self.now) - _as_utc(self.previous.last_activity_at)
+
+    @property
+    def last_touched(self) -> str | None:
+        age = self.age
+        if age is None:
+            return None
+        return f"the previous conversation on this repo was last touched {describe_age(age)}"
+
+    @property
+    def engine_is_stateless(self) -> bool:
+        engine = self.request.engine
+        return (
+            engine in self.settings.stateless_engines
+            or engine in self.request.runner_stateless_engines
+        )
+
+
+@dataclass(frozen=True, kw_only=True)
+class Branch:
+    reason_code: ReasonCode
+    mode: Mode
+    seed: SeedSource | None
+    applies: Callable[[Situation], bool]
+    explain: Callable[[Situation], str]
+
+
+def _with_age(sentence: str, situation: Situation) -> str:
+    last_touched = situation.last_touched
+    return sentence if last_touched is None else f"{sentence}; {last_touched}"
+
+
+def _past_window(situation: Situation) -> bool:
+    age = situation.age
+    return age is not None and age > situation.settings.resume_window
+
+
+def _engine_changed(situation: Situation) -> bool:
+    previous = situation.previous
+    return (
+        previous is not None
+        and previous.engine is not None
+        and previous.engine != situation.request.engine
+    )
+
+
+def _explain_past_window(situation: Situation) -> str:
+    window = describe_window(situation.settings.resume_window)
+    return f"{situation.last_touched}, past the {window} window"
+
+
+def _explain_engine_changed(situation: Situation) -> str:
+    assert situation.previous is not None
+    age = describe_age(situation.age or timedelta())
+    return (
+        f"the previous conversation on this repo ran on {situation.previous.engine} "
+        f"rather than {situation.request.engine} and was last touched {age}"
+    )
+
+
+def _explain_other_machine(situation: Situation) -> str:
+    assert situation.previous is not None
+    holder = situation.previous.resume_node_id
+    where = "on another machine" if holder is None else f"on {holder}"
+    sentence = (
+        f"the {situation.request.engine} engine's own memory of the previous conversation "
+        f"is {where}, "
+        f"not on {situation.request.node_id}"
+    )
+    return _with_age(sentence, situation)
+
+
+BRANCHES: tuple[Branch, ...] = (
+    Branch(
+        reason_code=ReasonCode.FORCE_FRESH,
+        mode="fresh",
+        seed=None,
+        applies=lambda s: s.request.force_fresh,
+        explain=lambda s: _with_age("a fresh start was asked for", s),
+    ),
+    Branch(
+        reason_code=ReasonCode.NO_PREVIOUS,
+        mode="fresh",
+        seed=SeedSource.REPO_TIMELINE,
+        applies=lambda s: s.previous is None,
+        explain=lambda s: "there is no earlier conversation on this repo",
+    ),
+    Branch(
+        reason_code=ReasonCode.NO_ACTIVITY,
+        mode="fresh",
+        seed=SeedSource.REPO_TIMELINE,
+        applies=lambda s: s.age is None,
+        explain=lambda s: "the earlier conversation on this repo has no recorded activity time",
+    ),
+    Branch(
+        reason_code=ReasonCode.PAST_WINDOW,
+        mode="fresh",
+        seed=SeedSource.REPO_TIMELINE,
+        applies=_past_window,
+        explain=_explain_past_window,
+    ),
+    Branch(
+        reason_code=ReasonCode.ENGINE_CHANGED,
+        mode="fresh",
+        seed=SeedSource.REPO_TIMELINE,
+        applies=_engine_changed,
+        explain=_explain_engine_changed,
+    ),
+    Branch(
+        reason_code=ReasonCode.ENGINE_STATELESS,
+        mode="fresh",
+        seed=SeedSource.REPO_TIMELINE,
+        applies=lambda s: s.engine_is_stateless,
+        explain=lambda s: _with_age(
+            f"the {s.request.engine} engine keeps no conversation of its own", s
+        ),
+    ),
+    Branch(
+        reason_code=ReasonCode.NO_RESUME_KEY,
+        mode="fresh",
+        seed=SeedSource.REPO_TIMELINE,
+        applies=lambda s: s.previous is not None and s.previous.resume_key is None,
+        explain=lambda s: _with_age(
+            f"the {s.request.engine} engine never reported a conversation to continue", s
+        ),
+    ),
+    Branch(
+        reason_code=ReasonCode.OTHER_MACHINE,
+        mode="fresh",
+        seed=SeedSource.REPO_TIMELINE,
+        applies=lambda s: (
+            s.previous is not None and s.previous.resume_node_id != s.request.node_id
+        ),
+        explain=_explain_other_machine,
+    ),
+    Branch(
+        reason_code=ReasonCode.RESUME,
+        mode="resume",
+        seed=SeedSource.REPO_TIMELINE,
+        applies=lambda s: True,
+        explain=lambda s: s.last_touched or "the previous conversation on this repo can continue",
+    ),
+)
+
+
+def decide(
+    request: OpenRequest,
+    previous: PreviousConversation | None,
+    now: datetime,
+    settings: DecisionSettings = DEFAULT_SETTINGS,
+) -> Decision:
+    """Resume or fresh, with the reason; the first branch of BRANCHES that holds decides."""
+    situation = Situation(request=request, previous=previous, now=now, settings=settings)
+    branch = next(b for b in BRANCHES if b.applies(situation))
+    resume_from = resume_key = None
+    if branch.mode == "resume" and previous is not None:
+        resume_from, resume_key = previous.session_id, previous.resume_key
+    return Decision(
+        mode=branch.mode,
+        reason_code=branch.reason_code,
+        reason=branch.explain(situation),
+        resume_from=resume_from,
+        resume_key=resume_key,
+        seed=branch.seed,
+    )
+
+
+def relocation_decision(previous_node_id: str | None, new_node_id: str) -> Decision:
+    """A conversation moved to another machine: the engine there starts fresh with a brief."""
+    moved = (
+        f"the conversation moved from {previous_node_id} to {new_node_id}"
+        if previous_node_id and previous_node_id != new_node_id
+        else f"the conversation moved to {new_node_id}"
+    )
+    return Decision(
+        mode="fresh",
+        reason_code=ReasonCode.OTHER_MACHINE,
+        reason=f"{moved}, where the engine starts fresh and will be given a brief of what happened so far",
+        resume_from=None,
+        resume_key=None,
+        seed=SeedSource.REPO_TIMELINE,
+    )
