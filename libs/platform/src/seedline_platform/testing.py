@@ -161,3 +161,36 @@ def settings(nats_server: NatsEndpoint, database_url: str, tmp_path: Path) -> Se
         "SEEDLINE_OPEN_TIMEOUT_SECONDS": "10",
     }
     return Settings.from_env(env)
+
+
+class running:
+    """``async with running(app):`` starts a service in this event loop and stops it after."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self._task = None
+
+    async def __aenter__(self):
+        import asyncio
+
+        await self.app.start()
+        self._task = asyncio.create_task(self.app.run())
+        return self.app
+
+    async def __aexit__(self, *exc) -> None:
+        import asyncio
+
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+        await self.app.stop()
+
+
+async def request(nc, subject: str, body, timeout: float = 10.0) -> dict:
+    """Send a JSON request and decode the JSON reply."""
+    import json
+
+    from seedline_contracts.codec import encode
+
+    data = body if isinstance(body, bytes) else encode(body)
+    msg = await nc.request(subject, data, timeout=timeout)
+    return json.loads(msg.data)

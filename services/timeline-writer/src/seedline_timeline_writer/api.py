@@ -1,0 +1,69 @@
+"""seedline.api.timeline.append and seedline.api.timeline.read: thin handlers."""
+
+from __future__ import annotations
+
+import msgspec
+from nats.aio.msg import Msg
+
+from seedline_contracts.codec import decode, encode
+from seedline_contracts.errors import error_reply
+from seedline_contracts.timeline import (
+    MAX_READ_LIMIT,
+    AppendReply,
+    TimelineReadReply,
+    TimelineReadRequest,
+)
+from seedline_contracts.tokens import is_valid_token
+from seedline_platform.clock import now_text
+from seedline_platform.pg import is_transient
+
+from .normalise import Accepted, normalise
+from .store import TimelineStore, wait_until_applied
+from .writer import TimelineWriter
+
+MIN_SEQ_WAIT_SECONDS = 5.0
+
+
+class TimelineApi:
+    def __init__(self, writer: TimelineWriter, store: TimelineStore, min_seq_wait: float = MIN_SEQ_WAIT_SECONDS):
+        self._writer = writer
+        self._store = store
+        self._min_seq_wait = min_seq_wait
+
+    async def append(self, msg: Msg) -> bytes:
+        result = normalise(msg.data, now_text())
+        if not isinstance(result, Accepted):
+            return encode(error_reply(result.reason_code, result.message))
+        try:
+            (appended,) = await self._writer.append_entries([result.entry])
+        except Exception as exc:
+            if is_transient(exc) or "timeout" in type(exc).__name__.lower():
+                return encode(error_reply("unavailable", "The timeline cannot be written just now; retry the same entry_id shortly."))
+            raise
+        return encode(AppendReply(seq=appended.seq, duplicate=appended.duplicate))
+
+    async def read(self, msg: Msg) -> bytes:
+        try:
+            request = decode(msg.data, TimelineReadRequest)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            return encode(error_reply("invalid_request", f"The read request is not valid: {exc}."))
+        for name in ("instance_id", "repo"):
+            if not is_valid_token(getattr(request, name)):
+                return encode(error_reply("invalid_request", f"{name} must be a non-empty name of at most 255 escaped bytes."))
+        if request.limit < 1:
+            return encode(error_reply("invalid_request", "limit must be at least 1."))
+        limit = min(request.limit, MAX_READ_LIMIT)
+        try:
+            if request.min_seq is not None and not await wait_until_applied(
+                self._store, request.min_seq, self._min_seq_wait
+            ):
+                return encode(error_reply(
+                    "not_yet_visible",
+                    f"Entry {request.min_seq} is not readable yet; retry the read in a moment.",
+                ))
+            rows, has_more = await self._store.read(request, limit)
+        except Exception as exc:
+            if is_transient(exc):
+                return encode(error_reply("unavailable", "The timeline cannot be read just now because its database is away; retry shortly."))
+            raise
+        return encode(TimelineReadReply(entries=rows, has_more=has_more))

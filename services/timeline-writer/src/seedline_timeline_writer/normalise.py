@@ -1,0 +1,122 @@
+"""Validate and normalise one ingest payload (CONTRACT.md 2.1). Pure: no I/O, no clock.
+
+Every payload becomes exactly one of: an Accepted entry, or a Refusal with the
+reason code and a sentence naming the field. Nothing here raises.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+
+import msgspec
+
+from seedline_contracts.timeline import (
+    KINDS,
+    MAX_CONTENT_CHARS,
+    MAX_ENGINE_CHARS,
+    MAX_ENTRY_ID_CHARS,
+    RejectedInput,
+    TimelineEntry,
+    TimelineEntryIn,
+)
+from seedline_contracts.tokens import TokenError, escape_token
+from seedline_platform.clock import format_utc, parse_rfc3339
+
+TOKEN_FIELDS = ("instance_id", "repo", "session_id")
+_decoder = msgspec.json.Decoder(TimelineEntryIn)
+
+
+@dataclass(frozen=True)
+class Accepted:
+    entry: TimelineEntry
+
+
+@dataclass(frozen=True)
+class Refusal:
+    reason_code: str  # not_json | invalid_entry | bad_token
+    message: str
+
+
+def _has_control(text: str) -> bool:
+    return any(ord(c) < 32 or ord(c) == 127 or 0x80 <= ord(c) < 0xA0 for c in text)
+
+
+def _check_token(name: str, value: str) -> Refusal | None:
+    if _has_control(value):
+        return Refusal("bad_token", f"{name} contains a control character; remove it")
+    try:
+        escape_token(value)
+    except TokenError as exc:
+        return Refusal("bad_token", f"{name} {exc}")
+    return None
+
+
+def normalise(payload: bytes, received_at: str) -> Accepted | Refusal:
+    """received_at is the writer's receive time, used when the entry has no `at`."""
+    try:
+        raw = _decoder.decode(payload)
+    except msgspec.ValidationError as exc:
+        return Refusal("invalid_entry", f"The entry is not valid: {exc}")
+    except msgspec.DecodeError as exc:
+        return Refusal("not_json", f"The payload is not JSON text ({exc}); publish a UTF-8 JSON object")
+
+    entry_id = raw.entry_id
+    if not 1 <= len(entry_id) <= MAX_ENTRY_ID_CHARS:
+        return Refusal("invalid_entry", f"entry_id must be 1-{MAX_ENTRY_ID_CHARS} characters, not {len(entry_id)}")
+    if any(c.isspace() for c in entry_id) or _has_control(entry_id):
+        return Refusal("invalid_entry", "entry_id must not contain whitespace or control characters")
+    for name in TOKEN_FIELDS:
+        refusal = _check_token(name, getattr(raw, name))
+        if refusal:
+            return refusal
+    if raw.kind not in KINDS:
+        return Refusal("invalid_entry", f"kind {raw.kind[:40]!r} is not one of {', '.join(KINDS)}")
+    if raw.engine is not None and not 1 <= len(raw.engine) <= MAX_ENGINE_CHARS:
+        return Refusal("invalid_entry", f"engine must be 1-{MAX_ENGINE_CHARS} characters or null")
+    if raw.engine is not None and _has_control(raw.engine):
+        return Refusal("invalid_entry", "engine must not contain control characters")
+    if raw.at is None:
+        at = received_at
+    else:
+        try:
+            at = format_utc(parse_rfc3339(raw.at))
+        except (ValueError, OverflowError):
+            return Refusal("invalid_entry", f"at {raw.at[:40]!r} is not an RFC 3339 time")
+
+    # Postgres text cannot hold NUL; it is the one character stored differently.
+    content = raw.content.replace("\x00", "\ufffd")
+    truncated_from = None
+    if len(content) > MAX_CONTENT_CHARS:
+        truncated_from = len(content)
+        content = content[:MAX_CONTENT_CHARS]
+    return Accepted(
+        TimelineEntry(
+            entry_id=entry_id,
+            instance_id=raw.instance_id,
+            repo=raw.repo,
+            session_id=raw.session_id,
+            kind=raw.kind,
+            content=content,
+            at=at,
+            engine=raw.engine,
+            truncated_from=truncated_from,
+        )
+    )
+
+
+def rejected_record(
+    refusal: Refusal, payload: bytes, received_at: str, ingest_seq: int | None
+) -> RejectedInput:
+    try:
+        raw, encoding = payload.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        raw, encoding = base64.b64encode(payload).decode("ascii"), "base64"
+    return RejectedInput(
+        reason_code=refusal.reason_code,
+        message=refusal.message,
+        raw=raw,
+        raw_encoding=encoding,
+        received_at=received_at,
+        ingest_seq=ingest_seq,
+    )

@@ -1,0 +1,114 @@
+"""Append normalised entries to SEEDLINE_TIMELINE, once per entry_id, for ever.
+
+Dedupe has two layers: JetStream's Nats-Msg-Id window (2 minutes) catches a
+retried publish, and the projection's entry_id index catches everything later.
+The projection is written here, right after the append, so the index is always
+as new as the stream; ``catch_up`` closes the one gap a crash can leave (appended
+to the stream, not yet projected) before any new input is looked at.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+from nats.aio.msg import Msg
+from nats.js import JetStreamContext
+
+from seedline_contracts import subjects
+from seedline_contracts.codec import decode, encode
+from seedline_contracts.timeline import TimelineEntry
+from seedline_platform.clock import now_text
+from seedline_platform.logging import get_logger
+from seedline_platform.natsio import publish_window
+from seedline_platform.replay import last_seq, replay
+
+from .normalise import Accepted, Refusal, normalise, rejected_record
+from .store import Stored, TimelineStore
+
+log = get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    seq: int
+    duplicate: bool
+
+
+def _subject(entry: TimelineEntry) -> str:
+    return subjects.timeline_subject(entry.instance_id, entry.repo, entry.session_id, entry.kind)
+
+
+class TimelineWriter:
+    def __init__(
+        self, js: JetStreamContext, store: TimelineStore, clock: Callable[[], str] = now_text
+    ) -> None:
+        self._js = js
+        self._store = store
+        self._clock = clock
+        # One append at a time: dedupe-then-publish must not interleave, or two
+        # copies of an entry could both look new.
+        self._lock = asyncio.Lock()
+
+    async def catch_up(self) -> int:
+        """Project stream entries that a crash left unprojected. Returns how many."""
+        start = await self._store.applied_seq() + 1
+        end = await last_seq(self._js, subjects.TIMELINE_STREAM)
+        count = 0
+        async for msgs in replay(self._js, subjects.TIMELINE_STREAM, subjects.TIMELINE_ALL, start, end):
+            await self._store.append(
+                [(m.metadata.sequence.stream, decode(m.data, TimelineEntry)) for m in msgs]
+            )
+            count += len(msgs)
+        if count:
+            log.info("timeline_caught_up", entries=count, through_seq=end)
+        return count
+
+    async def append_entries(self, entries: Sequence[TimelineEntry]) -> list[AppendResult]:
+        """Append in order; an entry_id seen before (ever) returns the first entry's seq."""
+        async with self._lock:
+            known = await self._store.known([e.entry_id for e in entries])
+            fresh: list[TimelineEntry] = []
+            for entry in entries:
+                if entry.entry_id not in known:
+                    known[entry.entry_id] = 0  # claimed by this batch
+                    fresh.append(entry)
+            acks = await publish_window(
+                self._js,
+                [(_subject(e), encode(e), {"Nats-Msg-Id": e.entry_id}) for e in fresh],
+            )
+            stored: list[Stored] = []
+            for entry, ack in zip(fresh, acks):
+                known[entry.entry_id] = ack.seq
+                if not ack.duplicate:
+                    stored.append((ack.seq, entry))
+            await self._store.append(stored)
+            fresh_ids = {id(e) for e in fresh}
+            return [
+                AppendResult(known[e.entry_id], duplicate=id(e) not in fresh_ids) for e in entries
+            ]
+
+    async def handle_ingest(self, msgs: Sequence[Msg]) -> None:
+        """A batch from SEEDLINE_INGEST: append what is valid, park what is not."""
+        received_at = self._clock()
+        accepted: list[TimelineEntry] = []
+        rejected: list[tuple[str, bytes, None]] = []
+        for msg in msgs:
+            result = normalise(msg.data, received_at)
+            if isinstance(result, Accepted):
+                accepted.append(result.entry)
+            else:
+                record = rejected_record(result, msg.data, received_at, msg.metadata.sequence.stream)
+                rejected.append((subjects.REJECTED_TIMELINE, encode(record), None))
+        if accepted:
+            await self.append_entries(accepted)
+        if rejected:
+            await publish_window(self._js, rejected)
+            log.info("ingest_rejected", count=len(rejected))
+
+    async def park(self, msg: Msg, reason: str) -> None:
+        record = rejected_record(
+            Refusal("poison", reason), msg.data, self._clock(), msg.metadata.sequence.stream
+        )
+        await publish_window(self._js, [(subjects.REJECTED_TIMELINE, encode(record), None)])
