@@ -1,1 +1,32 @@
-"""seedline_runner."""
+"""Seedline runner SDK: presence, launches, turns, engine adapters, conversation store."""
+
+from .cli import run_runner
+from .engines import (
+    ClaudeEngine,
+    Engine,
+    EngineError,
+    EngineOutput,
+    OpenAIChatEngine,
+    ScriptedEngine,
+    StartResult,
+    TurnResult,
+)
+from .runner import Runner
+from .store import Conversation, ConversationStore, SeedMessage, seed_if_empty
+
+__all__ = [
+    "ClaudeEngine",
+    "Conversation",
+    "ConversationStore",
+    "Engine",
+    "EngineError",
+    "EngineOutput",
+    "OpenAIChatEngine",
+    "Runner",
+    "ScriptedEngine",
+    "SeedMessage",
+    "StartResult",
+    "TurnResult",
+    "run_runner",
+    "seed_if_empty",
+]

@@ -1,0 +1,80 @@
+"""The entry point a command line wraps: connect, run a runner until told to stop."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Sequence
+from dataclasses import fields
+from typing import Any
+
+import nats
+
+from .engines.registry import EngineOptions, build_engines
+from .runner import DEFAULT_PRESENCE_INTERVAL_SECONDS, Runner
+
+_ENGINE_OPTION_NAMES = frozenset(f.name for f in fields(EngineOptions))
+
+
+async def run_runner(
+    nats_url: str,
+    node_id: str,
+    label: str,
+    engine_names: Sequence[str],
+    *,
+    presence_interval: float = DEFAULT_PRESENCE_INTERVAL_SECONDS,
+    stop_signals: bool = True,
+    **engine_options: Any,
+) -> None:
+    """Serve ``node_id`` until cancelled (or SIGTERM/SIGINT), then stop cleanly.
+
+    ``engine_options`` are the fields of ``EngineOptions`` (``scripted_resumable``,
+    ``claude_executable``, ``claude_workdir``, ``claude_args``, ``openai_base_url``,
+    ``openai_model``, ``openai_api_key_env``, ``openai_system_prompt``).
+    """
+    unknown = set(engine_options) - _ENGINE_OPTION_NAMES
+    if unknown:
+        raise TypeError(f"unknown engine options: {', '.join(sorted(unknown))}")
+    if not engine_names:
+        raise ValueError("A runner needs at least one engine.")
+    engines = build_engines(engine_names, EngineOptions(**engine_options))
+    nc = await nats.connect(nats_url, name=f"seedline-runner:{node_id}")
+    try:
+        runner = Runner(nc, node_id, label, engines, presence_interval=presence_interval)
+        await _serve_until_stopped(runner, stop_signals)
+    finally:
+        for engine in engines.values():
+            close = getattr(engine, "aclose", None)
+            if close is not None:
+                await close()
+        await nc.drain()
+
+
+async def _serve_until_stopped(runner: Runner, stop_signals: bool) -> None:
+    serving = asyncio.create_task(runner.run(), name="runner")
+    signalled = asyncio.Event()
+
+    def on_signal() -> None:
+        signalled.set()
+        serving.cancel()
+
+    loop = asyncio.get_running_loop()
+    installed: list[int] = []
+    if stop_signals:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(signum, on_signal)
+                installed.append(signum)
+            except (NotImplementedError, RuntimeError):
+                pass
+    try:
+        await serving
+    except asyncio.CancelledError:
+        # Let the runner finish its clean stop before the connection goes away.
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+        if not signalled.is_set():
+            raise
+    finally:
+        for signum in installed:
+            loop.remove_signal_handler(signum)

@@ -1,0 +1,83 @@
+"""A deterministic engine for tests and demos.
+
+Its reply says what it was given: how many characters of context and the
+sha256 of the brief it found in that context (or that it found none). That
+makes "the engine read the brief" and "the engine never saw the brief"
+observable from the timeline alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass, field
+
+from ..framing import split_background
+from ..store import Conversation
+from .base import EngineError, EngineOutput, StartResult, TurnResult
+
+_QUOTED_CHARS = 60
+
+
+@dataclass
+class _OwnConversation:
+    texts: list[str] = field(default_factory=list)
+
+
+def scripted_reply(instruction: str, context_chars: int, seed_sha256: str | None) -> str:
+    seed_part = f"seed sha256 {seed_sha256}" if seed_sha256 else "no seed"
+    return (
+        f"scripted reply to: {instruction[:_QUOTED_CHARS]} "
+        f"(context: {context_chars} characters, {seed_part})"
+    )
+
+
+class ScriptedEngine:
+    """Resumes only conversations it issued itself in this process (when resumable)."""
+
+    stateless = False
+
+    def __init__(self, *, resumable: bool = True, name: str = "scripted") -> None:
+        self.name = name
+        self.resumable = resumable
+        # Every prompt it was given, as (conversation_id, prompt): what tests inspect.
+        self.prompts: list[tuple[str, str]] = []
+        self._own: dict[str, _OwnConversation] = {}
+        self._bound: dict[str, str] = {}
+
+    async def start(self, conversation_id: str, resume_key: str | None) -> StartResult:
+        if self.resumable and resume_key is not None and resume_key in self._own:
+            self._bound[conversation_id] = resume_key
+            return StartResult(resumed=True, engine_session_id=resume_key)
+        engine_session_id = f"scripted-{uuid.uuid4().hex}"
+        self._own[engine_session_id] = _OwnConversation()
+        self._bound[conversation_id] = engine_session_id
+        return StartResult(resumed=False, engine_session_id=engine_session_id)
+
+    async def run_turn(self, conversation: Conversation, prompt: str) -> TurnResult:
+        engine_session_id = self._bound.get(conversation.conversation_id)
+        if engine_session_id is None:
+            raise EngineError("The scripted engine was given a turn before it was started.")
+        self.prompts.append((conversation.conversation_id, prompt))
+        own = self._own[engine_session_id]
+        own.texts.append(prompt)
+        seed_sha256 = _latest_seed_sha256(own.texts)
+        _, instruction = split_background(prompt)
+        reply = scripted_reply(instruction, sum(len(t) for t in own.texts), seed_sha256)
+        own.texts.append(reply)
+        return TurnResult(
+            outputs=[EngineOutput(kind="chat_assistant", content=reply)],
+            engine_session_id=engine_session_id,
+        )
+
+    async def end(self, conversation_id: str) -> None:
+        # Its own conversation stays, so a later launch can resume it.
+        self._bound.pop(conversation_id, None)
+
+
+def _latest_seed_sha256(texts: list[str]) -> str | None:
+    for text in reversed(texts):
+        brief, _ = split_background(text)
+        if brief is not None:
+            return hashlib.sha256(brief.encode("utf-8")).hexdigest()
+    return None

@@ -1,0 +1,61 @@
+"""Deciding what happens to a launch's seed, without any I/O.
+
+The seed is spent only when the engine did not really resume. A stateful
+engine reads it in front of its first instruction; a stateless one gets it as
+seeded history in the conversation store. When a stateful engine says it
+resumed, the seed is held back unread: if its first turn shows the resume did
+not land after all, the engine is cold and the brief goes with the next message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+from seedline_contracts.runner import LaunchRequest
+from seedline_contracts.tokens import TokenError, escape_token
+
+from .engines.base import StartResult
+
+
+@dataclass(frozen=True)
+class SeedPlan:
+    resumed: bool
+    # Framed in front of the first prompt (stateful engines).
+    brief_for_first_prompt: str | None = None
+    # Seeded into the empty conversation as background (stateless engines).
+    brief_for_history: str | None = None
+    # Kept unread until the first turn confirms the resume.
+    held_brief: str | None = None
+
+    @property
+    def seeded(self) -> bool:
+        return self.brief_for_first_prompt is not None or self.brief_for_history is not None
+
+
+def plan_seed(seed_text: str | None, started: StartResult, *, stateless: bool) -> SeedPlan:
+    resumed = started.resumed and not stateless
+    brief = seed_text or None
+    if brief is None:
+        return SeedPlan(resumed=resumed)
+    if resumed:
+        return SeedPlan(resumed=True, held_brief=brief)
+    if stateless:
+        return SeedPlan(resumed=False, brief_for_history=brief)
+    return SeedPlan(resumed=False, brief_for_first_prompt=brief)
+
+
+def launch_refusal(request: LaunchRequest, engine_names: Collection[str]) -> str | None:
+    """Why this machine cannot take the launch, in words a person can act on; None if it can."""
+    for field_name in ("session_id", "instance_id", "repo"):
+        try:
+            escape_token(getattr(request, field_name))
+        except TokenError as error:
+            return f"The launch's {field_name} cannot be used: it {error}."
+    if request.engine not in engine_names:
+        offered = ", ".join(sorted(engine_names)) or "none"
+        return (
+            f"This machine has no engine called {request.engine!r}; "
+            f"it offers: {offered}."
+        )
+    return None

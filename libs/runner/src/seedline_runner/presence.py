@@ -1,0 +1,102 @@
+"""Telling the platform this machine is online: a KV key refreshed on a timer.
+
+The bucket's TTL turns a key that stops being refreshed into "offline", so a
+machine that dies without saying goodbye is still seen as gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+
+import structlog
+from nats.js import JetStreamContext
+from nats.js.api import KeyValueConfig, StorageType
+from nats.js.errors import BucketNotFoundError
+from nats.js.kv import KeyValue
+from seedline_contracts.codec import encode
+from seedline_contracts.runner import RunnerPresence
+from seedline_contracts.subjects import (
+    PRESENCE_INTERVAL_SECONDS,
+    RUNNERS_BUCKET,
+    RUNNERS_TTL_SECONDS,
+    presence_key,
+)
+
+from .engines.base import Engine
+
+log = structlog.get_logger(__name__)
+
+
+def presence_of(node_id: str, label: str, engines: Mapping[str, Engine]) -> RunnerPresence:
+    return RunnerPresence(
+        node_id=node_id,
+        label=label,
+        engines=list(engines),
+        stateless_engines=[name for name, engine in engines.items() if engine.stateless],
+    )
+
+
+async def bind_runners_bucket(js: JetStreamContext) -> KeyValue:
+    try:
+        return await js.key_value(RUNNERS_BUCKET)
+    except BucketNotFoundError:
+        pass
+    config = KeyValueConfig(
+        bucket=RUNNERS_BUCKET,
+        ttl=float(RUNNERS_TTL_SECONDS),
+        history=1,
+        storage=StorageType.FILE,
+    )
+    try:
+        return await js.create_key_value(config)
+    except Exception:
+        # Another machine may have created it first, with settings of its own.
+        return await js.key_value(RUNNERS_BUCKET)
+
+
+class PresenceHeartbeat:
+    def __init__(self, js: JetStreamContext, presence: RunnerPresence, interval: float) -> None:
+        if not 0 < interval <= PRESENCE_INTERVAL_SECONDS:
+            raise ValueError(
+                f"presence_interval must be more than 0 and at most {PRESENCE_INTERVAL_SECONDS} s"
+            )
+        self._js = js
+        self._key = presence_key(presence.node_id)
+        self._body = encode(presence)
+        self._interval = interval
+        self._kv: KeyValue | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def beat(self) -> bool:
+        """Put the presence once; False (and logged) when it could not be put."""
+        try:
+            if self._kv is None:
+                self._kv = await bind_runners_bucket(self._js)
+            await self._kv.put(self._key, self._body)
+        except Exception as error:
+            log.warning("presence_not_put", key=self._key, error=str(error))
+            return False
+        return True
+
+    async def start(self) -> None:
+        await self.beat()
+        self._task = asyncio.create_task(self._loop(), name=f"presence:{self._key}")
+
+    async def stop(self) -> None:
+        """Stop refreshing and delete the key: a clean stop means offline at once."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        if self._kv is None:
+            return
+        try:
+            await self._kv.delete(self._key)
+        except Exception as error:
+            log.warning("presence_not_deleted", key=self._key, error=str(error))
+
+    async def _loop(self) -> None:
+        while True:
+            await asyncio.sleep(self._interval)
+            await self.beat()

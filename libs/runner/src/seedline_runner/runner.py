@@ -1,0 +1,271 @@
+"""The runner process: presence, launches, turns and stops for one machine.
+
+Launch replies are sent as soon as the engine has started, before the first
+instruction runs: the platform is waiting on that reply to answer a person.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import msgspec
+import structlog
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from seedline_contracts.codec import decode, encode
+from seedline_contracts.runner import (
+    LaunchReply,
+    LaunchRequest,
+    RunnerEvent,
+    RunnerStopRequest,
+    TurnRequest,
+)
+from seedline_contracts.subjects import runner_subject
+from seedline_contracts.tokens import escape_token
+
+from .clock import utc_now
+from .engines.base import Engine
+from .framing import background
+from .launch_plan import launch_refusal, plan_seed
+from .live import ConversationWorker, LiveConversation, Step
+from .presence import PresenceHeartbeat, presence_of
+from .publishing import RETRY_DELAYS_SECONDS, Publisher
+from .store import ConversationStore, SeedMessage, seed_if_empty
+from .timeline_out import LAUNCH_STEP, turn_step
+
+log = structlog.get_logger(__name__)
+
+DEFAULT_PRESENCE_INTERVAL_SECONDS = 5.0
+
+
+class Runner:
+    def __init__(
+        self,
+        nc: Client,
+        node_id: str,
+        label: str,
+        engines: Mapping[str, Engine],
+        *,
+        presence_interval: float = DEFAULT_PRESENCE_INTERVAL_SECONDS,
+        store: ConversationStore | None = None,
+        clock: Callable[[], str] = utc_now,
+        publish_retry_delays: tuple[float, ...] = RETRY_DELAYS_SECONDS,
+    ) -> None:
+        escape_token(node_id)  # refuses a node id that cannot name subjects
+        self.node_id = node_id
+        self.label = label
+        self.engines = dict(engines)
+        self.store = store if store is not None else ConversationStore()
+        self._nc = nc
+        js = nc.jetstream()
+        self._clock = clock
+        self._publisher = Publisher(nc, js, node_id, retry_delays=publish_retry_delays)
+        self._worker = ConversationWorker(self._publisher, clock)
+        self._presence = PresenceHeartbeat(js, presence_of(node_id, label, self.engines), presence_interval)
+        self._live: dict[str, LiveConversation] = {}
+        self._subscriptions: list[Subscription] = []
+        self._started = False
+
+    @property
+    def live_conversations(self) -> list[str]:
+        return list(self._live)
+
+    async def start(self) -> None:
+        """Answer requests, then announce presence: once seen, this machine can answer."""
+        if self._started:
+            return
+        self._started = True
+        for verb, handler in (
+            ("launch", self._on_launch),
+            ("turn", self._on_turn),
+            ("stop", self._on_stop),
+        ):
+            subscription = await self._nc.subscribe(runner_subject(self.node_id, verb), cb=handler)
+            self._subscriptions.append(subscription)
+        await self._nc.flush()
+        await self._presence.start()
+        log.info("runner_started", node_id=self.node_id, engines=list(self.engines))
+
+    async def run(self) -> None:
+        """Run until cancelled, then stop cleanly."""
+        await self.start()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await asyncio.shield(self.stop())
+
+    async def stop(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        for subscription in self._subscriptions:
+            try:
+                await subscription.unsubscribe()
+            except Exception as error:
+                log.warning("unsubscribe_failed", error=str(error))
+        self._subscriptions.clear()
+        for session_id in list(self._live):
+            await self._end(session_id)
+        await self._presence.stop()
+        try:
+            await self._nc.flush()
+        except Exception as error:
+            log.warning("flush_failed", error=str(error))
+        log.info("runner_stopped", node_id=self.node_id)
+
+    # Launch
+
+    async def _on_launch(self, msg: Msg) -> None:
+        launched: LiveConversation | None = None
+        try:
+            reply, launched = await self._launch(msg)
+        except Exception as error:
+            log.exception("launch_failed")
+            reply = _launch_refused(f"This machine could not take the launch: {error}.")
+        await _answer(msg, reply)
+        if launched is not None and launched.engine_session_id is not None:
+            await self._publisher.event(
+                RunnerEvent(
+                    type="engine_bound",
+                    session_id=launched.session_id,
+                    at=self._clock(),
+                    engine_session_id=launched.engine_session_id,
+                )
+            )
+
+    async def _launch(self, msg: Msg) -> tuple[LaunchReply, LiveConversation | None]:
+        try:
+            request = decode(msg.data, LaunchRequest)
+        except msgspec.DecodeError as error:
+            return _launch_refused(f"The launch request could not be read: {error}."), None
+        refusal = launch_refusal(request, self.engines)
+        if refusal is not None:
+            return _launch_refused(refusal), None
+        already = self._live.get(request.session_id)
+        if already is not None:
+            # A repeated launch (the first reply got lost) must not start or instruct twice.
+            return already.launch_reply, None
+        return await self._start_conversation(request)
+
+    async def _start_conversation(
+        self, request: LaunchRequest
+    ) -> tuple[LaunchReply, LiveConversation | None]:
+        engine = self.engines[request.engine]
+        resume_key = request.resume.engine_session_id if request.resume else None
+        try:
+            started = await engine.start(request.session_id, resume_key)
+        except Exception as error:
+            refusal = f"{request.engine} could not be started on this machine: {error}"
+            return _launch_refused(refusal), None
+        seed_text = request.seed.text if request.seed else None
+        plan = plan_seed(seed_text, started, stateless=engine.stateless)
+        # A conversation that ended here before starts over rather than carrying on.
+        self.store.discard(request.session_id)
+        conversation = self.store.get_or_create(request.session_id)
+        seeded = plan.brief_for_first_prompt is not None
+        if plan.brief_for_history is not None:
+            history = [SeedMessage(role="user", content=background(plan.brief_for_history))]
+            seeded = seed_if_empty(conversation, history) > 0
+        reply = LaunchReply(
+            accepted=True,
+            resumed_conversation=plan.resumed,
+            seeded=seeded,
+            engine_session_id=started.engine_session_id,
+        )
+        live = LiveConversation(
+            request=request,
+            engine_name=request.engine,
+            engine=engine,
+            conversation=conversation,
+            launch_reply=reply,
+            engine_session_id=started.engine_session_id,
+            pending_brief=plan.brief_for_first_prompt,
+            held_brief=plan.held_brief,
+        )
+        self._live[request.session_id] = live
+        if request.instruction:
+            live.queue.put_nowait(Step(LAUNCH_STEP, request.instruction))
+        self._worker.start(live)
+        log.info(
+            "conversation_launched",
+            session_id=request.session_id,
+            engine=request.engine,
+            resumed=plan.resumed,
+            seeded=seeded,
+        )
+        return reply, live
+
+    # Turns
+
+    async def _on_turn(self, msg: Msg) -> None:
+        try:
+            reply = self._accept_turn(msg)
+        except Exception as error:
+            log.exception("turn_failed")
+            reply = {"accepted": False, "reason": f"This machine could not take the message: {error}."}
+        await _answer(msg, reply)
+
+    def _accept_turn(self, msg: Msg) -> dict[str, Any]:
+        try:
+            request = decode(msg.data, TurnRequest)
+        except msgspec.DecodeError as error:
+            return {"accepted": False, "reason": f"The message could not be read: {error}."}
+        live = self._live.get(request.session_id)
+        if live is None:
+            return {
+                "accepted": False,
+                "reason": f"No conversation {request.session_id} is running on this machine; "
+                "open it again to continue.",
+            }
+        if request.seq not in live.accepted_turns:
+            live.accepted_turns.add(request.seq)
+            live.queue.put_nowait(Step(turn_step(request.seq), request.content))
+        return {"accepted": True}
+
+    # Stop
+
+    async def _on_stop(self, msg: Msg) -> None:
+        try:
+            request = decode(msg.data, RunnerStopRequest)
+        except msgspec.DecodeError as error:
+            await _answer(msg, {"stopped": False, "reason": f"The stop request could not be read: {error}."})
+            return
+        stopped = await self._end(request.session_id)
+        await _answer(msg, {"stopped": stopped})
+
+    async def _end(self, session_id: str) -> bool:
+        live = self._live.pop(session_id, None)
+        if live is None:
+            return False
+        await self._worker.stop(live)
+        try:
+            await live.engine.end(session_id)
+        except Exception as error:
+            log.warning("engine_end_failed", session_id=session_id, error=str(error))
+        self.store.discard(session_id)
+        await self._publisher.event(
+            RunnerEvent(
+                type="exited",
+                session_id=session_id,
+                at=self._clock(),
+                engine_session_id=live.engine_session_id,
+            )
+        )
+        log.info("conversation_ended", session_id=session_id)
+        return True
+
+
+def _launch_refused(reason: str) -> LaunchReply:
+    return LaunchReply(accepted=False, reason=reason)
+
+
+async def _answer(msg: Msg, body: Any) -> None:
+    if not msg.reply:
+        return
+    try:
+        await msg.respond(encode(body))
+    except Exception as error:
+        log.warning("reply_not_sent", subject=msg.subject, error=str(error))

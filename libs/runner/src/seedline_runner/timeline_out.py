@@ -1,0 +1,55 @@
+"""What a runner publishes to the timeline, built without any I/O.
+
+Entry ids are a pure function of (conversation, step, part) so that publishing
+the same output again, after a retry or a redelivered turn, is recognised as a
+duplicate by the ingest stream and the timeline-writer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+
+from seedline_contracts.timeline import MAX_ENTRY_ID_CHARS, TimelineEntryIn
+
+from .engines.base import EngineOutput
+
+LAUNCH_STEP = "launch"
+_PLAIN_ENTRY_ID = re.compile(r"[^\s\x00-\x1f\x7f]+")
+
+
+def turn_step(seq: int) -> str:
+    return f"turn-{seq}"
+
+
+def entry_id(session_id: str, step: str, part: int | str) -> str:
+    plain = f"{session_id}:{step}:{part}"
+    if len(plain) <= MAX_ENTRY_ID_CHARS and _PLAIN_ENTRY_ID.fullmatch(plain):
+        return plain
+    return "runner-" + hashlib.sha256(plain.encode("utf-8")).hexdigest()
+
+
+def timeline_entries(
+    *,
+    instance_id: str,
+    repo: str,
+    session_id: str,
+    engine: str,
+    step: str,
+    outputs: Sequence[EngineOutput],
+    at: str,
+) -> list[TimelineEntryIn]:
+    return [
+        TimelineEntryIn(
+            entry_id=entry_id(session_id, step, index),
+            instance_id=instance_id,
+            repo=repo,
+            session_id=session_id,
+            kind=output.kind,
+            content=output.content,
+            at=at,
+            engine=engine,
+        )
+        for index, output in enumerate(outputs)
+    ]
