@@ -90,8 +90,8 @@ def _resume_unconfirmed_briefed(reason: str) -> Notice:
     return Notice(
         chat=f"{not_confirmed} {_BRIEF_GIVEN}, so {_RECONSTRUCTED}.",
         console=(
-            f"Continuing not confirmed: {reason}. The engine started fresh and was given a "
-            "brief; its context was reconstructed, not carried over."
+            f"Continuing was not confirmed by the machine: {reason}. The engine started fresh "
+            "and was given a brief; its context was reconstructed, not carried over."
         ),
         mcp=f"{not_confirmed} {_BRIEF_GIVEN}, and {_RECONSTRUCTED}.",
         tone="warning",
@@ -106,8 +106,8 @@ def _resume_unconfirmed_fresh(reason: str) -> Notice:
     return Notice(
         chat=told,
         console=(
-            f"Continuing not confirmed: {reason}. The engine started fresh without earlier "
-            "context."
+            f"The machine did not confirm continuing: {reason}. The engine started fresh "
+            "without earlier context."
         ),
         mcp=told,
         tone="warning",
