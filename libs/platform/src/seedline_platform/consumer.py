@@ -30,10 +30,14 @@ BatchHandler = Callable[[Sequence[Msg]], Awaitable[None]]
 Parker = Callable[[Msg, str], Awaitable[None]]
 
 
+class Outage(Exception):
+    """Raised by a handler when something it needs is away: retry, never park."""
+
+
 def is_outage(exc: BaseException) -> bool:
     import nats.errors
 
-    return is_transient(exc) or isinstance(
+    return is_transient(exc) or isinstance(exc, Outage) or isinstance(
         exc, (nats.errors.ConnectionClosedError, nats.errors.TimeoutError, asyncio.TimeoutError,
               nats.errors.NoRespondersError, nats.errors.ConnectionReconnectingError)
     )

@@ -244,3 +244,22 @@ class Responder:
 
 def unavailable_message(exc: BaseException) -> str:
     return f"Seedline could not serve this request just now ({type(exc).__name__}); try again in a few seconds."
+
+
+async def park_message(js: JetStreamContext, msg: Msg, reason: str, subject: str) -> None:
+    """Copy a message that keeps failing to SEEDLINE_REJECTED, with its origin and reason."""
+    import base64
+
+    from seedline_contracts.timeline import RejectedInput
+
+    from .clock import now_text
+
+    try:
+        raw, encoding = msg.data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        raw, encoding = base64.b64encode(msg.data).decode("ascii"), "base64"
+    record = RejectedInput(
+        reason_code="poison", message=reason, raw=raw, raw_encoding=encoding,
+        received_at=now_text(), ingest_seq=msg.metadata.sequence.stream,
+    )
+    await publish_window(js, [(subject, encode(record), None)])
