@@ -1,0 +1,68 @@
+import pytest
+from seedline_contracts.runner import LaunchRequest, LaunchResume, Seed
+
+from seedline_runner.engines.base import StartResult
+from seedline_runner.launch_plan import launch_refusal, plan_seed
+
+COLD = StartResult(resumed=False, engine_session_id="e1")
+WARM = StartResult(resumed=True, engine_session_id="e1")
+
+
+def test_a_cold_stateful_engine_reads_the_brief_before_its_first_instruction():
+    plan = plan_seed("brief", COLD, stateless=False)
+
+    assert (plan.resumed, plan.seeded, plan.brief_for_first_prompt, plan.held_brief) == (
+        False, True, "brief", None,
+    )
+
+
+def test_a_resumed_engine_does_not_read_the_brief():
+    plan = plan_seed("brief", WARM, stateless=False)
+
+    assert (plan.resumed, plan.seeded, plan.brief_for_first_prompt, plan.brief_for_history) == (
+        True, False, None, None,
+    )
+    assert plan.held_brief == "brief"
+
+
+def test_a_stateless_engine_gets_the_brief_as_history_and_never_counts_as_resumed():
+    plan = plan_seed("brief", WARM, stateless=True)
+
+    assert (plan.resumed, plan.seeded, plan.brief_for_history) == (False, True, "brief")
+
+
+@pytest.mark.parametrize("seed_text", [None, ""])
+def test_no_seed_means_not_seeded(seed_text):
+    assert plan_seed(seed_text, COLD, stateless=False).seeded is False
+    assert plan_seed(seed_text, COLD, stateless=True).seeded is False
+
+
+def launch(**overrides) -> LaunchRequest:
+    fields = dict(
+        session_id="csess_1",
+        instance_id="bd43f4de",
+        repo="apps/chess-academy",
+        engine="scripted",
+        resume=LaunchResume(engine_session_id="x"),
+        seed=Seed(text="t", sha256="s"),
+        instruction=None,
+    )
+    return LaunchRequest(**{**fields, **overrides})
+
+
+def test_a_known_engine_with_usable_ids_is_taken():
+    assert launch_refusal(launch(), {"scripted"}) is None
+
+
+def test_an_unknown_engine_is_refused_naming_what_the_machine_offers():
+    reason = launch_refusal(launch(engine="codex"), {"scripted", "claude"})
+
+    assert reason == "This machine has no engine called 'codex'; it offers: claude, scripted."
+
+
+@pytest.mark.parametrize("field_name", ["session_id", "instance_id", "repo"])
+def test_an_empty_id_is_refused_naming_the_field(field_name):
+    reason = launch_refusal(launch(**{field_name: ""}), {"scripted"})
+
+    assert reason is not None and field_name in reason
+    assert "session " not in reason.replace("session_id", "")

@@ -1,0 +1,63 @@
+import hashlib
+
+from seedline_runner.engines import ScriptedEngine
+from seedline_runner.framing import frame_first_prompt
+from seedline_runner.store import Conversation
+
+BRIEF = "The previous conversation has ended. We were adding castling."
+BRIEF_SHA = hashlib.sha256(BRIEF.encode()).hexdigest()
+
+
+async def test_its_reply_names_the_context_size_and_the_seed_it_received():
+    engine = ScriptedEngine()
+    await engine.start("c1", None)
+    prompt = frame_first_prompt(BRIEF, "What were we doing?")
+
+    result = await engine.run_turn(Conversation("c1"), prompt)
+
+    assert [o.content for o in result.outputs] == [
+        f"scripted reply to: What were we doing? (context: {len(prompt)} characters, seed sha256 {BRIEF_SHA})"
+    ]
+
+
+async def test_its_reply_says_when_it_received_no_seed():
+    engine = ScriptedEngine()
+    await engine.start("c1", None)
+
+    result = await engine.run_turn(Conversation("c1"), "x" * 100)
+
+    assert result.outputs[0].content == f"scripted reply to: {'x' * 60} (context: 100 characters, no seed)"
+
+
+async def test_it_resumes_a_conversation_it_issued_and_carries_its_context():
+    engine = ScriptedEngine(resumable=True)
+    first = await engine.start("c1", None)
+    await engine.run_turn(Conversation("c1"), "first message")
+    await engine.end("c1")
+
+    again = await engine.start("c2", first.engine_session_id)
+    result = await engine.run_turn(Conversation("c2"), "second")
+
+    assert (again.resumed, again.engine_session_id) == (True, first.engine_session_id)
+    assert result.engine_session_id == first.engine_session_id
+    assert "context: 0" not in result.outputs[0].content
+    assert f"(context: {len('second')} characters" not in result.outputs[0].content
+
+
+async def test_a_non_resumable_engine_starts_over_even_with_its_own_key():
+    engine = ScriptedEngine(resumable=False)
+    first = await engine.start("c1", None)
+
+    again = await engine.start("c2", first.engine_session_id)
+
+    assert again.resumed is False
+    assert again.engine_session_id != first.engine_session_id
+
+
+async def test_it_records_every_prompt_it_was_given():
+    engine = ScriptedEngine()
+    await engine.start("c1", None)
+    await engine.run_turn(Conversation("c1"), "one")
+    await engine.run_turn(Conversation("c1"), "two")
+
+    assert engine.prompts == [("c1", "one"), ("c1", "two")]

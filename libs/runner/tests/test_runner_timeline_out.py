@@ -1,0 +1,46 @@
+from seedline_contracts.timeline import MAX_ENTRY_ID_CHARS
+
+from seedline_runner.engines.base import EngineOutput
+from seedline_runner.timeline_out import LAUNCH_STEP, entry_id, timeline_entries, turn_step
+
+
+def test_entry_ids_are_the_same_every_time_and_differ_per_step_and_output():
+    assert entry_id("csess_1", LAUNCH_STEP, 0) == entry_id("csess_1", LAUNCH_STEP, 0)
+    ids = {
+        entry_id("csess_1", LAUNCH_STEP, 0),
+        entry_id("csess_1", LAUNCH_STEP, 1),
+        entry_id("csess_1", turn_step(7), 0),
+        entry_id("csess_2", turn_step(7), 0),
+    }
+    assert len(ids) == 4
+
+
+def test_an_id_too_long_or_with_spaces_becomes_a_digest_that_is_still_deterministic():
+    long_session = "s" * 200
+    spaced = "has space"
+
+    for session_id in (long_session, spaced):
+        made = entry_id(session_id, LAUNCH_STEP, 0)
+        assert made == entry_id(session_id, LAUNCH_STEP, 0)
+        assert len(made) <= MAX_ENTRY_ID_CHARS and " " not in made
+    assert entry_id(long_session, LAUNCH_STEP, 0) != entry_id(long_session, LAUNCH_STEP, 1)
+
+
+def test_entries_carry_the_launch_ids_and_the_engine_name():
+    entries = timeline_entries(
+        instance_id="bd43f4de",
+        repo="apps/chess-academy",
+        session_id="csess_1",
+        engine="scripted",
+        step=turn_step(9227),
+        outputs=[EngineOutput("chat_assistant", "hi"), EngineOutput("outcome", "done")],
+        at="2026-08-17T10:00:00.000Z",
+    )
+
+    assert [(e.entry_id, e.kind, e.content) for e in entries] == [
+        ("csess_1:turn-9227:0", "chat_assistant", "hi"),
+        ("csess_1:turn-9227:1", "outcome", "done"),
+    ]
+    assert {(e.instance_id, e.repo, e.session_id, e.engine) for e in entries} == {
+        ("bd43f4de", "apps/chess-academy", "csess_1", "scripted")
+    }
