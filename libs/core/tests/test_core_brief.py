@@ -300,7 +300,7 @@ MALFORMED: list[object] = [
     None,
     {"seq": 4, "content": "dict"},
     "a string",
-    BriefRow(seq=4, session_id="c", kind="chat_user", content=None, at=AT, engine=None),  # type: ignore[arg-type]
+    BriefRow(4, "c", "chat_user", None, AT, None),  # type: ignore[arg-type]
     row(4, kind="bogus"),
     row(4, kind=["chat_user"]),  # type: ignore[arg-type]
     row(-1),
@@ -316,7 +316,7 @@ MALFORMED: list[object] = [
 
 
 def test_malformed_rows_are_skipped_counted_and_never_raise() -> None:
-    newest_first = [row(10, "newest")] + MALFORMED + [row(3, "older")]
+    newest_first = [row(10, "newest"), *MALFORMED, row(3, "older")]
     brief = compose_brief(newest_first, 10, 2 + len(MALFORMED))
     assert brief is not None
     assert header_seqs(brief) == [3, 10]
@@ -442,7 +442,10 @@ timelines = st.tuples(
 )
 
 
-def build(spec: list[tuple[int, str, int, str, str]], id_length: int, first_seq: int) -> list[BriefRow]:
+Spec = list[tuple[int, str, int, str, str]]
+
+
+def build(spec: Spec, id_length: int, first_seq: int) -> list[BriefRow]:
     return [
         row(
             first_seq + index + 1,
@@ -458,7 +461,7 @@ def build(spec: list[tuple[int, str, int, str, str]], id_length: int, first_seq:
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(timelines)
 def test_generated_timelines_keep_every_budget_and_never_skip(
-    timeline: tuple[list[tuple[int, str, int, str, str]], int, int],
+    timeline: tuple[Spec, int, int],
 ) -> None:
     spec, id_length, first_seq = timeline
     oldest_first = build(spec, id_length, first_seq)

@@ -133,14 +133,17 @@ def test_each_outcome_says_what_happened() -> None:
 
 
 def test_outcome_may_be_given_as_its_wire_name() -> None:
-    assert open_notice("briefed", REASON) == open_notice(Outcome.BRIEFED, REASON)  # type: ignore[arg-type]
+    by_name = open_notice("briefed", REASON)  # type: ignore[arg-type]
+    assert by_name == open_notice(Outcome.BRIEFED, REASON)
 
 
 # Every text in allowed words
 
 engines = st.sampled_from(["claude", "codex", "grok", "raw", "openai"])
 nodes = st.sampled_from(["mac-mini-1", "laptop-2", "build-box"])
-ages = st.one_of(st.none(), st.timedeltas(min_value=timedelta(days=-2), max_value=timedelta(days=40)))
+ages = st.one_of(
+    st.none(), st.timedeltas(min_value=timedelta(days=-2), max_value=timedelta(days=40))
+)
 previous_conversations = st.one_of(
     st.none(),
     st.builds(
@@ -199,7 +202,7 @@ def test_no_error_or_notification_uses_forbidden_wording(
     ]
     texts += [
         error_message(code, label=label, node_id=node_id, field=field, reason="engine busy")
-        for code in ERROR_CODES + ["something_new"]
+        for code in [*ERROR_CODES, "something_new"]
     ]
     for text in texts:
         assert wording_violations(text) == []
@@ -256,10 +259,11 @@ def test_each_error_is_one_actionable_sentence(code: str) -> None:
 def test_errors_name_their_field_machine_and_reason() -> None:
     assert "repo" in error_message("invalid_entry", field="repo")
     assert "instance_id" in error_message("bad_token", field="instance_id")
-    assert error_message("runner_offline", label="Mac mini", node_id="m1") == "Your Mac mini is offline."
+    offline = error_message("runner_offline", label="Mac mini", node_id="m1")
+    assert offline == "Your Mac mini is offline."
     assert error_message("runner_offline", node_id="m1") == "The machine m1 is offline."
-    refused = error_message("launch_refused", label="Mac mini", reason="engine codex is not installed")
-    assert "engine codex is not installed" in refused
+    refused = error_message("launch_refused", label="Mac mini", reason="codex is not installed")
+    assert refused == "Your Mac mini refused to start the conversation: codex is not installed."
     assert "Mac mini" in error_message("runner_unreachable", label="Mac mini")
 
 

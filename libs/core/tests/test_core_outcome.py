@@ -17,7 +17,11 @@ from seedline_core.outcome import Outcome, decide_outcome
     ],
 )
 def test_contract_table(
-    resumed: bool, seeded: bool, brief_offered: bool, mode: str, expected: tuple[Outcome, bool, bool]
+    resumed: bool,
+    seeded: bool,
+    brief_offered: bool,
+    mode: str,
+    expected: tuple[Outcome, bool, bool],
 ) -> None:
     assert decide_outcome(resumed, seeded, brief_offered, mode) == expected
 

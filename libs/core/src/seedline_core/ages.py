@@ -44,7 +44,7 @@ def describe_window(window: timedelta) -> str:
 
 
 def describe_duration(delta: timedelta) -> str:
-    """A length in hours and minutes ("6 hours", "1 hour and 30 minutes"), seconds below a minute."""
+    """A length in hours and minutes ("6 hours", "1 hour and 30 minutes"), else seconds."""
     seconds = _whole_seconds(delta)
     if seconds < _MINUTE:
         return _count(seconds, "second")

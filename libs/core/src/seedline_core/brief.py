@@ -126,22 +126,23 @@ def _entry_count(value: object) -> int:
     return min(value, MAX_SEQ)
 
 
-def compose_brief(
-    newest_first: Iterable[object], until_seq: int, entries_upto: int
-) -> Brief | None:
-    """The brief of the entries `newest_first` yields, or None when it keeps none.
+def _kept_entry(entry: BriefRow, keep: int) -> KeptEntry:
+    return KeptEntry(
+        seq=entry.seq,
+        session_id=entry.session_id,
+        kind=entry.kind,
+        at=entry.at,
+        text=_readable(_cut(entry.content, entry.kind, keep)),
+        left_out=len(entry.content) - keep,
+    )
 
-    `newest_first` yields the repo's rows with seq <= until_seq, newest first; it is
-    read lazily and no further than the walk needs (at most one row beyond the last
-    kept one). `entries_upto` is how many repo entries have seq <= until_seq.
-    """
-    if not _is_whole_number(until_seq):
-        return None
-    total = _entry_count(entries_upto)
+
+def _walk(rows: Iterator[object], until_seq: int, total: int) -> tuple[list[KeptEntry], int]:
+    """The kept entries, newest first, and how many malformed rows were skipped."""
     kept: list[KeptEntry] = []
     skipped = 0
     room = MAX_CHARS
-    for row in _rows(newest_first):
+    for row in rows:
         entry = _well_formed(row, until_seq, kept[-1].seq if kept else None)
         if entry is None:
             skipped += 1
@@ -154,21 +155,32 @@ def compose_brief(
             if room < MIN_PARTIAL_CHARS:
                 break
             keep, last = room, True
-        candidate = KeptEntry(
-            seq=entry.seq,
-            session_id=entry.session_id,
-            kind=entry.kind,
-            at=entry.at,
-            text=_readable(_cut(entry.content, entry.kind, keep)),
-            left_out=len(entry.content) - keep,
-        )
-        earlier_if_last = max(0, total - len(kept) - 1 - skipped)
-        if kept and _overhead([*kept, candidate], earlier_if_last) > MAX_OVERHEAD:
+        candidate = _kept_entry(entry, keep)
+        # The earlier-entries line only shortens as the walk goes on, so checking with
+        # its length at this point bounds the overhead of the finished brief.
+        earlier = max(0, total - len(kept) - 1 - skipped)
+        if kept and _overhead([*kept, candidate], earlier) > MAX_OVERHEAD:
             break
         kept.append(candidate)
         room -= keep
         if last or len(kept) == MAX_ROWS:
             break
+    return kept, skipped
+
+
+def compose_brief(
+    newest_first: Iterable[object], until_seq: int, entries_upto: int
+) -> Brief | None:
+    """The brief of the entries `newest_first` yields, or None when it keeps none.
+
+    `newest_first` yields the repo's rows with seq <= until_seq, newest first; it is
+    read lazily and no further than the walk needs (at most one row beyond the last
+    kept one). `entries_upto` is how many repo entries have seq <= until_seq.
+    """
+    if not _is_whole_number(until_seq):
+        return None
+    total = _entry_count(entries_upto)
+    kept, skipped = _walk(_rows(newest_first), until_seq, total)
     if not kept:
         return None
     earlier = max(0, total - len(kept) - skipped)

@@ -167,22 +167,21 @@ def _explain_past_window(situation: Situation) -> str:
 
 
 def _explain_engine_changed(situation: Situation) -> str:
-    assert situation.previous is not None
-    age = describe_age(situation.age or timedelta())
-    return (
-        f"the previous conversation on this repo ran on {situation.previous.engine} "
-        f"rather than {situation.request.engine} and was last touched {age}"
+    earlier_engine = situation.previous.engine if situation.previous else None
+    changed = (
+        f"the previous conversation on this repo ran on {earlier_engine} "
+        f"rather than {situation.request.engine}"
     )
+    age = situation.age
+    return changed if age is None else f"{changed} and was last touched {describe_age(age)}"
 
 
 def _explain_other_machine(situation: Situation) -> str:
-    assert situation.previous is not None
-    holder = situation.previous.resume_node_id
-    where = "on another machine" if holder is None else f"on {holder}"
+    holder = situation.previous.resume_node_id if situation.previous else None
+    where = "another machine" if holder is None else holder
     sentence = (
         f"the {situation.request.engine} engine's own memory of the previous conversation "
-        f"is {where}, "
-        f"not on {situation.request.node_id}"
+        f"is on {where}, not on {situation.request.node_id}"
     )
     return _with_age(sentence, situation)
 
@@ -245,9 +244,7 @@ BRANCHES: tuple[Branch, ...] = (
         reason_code=ReasonCode.OTHER_MACHINE,
         mode="fresh",
         seed=SeedSource.REPO_TIMELINE,
-        applies=lambda s: (
-            s.previous is not None and s.previous.resume_node_id != s.request.node_id
-        ),
+        applies=lambda s: s.previous is not None and s.previous.resume_node_id != s.request.node_id,
         explain=_explain_other_machine,
     ),
     Branch(
@@ -289,10 +286,13 @@ def relocation_decision(previous_node_id: str | None, new_node_id: str) -> Decis
         if previous_node_id and previous_node_id != new_node_id
         else f"the conversation moved to {new_node_id}"
     )
+    reason = (
+        f"{moved}, where the engine starts fresh and will be given a brief of what happened so far"
+    )
     return Decision(
         mode="fresh",
         reason_code=ReasonCode.OTHER_MACHINE,
-        reason=f"{moved}, where the engine starts fresh and will be given a brief of what happened so far",
+        reason=reason,
         resume_from=None,
         resume_key=None,
         seed=SeedSource.REPO_TIMELINE,

@@ -122,8 +122,7 @@ def _unbriefed(reason: str) -> Notice:
     return Notice(
         chat=f"{offered}, so expect the engine to have no earlier context.",
         console=(
-            f"Fresh start: {reason}. A brief was offered, but the machine did not confirm "
-            "using it."
+            f"Fresh start: {reason}. A brief was offered, but the machine did not confirm using it."
         ),
         mcp=f"{offered}, so the engine may have no earlier context.",
         tone="warning",
