@@ -29,6 +29,7 @@ class GatewayApp:
         self.consumers: list[BatchConsumer] = []
         self.responder: natsio.Responder | None = None
         self.reaper: Reaper | None = None
+        self.presence: Presence | None = None
         self._runner_events = None
 
     async def start(self) -> None:
@@ -41,7 +42,7 @@ class GatewayApp:
         self.pool = await pg.open_pool(s.database_url, NAME)
         state = GatewayState(self.pool)
         await state.setup()
-        presence = Presence(js, state)
+        presence = self.presence = Presence(js, state)
         launcher = Launcher(self.nc, js, state, presence, s.launch_timeout_seconds)
         follower = TimelineFollower(self.nc, state, presence, s.launch_timeout_seconds,
                                     s.open_timeout_seconds)
@@ -76,7 +77,7 @@ class GatewayApp:
 
     async def run(self) -> None:
         assert self.reaper is not None
-        await asyncio.gather(self.reaper.run(), *(c.run() for c in self.consumers))
+        await asyncio.gather(self.reaper.run(), self.presence.watch(), *(c.run() for c in self.consumers))
 
     async def stop(self) -> None:
         if self.responder:

@@ -41,6 +41,21 @@ class Presence:
         await self._state.record_machine(node_id, presence.label, utc_now())
         return presence
 
+    async def watch(self) -> None:
+        """Record every machine's label as it announces itself, so an offline
+        machine can be named by its label later (CONTRACT.md 3, runner_offline)."""
+        kv = await self._bucket()
+        watcher = await kv.watchall(ignore_deletes=True)
+        async for entry in watcher:
+            if entry is None or not entry.value:
+                continue
+            try:
+                presence = decode(entry.value, RunnerPresence)
+                node_id = subjects.node_from_presence_key(entry.key)
+            except Exception:
+                continue
+            await self._state.record_machine(node_id, presence.label, utc_now())
+
     async def online_nodes(self) -> set[str]:
         kv = await self._bucket()
         try:

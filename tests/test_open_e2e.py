@@ -1,0 +1,146 @@
+"""Opening conversations through all four services and a scripted runner."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from seedline_contracts import subjects
+from seedline_core.notices import wording_violations
+
+pytestmark = pytest.mark.servers
+
+
+async def test_open_with_no_history_is_fresh_without_a_brief(system):
+    await system.start_runner()
+    reply = await system.open(request_id="r-1")
+    assert reply["ok"], reply
+    assert reply["outcome"] == "fresh" and reply["brief"] is None
+    assert reply["continuity"]["reason_code"] == "no_previous"
+    assert reply["resumed"] is False and reply["seeded"] is False
+    assert reply["notice"]["tone"] == "warning"
+    for text in reply["notice"].values():
+        assert not wording_violations(text)
+
+
+async def test_open_on_a_repo_with_history_is_briefed_and_the_engine_got_that_brief(system):
+    engine = await system.start_runner()
+    seqs = [await system.append(n) for n in range(1, 6)]
+    reply = await system.open(instruction="What were we doing?")
+    assert reply["ok"], reply
+    assert reply["outcome"] == "briefed"
+    assert reply["brief"]["until_seq"] == seqs[-1] and reply["brief"]["rows"] == 5
+    brief = await system.request(subjects.API_BRIEFS_GET, {"session_id": reply["session_id"]})
+    assert hashlib.sha256(brief["text"].encode()).hexdigest() == reply["brief"]["sha256"]
+    assert "was given a brief" in reply["notice"]["chat"]
+    # The instruction is in the timeline of the new conversation, after the brief's end.
+    rows = await system.request(subjects.API_TIMELINE_READ, {
+        "instance_id": "bd43f4de", "repo": "apps/chess-academy", "session_id": reply["session_id"]})
+    assert [r["content"] for r in rows["entries"]][:1] == ["What were we doing?"]
+    assert rows["entries"][0]["seq"] > reply["brief"]["until_seq"]
+    # The engine received the brief before the instruction, exactly once.
+    await system.wait_for(lambda: _has_prompt(engine))
+    prompts = [p for _, p in engine.prompts]
+    assert len(prompts) == 1 and brief["text"] in prompts[0]
+    assert prompts[0].index(brief["text"]) < prompts[0].index("What were we doing?")
+
+
+async def _has_prompt(engine):
+    return engine.prompts
+
+
+async def test_same_request_id_twice_opens_once(system):
+    await system.start_runner()
+    first = await system.open(request_id="same")
+    second = await system.open(request_id="same", engine="something-else")
+    assert first == second
+    assert len(await system.session_events("open_requested")) == 1
+
+
+async def test_resume_lands_on_a_runner_that_resumes_and_the_brief_is_unread(system):
+    engine = await system.start_runner()
+    await system.append(1)
+    first = await system.open()
+    assert first["ok"], first
+    await system.append(2, session_id=first["session_id"], at=None)
+    second = await system.open()
+    assert second["ok"], second
+    assert second["continuity"]["mode"] == "resume"
+    assert second["continuity"]["resume_from"] == first["session_id"]
+    assert second["outcome"] == "resumed" and second["resumed"] is True and second["seeded"] is False
+    assert second["notice"]["tone"] == "info"
+    assert not any(engine_prompt_has_brief(p) for _, p in engine.prompts)
+
+
+def engine_prompt_has_brief(prompt: str) -> bool:
+    return "entry number" in prompt
+
+
+async def test_clean_slate_offers_no_brief_and_reads_no_timeline(system):
+    await system.start_runner()
+    await system.append(1)
+    reads = []
+    reader = system.composer.composer.reader
+    original = reader.newest_first
+
+    async def counting(*args, **kwargs):
+        reads.append(args)
+        return await original(*args, **kwargs)
+
+    reader.newest_first = counting
+    reply = await system.open(clean_slate=True)
+    assert reply["ok"] and reply["brief"] is None and reply["outcome"] == "fresh"
+    assert reads == []
+    await system.open()
+    assert len(reads) == 1
+
+
+async def test_open_to_an_offline_machine_names_it_by_its_label(system):
+    await system.start_runner()
+    await system.stop_runner("mac-mini-1")
+    reply = await system.open()
+    assert reply == {"ok": False, "error": {"code": "runner_offline", "message": "Your Mac mini is offline."}}
+    never_seen = await system.open(node_id="build-box-7")
+    assert never_seen["error"]["code"] == "runner_offline"
+    assert "build-box-7" in never_seen["error"]["message"]
+
+
+async def test_a_runner_that_omits_seeded_gets_unbriefed(system):
+    await system.append(1)
+    nc = system.nc
+    js = nc.jetstream()
+    kv = await js.key_value(subjects.RUNNERS_BUCKET)
+    await kv.put(subjects.presence_key("old-runner"), json.dumps(
+        {"node_id": "old-runner", "label": "Old box", "engines": ["scripted"], "protocol": 1}).encode())
+
+    async def answer(msg):
+        await msg.respond(b'{"accepted": true, "resumed_conversation": false}')
+
+    await nc.subscribe(subjects.runner_subject("old-runner", "launch"), cb=answer)
+    reply = await system.open(node_id="old-runner")
+    assert reply["ok"], reply
+    assert reply["seeded"] is False and reply["outcome"] == "unbriefed"
+
+
+async def test_relocation_carries_a_brief_to_the_new_machine(system):
+    await system.start_runner("mac-mini-1", "Mac mini")
+    second = await system.start_runner("linux-2", "Linux box")
+    await system.append(1)
+    opened = await system.open()
+    await system.append(2, session_id=opened["session_id"])
+    moved = await system.request(subjects.API_SESSIONS_RELOCATE,
+                                 {"session_id": opened["session_id"], "node_id": "linux-2"}, timeout=20)
+    assert moved["ok"], moved
+    assert moved["session_id"] == opened["session_id"] and moved["node_id"] == "linux-2"
+    assert moved["continuity"]["mode"] == "fresh"
+    assert moved["continuity"]["reason_code"] == "other_machine"
+    assert moved["resumed"] is False and moved["brief"]["rows"] >= 2
+    assert moved["outcome"] == "briefed"
+    live = await system.request(subjects.API_SESSIONS_LIST, {})
+    assert [(c["session_id"], c["node_id"]) for c in live["conversations"]] == [
+        (opened["session_id"], "linux-2")]
+    unknown = await system.request(subjects.API_SESSIONS_RELOCATE,
+                                   {"session_id": "csess_nope", "node_id": "linux-2"})
+    assert unknown["error"]["code"] == "not_found"
