@@ -11,7 +11,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,18 +22,6 @@ from nats.aio.client import Client
 
 NATS_SERVER = Path(sys.executable).parent / "nats-server"
 WAIT_SECONDS = 10.0
-
-
-async def eventually(check: Callable[[], Awaitable[bool]] | Callable[[], bool]) -> None:
-    """Wait until ``check`` holds; the test's own assertion then says what went wrong."""
-    deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
-    while asyncio.get_running_loop().time() < deadline:
-        result = check()
-        if asyncio.iscoroutine(result):
-            result = await result
-        if result:
-            return
-        await asyncio.sleep(0.02)
 
 
 def _free_port() -> int:

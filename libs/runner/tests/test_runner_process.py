@@ -1,0 +1,553 @@
+"""The runner process against a real nats-server."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from typing import Any
+
+import pytest
+from nats.js.api import StorageType
+from nats.js.errors import KeyNotFoundError
+from seedline_contracts.codec import decode
+from seedline_contracts.runner import RunnerPresence
+from seedline_contracts.subjects import RUNNERS_BUCKET, presence_key, runner_subject
+
+from seedline_runner import Runner, run_runner
+from seedline_runner.engines import ClaudeEngine, EngineError, OpenAIChatEngine, ScriptedEngine
+from seedline_runner.framing import background, frame_first_prompt
+
+pytestmark = pytest.mark.servers
+
+NODE = "mac-mini-1"
+OBSERVED_INGEST = "OBSERVED_INGEST"
+BRIEF = "The previous conversation has ended and is not available. We were adding castling."
+BRIEF_SHA = hashlib.sha256(BRIEF.encode()).hexdigest()
+SEED = {"text": BRIEF, "sha256": BRIEF_SHA}
+PROHIBITED_WORDS = re.compile(r"remember|restored|as if it never|\bsessions?\b", re.IGNORECASE)
+
+
+def launch_body(
+    session_id: str = "csess_1",
+    *,
+    engine: str = "scripted",
+    resume: str | None = None,
+    seed: dict[str, str] | None = None,
+    instruction: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "session_id": session_id,
+        "instance_id": "bd43f4de",
+        "repo": "apps/chess-academy",
+        "engine": engine,
+        "resume": {"engine_session_id": resume} if resume else None,
+        "seed": seed,
+        "instruction": instruction,
+    }
+
+
+@pytest.fixture
+async def js(nc):
+    context = nc.jetstream()
+    await context.add_stream(name=OBSERVED_INGEST, subjects=["seedline.ingest.>"])
+    return context
+
+
+@pytest.fixture
+async def start_runner(nc, js):
+    runners: list[Runner] = []
+
+    async def start(engines, node_id: str = NODE, **options) -> Runner:
+        runner = Runner(nc, node_id, "Your Mac mini", engines, **options)
+        await runner.start()
+        runners.append(runner)
+        return runner
+
+    yield start
+    for runner in runners:
+        await runner.stop()
+
+
+@pytest.fixture
+async def events(nc):
+    received: list[dict[str, Any]] = []
+
+    async def collect(msg):
+        received.append(json.loads(msg.data))
+
+    subscription = await nc.subscribe("seedline.runner.*.events", cb=collect)
+    await nc.flush()
+    yield received
+    await subscription.unsubscribe()
+
+
+async def ask(nc, verb: str, body: Any, node_id: str = NODE) -> dict[str, Any]:
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    reply = await nc.request(runner_subject(node_id, verb), data, timeout=5)
+    return json.loads(reply.data)
+
+
+WAIT_SECONDS = 10.0
+
+
+async def eventually(check) -> None:
+    """Wait until ``check`` holds; the test's own assertion then says what went wrong."""
+    deadline = asyncio.get_running_loop().time() + WAIT_SECONDS
+    while asyncio.get_running_loop().time() < deadline:
+        result = check()
+        if asyncio.iscoroutine(result):
+            result = await result
+        if result:
+            return
+        await asyncio.sleep(0.02)
+
+
+async def published(js, at_least: int) -> list[dict[str, Any]]:
+    """The entries on the ingest subjects, oldest first, each with its Nats-Msg-Id."""
+
+    async def count() -> int:
+        return (await js.stream_info(OBSERVED_INGEST)).state.messages
+
+    async def enough() -> bool:
+        return await count() >= at_least
+
+    await eventually(enough)
+    entries = []
+    for seq in range(1, await count() + 1):
+        message = await js.get_msg(OBSERVED_INGEST, seq)
+        assert message.subject == "seedline.ingest.timeline"
+        entries.append({**json.loads(message.data), "msg_id": (message.headers or {}).get("Nats-Msg-Id")})
+    return entries
+
+
+def assert_person_facing(text: str) -> None:
+    assert text and not PROHIBITED_WORDS.search(text.replace("session_id", "")), text
+
+
+# Presence --------------------------------------------------------------------
+
+
+async def test_presence_is_put_under_the_node_key_with_its_engines(nc, js, start_runner, chat_standin):
+    engines = {
+        "scripted": ScriptedEngine(),
+        "openai": OpenAIChatEngine(base_url=chat_standin.base_url, model="m"),
+    }
+    await start_runner(engines)
+
+    kv = await js.key_value(RUNNERS_BUCKET)
+    entry = await kv.get(presence_key(NODE))
+    status = await kv.status()
+
+    assert decode(entry.value, RunnerPresence) == RunnerPresence(
+        node_id=NODE,
+        label="Your Mac mini",
+        engines=["scripted", "openai"],
+        protocol=1,
+        seed_capable=True,
+        stateless_engines=["openai"],
+    )
+    config = status.stream_info.config
+    assert (config.max_age, config.max_msgs_per_subject, config.storage) == (30, 1, StorageType.FILE)
+
+
+async def test_presence_is_put_again_on_every_beat(js, start_runner):
+    await start_runner({"scripted": ScriptedEngine()}, presence_interval=0.1)
+    kv = await js.key_value(RUNNERS_BUCKET)
+    await kv.delete(presence_key(NODE))
+
+    async def present() -> bool:
+        try:
+            return (await kv.get(presence_key(NODE))).value is not None
+        except KeyNotFoundError:
+            return False
+
+    await eventually(present)
+    assert await present()
+
+
+async def test_a_clean_stop_deletes_the_presence_key(js, start_runner):
+    runner = await start_runner({"scripted": ScriptedEngine()})
+    kv = await js.key_value(RUNNERS_BUCKET)
+
+    await runner.stop()
+
+    with pytest.raises(KeyNotFoundError):
+        await kv.get(presence_key(NODE))
+
+
+def test_presence_more_often_than_every_ten_seconds_is_required(nc):
+    with pytest.raises(ValueError):
+        Runner(nc, NODE, "Your Mac mini", {"scripted": ScriptedEngine()}, presence_interval=11)
+
+
+# Launch ----------------------------------------------------------------------
+
+
+async def test_a_seed_on_a_cold_engine_is_spent_and_the_reply_is_published(nc, js, start_runner, events):
+    engine = ScriptedEngine(resumable=False)
+    await start_runner({"scripted": engine})
+
+    reply = await ask(nc, "launch", launch_body(seed=SEED, instruction="What were we doing?"))
+    entries = await published(js, 1)
+
+    assert reply["accepted"] is True
+    assert (reply["resumed_conversation"], reply["seeded"]) == (False, True)
+    assert reply["engine_session_id"]
+    [entry] = entries
+    assert f"seed sha256 {BRIEF_SHA}" in entry["content"]
+    assert entry["content"].startswith("scripted reply to: What were we doing?")
+    assert (entry["kind"], entry["engine"], entry["session_id"]) == ("chat_assistant", "scripted", "csess_1")
+    assert (entry["instance_id"], entry["repo"]) == ("bd43f4de", "apps/chess-academy")
+    assert entry["entry_id"] == entry["msg_id"] == "csess_1:launch:0"
+    assert engine.prompts == [("csess_1", frame_first_prompt(BRIEF, "What were we doing?"))]
+    await eventually(lambda: events)
+    assert events[0] == {
+        "type": "engine_bound",
+        "session_id": "csess_1",
+        "engine_session_id": reply["engine_session_id"],
+        "at": events[0]["at"],
+    }
+
+
+async def test_a_really_resumed_engine_drops_the_seed_unread(nc, js, start_runner):
+    engine = ScriptedEngine(resumable=True)
+    await start_runner({"scripted": engine})
+    first = await ask(nc, "launch", launch_body("csess_1", instruction="start castling"))
+    await published(js, 1)
+    await ask(nc, "stop", {"session_id": "csess_1", "reason": "superseded"})
+
+    reply = await ask(
+        nc,
+        "launch",
+        launch_body("csess_2", resume=first["engine_session_id"], seed=SEED, instruction="carry on"),
+    )
+    entries = await published(js, 2)
+
+    assert reply["accepted"] is True
+    assert (reply["resumed_conversation"], reply["seeded"]) == (True, False)
+    assert reply["engine_session_id"] == first["engine_session_id"]
+    assert engine.prompts[-1] == ("csess_2", "carry on")
+    assert entries[1]["content"].startswith("scripted reply to: carry on")
+    assert entries[1]["content"].endswith("no seed)")
+    assert "(context: 8 characters" not in entries[1]["content"]
+
+
+async def test_a_resume_key_on_an_engine_that_never_resumes_spends_the_seed(nc, js, start_runner):
+    engine = ScriptedEngine(resumable=False)
+    await start_runner({"scripted": engine})
+    first = await ask(nc, "launch", launch_body("csess_1"))
+
+    reply = await ask(nc, "launch", launch_body("csess_2", resume=first["engine_session_id"], seed=SEED))
+
+    assert (reply["resumed_conversation"], reply["seeded"]) == (False, True)
+    assert reply["engine_session_id"] != first["engine_session_id"]
+
+
+async def test_without_a_seed_nothing_is_seeded(nc, start_runner):
+    await start_runner({"scripted": ScriptedEngine()})
+
+    reply = await ask(nc, "launch", launch_body())
+
+    assert (reply["accepted"], reply["resumed_conversation"], reply["seeded"]) == (True, False, False)
+
+
+async def test_a_seed_waits_for_the_first_message_when_the_launch_has_no_instruction(nc, js, start_runner):
+    engine = ScriptedEngine()
+    await start_runner({"scripted": engine})
+
+    reply = await ask(nc, "launch", launch_body(seed=SEED))
+    await ask(nc, "turn", {"session_id": "csess_1", "seq": 40, "content": "hello"})
+    entries = await published(js, 1)
+
+    assert reply["seeded"] is True
+    assert engine.prompts == [("csess_1", frame_first_prompt(BRIEF, "hello"))]
+    assert entries[0]["entry_id"] == "csess_1:turn-40:0"
+
+
+async def test_a_repeated_launch_gets_the_first_reply_and_instructs_once(nc, js, start_runner):
+    engine = ScriptedEngine()
+    await start_runner({"scripted": engine})
+
+    first = await ask(nc, "launch", launch_body(seed=SEED, instruction="only once"))
+    again = await ask(nc, "launch", launch_body(seed=SEED, instruction="only once"))
+    await ask(nc, "turn", {"session_id": "csess_1", "seq": 2, "content": "after"})
+    await published(js, 2)
+
+    assert again == first
+    assert [prompt for _, prompt in engine.prompts] == [frame_first_prompt(BRIEF, "only once"), "after"]
+
+
+async def test_an_unknown_engine_is_refused_with_a_reason_a_person_can_act_on(nc, start_runner):
+    await start_runner({"scripted": ScriptedEngine()})
+
+    reply = await ask(nc, "launch", launch_body(engine="codex"))
+
+    assert reply["accepted"] is False
+    assert "codex" in reply["reason"] and "scripted" in reply["reason"]
+    assert_person_facing(reply["reason"])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"not json", b"[]", json.dumps({"session_id": "csess_1"}).encode(), json.dumps(launch_body("")).encode()],
+)
+async def test_a_malformed_launch_is_refused_and_the_runner_carries_on(nc, start_runner, body):
+    await start_runner({"scripted": ScriptedEngine()})
+
+    refused = await ask(nc, "launch", body)
+    taken = await ask(nc, "launch", launch_body())
+
+    assert refused["accepted"] is False
+    assert_person_facing(refused["reason"])
+    assert taken["accepted"] is True
+
+
+async def test_an_engine_that_cannot_start_refuses_the_launch(nc, start_runner):
+    class Unstartable(ScriptedEngine):
+        async def start(self, conversation_id, resume_key):
+            raise EngineError("the model is not installed")
+
+    await start_runner({"scripted": Unstartable()})
+
+    reply = await ask(nc, "launch", launch_body())
+
+    assert reply["accepted"] is False
+    assert "the model is not installed" in reply["reason"]
+
+
+# Turns -----------------------------------------------------------------------
+
+
+async def test_a_turn_delivered_twice_is_run_once(nc, js, start_runner):
+    engine = ScriptedEngine()
+    await start_runner({"scripted": engine})
+    await ask(nc, "launch", launch_body())
+
+    replies = [
+        await ask(nc, "turn", {"session_id": "csess_1", "seq": 10, "content": "hello"}),
+        await ask(nc, "turn", {"session_id": "csess_1", "seq": 10, "content": "hello"}),
+        await ask(nc, "turn", {"session_id": "csess_1", "seq": 11, "content": "next"}),
+    ]
+    entries = await published(js, 2)
+
+    assert replies == [{"accepted": True}] * 3
+    assert engine.prompts == [("csess_1", "hello"), ("csess_1", "next")]
+    assert [e["entry_id"] for e in entries] == ["csess_1:turn-10:0", "csess_1:turn-11:0"]
+
+
+class GatedEngine(ScriptedEngine):
+    """Holds its first turn until the test opens the gate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+        self.holding = asyncio.Event()
+
+    async def run_turn(self, conversation, prompt):
+        if not self.holding.is_set():
+            self.holding.set()
+            await self.gate.wait()
+        return await super().run_turn(conversation, prompt)
+
+
+async def test_turns_run_in_order_one_at_a_time(nc, js, start_runner):
+    engine = GatedEngine()
+    await start_runner({"scripted": engine})
+    launched = await ask(nc, "launch", launch_body(instruction="first"))
+    await asyncio.wait_for(engine.holding.wait(), timeout=5)
+
+    for seq in range(2, 6):
+        assert await ask(nc, "turn", {"session_id": "csess_1", "seq": seq, "content": f"turn {seq}"}) == {
+            "accepted": True
+        }
+    engine.gate.set()
+    entries = await published(js, 5)
+
+    assert launched["accepted"] is True
+    assert [prompt for _, prompt in engine.prompts] == ["first", "turn 2", "turn 3", "turn 4", "turn 5"]
+    assert [e["content"].split(" (")[0] for e in entries] == [
+        "scripted reply to: first",
+        *[f"scripted reply to: turn {seq}" for seq in range(2, 6)],
+    ]
+
+
+async def test_a_turn_for_a_conversation_not_running_here_is_refused(nc, start_runner):
+    await start_runner({"scripted": ScriptedEngine()})
+
+    reply = await ask(nc, "turn", {"session_id": "csess_404", "seq": 1, "content": "hi"})
+
+    assert reply["accepted"] is False
+    assert "csess_404" in reply["reason"]
+    assert_person_facing(reply["reason"].replace("csess_404", ""))
+
+
+@pytest.mark.parametrize("body", [b"{", json.dumps({"session_id": "csess_1", "seq": "one"}).encode()])
+async def test_a_malformed_turn_is_refused(nc, start_runner, body):
+    await start_runner({"scripted": ScriptedEngine()})
+    await ask(nc, "launch", launch_body())
+
+    reply = await ask(nc, "turn", body)
+
+    assert reply["accepted"] is False and reply["reason"]
+
+
+async def test_a_failing_turn_is_recorded_and_the_next_one_still_runs(nc, js, start_runner):
+    class FailsOnce(ScriptedEngine):
+        failed = False
+
+        async def run_turn(self, conversation, prompt):
+            if not self.failed:
+                self.failed = True
+                raise EngineError("The model is overloaded.")
+            return await super().run_turn(conversation, prompt)
+
+    await start_runner({"scripted": FailsOnce()})
+    await ask(nc, "launch", launch_body(instruction="first"))
+    await ask(nc, "turn", {"session_id": "csess_1", "seq": 2, "content": "second"})
+    entries = await published(js, 2)
+
+    assert (entries[0]["kind"], entries[0]["content"]) == (
+        "outcome",
+        "scripted could not answer this message: The model is overloaded.",
+    )
+    assert entries[1]["content"].startswith("scripted reply to: second")
+
+
+# Stop ------------------------------------------------------------------------
+
+
+async def test_stop_ends_the_conversation_and_says_it_exited(nc, start_runner, events):
+    runner = await start_runner({"scripted": ScriptedEngine()})
+    launched = await ask(nc, "launch", launch_body())
+
+    stopped = await ask(nc, "stop", {"session_id": "csess_1", "reason": "idle"})
+    stopped_again = await ask(nc, "stop", {"session_id": "csess_1", "reason": "idle"})
+    late_turn = await ask(nc, "turn", {"session_id": "csess_1", "seq": 3, "content": "hi"})
+
+    assert (stopped, stopped_again) == ({"stopped": True}, {"stopped": False})
+    assert late_turn["accepted"] is False
+    assert runner.live_conversations == []
+    await eventually(lambda: any(e["type"] == "exited" for e in events))
+    [exited] = [e for e in events if e["type"] == "exited"]
+    assert (exited["session_id"], exited["engine_session_id"]) == ("csess_1", launched["engine_session_id"])
+
+
+async def test_a_malformed_stop_is_answered(nc, start_runner):
+    await start_runner({"scripted": ScriptedEngine()})
+
+    reply = await ask(nc, "stop", b"nope")
+
+    assert reply["stopped"] is False and reply["reason"]
+
+
+async def test_stopping_the_runner_ends_every_conversation(nc, start_runner, events):
+    runner = await start_runner({"scripted": ScriptedEngine()})
+    await ask(nc, "launch", launch_body("csess_1"))
+    await ask(nc, "launch", launch_body("csess_2"))
+
+    await runner.stop()
+
+    await eventually(lambda: len([e for e in events if e["type"] == "exited"]) == 2)
+    assert sorted(e["session_id"] for e in events if e["type"] == "exited") == ["csess_1", "csess_2"]
+
+
+# Engines of every kind ---------------------------------------------------------
+
+
+async def test_a_stateless_engine_gets_the_brief_as_history_and_the_whole_conversation_each_turn(
+    nc, js, start_runner, chat_standin
+):
+    await start_runner({"openai": OpenAIChatEngine(base_url=chat_standin.base_url, model="m")})
+
+    reply = await ask(nc, "launch", launch_body(engine="openai", seed=SEED, instruction="What now?"))
+    await published(js, 1)
+    await ask(nc, "turn", {"session_id": "csess_1", "seq": 7, "content": "And then?"})
+    entries = await published(js, 2)
+
+    assert (reply["resumed_conversation"], reply["seeded"], reply["engine_session_id"]) == (False, True, None)
+    assert chat_standin.requests[0]["messages"] == [
+        {"role": "user", "content": background(BRIEF)},
+        {"role": "user", "content": "What now?"},
+    ]
+    assert len(chat_standin.requests[1]["messages"]) == 4
+    assert [e["content"] for e in entries] == [
+        "received 2 messages; last: What now?",
+        "received 4 messages; last: And then?",
+    ]
+    assert {e["engine"] for e in entries} == {"openai"}
+
+
+async def test_claude_that_resumes_as_asked_never_reads_the_brief(
+    nc, js, start_runner, fake_claude, monkeypatch, events
+):
+    claude = fake_claude("faithful")
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(claude.log_path))
+    claude.transcript("k-1").parent.mkdir(parents=True)
+    claude.transcript("k-1").write_text('{"prompt": "earlier"}\n')
+    engine = ClaudeEngine(executable=str(claude.executable), workdir=claude.workdir, claude_home=claude.claude_home)
+    await start_runner({"claude": engine})
+
+    reply = await ask(nc, "launch", launch_body(engine="claude", resume="k-1", seed=SEED, instruction="one"))
+    await published(js, 5)
+    await ask(nc, "turn", {"session_id": "csess_1", "seq": 8, "content": "two"})
+    entries = await published(js, 10)
+
+    assert (reply["resumed_conversation"], reply["seeded"], reply["engine_session_id"]) == (True, False, "k-1")
+    assert [call["prompt"] for call in claude.calls()] == ["one", "two"]
+    assert [call["resume"] for call in claude.calls()] == ["k-1", "k-1"]
+    assert [e["kind"] for e in entries[:5]] == ["chat_assistant", "command", "terminal", "chat_assistant", "outcome"]
+    assert entries[0]["content"] == "heard 1 earlier prompts; now: one"
+    assert [e["entry_id"] for e in entries[:2]] == ["csess_1:launch:0", "csess_1:launch:1"]
+
+
+async def test_claude_that_starts_over_despite_resume_gets_the_brief_with_the_next_message(
+    nc, js, start_runner, fake_claude, monkeypatch, events
+):
+    claude = fake_claude("forgetful")
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(claude.log_path))
+    claude.transcript("k-1").parent.mkdir(parents=True)
+    claude.transcript("k-1").write_text('{"prompt": "earlier"}\n')
+    engine = ClaudeEngine(executable=str(claude.executable), workdir=claude.workdir, claude_home=claude.claude_home)
+    await start_runner({"claude": engine})
+
+    reply = await ask(nc, "launch", launch_body(engine="claude", resume="k-1", seed=SEED, instruction="one"))
+    launch_entries = await published(js, 6)
+    await ask(nc, "turn", {"session_id": "csess_1", "seq": 8, "content": "two"})
+    await published(js, 11)
+
+    assert (reply["resumed_conversation"], reply["seeded"]) == (True, False)
+    assert claude.calls()[0]["prompt"] == "one"
+    assert claude.calls()[1]["prompt"] == frame_first_prompt(BRIEF, "two")
+    note = launch_entries[5]
+    assert note["kind"] == "outcome" and "could not pick up its earlier conversation" in note["content"]
+    assert_person_facing(note["content"])
+    await eventually(lambda: len(events) >= 2)
+    assert events[0]["engine_session_id"] == "k-1"
+    assert events[1]["type"] == "engine_bound" and events[1]["engine_session_id"] != "k-1"
+
+
+# The entry point a command line wraps ----------------------------------------
+
+
+async def test_run_runner_serves_until_cancelled_and_then_goes_offline(nats_url, nc, js):
+    serving = asyncio.create_task(
+        run_runner(nats_url, "node-cli", "Demo machine", ["scripted"], presence_interval=1, stop_signals=False)
+    )
+
+    async def present() -> bool:
+        try:
+            kv = await js.key_value(RUNNERS_BUCKET)
+            return (await kv.get(presence_key("node-cli"))).value is not None
+        except Exception:
+            return False
+
+    await eventually(present)
+    reply = await ask(nc, "launch", launch_body(seed=SEED), node_id="node-cli")
+    serving.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await serving
+
+    assert reply["seeded"] is True
+    assert not await present()
