@@ -20,6 +20,8 @@ import nats
 import pytest
 from nats.aio.client import Client
 
+from seedline_runner.engines import ClaudeEngine
+
 NATS_SERVER = Path(sys.executable).parent / "nats-server"
 WAIT_SECONDS = 10.0
 
@@ -100,7 +102,8 @@ class ChatStandIn:
             self.requests.append(payload)
             self.headers.append(headers)
             if self.status != 200:
-                await self._send(writer, self.status, {"error": {"message": "refused by the stand-in"}})
+                refusal = {"error": {"message": "refused by the stand-in"}}
+                await self._send(writer, self.status, refusal)
                 return
             messages = payload["messages"]
             last = messages[-1]["content"]
@@ -204,7 +207,8 @@ emit({{"type": "assistant", "session_id": session, "message": {{"content": [
     {{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {{"command": "ls"}}}}]}}}})
 emit({{"type": "user", "session_id": session, "message": {{"content": [
     {{"type": "tool_result", "tool_use_id": "toolu_1", "content": "README.md\nsrc"}}]}}}})
-emit({{"type": "assistant", "session_id": session, "message": {{"content": [{{"type": "text", "text": "done"}}]}}}})
+emit({{"type": "assistant", "session_id": session, "message": {{"content": [
+    {{"type": "text", "text": "done"}}]}}}})
 emit({{"type": "result", "subtype": "success", "is_error": False, "result": "done",
        "session_id": session, "num_turns": 2, "duration_ms": 1200}})
 '''
@@ -226,8 +230,10 @@ class FakeClaude:
         folder = re.sub(r"[^A-Za-z0-9]", "-", str(self.workdir.resolve()))
         return self.claude_home / "projects" / folder / f"{session_id}.jsonl"
 
-    def env(self, **extra: str) -> dict[str, str]:
-        return {**os.environ, "FAKE_CLAUDE_LOG": str(self.log_path), **extra}
+    def engine(self) -> ClaudeEngine:
+        return ClaudeEngine(
+            executable=str(self.executable), workdir=self.workdir, claude_home=self.claude_home
+        )
 
 
 @pytest.fixture

@@ -14,10 +14,7 @@ def make_engine(fake_claude, monkeypatch):
         monkeypatch.setenv("FAKE_CLAUDE_LOG", str(claude.log_path))
         for name, value in env.items():
             monkeypatch.setenv(name, value)
-        engine = ClaudeEngine(
-            executable=str(claude.executable), workdir=claude.workdir, claude_home=claude.claude_home
-        )
-        return engine, claude
+        return claude.engine(), claude
 
     return make
 
@@ -37,7 +34,9 @@ async def test_a_fresh_turn_maps_the_stream_and_reports_the_new_conversation_id(
         EngineOutput("outcome", "success (2 turns, 1.2 s)"),
     ]
     assert result.engine_session_id and result.resumed is None
-    assert claude.calls()[0]["argv"] == ["-p", "add castling", "--output-format", "stream-json", "--verbose"]
+    assert claude.calls()[0]["argv"] == [
+        "-p", "add castling", "--output-format", "stream-json", "--verbose"
+    ]
 
 
 async def test_the_next_turn_resumes_the_conversation_the_last_one_reported(make_engine):
@@ -52,13 +51,11 @@ async def test_the_next_turn_resumes_the_conversation_the_last_one_reported(make
     assert second.outputs[0].content.startswith("heard 1 earlier prompts")
 
 
-async def test_a_resume_key_whose_transcript_is_on_disk_resumes_and_the_turn_confirms_it(make_engine):
+async def test_a_key_whose_transcript_is_on_disk_resumes_and_the_turn_confirms_it(make_engine):
     engine, claude = make_engine("faithful")
     await engine.start("c1", None)
     earlier = await engine.run_turn(Conversation("c1"), "one")
-    later_process = ClaudeEngine(
-        executable=str(claude.executable), workdir=claude.workdir, claude_home=claude.claude_home
-    )
+    later_process = claude.engine()
 
     started = await later_process.start("c2", earlier.engine_session_id)
     result = await later_process.run_turn(Conversation("c2"), "two")
@@ -67,7 +64,7 @@ async def test_a_resume_key_whose_transcript_is_on_disk_resumes_and_the_turn_con
     assert (result.resumed, result.engine_session_id) == (True, earlier.engine_session_id)
 
 
-async def test_a_cli_that_starts_a_new_conversation_despite_resume_is_reported_as_not_resumed(make_engine):
+async def test_a_cli_that_starts_over_despite_resume_is_reported_as_not_resumed(make_engine):
     engine, claude = make_engine("forgetful")
     await engine.start("c1", None)
     earlier = await engine.run_turn(Conversation("c1"), "one")

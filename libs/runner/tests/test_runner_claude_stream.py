@@ -26,7 +26,8 @@ def test_text_tool_calls_results_and_the_result_map_to_timeline_kinds():
             {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "git status"}},
         ]}},
         {"type": "user", "message": {"content": [
-            {"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "clean"}]},
+            {"type": "tool_result", "tool_use_id": "t1",
+             "content": [{"type": "text", "text": "clean"}]},
         ]}},
         {"type": "assistant", "message": {"content": [{"type": "text", "text": "All clean."}]}},
         {"type": "result", "subtype": "success", "is_error": False, "result": "All clean.",
@@ -73,5 +74,6 @@ def test_commands_without_a_command_field_show_their_input():
 
 def test_tool_results_read_strings_and_text_blocks():
     assert tool_result_text("plain") == "plain"
-    assert tool_result_text([{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]) == "a\nb"
+    blocks = [{"type": "text", "text": "a"}, {"type": "image"}, {"type": "text", "text": "b"}]
+    assert tool_result_text(blocks) == "a\nb"
     assert tool_result_text(None) == ""

@@ -2,7 +2,7 @@
 
 import pytest
 
-from seedline_runner.engines import ClaudeEngine, OpenAIChatEngine, ScriptedEngine
+from seedline_runner.engines import OpenAIChatEngine, ScriptedEngine
 from seedline_runner.engines.base import Engine
 from seedline_runner.store import Conversation, SeedMessage
 
@@ -52,9 +52,7 @@ class TestClaudeEngine(EngineContract):
     def engine(self, fake_claude, monkeypatch):
         claude = fake_claude("strict")
         monkeypatch.setenv("FAKE_CLAUDE_LOG", str(claude.log_path))
-        return ClaudeEngine(
-            executable=str(claude.executable), workdir=claude.workdir, claude_home=claude.claude_home
-        )
+        return claude.engine()
 
 
 class TestOpenAIChatEngine(EngineContract):

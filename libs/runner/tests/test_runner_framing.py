@@ -8,7 +8,8 @@ def test_the_brief_comes_first_framed_as_background_not_as_an_instruction():
     prompt = frame_first_prompt("we were adding castling", "What were we doing?")
 
     assert prompt.startswith("Background from the earlier conversation (not an instruction")
-    assert prompt.index("we were adding castling") < prompt.index("Instruction:\nWhat were we doing?")
+    brief_at = prompt.index("we were adding castling")
+    assert brief_at < prompt.index("Instruction:\nWhat were we doing?")
     assert prompt.endswith("What were we doing?")
 
 

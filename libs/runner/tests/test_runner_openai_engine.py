@@ -17,7 +17,8 @@ async def test_the_store_gives_it_multi_turn_memory(chat_standin):
 
     assert first.outputs[0].content == "received 1 messages; last: add castling"
     assert second.outputs[0].content == "received 3 messages; last: and en passant"
-    assert [m["role"] for m in chat_standin.requests[1]["messages"]] == ["user", "assistant", "user"]
+    roles = [m["role"] for m in chat_standin.requests[1]["messages"]]
+    assert roles == ["user", "assistant", "user"]
 
 
 async def test_a_seeded_conversation_is_sent_whole_with_tool_exchanges_in_chat_form(chat_standin):

@@ -15,8 +15,8 @@ from seedline_contracts.codec import decode
 from seedline_contracts.runner import RunnerPresence
 from seedline_contracts.subjects import RUNNERS_BUCKET, presence_key, runner_subject
 
-from seedline_runner import Runner, run_runner
-from seedline_runner.engines import ClaudeEngine, EngineError, OpenAIChatEngine, ScriptedEngine
+from seedline_runner import ConversationStore, Runner, run_runner
+from seedline_runner.engines import EngineError, OpenAIChatEngine, ScriptedEngine
 from seedline_runner.framing import background, frame_first_prompt
 
 pytestmark = pytest.mark.servers
@@ -118,7 +118,8 @@ async def published(js, at_least: int) -> list[dict[str, Any]]:
     for seq in range(1, await count() + 1):
         message = await js.get_msg(OBSERVED_INGEST, seq)
         assert message.subject == "seedline.ingest.timeline"
-        entries.append({**json.loads(message.data), "msg_id": (message.headers or {}).get("Nats-Msg-Id")})
+        msg_id = (message.headers or {}).get("Nats-Msg-Id")
+        entries.append({**json.loads(message.data), "msg_id": msg_id})
     return entries
 
 
@@ -129,7 +130,7 @@ def assert_person_facing(text: str) -> None:
 # Presence --------------------------------------------------------------------
 
 
-async def test_presence_is_put_under_the_node_key_with_its_engines(nc, js, start_runner, chat_standin):
+async def test_presence_is_put_under_the_node_key_with_its_engines(js, start_runner, chat_standin):
     engines = {
         "scripted": ScriptedEngine(),
         "openai": OpenAIChatEngine(base_url=chat_standin.base_url, model="m"),
@@ -149,7 +150,8 @@ async def test_presence_is_put_under_the_node_key_with_its_engines(nc, js, start
         stateless_engines=["openai"],
     )
     config = status.stream_info.config
-    assert (config.max_age, config.max_msgs_per_subject, config.storage) == (30, 1, StorageType.FILE)
+    settings = (config.max_age, config.max_msgs_per_subject, config.storage)
+    assert settings == (30, 1, StorageType.FILE)
 
 
 async def test_presence_is_put_again_on_every_beat(js, start_runner):
@@ -185,7 +187,9 @@ def test_presence_more_often_than_every_ten_seconds_is_required(nc):
 # Launch ----------------------------------------------------------------------
 
 
-async def test_a_seed_on_a_cold_engine_is_spent_and_the_reply_is_published(nc, js, start_runner, events):
+async def test_a_seed_on_a_cold_engine_is_spent_and_its_reply_published(
+    nc, js, start_runner, events
+):
     engine = ScriptedEngine(resumable=False)
     await start_runner({"scripted": engine})
 
@@ -198,7 +202,8 @@ async def test_a_seed_on_a_cold_engine_is_spent_and_the_reply_is_published(nc, j
     [entry] = entries
     assert f"seed sha256 {BRIEF_SHA}" in entry["content"]
     assert entry["content"].startswith("scripted reply to: What were we doing?")
-    assert (entry["kind"], entry["engine"], entry["session_id"]) == ("chat_assistant", "scripted", "csess_1")
+    assert (entry["kind"], entry["engine"]) == ("chat_assistant", "scripted")
+    assert entry["session_id"] == "csess_1"
     assert (entry["instance_id"], entry["repo"]) == ("bd43f4de", "apps/chess-academy")
     assert entry["entry_id"] == entry["msg_id"] == "csess_1:launch:0"
     assert engine.prompts == [("csess_1", frame_first_prompt(BRIEF, "What were we doing?"))]
@@ -221,7 +226,9 @@ async def test_a_really_resumed_engine_drops_the_seed_unread(nc, js, start_runne
     reply = await ask(
         nc,
         "launch",
-        launch_body("csess_2", resume=first["engine_session_id"], seed=SEED, instruction="carry on"),
+        launch_body(
+            "csess_2", resume=first["engine_session_id"], seed=SEED, instruction="carry on"
+        ),
     )
     entries = await published(js, 2)
 
@@ -239,7 +246,8 @@ async def test_a_resume_key_on_an_engine_that_never_resumes_spends_the_seed(nc, 
     await start_runner({"scripted": engine})
     first = await ask(nc, "launch", launch_body("csess_1"))
 
-    reply = await ask(nc, "launch", launch_body("csess_2", resume=first["engine_session_id"], seed=SEED))
+    resume_key = first["engine_session_id"]
+    reply = await ask(nc, "launch", launch_body("csess_2", resume=resume_key, seed=SEED))
 
     assert (reply["resumed_conversation"], reply["seeded"]) == (False, True)
     assert reply["engine_session_id"] != first["engine_session_id"]
@@ -250,10 +258,13 @@ async def test_without_a_seed_nothing_is_seeded(nc, start_runner):
 
     reply = await ask(nc, "launch", launch_body())
 
-    assert (reply["accepted"], reply["resumed_conversation"], reply["seeded"]) == (True, False, False)
+    assert reply["accepted"] is True
+    assert (reply["resumed_conversation"], reply["seeded"]) == (False, False)
 
 
-async def test_a_seed_waits_for_the_first_message_when_the_launch_has_no_instruction(nc, js, start_runner):
+async def test_a_seed_waits_for_the_first_message_when_there_is_no_instruction(
+    nc, js, start_runner
+):
     engine = ScriptedEngine()
     await start_runner({"scripted": engine})
 
@@ -276,7 +287,8 @@ async def test_a_repeated_launch_gets_the_first_reply_and_instructs_once(nc, js,
     await published(js, 2)
 
     assert again == first
-    assert [prompt for _, prompt in engine.prompts] == [frame_first_prompt(BRIEF, "only once"), "after"]
+    prompts = [prompt for _, prompt in engine.prompts]
+    assert prompts == [frame_first_prompt(BRIEF, "only once"), "after"]
 
 
 async def test_an_unknown_engine_is_refused_with_a_reason_a_person_can_act_on(nc, start_runner):
@@ -291,7 +303,12 @@ async def test_an_unknown_engine_is_refused_with_a_reason_a_person_can_act_on(nc
 
 @pytest.mark.parametrize(
     "body",
-    [b"not json", b"[]", json.dumps({"session_id": "csess_1"}).encode(), json.dumps(launch_body("")).encode()],
+    [
+        b"not json",
+        b"[]",
+        json.dumps({"session_id": "csess_1"}).encode(),
+        json.dumps(launch_body("")).encode(),
+    ],
 )
 async def test_a_malformed_launch_is_refused_and_the_runner_carries_on(nc, start_runner, body):
     await start_runner({"scripted": ScriptedEngine()})
@@ -359,14 +376,14 @@ async def test_turns_run_in_order_one_at_a_time(nc, js, start_runner):
     await asyncio.wait_for(engine.holding.wait(), timeout=5)
 
     for seq in range(2, 6):
-        assert await ask(nc, "turn", {"session_id": "csess_1", "seq": seq, "content": f"turn {seq}"}) == {
-            "accepted": True
-        }
+        turn = {"session_id": "csess_1", "seq": seq, "content": f"turn {seq}"}
+        assert await ask(nc, "turn", turn) == {"accepted": True}
     engine.gate.set()
     entries = await published(js, 5)
 
     assert launched["accepted"] is True
-    assert [prompt for _, prompt in engine.prompts] == ["first", "turn 2", "turn 3", "turn 4", "turn 5"]
+    prompts = [prompt for _, prompt in engine.prompts]
+    assert prompts == ["first", "turn 2", "turn 3", "turn 4", "turn 5"]
     assert [e["content"].split(" (")[0] for e in entries] == [
         "scripted reply to: first",
         *[f"scripted reply to: turn {seq}" for seq in range(2, 6)],
@@ -383,7 +400,9 @@ async def test_a_turn_for_a_conversation_not_running_here_is_refused(nc, start_r
     assert_person_facing(reply["reason"].replace("csess_404", ""))
 
 
-@pytest.mark.parametrize("body", [b"{", json.dumps({"session_id": "csess_1", "seq": "one"}).encode()])
+@pytest.mark.parametrize(
+    "body", [b"{", json.dumps({"session_id": "csess_1", "seq": "one"}).encode()]
+)
 async def test_a_malformed_turn_is_refused(nc, start_runner, body):
     await start_runner({"scripted": ScriptedEngine()})
     await ask(nc, "launch", launch_body())
@@ -431,7 +450,8 @@ async def test_stop_ends_the_conversation_and_says_it_exited(nc, start_runner, e
     assert runner.live_conversations == []
     await eventually(lambda: any(e["type"] == "exited" for e in events))
     [exited] = [e for e in events if e["type"] == "exited"]
-    assert (exited["session_id"], exited["engine_session_id"]) == ("csess_1", launched["engine_session_id"])
+    assert exited["session_id"] == "csess_1"
+    assert exited["engine_session_id"] == launched["engine_session_id"]
 
 
 async def test_a_malformed_stop_is_answered(nc, start_runner):
@@ -450,7 +470,8 @@ async def test_stopping_the_runner_ends_every_conversation(nc, start_runner, eve
     await runner.stop()
 
     await eventually(lambda: len([e for e in events if e["type"] == "exited"]) == 2)
-    assert sorted(e["session_id"] for e in events if e["type"] == "exited") == ["csess_1", "csess_2"]
+    exited = sorted(e["session_id"] for e in events if e["type"] == "exited")
+    assert exited == ["csess_1", "csess_2"]
 
 
 # Engines of every kind ---------------------------------------------------------
@@ -461,12 +482,15 @@ async def test_a_stateless_engine_gets_the_brief_as_history_and_the_whole_conver
 ):
     await start_runner({"openai": OpenAIChatEngine(base_url=chat_standin.base_url, model="m")})
 
-    reply = await ask(nc, "launch", launch_body(engine="openai", seed=SEED, instruction="What now?"))
+    reply = await ask(
+        nc, "launch", launch_body(engine="openai", seed=SEED, instruction="What now?")
+    )
     await published(js, 1)
     await ask(nc, "turn", {"session_id": "csess_1", "seq": 7, "content": "And then?"})
     entries = await published(js, 2)
 
-    assert (reply["resumed_conversation"], reply["seeded"], reply["engine_session_id"]) == (False, True, None)
+    assert (reply["resumed_conversation"], reply["seeded"]) == (False, True)
+    assert reply["engine_session_id"] is None
     assert chat_standin.requests[0]["messages"] == [
         {"role": "user", "content": background(BRIEF)},
         {"role": "user", "content": "What now?"},
@@ -486,18 +510,21 @@ async def test_claude_that_resumes_as_asked_never_reads_the_brief(
     monkeypatch.setenv("FAKE_CLAUDE_LOG", str(claude.log_path))
     claude.transcript("k-1").parent.mkdir(parents=True)
     claude.transcript("k-1").write_text('{"prompt": "earlier"}\n')
-    engine = ClaudeEngine(executable=str(claude.executable), workdir=claude.workdir, claude_home=claude.claude_home)
-    await start_runner({"claude": engine})
+    await start_runner({"claude": claude.engine()})
 
-    reply = await ask(nc, "launch", launch_body(engine="claude", resume="k-1", seed=SEED, instruction="one"))
+    body = launch_body(engine="claude", resume="k-1", seed=SEED, instruction="one")
+    reply = await ask(nc, "launch", body)
     await published(js, 5)
     await ask(nc, "turn", {"session_id": "csess_1", "seq": 8, "content": "two"})
     entries = await published(js, 10)
 
-    assert (reply["resumed_conversation"], reply["seeded"], reply["engine_session_id"]) == (True, False, "k-1")
+    assert (reply["resumed_conversation"], reply["seeded"]) == (True, False)
+    assert reply["engine_session_id"] == "k-1"
     assert [call["prompt"] for call in claude.calls()] == ["one", "two"]
     assert [call["resume"] for call in claude.calls()] == ["k-1", "k-1"]
-    assert [e["kind"] for e in entries[:5]] == ["chat_assistant", "command", "terminal", "chat_assistant", "outcome"]
+    assert [e["kind"] for e in entries[:5]] == [
+        "chat_assistant", "command", "terminal", "chat_assistant", "outcome"
+    ]
     assert entries[0]["content"] == "heard 1 earlier prompts; now: one"
     assert [e["entry_id"] for e in entries[:2]] == ["csess_1:launch:0", "csess_1:launch:1"]
 
@@ -509,10 +536,10 @@ async def test_claude_that_starts_over_despite_resume_gets_the_brief_with_the_ne
     monkeypatch.setenv("FAKE_CLAUDE_LOG", str(claude.log_path))
     claude.transcript("k-1").parent.mkdir(parents=True)
     claude.transcript("k-1").write_text('{"prompt": "earlier"}\n')
-    engine = ClaudeEngine(executable=str(claude.executable), workdir=claude.workdir, claude_home=claude.claude_home)
-    await start_runner({"claude": engine})
+    await start_runner({"claude": claude.engine()})
 
-    reply = await ask(nc, "launch", launch_body(engine="claude", resume="k-1", seed=SEED, instruction="one"))
+    body = launch_body(engine="claude", resume="k-1", seed=SEED, instruction="one")
+    reply = await ask(nc, "launch", body)
     launch_entries = await published(js, 6)
     await ask(nc, "turn", {"session_id": "csess_1", "seq": 8, "content": "two"})
     await published(js, 11)
@@ -521,7 +548,8 @@ async def test_claude_that_starts_over_despite_resume_gets_the_brief_with_the_ne
     assert claude.calls()[0]["prompt"] == "one"
     assert claude.calls()[1]["prompt"] == frame_first_prompt(BRIEF, "two")
     note = launch_entries[5]
-    assert note["kind"] == "outcome" and "could not pick up its earlier conversation" in note["content"]
+    assert note["kind"] == "outcome"
+    assert "could not pick up its earlier conversation" in note["content"]
     assert_person_facing(note["content"])
     await eventually(lambda: len(events) >= 2)
     assert events[0]["engine_session_id"] == "k-1"
@@ -533,7 +561,14 @@ async def test_claude_that_starts_over_despite_resume_gets_the_brief_with_the_ne
 
 async def test_run_runner_serves_until_cancelled_and_then_goes_offline(nats_url, nc, js):
     serving = asyncio.create_task(
-        run_runner(nats_url, "node-cli", "Demo machine", ["scripted"], presence_interval=1, stop_signals=False)
+        run_runner(
+            nats_url,
+            "node-cli",
+            "Demo machine",
+            ["scripted"],
+            presence_interval=1,
+            stop_signals=False,
+        )
     )
 
     async def present() -> bool:
@@ -551,3 +586,24 @@ async def test_run_runner_serves_until_cancelled_and_then_goes_offline(nats_url,
 
     assert reply["seeded"] is True
     assert not await present()
+
+
+async def test_a_warm_conversation_in_the_store_is_not_seeded_again(
+    nc, js, start_runner, chat_standin
+):
+    store = ConversationStore()
+    store.get_or_create("csess_1").append_exchange("add castling", "castling is in")
+    engine = OpenAIChatEngine(base_url=chat_standin.base_url, model="m")
+    await start_runner({"openai": engine}, store=store)
+
+    reply = await ask(
+        nc, "launch", launch_body(engine="openai", seed=SEED, instruction="What now?")
+    )
+    await published(js, 1)
+
+    assert reply["seeded"] is False
+    assert [m["content"] for m in chat_standin.requests[0]["messages"]] == [
+        "add castling",
+        "castling is in",
+        "What now?",
+    ]

@@ -16,7 +16,8 @@ async def test_its_reply_names_the_context_size_and_the_seed_it_received():
     result = await engine.run_turn(Conversation("c1"), prompt)
 
     assert [o.content for o in result.outputs] == [
-        f"scripted reply to: What were we doing? (context: {len(prompt)} characters, seed sha256 {BRIEF_SHA})"
+        "scripted reply to: What were we doing? "
+        f"(context: {len(prompt)} characters, seed sha256 {BRIEF_SHA})"
     ]
 
 
@@ -26,7 +27,9 @@ async def test_its_reply_says_when_it_received_no_seed():
 
     result = await engine.run_turn(Conversation("c1"), "x" * 100)
 
-    assert result.outputs[0].content == f"scripted reply to: {'x' * 60} (context: 100 characters, no seed)"
+    assert result.outputs[0].content == (
+        f"scripted reply to: {'x' * 60} (context: 100 characters, no seed)"
+    )
 
 
 async def test_it_resumes_a_conversation_it_issued_and_carries_its_context():

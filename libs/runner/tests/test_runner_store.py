@@ -15,7 +15,10 @@ def user(text: str) -> SeedMessage:
 
 
 def assistant(text: str, *call_ids: str) -> SeedMessage:
-    calls = [{"id": c, "type": "function", "function": {"name": "ls", "arguments": "{}"}} for c in call_ids]
+    calls = [
+        {"id": c, "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+        for c in call_ids
+    ]
     return SeedMessage(role="assistant", content=text, tool_calls=calls or None)
 
 
@@ -32,7 +35,9 @@ HISTORY = [
 ]
 
 
-def run_turn(store: ConversationStore, conversation_id: str, history, current: str) -> list[SeedMessage]:
+def run_turn(
+    store: ConversationStore, conversation_id: str, history, current: str
+) -> list[SeedMessage]:
     """What a model would be sent: the conversation (seeded only when empty) plus the input."""
     conversation = store.get_or_create(conversation_id)
     seed_if_empty(conversation, history)
@@ -112,7 +117,11 @@ def test_the_store_hands_back_the_same_conversation():
 
 messages = st.one_of(
     st.builds(user, st.text(max_size=5)),
-    st.builds(lambda t, ids: assistant(t, *ids), st.text(max_size=5), st.lists(st.sampled_from("abc"), max_size=3, unique=True)),
+    st.builds(
+        lambda t, ids: assistant(t, *ids),
+        st.text(max_size=5),
+        st.lists(st.sampled_from("abc"), max_size=3, unique=True),
+    ),
     st.builds(tool, st.sampled_from("abcd")),
     st.builds(lambda t: SeedMessage(role="system", content=t), st.text(max_size=5)),
 )

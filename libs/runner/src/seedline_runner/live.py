@@ -104,7 +104,9 @@ class ConversationWorker:
             return True
         return False
 
-    async def _publish(self, live: LiveConversation, step: Step, outputs: list[EngineOutput]) -> None:
+    async def _publish(
+        self, live: LiveConversation, step: Step, outputs: list[EngineOutput]
+    ) -> None:
         request = live.request
         await self._publisher.entries(
             timeline_entries(
@@ -118,7 +120,9 @@ class ConversationWorker:
             )
         )
 
-    async def _note_engine_session(self, live: LiveConversation, engine_session_id: str | None) -> None:
+    async def _note_engine_session(
+        self, live: LiveConversation, engine_session_id: str | None
+    ) -> None:
         if engine_session_id is None or engine_session_id == live.engine_session_id:
             return
         live.engine_session_id = engine_session_id

@@ -48,7 +48,12 @@ class Publisher:
             await self._nc.publish(self._events_subject, encode(event))
             await self._nc.flush()
         except Exception as error:
-            log.warning("event_not_published", type=event.type, session_id=event.session_id, error=str(error))
+            log.warning(
+                "event_not_published",
+                type=event.type,
+                session_id=event.session_id,
+                error=str(error),
+            )
 
     async def _entry(self, entry: TimelineEntryIn) -> None:
         payload = self._fitting_payload(entry)

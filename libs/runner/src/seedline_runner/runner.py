@@ -64,7 +64,8 @@ class Runner:
         self._clock = clock
         self._publisher = Publisher(nc, js, node_id, retry_delays=publish_retry_delays)
         self._worker = ConversationWorker(self._publisher, clock)
-        self._presence = PresenceHeartbeat(js, presence_of(node_id, label, self.engines), presence_interval)
+        presence = presence_of(node_id, label, self.engines)
+        self._presence = PresenceHeartbeat(js, presence, presence_interval)
         self._live: dict[str, LiveConversation] = {}
         self._subscriptions: list[Subscription] = []
         self._started = False
@@ -126,7 +127,13 @@ class Runner:
             log.exception("launch_failed")
             reply = _launch_refused(f"This machine could not take the launch: {error}.")
         await _answer(msg, reply)
-        if launched is not None and launched.engine_session_id is not None:
+        if launched is None:
+            return
+        if self._live.get(launched.session_id) is not launched:
+            return  # stopped while the reply was on its way
+        # Only now does the first instruction start: the reply goes out before any engine work.
+        self._worker.start(launched)
+        if launched.engine_session_id is not None:
             await self._publisher.event(
                 RunnerEvent(
                     type="engine_bound",
@@ -162,8 +169,6 @@ class Runner:
             return _launch_refused(refusal), None
         seed_text = request.seed.text if request.seed else None
         plan = plan_seed(seed_text, started, stateless=engine.stateless)
-        # A conversation that ended here before starts over rather than carrying on.
-        self.store.discard(request.session_id)
         conversation = self.store.get_or_create(request.session_id)
         seeded = plan.brief_for_first_prompt is not None
         if plan.brief_for_history is not None:
@@ -187,8 +192,8 @@ class Runner:
         )
         self._live[request.session_id] = live
         if request.instruction:
+            # Queued ahead of any turn that arrives before the worker starts.
             live.queue.put_nowait(Step(LAUNCH_STEP, request.instruction))
-        self._worker.start(live)
         log.info(
             "conversation_launched",
             session_id=request.session_id,
@@ -205,7 +210,8 @@ class Runner:
             reply = self._accept_turn(msg)
         except Exception as error:
             log.exception("turn_failed")
-            reply = {"accepted": False, "reason": f"This machine could not take the message: {error}."}
+            reason = f"This machine could not take the message: {error}."
+            reply = {"accepted": False, "reason": reason}
         await _answer(msg, reply)
 
     def _accept_turn(self, msg: Msg) -> dict[str, Any]:
@@ -231,7 +237,8 @@ class Runner:
         try:
             request = decode(msg.data, RunnerStopRequest)
         except msgspec.DecodeError as error:
-            await _answer(msg, {"stopped": False, "reason": f"The stop request could not be read: {error}."})
+            reason = f"The stop request could not be read: {error}."
+            await _answer(msg, {"stopped": False, "reason": reason})
             return
         stopped = await self._end(request.session_id)
         await _answer(msg, {"stopped": stopped})

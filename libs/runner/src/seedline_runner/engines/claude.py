@@ -163,7 +163,9 @@ class ClaudeEngine:
                 async for raw in process.stdout:
                     stream.feed(raw.decode("utf-8", errors="replace"))
             except ValueError as error:
-                raise EngineError("Claude Code wrote a line longer than this machine reads.") from error
+                raise EngineError(
+                    "Claude Code wrote a line longer than this machine reads."
+                ) from error
             returncode = await process.wait()
             await stderr_reader
         finally:

@@ -76,7 +76,7 @@ class ClaudeStream:
             details.append(f"{duration_ms / 1000:.1f} s")
         text = subtype + (f" ({', '.join(details)})" if details else "")
         result = message.get("result")
-        # The result usually repeats the last reply word for word; keep it only when it adds something.
+        # The result usually repeats the last reply word for word; keep it only when it differs.
         if isinstance(result, str) and result.strip() and result.strip() != self._last_reply():
             text += "\n" + result
         return text
@@ -104,7 +104,9 @@ def tool_result_text(content: Any) -> str:
         parts = [
             block["text"]
             for block in content
-            if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str)
+            if isinstance(block, dict)
+            and block.get("type") == "text"
+            and isinstance(block.get("text"), str)
         ]
         return "\n".join(parts)
     return ""

@@ -78,14 +78,18 @@ class OpenAIChatEngine:
         try:
             response = await self._client.post(self._url, json=body, headers=self._headers())
         except httpx.HTTPError as error:
-            raise EngineError(f"The chat endpoint at {self._url} could not be reached: {error}.") from error
+            raise EngineError(
+                f"The chat endpoint at {self._url} could not be reached: {error}."
+            ) from error
         if response.status_code >= 400:
             detail = response.text[:_ERROR_DETAIL_CHARS].strip()
             raise EngineError(f"The chat endpoint answered {response.status_code}: {detail}")
         try:
             answer = response.json()
         except ValueError:
-            raise EngineError("The chat endpoint answered with something other than JSON.") from None
+            raise EngineError(
+                "The chat endpoint answered with something other than JSON."
+            ) from None
         text = reply_text(answer)
         return TurnResult(outputs=[EngineOutput("chat_assistant", text)] if text else [])
 

@@ -28,7 +28,9 @@ class EngineOptions:
     openai_system_prompt: str | None = None
 
 
-def build_engines(names: Sequence[str], options: EngineOptions = EngineOptions()) -> dict[str, Engine]:
+def build_engines(
+    names: Sequence[str], options: EngineOptions = EngineOptions()
+) -> dict[str, Engine]:
     engines: dict[str, Engine] = {}
     for name in names:
         if name in engines:
