@@ -126,11 +126,20 @@ def postgres_server(tmp_path_factory: pytest.TempPathFactory, _docker: bool) -> 
         with PostgresContainer("postgres:16", driver=None) as container:
             yield PostgresEndpoint(container.get_connection_url())
         return
-    proc = start_postgres(tmp_path_factory.mktemp("postgres"))
+    # Outside pytest's own temp folders: pytest prunes old ones while a
+    # concurrent run may still have its server in them.
+    import shutil
+    import tempfile
+
+    data_dir = Path(tempfile.mkdtemp(prefix="seedline-test-pg-"))
+    proc = start_postgres(data_dir)
     try:
         yield PostgresEndpoint(proc.url(), proc)
     finally:
-        proc.stop()
+        try:
+            proc.stop()
+        finally:
+            shutil.rmtree(data_dir, ignore_errors=True)
 
 
 _db_counter = itertools.count(1)

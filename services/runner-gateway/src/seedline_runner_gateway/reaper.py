@@ -7,6 +7,7 @@ their next message will do.
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 
 from nats.aio.client import Client
 from nats.js import JetStreamContext
@@ -50,8 +51,8 @@ class Reaper:
         await self.stop_idle()
         await self.notice_departed_machines()
 
-    async def stop_idle(self) -> None:
-        now = utc_now()
+    async def stop_idle(self, now: datetime | None = None) -> None:
+        now = now or utc_now()
         for live in await self._state.idle_since(now - self._settings.idle_stop):
             idle = now - live.last_activity
             await stop_on_machine(self._nc, live.node_id, live.session_id, "idle", self._settings.launch_timeout_seconds)
