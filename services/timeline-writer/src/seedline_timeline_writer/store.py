@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol, Sequence
 
+import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from seedline_contracts.timeline import TimelineEntry, TimelineReadRequest, TimelineRow
@@ -94,27 +95,8 @@ class PostgresTimelineStore:
             fresh = sorted((p for p in stored if p[0] > applied), key=lambda p: p[0])
             if not fresh:
                 return
-            ordinals = await self._repo_ordinals(conn, {(e.instance_id, e.repo) for _, e in fresh})
-            async with conn.cursor() as cur:
-                async with cur.copy(
-                    f"COPY timeline_entries ({', '.join(timeline_table.COLUMNS)}) FROM STDIN"
-                ) as copy:
-                    for seq, e in fresh:
-                        key = (e.instance_id, e.repo)
-                        ordinals[key] += 1
-                        await copy.write_row(
-                            (seq, e.entry_id, e.instance_id, e.repo, e.session_id, e.kind,
-                             e.content, e.at, e.engine, e.truncated_from, ordinals[key])
-                        )
+            await copy_entries(conn, fresh)
             await pg.set_offset(conn, timeline_table.PROJECTION, fresh[-1][0])
-
-    @staticmethod
-    async def _repo_ordinals(conn, repos: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
-        out = {}
-        for instance_id, repo in repos:
-            head = await timeline_table.repo_head(conn, instance_id, repo)
-            out[(instance_id, repo)] = head.entries if head else 0
-        return out
 
     async def read(self, request: TimelineReadRequest, limit: int) -> tuple[list[TimelineRow], bool]:
         clauses = ["instance_id = %s", "repo = %s"]
@@ -137,6 +119,33 @@ class PostgresTimelineStore:
         rows = rows[:limit]
         rows.reverse()
         return [TimelineRow(*r) for r in rows], has_more
+
+
+async def copy_entries(
+    conn: psycopg.AsyncConnection,
+    fresh: Sequence[Stored],
+    ordinals: dict[tuple[str, str], int] | None = None,
+) -> None:
+    """COPY entries, in ascending seq above every stored row, numbering each within its repo.
+
+    ``ordinals`` carries each repo's last ordinal between calls in one transaction
+    (a rebuild); repos it lacks are looked up in the table.
+    """
+    ordinals = {} if ordinals is None else ordinals
+    for key in {(e.instance_id, e.repo) for _, e in fresh} - ordinals.keys():
+        head = await timeline_table.repo_head(conn, *key)
+        ordinals[key] = head.entries if head else 0
+    async with conn.cursor() as cur:
+        async with cur.copy(
+            f"COPY timeline_entries ({', '.join(timeline_table.COLUMNS)}) FROM STDIN"
+        ) as copy:
+            for seq, e in fresh:
+                key = (e.instance_id, e.repo)
+                ordinals[key] += 1
+                await copy.write_row(
+                    (seq, e.entry_id, e.instance_id, e.repo, e.session_id, e.kind,
+                     e.content, e.at, e.engine, e.truncated_from, ordinals[key])
+                )
 
 
 async def wait_until_applied(store: TimelineStore, seq: int, timeout: float) -> bool:

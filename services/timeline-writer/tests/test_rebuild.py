@@ -1,0 +1,153 @@
+"""Rebuilding the timeline projection from the stream: same rows, drift repaired."""
+
+from __future__ import annotations
+
+import nats
+import psycopg
+import pytest
+
+from seedline_contracts import subjects
+from seedline_platform.testing import request, running
+from seedline_timeline_writer.app import create_app
+from seedline_timeline_writer.rebuild import rebuild_timeline
+
+pytestmark = pytest.mark.servers
+
+REPOS = ("apps/chess-academy", "apps/ledger", "tools/cli")
+
+
+def entry(n: int, repo: str) -> dict:
+    return {
+        "entry_id": f"e-{n}",
+        "instance_id": "bd43f4de",
+        "repo": repo,
+        "session_id": f"csess_{n % 2}",
+        "kind": "chat_assistant" if n % 3 else "terminal",
+        "content": f"message {n} in {repo}",
+        "at": "2026-08-17T10:00:00Z",
+        "engine": "claude" if n % 4 else None,
+    }
+
+
+async def append_all(nc, count: int) -> int:
+    """Append count entries spread over REPOS; returns the last seq."""
+    last = 0
+    for n in range(1, count + 1):
+        reply = await request(nc, subjects.API_TIMELINE_APPEND, entry(n, REPOS[n % len(REPOS)]))
+        assert reply["ok"], reply
+        last = reply["seq"]
+    return last
+
+
+async def projection(url: str) -> list[tuple]:
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        cur = await conn.execute("SELECT * FROM timeline_entries ORDER BY seq")
+        return await cur.fetchall()
+
+
+async def projected_at_least(url: str, count: int, timeout: float = 30.0) -> list[tuple]:
+    import asyncio
+
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        rows = await projection(url)
+        if len(rows) >= count or asyncio.get_running_loop().time() > deadline:
+            return rows
+        await asyncio.sleep(0.1)
+
+
+async def applied(url: str) -> int:
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        cur = await conn.execute(
+            "SELECT applied_seq FROM projection_offsets WHERE projection = 'timeline'"
+        )
+        return (await cur.fetchone())[0]
+
+
+async def test_rebuild_yields_the_same_rows_and_digest_while_the_writer_runs(settings):
+    async with running(create_app(settings)):
+        nc = await nats.connect(settings.nats_url)
+        last = await append_all(nc, 60)
+        original = await projection(settings.database_url)
+        calls: list[tuple[int, int]] = []
+
+        result = await rebuild_timeline(settings, lambda done, total: calls.append((done, total)))
+
+        assert result.before_digest == result.after_digest and result.identical
+        assert result.rows == 60
+        assert await projection(settings.database_url) == original
+        assert await applied(settings.database_url) == last
+        assert calls and calls[-1] == (60, last)
+        # The running writer appends after the rebuilt offset, numbering on within its repo.
+        reply = await request(nc, subjects.API_TIMELINE_APPEND, entry(61, REPOS[0]))
+        read = await request(nc, subjects.API_TIMELINE_READ, {
+            "instance_id": "bd43f4de", "repo": REPOS[0], "min_seq": reply["seq"], "limit": 1000})
+        assert [r["entry_id"] for r in read["entries"]][-1] == "e-61"
+        rows = await projection(settings.database_url)
+        ordinals = [r[-1] for r in rows if r[3] == REPOS[0]]
+        assert ordinals == list(range(1, len(ordinals) + 1))
+        await nc.close()
+
+
+async def test_rebuild_repairs_a_row_that_drifted_from_the_stream(settings):
+    async with running(create_app(settings)):
+        nc = await nats.connect(settings.nats_url)
+        await append_all(nc, 30)
+        original = await projection(settings.database_url)
+        clean = await rebuild_timeline(settings, None)
+        target = original[10][0]
+        async with await psycopg.AsyncConnection.connect(settings.database_url) as conn:
+            await conn.execute(
+                "UPDATE timeline_entries SET content = 'tampered' WHERE seq = %s", (target,)
+            )
+            await conn.commit()
+
+        result = await rebuild_timeline(settings, None)
+
+        assert result.before_digest != result.after_digest
+        assert result.after_digest == clean.after_digest
+        repaired = await projection(settings.database_url)
+        assert repaired == original
+        assert [r for r in repaired if r[0] == target][0][6] == "message 11 in " + REPOS[11 % 3]
+        await nc.close()
+
+
+async def test_rebuild_of_an_empty_timeline_is_empty(settings):
+    result = await rebuild_timeline(settings, None)
+    assert result.rows == 0 and result.identical
+    assert await projection(settings.database_url) == []
+
+
+async def test_rebuild_during_ingest_loses_nothing_and_numbers_repos_contiguously(settings):
+    import asyncio
+    import json
+
+    async with running(create_app(settings)):
+        nc = await nats.connect(settings.nats_url)
+        js = nc.jetstream()
+        await append_all(nc, 20)
+
+        async def ingest() -> None:
+            for start in range(21, 421, 50):
+                futures = [
+                    await js.publish_async(
+                        subjects.INGEST_TIMELINE,
+                        json.dumps(entry(n, REPOS[n % len(REPOS)])).encode(),
+                        headers={"Nats-Msg-Id": f"e-{n}"},
+                    )
+                    for n in range(start, start + 50)
+                ]
+                await asyncio.gather(*futures)
+
+        feeding = asyncio.create_task(ingest())
+        while not feeding.done():
+            await rebuild_timeline(settings, None)
+        await feeding
+        rows = await projected_at_least(settings.database_url, 420)
+        assert sorted(int(r[1][2:]) for r in rows) == list(range(1, 421))
+        for repo in REPOS:
+            ordinals = [r[-1] for r in rows if r[3] == repo]
+            assert ordinals == list(range(1, len(ordinals) + 1))
+        final = await rebuild_timeline(settings, None)
+        assert final.identical and final.rows == 420
+        await nc.close()
