@@ -83,7 +83,9 @@ class GatewayApp:
         if self.responder:
             await self.responder.close()
         if self.nc and not self.nc.is_closed:
-            await self.nc.drain()
+            # close, not drain: unacknowledged work is redelivered, and a
+            # drain would wait on pull subscriptions whose fetches were cancelled.
+            await self.nc.close()
         if self.pool:
             await self.pool.close()
 
