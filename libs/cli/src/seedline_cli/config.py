@@ -1,0 +1,40 @@
+"""Settings for a command: the environment (Settings.from_env) plus root options."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import typer
+
+from seedline_contracts.tokens import TokenError, escape_token
+from seedline_platform.settings import Settings, SettingsError
+
+from .errors import UsageProblem
+
+
+def load_settings(ctx: typer.Context | None = None) -> Settings:
+    try:
+        settings = Settings.from_env()
+    except SettingsError as exc:
+        raise UsageProblem(str(exc)) from None
+    overrides = (ctx.find_root().obj or {}) if ctx is not None else {}
+    if overrides.get("nats_url"):
+        settings = dataclasses.replace(settings, nats_url=overrides["nats_url"])
+    return settings
+
+
+def check_name(flag: str, value: str, example: str) -> str:
+    """A value that becomes a subject token (instance, repo, conversation, machine)."""
+    if value == "":
+        raise UsageProblem(f"{flag} must not be empty; give a name such as {example}.")
+    try:
+        escape_token(value)
+    except TokenError as exc:
+        raise UsageProblem(f"{flag} {exc}.") from None
+    return value
+
+
+def safe_url(url: str) -> str:
+    """A connection URL with any password hidden, fit to print."""
+    return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)

@@ -1,0 +1,96 @@
+"""`seedline open` and `seedline brief`: start a conversation, read the brief it was given."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from seedline_contracts import subjects
+
+from .config import check_name, load_settings
+from .console import err, out, print_json
+from .errors import reports_errors
+from .nats_client import call, connected
+
+TONE_STYLES = {"info": "green", "warning": "yellow"}
+
+
+@reports_errors
+def open_conversation(
+    ctx: typer.Context,
+    instruction: Optional[str] = typer.Argument(None, help="The message that starts the conversation."),
+    instance: str = typer.Option(..., "--instance", help="Instance to open it on."),
+    repo: str = typer.Option(..., "--repo", help="Repository, e.g. apps/chess-academy."),
+    engine: str = typer.Option(..., "--engine", help="Engine to run, e.g. claude or scripted."),
+    node: str = typer.Option(..., "--node", help="Machine to run it on (its node id)."),
+    fresh: bool = typer.Option(False, "--fresh", help="Start fresh: no resume and no brief."),
+    clean_slate: bool = typer.Option(False, "--clean-slate", help="Offer no brief whatever the decision."),
+    request_id: Optional[str] = typer.Option(
+        None, "--request-id", help="Sending the same id again returns the first answer."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print the reply as JSON."),
+) -> None:
+    """Open a conversation on a repo (resume, or brief a fresh engine).
+
+    Prints the notice a person would see, the continuity decision and the brief's size.
+    """
+    check_name("--instance", instance, "bd43f4de")
+    check_name("--repo", repo, "apps/chess-academy")
+    check_name("--node", node, "mac-mini-1")
+    settings = load_settings(ctx)
+    body = {"instance_id": instance, "repo": repo, "engine": engine, "node_id": node,
+            "force_fresh": fresh, "clean_slate": clean_slate, "request_id": request_id,
+            "instruction": instruction}
+    reply = asyncio.run(_request(settings, subjects.API_SESSIONS_OPEN, body,
+                                 "continuity-resolver", settings.open_timeout_seconds + 5))
+    if json_out:
+        print_json(reply)
+        return
+    notice = reply.get("notice") or {}
+    if notice.get("console"):
+        out.print(f"[{TONE_STYLES.get(notice.get('tone'), '')}]{escape(notice['console'])}[/]")
+    continuity = reply.get("continuity") or {}
+    table = Table(show_header=False, box=None)
+    table.add_row("conversation", escape(reply["session_id"]))
+    table.add_row("machine", escape(reply["node_id"]))
+    table.add_row("outcome", escape(reply["outcome"]))
+    table.add_row("decision", escape(f"{continuity.get('mode')}: {continuity.get('reason')}"))
+    brief = reply.get("brief")
+    table.add_row("brief", "none" if brief is None else
+                  f"{brief['rows']} entries, {brief['chars']} characters, "
+                  f"{brief['omitted_rows']} left out, up to seq {brief['until_seq']}")
+    out.print(table)
+
+
+@reports_errors
+def brief(
+    ctx: typer.Context,
+    conversation: str = typer.Argument(..., help="Conversation id, as `seedline open` printed it."),
+    json_out: bool = typer.Option(False, "--json", help="Print the brief and its numbers as JSON."),
+) -> None:
+    """Print the brief a conversation was given.
+
+    The text goes to stdout byte for byte; its numbers go to stderr.
+    """
+    check_name("CONVERSATION", conversation, "csess_21b8d1b9")
+    settings = load_settings(ctx)
+    reply = asyncio.run(_request(settings, subjects.API_BRIEFS_GET, {"session_id": conversation},
+                                 "seed-composer", 10.0))
+    if json_out:
+        print_json(reply)
+        return
+    sys.stdout.write(reply["text"])
+    sys.stdout.flush()
+    err.print(f"[dim]{reply['rows']} entries, {reply['chars']} characters, "
+              f"{reply['omitted_rows']} left out, up to seq {reply['until_seq']}, "
+              f"sha256 {reply['sha256']}[/]", soft_wrap=True)
+
+
+async def _request(settings, subject: str, body: dict, service: str, timeout: float) -> dict:
+    async with connected(settings) as nc:
+        return await call(nc, subject, body, service=service, timeout=timeout)

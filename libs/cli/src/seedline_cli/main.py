@@ -1,0 +1,48 @@
+"""The `seedline` command: one Typer app, one module per command group."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from .conversations import brief, open_conversation
+from .publish import publish
+from .rebuild_cmd import rebuild
+from .runner_cmd import runner
+from .schema_cmd import schema
+from .timeline_cmd import timeline
+from .up import up
+
+app = typer.Typer(
+    name="seedline",
+    help="Seedline: conversations for coding agents that outlive their processes.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@app.callback()
+def root(
+    ctx: typer.Context,
+    nats_url: Optional[str] = typer.Option(
+        None, "--nats-url", help="NATS server(s); defaults to SEEDLINE_NATS_URL or nats://127.0.0.1:4222."
+    ),
+) -> None:
+    """Settings come from the environment (SEEDLINE_*); see the README's Configuration table."""
+    ctx.obj = {"nats_url": nats_url}
+
+
+app.command("up")(up)
+app.command("publish")(publish)
+app.command("timeline")(timeline)
+app.command("open")(open_conversation)
+app.command("brief")(brief)
+app.command("runner")(runner)
+app.command("schema")(schema)
+app.add_typer(rebuild, name="rebuild")
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,95 @@
+"""A short-lived NATS connection for one command, and request/reply with clear errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+import nats
+from nats.aio.client import Client
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeout
+
+from seedline_contracts.codec import encode
+from seedline_platform.settings import Settings
+
+from .errors import START_HINT, OperationFailed, Unreachable, UsageProblem
+
+CONNECT_TIMEOUT = 6.0
+
+
+def cannot_reach(settings: Settings) -> Unreachable:
+    return Unreachable(
+        f"Cannot reach NATS at {settings.nats_url}. {START_HINT}, or set SEEDLINE_NATS_URL."
+    )
+
+
+async def _quiet(*_args) -> None:
+    """The command reports connection problems itself; the client should not log them."""
+
+
+@asynccontextmanager
+async def connected(settings: Settings, name: str = "seedline-cli") -> AsyncIterator[Client]:
+    try:
+        # max_reconnect_attempts=0 would retry for ever inside nats-py; 1 gives each
+        # server two tries and then gives up.
+        nc = await asyncio.wait_for(
+            nats.connect(
+                servers=settings.nats_servers,
+                name=name,
+                connect_timeout=2,
+                allow_reconnect=False,
+                max_reconnect_attempts=1,
+                reconnect_time_wait=0.2,
+                error_cb=_quiet,
+                disconnected_cb=_quiet,
+                closed_cb=_quiet,
+            ),
+            CONNECT_TIMEOUT,
+        )
+    except Exception:
+        raise cannot_reach(settings) from None
+    try:
+        yield nc
+    finally:
+        if not nc.is_closed:
+            await nc.close()
+
+
+class ReplyError(OperationFailed):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+async def call(
+    nc: Client, subject: str, body: dict[str, Any], *, service: str, timeout: float = 10.0
+) -> dict[str, Any]:
+    """Send a request and return the ``ok`` reply; an error reply raises with its message."""
+    try:
+        msg = await nc.request(subject, encode(body), timeout=timeout)
+    except NoRespondersError:
+        raise Unreachable(
+            f"Nothing answers on {subject}: the {service} is not running. {START_HINT}."
+        ) from None
+    except NatsTimeout:
+        raise Unreachable(
+            f"The {service} did not answer on {subject} within {timeout:g} s. Check that it is "
+            "running (logs are under SEEDLINE_HOME/logs with `seedline up`) and try again."
+        ) from None
+    try:
+        reply = json.loads(msg.data)
+    except ValueError:
+        raise OperationFailed(f"The {service} sent a reply that is not JSON: {msg.data[:200]!r}") from None
+    if not isinstance(reply, dict):
+        raise OperationFailed(f"The {service} sent an unexpected reply: {reply!r}")
+    if not reply.get("ok"):
+        error = reply.get("error") or {}
+        code = str(error.get("code", "unknown"))
+        message = str(error.get("message", "the request failed"))
+        if code == "invalid_request":
+            raise UsageProblem(message)
+        raise ReplyError(code, message)
+    return reply

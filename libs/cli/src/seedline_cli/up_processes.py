@@ -1,0 +1,148 @@
+"""The processes `seedline up` runs: which exist, how they start, how they stop."""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import importlib
+import importlib.metadata
+import importlib.util
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from seedline_platform.clock import now_text
+
+SERVICES = ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway")
+DEMO_RUNNER = "demo-runner"
+STOP_GRACE_SECONDS = 10.0
+
+
+def bin_dir() -> Path:
+    return Path(sys.executable).parent
+
+
+def service_installed(name: str) -> bool:
+    """Its console script is next to this Python and the module it runs is importable."""
+    if not (bin_dir() / name).exists():
+        return False
+    for entry in importlib.metadata.entry_points(group="console_scripts", name=name):
+        try:
+            return importlib.util.find_spec(entry.module) is not None
+        except (ImportError, ValueError):
+            return False
+    return True
+
+
+def runner_available() -> bool:
+    try:
+        return hasattr(importlib.import_module("seedline_runner"), "run_runner")
+    except ImportError:
+        return False
+
+
+def seedline_argv() -> list[str]:
+    script = bin_dir() / "seedline"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "seedline_cli"]
+
+
+def command_hint() -> str:
+    """How a person types `seedline` in another terminal of this machine."""
+    script = bin_dir() / "seedline"
+    if shutil.which("seedline") == str(script):
+        return "seedline"
+    try:
+        return "./" + str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
+
+
+def port_is_free(port: int) -> bool:
+    with socket.socket() as sock:
+        # nats-server sets SO_REUSEADDR too, so a port in TIME_WAIT is still usable.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _die_with_parent() -> None:
+    """Linux: the child gets SIGTERM if `seedline up` itself is killed, so nothing is orphaned."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    log_path: Path
+    proc: asyncio.subprocess.Process | None = field(default=None, repr=False)
+    ready: bool = False
+
+    async def start(self, env: dict[str, str]) -> None:
+        with open(self.log_path, "ab") as log:
+            log.write(f"--- started by seedline up at {now_text()}\n".encode())
+            log.flush()
+            self.proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                # Its own process group: a Ctrl-C in the terminal reaches `seedline up`
+                # only, which then stops everything in order.
+                start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+            )
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.returncode is None
+
+    @property
+    def exit_code(self) -> int | None:
+        return None if self.proc is None else self.proc.returncode
+
+    def signal(self, sig: int) -> None:
+        if self.running:
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                pass
+
+    async def stop(self, grace: float = STOP_GRACE_SECONDS) -> None:
+        if not self.running:
+            return
+        self.signal(signal.SIGTERM)
+        try:
+            await asyncio.wait_for(self.proc.wait(), grace)
+        except asyncio.TimeoutError:
+            self.signal(signal.SIGKILL)
+            await self.proc.wait()
+
+    def log_tail(self, lines: int = 8) -> list[str]:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return []
+        return text.splitlines()[-lines:]
+
+
+def service_child(name: str, logs: Path) -> Child:
+    return Child(name, [str(bin_dir() / name)], logs / f"{name}.log")
+
+
+def runner_child(logs: Path) -> Child:
+    argv = seedline_argv() + ["runner", "--node-id", DEMO_RUNNER, "--label", "Demo runner",
+                              "--engine", "scripted"]
+    return Child(DEMO_RUNNER, argv, logs / f"{DEMO_RUNNER}.log")
