@@ -29,6 +29,7 @@ class System:
     composer: object = None
     gateway: object = None
     runners: dict = field(default_factory=dict)
+    _gateway_running: object = None
 
     async def request(self, subject: str, body, timeout: float = 15.0) -> dict:
         return await request(self.nc, subject, body, timeout)
@@ -63,6 +64,14 @@ class System:
         self.stack.push_async_callback(close)
         return engine
 
+    async def restart_gateway(self, while_down=None) -> None:
+        """Stop the runner-gateway, run `while_down`, then start a fresh copy."""
+        await self._gateway_running.__aexit__(None, None, None)
+        if while_down is not None:
+            await while_down()
+        self._gateway_running = running(create_gateway(self.settings))
+        self.gateway = await self._gateway_running.__aenter__()
+
     async def stop_runner(self, node_id: str) -> None:
         runner, nc = self.runners.pop(node_id)
         await runner.stop()
@@ -96,7 +105,14 @@ async def system(settings):
         await stack.enter_async_context(running(create_writer(settings)))
         await stack.enter_async_context(running(create_resolver(settings)))
         composer = await stack.enter_async_context(running(create_composer(settings)))
-        gateway = await stack.enter_async_context(running(create_gateway(settings)))
+        gateway_running = running(create_gateway(settings))
+        gateway = await gateway_running.__aenter__()
         nc = await nats.connect(settings.nats_url)
         stack.push_async_callback(nc.close)
-        yield System(settings, nc, stack, composer, gateway)
+        system = System(settings, nc, stack, composer, gateway, _gateway_running=gateway_running)
+
+        async def stop_gateway():
+            await system._gateway_running.__aexit__(None, None, None)
+
+        stack.push_async_callback(stop_gateway)
+        yield system

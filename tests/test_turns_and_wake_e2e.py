@@ -101,3 +101,27 @@ async def _woken(system, old_session_id):
         if event["session_id"] != old_session_id and event["plan"]["wake_seq"]:
             return event
     return None
+
+
+async def test_turns_are_delivered_in_order_once_across_a_gateway_restart(system):
+    engine = await system.start_runner()
+    opened = await system.open()
+    assert opened["ok"], opened
+    for n in range(1, 6):
+        await say(system, n, f"turn {n}")
+    await system.wait_for(lambda: _at_least(engine, 5))
+
+    async def while_down():
+        for n in range(6, 11):
+            await say(system, n, f"turn {n}")
+
+    await system.restart_gateway(while_down)
+    for n in range(11, 14):
+        await say(system, n, f"turn {n}")
+    await system.wait_for(lambda: _at_least(engine, 13))
+    await asyncio.sleep(0.5)
+    assert [p for _, p in engine.prompts] == [f"turn {n}" for n in range(1, 14)]
+
+
+async def _at_least(engine, n):
+    return len(engine.prompts) >= n
