@@ -22,6 +22,6 @@ async def postgres_answers(settings: Settings) -> None:
     except Exception:
         raise Unreachable(
             f"Cannot reach Postgres at {safe_url(settings.database_url)}. {START_HINT}, "
-            "or set SEEDLINE_DATABASE_URL."
+            "or set SEEDLINE_DATABASE_URL (or SEEDLINE_HOME to the folder `seedline up` uses)."
         ) from None
     await conn.close()

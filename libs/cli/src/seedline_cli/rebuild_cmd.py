@@ -6,7 +6,8 @@ import asyncio
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
+
+from seedline_platform.logging import configure_logging
 
 from .config import load_settings
 from .console import err, out, print_json
@@ -40,6 +41,8 @@ def rebuild_timeline_command(
     """
     run = _rebuild_timeline_function()
     settings = load_settings(ctx)
+    # The rebuild logs as a service does; here only its errors belong on the terminal.
+    configure_logging("error", "seedline-cli")
     asyncio.run(nats_answers(settings))
     asyncio.run(postgres_answers(settings))
     progress = Progress(
@@ -62,12 +65,11 @@ def rebuild_timeline_command(
                     "after_digest": result.after_digest, "rows": result.rows,
                     "seconds": result.seconds, "equal": equal})
     else:
-        table = Table(show_header=False, box=None)
-        table.add_row("rows", str(result.rows))
-        table.add_row("seconds", f"{result.seconds:.2f}")
-        table.add_row("digest before", result.before_digest)
-        table.add_row("digest after", result.after_digest)
-        out.print(table)
-        out.print("[bold green]equal[/]" if equal else "[bold red]differ[/]")
+        out.print(f"rows           {result.rows}")
+        out.print(f"seconds        {result.seconds:.2f}")
+        out.print(f"digest before  {result.before_digest}", soft_wrap=True)
+        out.print(f"digest after   {result.after_digest}", soft_wrap=True)
+        out.print("[bold green]equal[/]" if equal else
+                  "[bold red]differ[/]: the projection had drifted from the stream; it is rebuilt now.")
     if not equal:
         raise typer.Exit(FAILED)

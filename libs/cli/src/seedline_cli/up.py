@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,6 +65,8 @@ def up(
 
     Data and logs go under SEEDLINE_HOME (default ./.seedline). Ctrl-C stops it all.
     """
+    # pgserver's platformdirs warns when XDG_RUNTIME_DIR is unset; the fallback is fine.
+    warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     settings = load_settings(ctx)
     for flag, port in (("--nats-port", nats_port), ("--monitor-port", monitor_port)):
         if not port_is_free(port):
@@ -227,7 +230,7 @@ class System:
         table = Table(title=None, show_edge=False)
         table.add_column("process")
         table.add_column("state")
-        table.add_column("where")
+        table.add_column("where", overflow="fold")
         table.add_row("nats-server", "[green]ready[/]", f"{self.nats.url} (monitor {self.nats.monitor_url})")
         table.add_row("postgres", "[green]ready[/]", escape(self.database_url))
         for child in self.children:
