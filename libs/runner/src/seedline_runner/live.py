@@ -85,8 +85,8 @@ class ConversationWorker:
         except Exception as error:
             await self._publish(live, step, [_failure_outcome(live.engine_name, error)])
             return
-        if brief is not None and live.pending_brief is brief:
-            live.pending_brief = None
+        # Spent only once a turn carrying it has been answered; a failed turn keeps it.
+        live.pending_brief = None
         live.conversation.append_exchange(prompt, join_replies(result.outputs))
         outputs = list(result.outputs)
         if self._resume_turned_out_cold(live, result):
