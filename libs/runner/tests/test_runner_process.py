@@ -412,16 +412,17 @@ async def test_a_malformed_turn_is_refused(nc, start_runner, body):
     assert reply["accepted"] is False and reply["reason"]
 
 
+class FailsOnce(ScriptedEngine):
+    failed = False
+
+    async def run_turn(self, conversation, prompt):
+        if not self.failed:
+            self.failed = True
+            raise EngineError("The model is overloaded.")
+        return await super().run_turn(conversation, prompt)
+
+
 async def test_a_failing_turn_is_recorded_and_the_next_one_still_runs(nc, js, start_runner):
-    class FailsOnce(ScriptedEngine):
-        failed = False
-
-        async def run_turn(self, conversation, prompt):
-            if not self.failed:
-                self.failed = True
-                raise EngineError("The model is overloaded.")
-            return await super().run_turn(conversation, prompt)
-
     await start_runner({"scripted": FailsOnce()})
     await ask(nc, "launch", launch_body(instruction="first"))
     await ask(nc, "turn", {"session_id": "csess_1", "seq": 2, "content": "second"})
@@ -432,6 +433,16 @@ async def test_a_failing_turn_is_recorded_and_the_next_one_still_runs(nc, js, st
         "scripted could not answer this message: The model is overloaded.",
     )
     assert entries[1]["content"].startswith("scripted reply to: second")
+
+
+async def test_a_brief_whose_turn_failed_goes_with_the_next_message(nc, js, start_runner):
+    engine = FailsOnce()
+    await start_runner({"scripted": engine})
+    await ask(nc, "launch", launch_body(seed=SEED, instruction="first"))
+    await ask(nc, "turn", {"session_id": "csess_1", "seq": 2, "content": "second"})
+    await published(js, 2)
+
+    assert engine.prompts == [("csess_1", frame_first_prompt(BRIEF, "second"))]
 
 
 # Stop ------------------------------------------------------------------------
