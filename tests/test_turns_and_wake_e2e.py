@@ -11,6 +11,7 @@ import pytest
 from seedline_contracts import subjects
 from seedline_core.notices import wording_violations
 from seedline_platform.clock import now_text, utc_now
+from seedline_runner.engines.scripted import ScriptedEngine
 
 pytestmark = pytest.mark.servers
 
@@ -40,7 +41,8 @@ async def test_turns_reach_the_live_conversation_in_order_once_each(system):
 
 
 async def test_reap_then_a_new_message_wakes_a_briefed_conversation(system):
-    engine = await system.start_runner()
+    # An engine that never resumes: the woken conversation must then be briefed.
+    engine = await system.start_runner(engine=ScriptedEngine(resumable=False))
     await system.append(1)
     opened = await system.open()
     assert opened["ok"], opened
@@ -62,6 +64,7 @@ async def test_reap_then_a_new_message_wakes_a_briefed_conversation(system):
     woken = await system.wait_for(lambda: _woken(system, opened["session_id"]))
     reply = woken["reply"]
     assert reply["outcome"] in ("briefed", "resume_unconfirmed_briefed")
+    assert reply["seeded"] is True and reply["resumed"] is False
     assert woken["plan"]["instruction"] == "Where were we with castling?"
     brief = await system.request(subjects.API_BRIEFS_GET, {"session_id": reply["session_id"]})
     assert "Where were we with castling?" not in brief["text"]  # the brief ends before it
