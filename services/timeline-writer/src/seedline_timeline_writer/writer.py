@@ -21,10 +21,10 @@ from seedline_contracts.codec import decode, encode
 from seedline_contracts.timeline import TimelineEntry
 from seedline_platform.clock import now_text
 from seedline_platform.logging import get_logger
-from seedline_platform.natsio import publish_window
+from seedline_platform.natsio import park_message, publish_window
 from seedline_platform.replay import last_seq, replay
 
-from .normalise import Accepted, Refusal, normalise, rejected_record
+from .normalise import Accepted, normalise, rejected_record
 from .store import Stored, TimelineStore
 
 log = get_logger(__name__)
@@ -108,7 +108,4 @@ class TimelineWriter:
             log.info("ingest_rejected", count=len(rejected))
 
     async def park(self, msg: Msg, reason: str) -> None:
-        record = rejected_record(
-            Refusal("poison", reason), msg.data, self._clock(), msg.metadata.sequence.stream
-        )
-        await publish_window(self._js, [(subjects.REJECTED_TIMELINE, encode(record), None)])
+        await park_message(self._js, msg, reason, subjects.REJECTED_TIMELINE)
