@@ -6,7 +6,7 @@ import asyncio
 import json
 import threading
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 import structlog
@@ -84,7 +84,9 @@ class Cli:
         assert result.exit_code == 0, result.output
         return json.loads(result.stdout)
 
-    def wait_for_entries(self, env: dict[str, str], count: int, *args: str, timeout: float = 15.0) -> dict:
+    def wait_for_entries(
+        self, env: dict[str, str], count: int, *args: str, timeout: float = 15.0
+    ) -> dict:
         """Entries published to the ingest stream become readable a moment later."""
         deadline = time.monotonic() + timeout
         while True:

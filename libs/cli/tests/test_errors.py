@@ -22,15 +22,39 @@ def test_an_empty_repo_name_is_a_usage_error(seedline):
 
 
 def test_an_unknown_kind_is_a_usage_error(seedline):
-    result = seedline("publish", "--instance", "i", "--repo", "r", "--session", "s", "--kind", "chat",
-                      "--content", "x")
+    result = seedline(
+        "publish",
+        "--instance",
+        "i",
+        "--repo",
+        "r",
+        "--session",
+        "s",
+        "--kind",
+        "chat",
+        "--content",
+        "x",
+    )
     assert result.exit_code == 2
     assert "--kind 'chat' is not one of chat_user" in result.stderr
 
 
 def test_content_and_content_file_together_are_a_usage_error(seedline, tmp_path):
-    result = seedline("publish", "--instance", "i", "--repo", "r", "--session", "s", "--kind", "system",
-                      "--content", "x", "--content-file", str(tmp_path / "x.txt"))
+    result = seedline(
+        "publish",
+        "--instance",
+        "i",
+        "--repo",
+        "r",
+        "--session",
+        "s",
+        "--kind",
+        "system",
+        "--content",
+        "x",
+        "--content-file",
+        str(tmp_path / "x.txt"),
+    )
     assert result.exit_code == 2
     assert "exactly one of --content and --content-file" in result.stderr
 
@@ -42,21 +66,50 @@ def test_file_with_entry_flags_is_a_usage_error(seedline, tmp_path):
 
 
 def test_an_unparseable_at_is_a_usage_error(seedline):
-    result = seedline("publish", "--instance", "i", "--repo", "r", "--session", "s", "--kind", "system",
-                      "--content", "x", "--at", "yesterday")
+    result = seedline(
+        "publish",
+        "--instance",
+        "i",
+        "--repo",
+        "r",
+        "--session",
+        "s",
+        "--kind",
+        "system",
+        "--content",
+        "x",
+        "--at",
+        "yesterday",
+    )
     assert result.exit_code == 2
     assert "not an RFC 3339 time" in result.stderr
 
 
-@pytest.mark.parametrize("args", [
-    ["timeline", "--instance", "bd43f4de", "--repo", "apps/chess-academy"],
-    ["timeline", "--instance", "bd43f4de", "--repo", "apps/chess-academy", "--json"],
-    ["brief", "csess_1", "--json"],
-    ["publish", "--instance", "i", "--repo", "r", "--session", "s", "--kind", "system", "--content", "x"],
-    ["open", "--instance", "i", "--repo", "r", "--engine", "scripted", "--node", "n"],
-    ["rebuild", "timeline", "--json"],
-    ["runner", "--node-id", "n"],
-], ids=lambda args: " ".join(args[:2]))
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["timeline", "--instance", "bd43f4de", "--repo", "apps/chess-academy"],
+        ["timeline", "--instance", "bd43f4de", "--repo", "apps/chess-academy", "--json"],
+        ["brief", "csess_1", "--json"],
+        [
+            "publish",
+            "--instance",
+            "i",
+            "--repo",
+            "r",
+            "--session",
+            "s",
+            "--kind",
+            "system",
+            "--content",
+            "x",
+        ],
+        ["open", "--instance", "i", "--repo", "r", "--engine", "scripted", "--node", "n"],
+        ["rebuild", "timeline", "--json"],
+        ["runner", "--node-id", "n"],
+    ],
+    ids=lambda args: " ".join(args[:2]),
+)
 def test_commands_exit_3_when_nats_is_not_running(seedline, closed_port_env, args):
     result = seedline(*args, env=closed_port_env)
     assert result.exit_code == 3, result.output
@@ -67,7 +120,9 @@ def test_commands_exit_3_when_nats_is_not_running(seedline, closed_port_env, arg
 
 def test_the_nats_url_option_overrides_the_environment(seedline, closed_port_env):
     other = f"nats://127.0.0.1:{free_port()}"
-    result = seedline("--nats-url", other, "timeline", "--instance", "i", "--repo", "r", env=closed_port_env)
+    result = seedline(
+        "--nats-url", other, "timeline", "--instance", "i", "--repo", "r", env=closed_port_env
+    )
     assert result.exit_code == 3
     assert f"Cannot reach NATS at {other}." in result.stderr
 
@@ -77,13 +132,18 @@ def test_a_read_with_no_timeline_writer_running_exits_3(seedline, nats_server, t
     env = {"SEEDLINE_NATS_URL": nats_server.url, "SEEDLINE_HOME": str(tmp_path)}
     result = seedline("timeline", "--instance", "i", "--repo", "r", "--json", env=env)
     assert result.exit_code == 3
-    assert "Nothing answers on seedline.api.timeline.read: the timeline-writer is not running" in result.stderr
+    assert (
+        "Nothing answers on seedline.api.timeline.read: the timeline-writer is not running"
+        in result.stderr
+    )
 
 
 @pytest.mark.servers
 def test_open_with_no_continuity_resolver_running_exits_3(seedline, nats_server, tmp_path):
     env = {"SEEDLINE_NATS_URL": nats_server.url, "SEEDLINE_HOME": str(tmp_path)}
-    result = seedline("open", "--instance", "i", "--repo", "r", "--engine", "scripted", "--node", "n", env=env)
+    result = seedline(
+        "open", "--instance", "i", "--repo", "r", "--engine", "scripted", "--node", "n", env=env
+    )
     assert result.exit_code == 3
     assert "the continuity-resolver is not running" in result.stderr
 
@@ -93,9 +153,23 @@ def test_up_says_so_when_its_port_is_taken(seedline, tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = seedline("up", "--nats-port", str(port), "--monitor-port", str(free_port()),
-                          env={"SEEDLINE_HOME": str(tmp_path / "home")})
+        result = seedline(
+            "up",
+            "--nats-port",
+            str(port),
+            "--monitor-port",
+            str(free_port()),
+            env={"SEEDLINE_HOME": str(tmp_path / "home")},
+        )
     assert result.exit_code == 1
     assert f"Port {port} on 127.0.0.1 is already in use" in result.stderr
     assert "--nats-port" in result.stderr
     assert not (tmp_path / "home").exists()
+
+
+@pytest.mark.servers
+def test_runner_with_an_unknown_engine_is_a_usage_error(seedline, nats_server, tmp_path):
+    env = {"SEEDLINE_NATS_URL": nats_server.url, "SEEDLINE_HOME": str(tmp_path)}
+    result = seedline("runner", "--node-id", "mac-mini-1", "--engine", "nope", env=env)
+    assert result.exit_code == 2
+    assert "Unknown engine 'nope'" in result.stderr

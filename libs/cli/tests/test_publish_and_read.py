@@ -16,34 +16,82 @@ def publish(seedline, env, *extra: str):
 
 
 def line(n: int, **over) -> str:
-    body = {"entry_id": f"f-{n}", "instance_id": "bd43f4de", "repo": "apps/chess-academy",
-            "session_id": "csess_1", "kind": "terminal", "content": f"output {n}",
-            "at": "2026-08-17T10:00:00Z"}
+    body = {
+        "entry_id": f"f-{n}",
+        "instance_id": "bd43f4de",
+        "repo": "apps/chess-academy",
+        "session_id": "csess_1",
+        "kind": "terminal",
+        "content": f"output {n}",
+        "at": "2026-08-17T10:00:00Z",
+    }
     body.update(over)
     return json.dumps(body)
 
 
 def test_a_published_entry_reads_back_with_its_seq(seedline, cli_env):
-    result = publish(seedline, cli_env, "--session", "csess_1", "--kind", "chat_user", "--content", "Add castling",
-                     "--entry-id", "e-1", "--at", "2026-08-17T12:00:00+02:00", "--engine", "claude", "--json")
+    result = publish(
+        seedline,
+        cli_env,
+        "--session",
+        "csess_1",
+        "--kind",
+        "chat_user",
+        "--content",
+        "Add castling",
+        "--entry-id",
+        "e-1",
+        "--at",
+        "2026-08-17T12:00:00+02:00",
+        "--engine",
+        "claude",
+        "--json",
+    )
     assert result.exit_code == 0, result.output
     reply = json.loads(result.stdout)
     assert reply == {"ok": True, "entry_id": "e-1", "seq": 1, "duplicate": False}
 
     listing = seedline.read_json(cli_env, *REPO)
     assert listing["has_more"] is False
-    assert listing["entries"] == [{
-        "seq": 1, "entry_id": "e-1", "session_id": "csess_1", "kind": "chat_user",
-        "content": "Add castling", "at": "2026-08-17T10:00:00Z", "engine": "claude",
-        "truncated_from": None,
-    }]
+    assert listing["entries"] == [
+        {
+            "seq": 1,
+            "entry_id": "e-1",
+            "session_id": "csess_1",
+            "kind": "chat_user",
+            "content": "Add castling",
+            "at": "2026-08-17T10:00:00Z",
+            "engine": "claude",
+            "truncated_from": None,
+        }
+    ]
 
 
 def test_publishing_the_same_entry_id_again_names_the_first_seq(seedline, cli_env):
-    first = publish(seedline, cli_env, "--session", "csess_1", "--kind", "chat_user", "--content", "one",
-                    "--entry-id", "same")
-    again = publish(seedline, cli_env, "--session", "csess_1", "--kind", "chat_user", "--content", "two",
-                    "--entry-id", "same")
+    first = publish(
+        seedline,
+        cli_env,
+        "--session",
+        "csess_1",
+        "--kind",
+        "chat_user",
+        "--content",
+        "one",
+        "--entry-id",
+        "same",
+    )
+    again = publish(
+        seedline,
+        cli_env,
+        "--session",
+        "csess_1",
+        "--kind",
+        "chat_user",
+        "--content",
+        "two",
+        "--entry-id",
+        "same",
+    )
     assert first.exit_code == 0 and again.exit_code == 0, again.output
     assert "Stored entry same as seq 1." in first.stdout
     assert "already stored as seq 1" in again.stdout
@@ -53,7 +101,17 @@ def test_publishing_the_same_entry_id_again_names_the_first_seq(seedline, cli_en
 def test_an_entry_without_entry_id_gets_a_fresh_time_ordered_one(seedline, cli_env):
     ids = []
     for text in ("first", "second"):
-        result = publish(seedline, cli_env, "--session", "csess_1", "--kind", "chat_user", "--content", text, "--json")
+        result = publish(
+            seedline,
+            cli_env,
+            "--session",
+            "csess_1",
+            "--kind",
+            "chat_user",
+            "--content",
+            text,
+            "--json",
+        )
         assert result.exit_code == 0, result.output
         ids.append(json.loads(result.stdout)["entry_id"])
     assert len(ids[0]) == 26 and ids[0] < ids[1]
@@ -62,8 +120,16 @@ def test_an_entry_without_entry_id_gets_a_fresh_time_ordered_one(seedline, cli_e
 def test_content_can_come_from_a_file(seedline, cli_env, tmp_path):
     text = "line one\nline two\n"
     (tmp_path / "note.txt").write_text(text)
-    result = publish(seedline, cli_env, "--session", "csess_1", "--kind", "brain", "--content-file",
-                     str(tmp_path / "note.txt"))
+    result = publish(
+        seedline,
+        cli_env,
+        "--session",
+        "csess_1",
+        "--kind",
+        "brain",
+        "--content-file",
+        str(tmp_path / "note.txt"),
+    )
     assert result.exit_code == 0, result.output
     assert seedline.read_json(cli_env, *REPO)["entries"][0]["content"] == text
 
@@ -103,21 +169,34 @@ def test_a_file_larger_than_a_page_is_read_back_across_pages(seedline, cli_env, 
 
 
 def test_the_timeline_marks_where_each_conversation_begins(seedline, cli_env):
-    for session, text in [("csess_a", "Add castling"), ("csess_a", "Done"), ("csess_b", "Now en passant")]:
-        assert publish(seedline, cli_env, "--session", session, "--kind", "chat_user", "--content", text).exit_code == 0
+    for session, text in [
+        ("csess_a", "Add castling"),
+        ("csess_a", "Done"),
+        ("csess_b", "Now en passant"),
+    ]:
+        assert (
+            publish(
+                seedline, cli_env, "--session", session, "--kind", "chat_user", "--content", text
+            ).exit_code
+            == 0
+        )
 
     result = seedline("timeline", *REPO, env=cli_env)
 
     assert result.exit_code == 0, result.output
     text = result.stdout
     assert text.count("conversation csess_a") == 1 and text.count("conversation csess_b") == 1
-    assert text.index("conversation csess_a") < text.index("Done") < text.index("conversation csess_b")
+    assert (
+        text.index("conversation csess_a") < text.index("Done") < text.index("conversation csess_b")
+    )
     assert text.index("conversation csess_b") < text.index("Now en passant")
 
 
 def test_reading_one_conversation_and_an_empty_repo(seedline, cli_env):
     for session in ("csess_a", "csess_b"):
-        publish(seedline, cli_env, "--session", session, "--kind", "chat_user", "--content", session)
+        publish(
+            seedline, cli_env, "--session", session, "--kind", "chat_user", "--content", session
+        )
     only_b = seedline.read_json(cli_env, *REPO, "--session", "csess_b")["entries"]
     assert [e["content"] for e in only_b] == ["csess_b"]
 
@@ -128,7 +207,9 @@ def test_reading_one_conversation_and_an_empty_repo(seedline, cli_env):
 
 def test_rebuild_timeline_reports_equal_digests(seedline, cli_env):
     for n in range(3):
-        publish(seedline, cli_env, "--session", "csess_1", "--kind", "chat_user", "--content", f"m{n}")
+        publish(
+            seedline, cli_env, "--session", "csess_1", "--kind", "chat_user", "--content", f"m{n}"
+        )
 
     result = seedline("rebuild", "timeline", "--json", env=cli_env)
 

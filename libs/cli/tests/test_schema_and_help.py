@@ -27,8 +27,11 @@ def test_schema_without_out_prints_all_of_them(seedline):
 def test_help_lists_every_command_with_one_line(seedline):
     result = seedline("--help", env={"COLUMNS": "200"})
     assert result.exit_code == 0
-    listed = [line.strip("│ ").split()[0] for line in result.stdout.splitlines()
-              if line.strip("│ ").split()[:1] and line.strip("│ ").split()[0] in COMMANDS]
+    listed = [
+        line.strip("│ ").split()[0]
+        for line in result.stdout.splitlines()
+        if line.strip("│ ").split()[:1] and line.strip("│ ").split()[0] in COMMANDS
+    ]
     assert listed == COMMANDS
 
 
@@ -40,8 +43,9 @@ def test_no_command_shows_help_as_a_usage_error(seedline):
 
 def test_help_text_avoids_the_words_people_should_not_read(seedline):
     texts = [seedline("--help").output]
-    texts += [seedline(*command.split(), "--help").output
-              for command in COMMANDS + ["rebuild timeline"]]
+    texts += [
+        seedline(*command.split(), "--help").output for command in COMMANDS + ["rebuild timeline"]
+    ]
     for text in texts:
         words = text.replace("--session", "").lower()
         for banned in ("remember", "restored", "as if it never", "session"):

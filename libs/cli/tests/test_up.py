@@ -5,11 +5,14 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
@@ -53,21 +56,45 @@ def processes_using(home: Path) -> list[psutil.Process]:
             environ = proc.info["environ"] or {}
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
-        if proc.pid != os.getpid() and (marker in cmdline or environ.get("SEEDLINE_HOME") == marker):
+        if proc.pid != os.getpid() and (
+            marker in cmdline or environ.get("SEEDLINE_HOME") == marker
+        ):
             found.append(proc)
     return found
 
 
-def test_up_runs_the_system_and_stops_cleanly_on_ctrl_c(seedline, tmp_path):
-    home = tmp_path / "home"
+@pytest.fixture
+def home() -> Iterator[Path]:
+    # Outside pytest's temp folders: a concurrent pytest run resets their permissions
+    # and prunes old ones, and the embedded Postgres runs as its own system user there.
+    path = Path(tempfile.mkdtemp(prefix="seedline-up-test-"))
+    try:
+        yield path / "home"
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_up_runs_the_system_and_stops_cleanly_on_ctrl_c(seedline, home, tmp_path):
     nats_port, monitor_port = free_port(), free_port()
     env = {**os.environ, "SEEDLINE_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     env.pop("SEEDLINE_NATS_URL", None)
     env.pop("SEEDLINE_DATABASE_URL", None)
     up = subprocess.Popen(
-        [sys.executable, "-m", "seedline_cli", "up", "--nats-port", str(nats_port),
-         "--monitor-port", str(monitor_port)],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "seedline_cli",
+            "up",
+            "--nats-port",
+            str(nats_port),
+            "--monitor-port",
+            str(monitor_port),
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     lines: queue.Queue = queue.Queue()
     seen: list[str] = []
@@ -82,17 +109,45 @@ def test_up_runs_the_system_and_stops_cleanly_on_ctrl_c(seedline, tmp_path):
         assert (home / "nats" / "jetstream").is_dir()
 
         cli_env = {"SEEDLINE_NATS_URL": f"nats://127.0.0.1:{nats_port}", "SEEDLINE_HOME": str(home)}
-        published = seedline("publish", "--instance", "demo", "--repo", "apps/hello", "--session",
-                             "first-chat", "--kind", "chat_user", "--content", "Add a README",
-                             "--entry-id", "up-1", "--json", env=cli_env)
+        published = seedline(
+            "publish",
+            "--instance",
+            "demo",
+            "--repo",
+            "apps/hello",
+            "--session",
+            "first-chat",
+            "--kind",
+            "chat_user",
+            "--content",
+            "Add a README",
+            "--entry-id",
+            "up-1",
+            "--json",
+            env=cli_env,
+        )
         assert published.exit_code == 0, published.output
-        read = seedline("timeline", "--instance", "demo", "--repo", "apps/hello", "--json", env=cli_env)
+        read = seedline(
+            "timeline", "--instance", "demo", "--repo", "apps/hello", "--json", env=cli_env
+        )
         assert read.exit_code == 0, read.output
         assert [e["entry_id"] for e in json.loads(read.stdout)["entries"]] == ["up-1"]
         if "open --instance demo" in output:
             # Printed only when the resolver, the gateway and the demo runner all answer.
-            opened = seedline("open", "--instance", "demo", "--repo", "apps/hello", "--engine",
-                              "scripted", "--node", "demo-runner", "What next?", "--json", env=cli_env)
+            opened = seedline(
+                "open",
+                "--instance",
+                "demo",
+                "--repo",
+                "apps/hello",
+                "--engine",
+                "scripted",
+                "--node",
+                "demo-runner",
+                "What next?",
+                "--json",
+                env=cli_env,
+            )
             assert opened.exit_code == 0, opened.output
             reply = json.loads(opened.stdout)
             assert reply["outcome"] == "briefed" and reply["brief"]["rows"] == 1
@@ -109,6 +164,7 @@ def test_up_runs_the_system_and_stops_cleanly_on_ctrl_c(seedline, tmp_path):
                 up.kill()
     wait_for_line(lines, seen, "Stopped.", timeout=5)
     assert code == 0, "".join(seen)
-    leftovers = processes_using(home)
-    assert not leftovers, [p.info["cmdline"] for p in leftovers]
+    # `pg_ctl stop -w` returns once the pid file is gone, a moment before the process is.
+    _, alive = psutil.wait_procs(processes_using(home), timeout=10)
+    assert not alive, [p.info["cmdline"] for p in alive]
     assert not (home / "postgres" / "postmaster.pid").exists()

@@ -8,8 +8,9 @@ from typing import Any
 
 from rich.console import Console
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+# soft_wrap: a printed command or path stays on one line, so it can be copied whole.
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def print_json(value: Any) -> None:

@@ -23,13 +23,17 @@ TONE_STYLES = {"info": "green", "warning": "yellow"}
 @reports_errors
 def open_conversation(
     ctx: typer.Context,
-    instruction: Optional[str] = typer.Argument(None, help="The message that starts the conversation."),
+    instruction: Optional[str] = typer.Argument(
+        None, help="The message that starts the conversation."
+    ),
     instance: str = typer.Option(..., "--instance", help="Instance to open it on."),
     repo: str = typer.Option(..., "--repo", help="Repository, e.g. apps/chess-academy."),
     engine: str = typer.Option(..., "--engine", help="Engine to run, e.g. claude or scripted."),
     node: str = typer.Option(..., "--node", help="Machine to run it on (its node id)."),
     fresh: bool = typer.Option(False, "--fresh", help="Start fresh: no resume and no brief."),
-    clean_slate: bool = typer.Option(False, "--clean-slate", help="Offer no brief whatever the decision."),
+    clean_slate: bool = typer.Option(
+        False, "--clean-slate", help="Offer no brief whatever the decision."
+    ),
     request_id: Optional[str] = typer.Option(
         None, "--request-id", help="Sending the same id again returns the first answer."
     ),
@@ -43,11 +47,25 @@ def open_conversation(
     check_name("--repo", repo, "apps/chess-academy")
     check_name("--node", node, "mac-mini-1")
     settings = load_settings(ctx)
-    body = {"instance_id": instance, "repo": repo, "engine": engine, "node_id": node,
-            "force_fresh": fresh, "clean_slate": clean_slate, "request_id": request_id,
-            "instruction": instruction}
-    reply = asyncio.run(_request(settings, subjects.API_SESSIONS_OPEN, body,
-                                 "continuity-resolver", settings.open_timeout_seconds + 5))
+    body = {
+        "instance_id": instance,
+        "repo": repo,
+        "engine": engine,
+        "node_id": node,
+        "force_fresh": fresh,
+        "clean_slate": clean_slate,
+        "request_id": request_id,
+        "instruction": instruction,
+    }
+    reply = asyncio.run(
+        _request(
+            settings,
+            subjects.API_SESSIONS_OPEN,
+            body,
+            "continuity-resolver",
+            settings.open_timeout_seconds + 5,
+        )
+    )
     if json_out:
         print_json(reply)
         return
@@ -61,9 +79,13 @@ def open_conversation(
     table.add_row("outcome", escape(reply["outcome"]))
     table.add_row("decision", escape(f"{continuity.get('mode')}: {continuity.get('reason')}"))
     brief = reply.get("brief")
-    table.add_row("brief", "none" if brief is None else
-                  f"{brief['rows']} entries, {brief['chars']} characters, "
-                  f"{brief['omitted_rows']} left out, up to seq {brief['until_seq']}")
+    table.add_row(
+        "brief",
+        "none"
+        if brief is None
+        else f"{brief['rows']} entries, {brief['chars']} characters, "
+        f"{brief['omitted_rows']} left out, up to seq {brief['until_seq']}",
+    )
     out.print(table)
 
 
@@ -79,16 +101,21 @@ def brief(
     """
     check_name("CONVERSATION", conversation, "csess_21b8d1b9")
     settings = load_settings(ctx)
-    reply = asyncio.run(_request(settings, subjects.API_BRIEFS_GET, {"session_id": conversation},
-                                 "seed-composer", 10.0))
+    reply = asyncio.run(
+        _request(
+            settings, subjects.API_BRIEFS_GET, {"session_id": conversation}, "seed-composer", 10.0
+        )
+    )
     if json_out:
         print_json(reply)
         return
     sys.stdout.write(reply["text"])
     sys.stdout.flush()
-    err.print(f"[dim]{reply['rows']} entries, {reply['chars']} characters, "
-              f"{reply['omitted_rows']} left out, up to seq {reply['until_seq']}, "
-              f"sha256 {reply['sha256']}[/]", soft_wrap=True)
+    err.print(
+        f"[dim]{reply['rows']} entries, {reply['chars']} characters, "
+        f"{reply['omitted_rows']} left out, up to seq {reply['until_seq']}, "
+        f"sha256 {reply['sha256']}[/]"
+    )
 
 
 async def _request(settings, subject: str, body: dict, service: str, timeout: float) -> dict:

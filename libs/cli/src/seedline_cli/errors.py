@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 import typer
 
@@ -47,7 +48,7 @@ def reports_errors(command: F) -> F:
         try:
             return command(*args, **kwargs)
         except CliError as exc:
-            err.print(f"[bold red]Error:[/] {_escape(exc.message)}", soft_wrap=True)
+            err.print(f"[bold red]Error:[/] {_escape(exc.message)}")
             raise typer.Exit(exc.exit_code) from None
 
     return wrapper  # type: ignore[return-value]

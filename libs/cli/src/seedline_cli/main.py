@@ -28,7 +28,9 @@ app = typer.Typer(
 def root(
     ctx: typer.Context,
     nats_url: Optional[str] = typer.Option(
-        None, "--nats-url", help="NATS server(s); defaults to SEEDLINE_NATS_URL or nats://127.0.0.1:4222."
+        None,
+        "--nats-url",
+        help="NATS server(s); defaults to SEEDLINE_NATS_URL or nats://127.0.0.1:4222.",
     ),
 ) -> None:
     """Settings come from the environment (SEEDLINE_*); see the README's Configuration table."""

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 import nats
 from nats.aio.client import Client
@@ -82,7 +83,9 @@ async def call(
     try:
         reply = json.loads(msg.data)
     except ValueError:
-        raise OperationFailed(f"The {service} sent a reply that is not JSON: {msg.data[:200]!r}") from None
+        raise OperationFailed(
+            f"The {service} sent a reply that is not JSON: {msg.data[:200]!r}"
+        ) from None
     if not isinstance(reply, dict):
         raise OperationFailed(f"The {service} sent an unexpected reply: {reply!r}")
     if not reply.get("ok"):

@@ -32,9 +32,13 @@ DEFAULT_WINDOW = 256
 @reports_errors
 def publish(
     ctx: typer.Context,
-    instance: Optional[str] = typer.Option(None, "--instance", help="Instance the entry belongs to."),
+    instance: Optional[str] = typer.Option(
+        None, "--instance", help="Instance the entry belongs to."
+    ),
     repo: Optional[str] = typer.Option(None, "--repo", help="Repository, e.g. apps/chess-academy."),
-    session: Optional[str] = typer.Option(None, "--session", help="Conversation id the entry belongs to."),
+    session: Optional[str] = typer.Option(
+        None, "--session", help="Conversation id the entry belongs to."
+    ),
     kind: Optional[str] = typer.Option(None, "--kind", help=f"One of: {', '.join(KINDS)}."),
     content: Optional[str] = typer.Option(None, "--content", help="The entry's text."),
     content_file: Optional[Path] = typer.Option(
@@ -43,13 +47,21 @@ def publish(
     entry_id: Optional[str] = typer.Option(
         None, "--entry-id", help="Dedupe key; a fresh time-ordered id when left out."
     ),
-    at: Optional[str] = typer.Option(None, "--at", help="RFC 3339 time; the writer's clock when left out."),
-    engine: Optional[str] = typer.Option(None, "--engine", help="Engine that produced it, e.g. claude."),
+    at: Optional[str] = typer.Option(
+        None, "--at", help="RFC 3339 time; the writer's clock when left out."
+    ),
+    engine: Optional[str] = typer.Option(
+        None, "--engine", help="Engine that produced it, e.g. claude."
+    ),
     file: Optional[Path] = typer.Option(
         None, "--file", help="Publish every line of this JSONL file to seedline.ingest.timeline."
     ),
     window: int = typer.Option(
-        DEFAULT_WINDOW, "--window", min=1, max=10_000, help="Publishes awaiting their ack at once (--file)."
+        DEFAULT_WINDOW,
+        "--window",
+        min=1,
+        max=10_000,
+        help="Publishes awaiting their ack at once (--file).",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
@@ -61,10 +73,21 @@ def publish(
     """
     settings = load_settings(ctx)
     if file is not None:
-        given = [name for name, value in [
-            ("--instance", instance), ("--repo", repo), ("--session", session), ("--kind", kind),
-            ("--content", content), ("--content-file", content_file), ("--entry-id", entry_id),
-            ("--at", at), ("--engine", engine)] if value is not None]
+        given = [
+            name
+            for name, value in [
+                ("--instance", instance),
+                ("--repo", repo),
+                ("--session", session),
+                ("--kind", kind),
+                ("--content", content),
+                ("--content-file", content_file),
+                ("--entry-id", entry_id),
+                ("--at", at),
+                ("--engine", engine),
+            ]
+            if value is not None
+        ]
         if given:
             raise UsageProblem(
                 f"--file takes every field from the file's lines; leave out {', '.join(given)}."
@@ -74,21 +97,41 @@ def publish(
         if summary.skipped:
             raise typer.Exit(1)
         return
-    body = _entry_from_flags(instance, repo, session, kind, content, content_file, entry_id, at, engine)
+    body = _entry_from_flags(
+        instance, repo, session, kind, content, content_file, entry_id, at, engine
+    )
     reply = asyncio.run(_append(settings, body))
     if json_out:
-        print_json({"ok": True, "entry_id": body["entry_id"], "seq": reply["seq"],
-                    "duplicate": reply["duplicate"]})
+        print_json(
+            {
+                "ok": True,
+                "entry_id": body["entry_id"],
+                "seq": reply["seq"],
+                "duplicate": reply["duplicate"],
+            }
+        )
     elif reply["duplicate"]:
-        out.print(f"Entry {escape(body['entry_id'])} was already stored as seq {reply['seq']}; "
-                  "the first copy stands.")
+        out.print(
+            f"Entry {escape(body['entry_id'])} was already stored as seq {reply['seq']}; "
+            "the first copy stands."
+        )
     else:
         out.print(f"Stored entry {escape(body['entry_id'])} as seq {reply['seq']}.")
 
 
-def _entry_from_flags(instance, repo, session, kind, content, content_file, entry_id, at, engine) -> dict:
-    missing = [flag for flag, value in [("--instance", instance), ("--repo", repo),
-                                        ("--session", session), ("--kind", kind)] if value is None]
+def _entry_from_flags(
+    instance, repo, session, kind, content, content_file, entry_id, at, engine
+) -> dict:
+    missing = [
+        flag
+        for flag, value in [
+            ("--instance", instance),
+            ("--repo", repo),
+            ("--session", session),
+            ("--kind", kind),
+        ]
+        if value is None
+    ]
     if missing:
         raise UsageProblem(f"Missing {', '.join(missing)}; or publish a JSONL file with --file.")
     check_name("--instance", instance, "bd43f4de")
@@ -104,10 +147,17 @@ def _entry_from_flags(instance, repo, session, kind, content, content_file, entr
         try:
             parse_rfc3339(at)
         except ValueError:
-            raise UsageProblem(f"--at {at!r} is not an RFC 3339 time such as 2026-08-17T10:00:00Z.") from None
-    body = {"entry_id": entry_id if entry_id is not None else new_entry_id(),
-            "instance_id": instance, "repo": repo, "session_id": session, "kind": kind,
-            "content": content}
+            raise UsageProblem(
+                f"--at {at!r} is not an RFC 3339 time such as 2026-08-17T10:00:00Z."
+            ) from None
+    body = {
+        "entry_id": entry_id if entry_id is not None else new_entry_id(),
+        "instance_id": instance,
+        "repo": repo,
+        "session_id": session,
+        "kind": kind,
+        "content": content,
+    }
     if at is not None:
         body["at"] = at
     if engine is not None:
@@ -157,8 +207,12 @@ async def _publish_file(settings: Settings, path: Path, window: int) -> FileSumm
     async with connected(settings) as nc:
         js = nc.jetstream()
         progress = Progress(
-            TextColumn("[progress.description]{task.description}"), BarColumn(),
-            TaskProgressColumn(), TimeRemainingColumn(), console=err, transient=True,
+            TextColumn("[progress.description]{task.description}"),
+            BarColumn(),
+            TaskProgressColumn(),
+            TimeRemainingColumn(),
+            console=err,
+            transient=True,
             disable=not err.is_terminal,
         )
         with handle, progress:
@@ -173,11 +227,12 @@ async def _publish_file(settings: Settings, path: Path, window: int) -> FileSumm
                 if not isinstance(result, Accepted):
                     summary.skipped.append((line_number, result.message))
                     progress.console.print(
-                        f"[yellow]line {line_number}:[/] {escape(result.message)}; skipped",
-                        soft_wrap=True,
+                        f"[yellow]line {line_number}:[/] {escape(result.message)}; skipped"
                     )
                     continue
-                pending.append((subjects.INGEST_TIMELINE, line, {"Nats-Msg-Id": result.entry.entry_id}))
+                pending.append(
+                    (subjects.INGEST_TIMELINE, line, {"Nats-Msg-Id": result.entry.entry_id})
+                )
                 if len(pending) >= window:
                     await _flush(js, pending, summary)
             await _flush(js, pending, summary)
@@ -191,10 +246,10 @@ async def _flush(js, pending: list, summary: FileSummary) -> None:
         acks = await publish_window(js, pending)
     except NoRespondersError:
         raise Unreachable(
-            f"No stream takes {subjects.INGEST_TIMELINE} yet: the timeline-writer creates it when it "
-            f"starts. {START_HINT}."
+            f"No stream takes {subjects.INGEST_TIMELINE} yet: the timeline-writer creates it "
+            f"when it starts. {START_HINT}."
         ) from None
-    except (asyncio.TimeoutError, Exception) as exc:
+    except Exception as exc:
         raise OperationFailed(
             f"Publishing stopped after {summary.published} entries ({type(exc).__name__}: {exc}). "
             "Publishing the file again is safe: entries are deduplicated by entry_id."
@@ -206,12 +261,14 @@ async def _flush(js, pending: list, summary: FileSummary) -> None:
 
 def _report_file(summary: FileSummary, path: Path, json_out: bool) -> None:
     if json_out:
-        print_json({
-            "ok": not summary.skipped,
-            "published": summary.published,
-            "duplicates": summary.duplicates,
-            "skipped": [{"line": n, "error": message} for n, message in summary.skipped],
-        })
+        print_json(
+            {
+                "ok": not summary.skipped,
+                "published": summary.published,
+                "duplicates": summary.duplicates,
+                "skipped": [{"line": n, "error": message} for n, message in summary.skipped],
+            }
+        )
         return
     text = f"Published {summary.published} entries from {escape(str(path))}"
     if summary.duplicates:
@@ -219,6 +276,8 @@ def _report_file(summary: FileSummary, path: Path, json_out: bool) -> None:
     out.print(text + ".")
     if summary.skipped:
         lines = ", ".join(str(n) for n, _ in summary.skipped)
-        out.print(f"[yellow]Skipped {len(summary.skipped)} bad line(s): {lines}.[/] "
-                  "Fix them and publish the file again; entries already stored are not duplicated.")
+        out.print(
+            f"[yellow]Skipped {len(summary.skipped)} bad line(s): {lines}.[/] "
+            "Fix them and publish the file again; entries already stored are not duplicated."
+        )
     out.print("The timeline-writer stores them in order; read them back with `seedline timeline`.")

@@ -14,7 +14,9 @@ from .console import err, out, print_json
 from .errors import FAILED, OperationFailed, reports_errors
 from .preflight import nats_answers, postgres_answers
 
-rebuild = typer.Typer(help="Rebuild projections from the streams and compare digests.", no_args_is_help=True)
+rebuild = typer.Typer(
+    help="Rebuild projections from the streams and compare digests.", no_args_is_help=True
+)
 
 
 def _rebuild_timeline_function():
@@ -46,8 +48,13 @@ def rebuild_timeline_command(
     asyncio.run(nats_answers(settings))
     asyncio.run(postgres_answers(settings))
     progress = Progress(
-        TextColumn("Replaying the timeline"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err, transient=True, disable=not err.is_terminal,
+        TextColumn("Replaying the timeline"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+        disable=not err.is_terminal,
     )
     task = progress.add_task("replay", total=None)
 
@@ -61,15 +68,26 @@ def rebuild_timeline_command(
             raise OperationFailed(f"The rebuild failed: {type(exc).__name__}: {exc}") from None
     equal = result.before_digest == result.after_digest
     if json_out:
-        print_json({"ok": equal, "before_digest": result.before_digest,
-                    "after_digest": result.after_digest, "rows": result.rows,
-                    "seconds": result.seconds, "equal": equal})
+        print_json(
+            {
+                "ok": equal,
+                "before_digest": result.before_digest,
+                "after_digest": result.after_digest,
+                "rows": result.rows,
+                "seconds": result.seconds,
+                "equal": equal,
+            }
+        )
     else:
         out.print(f"rows           {result.rows}")
         out.print(f"seconds        {result.seconds:.2f}")
-        out.print(f"digest before  {result.before_digest}", soft_wrap=True)
-        out.print(f"digest after   {result.after_digest}", soft_wrap=True)
-        out.print("[bold green]equal[/]" if equal else
-                  "[bold red]differ[/]: the projection had drifted from the stream; it is rebuilt now.")
+        out.print(f"digest before  {result.before_digest}")
+        out.print(f"digest after   {result.after_digest}")
+        if equal:
+            out.print("[bold green]equal[/]")
+        else:
+            out.print(
+                "[bold red]differ[/]: the projection had drifted from the stream; rebuilt now."
+            )
     if not equal:
         raise typer.Exit(FAILED)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import signal
-from typing import List, Optional
+from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -31,8 +31,14 @@ def _run_runner_function():
 def runner(
     ctx: typer.Context,
     node_id: str = typer.Option(..., "--node-id", help="This machine's id, e.g. mac-mini-1."),
-    label: Optional[str] = typer.Option(None, "--label", help="The name people see, e.g. \"Your Mac mini\"."),
-    engine: List[str] = typer.Option(["scripted"], "--engine", help="Engine to offer; repeat for more."),
+    label: Optional[str] = typer.Option(
+        None, "--label", help='The name people see, e.g. "Your Mac mini".'
+    ),
+    engine: list[str] = typer.Option(
+        ["scripted"],
+        "--engine",
+        help="Engine to offer (scripted, claude, openai); repeat for more.",
+    ),
 ) -> None:
     """Run this machine as a runner that hosts engines.
 
@@ -46,14 +52,19 @@ def runner(
     settings = load_settings(ctx)
     asyncio.run(nats_answers(settings))
     label = label or node_id
-    err.print(f"Runner {escape(node_id)} ({escape(label)}) with engines {escape(', '.join(engine))}; "
-              "Ctrl-C stops it.", soft_wrap=True)
+    err.print(
+        f"Runner {escape(node_id)} ({escape(label)}) with engines {escape(', '.join(engine))}; "
+        "Ctrl-C stops it."
+    )
     try:
         result = run_runner(settings.nats_url, node_id, label, list(engine))
         if inspect.isawaitable(result):
             asyncio.run(_until_signalled(result))
     except KeyboardInterrupt:
         pass
+    except ValueError as exc:
+        # The runner checks its engines before it connects: an unknown name, a missing setting.
+        raise UsageProblem(str(exc)) from None
 
 
 async def _until_signalled(awaitable) -> None:

@@ -17,8 +17,15 @@ from .console import out, print_json
 from .errors import reports_errors
 from .nats_client import call, connected
 
-KIND_STYLES = {"chat_user": "bold cyan", "chat_assistant": "bold green", "terminal": "magenta",
-               "command": "yellow", "outcome": "bold", "brain": "blue", "system": "dim"}
+KIND_STYLES = {
+    "chat_user": "bold cyan",
+    "chat_assistant": "bold green",
+    "terminal": "magenta",
+    "command": "yellow",
+    "outcome": "bold",
+    "brain": "blue",
+    "system": "dim",
+}
 
 
 @reports_errors
@@ -27,8 +34,12 @@ def timeline(
     instance: str = typer.Option(..., "--instance", help="Instance to read."),
     repo: str = typer.Option(..., "--repo", help="Repository to read, e.g. apps/chess-academy."),
     session: Optional[str] = typer.Option(None, "--session", help="Only this conversation."),
-    limit: int = typer.Option(100, "--limit", min=1, help="How many of the newest entries to show."),
-    before_seq: Optional[int] = typer.Option(None, "--before-seq", min=1, help="Only entries older than this seq."),
+    limit: int = typer.Option(
+        100, "--limit", min=1, help="How many of the newest entries to show."
+    ),
+    before_seq: Optional[int] = typer.Option(
+        None, "--before-seq", min=1, help="Only entries older than this seq."
+    ),
     min_seq: Optional[int] = typer.Option(
         None, "--min-seq", min=1, help="Wait (up to 5 s) until the entry with this seq is readable."
     ),
@@ -43,23 +54,45 @@ def timeline(
     if session is not None:
         check_name("--session", session, "csess_21b8d1b9")
     settings = load_settings(ctx)
-    entries, has_more = asyncio.run(_read(settings, instance, repo, session, limit, before_seq, min_seq))
+    entries, has_more = asyncio.run(
+        _read(settings, instance, repo, session, limit, before_seq, min_seq)
+    )
     if json_out:
-        print_json({"ok": True, "instance_id": instance, "repo": repo, "session_id": session,
-                    "entries": entries, "has_more": has_more})
+        print_json(
+            {
+                "ok": True,
+                "instance_id": instance,
+                "repo": repo,
+                "session_id": session,
+                "entries": entries,
+                "has_more": has_more,
+            }
+        )
         return
     _render(entries, has_more, instance, repo, session)
 
 
-async def _read(settings: Settings, instance: str, repo: str, session: str | None, limit: int,
-                before_seq: int | None, min_seq: int | None) -> tuple[list[dict], bool]:
+async def _read(
+    settings: Settings,
+    instance: str,
+    repo: str,
+    session: str | None,
+    limit: int,
+    before_seq: int | None,
+    min_seq: int | None,
+) -> tuple[list[dict], bool]:
     """The newest ``limit`` entries, fetched a page at a time from newest to oldest."""
     entries: list[dict] = []
     has_more = False
     async with connected(settings) as nc:
         while len(entries) < limit:
-            body = {"instance_id": instance, "repo": repo, "session_id": session,
-                    "before_seq": before_seq, "limit": min(limit - len(entries), MAX_READ_LIMIT)}
+            body = {
+                "instance_id": instance,
+                "repo": repo,
+                "session_id": session,
+                "before_seq": before_seq,
+                "limit": min(limit - len(entries), MAX_READ_LIMIT),
+            }
             if min_seq is not None:
                 body["min_seq"] = min_seq
             reply = await call(nc, subjects.API_TIMELINE_READ, body, service="timeline-writer")
@@ -73,7 +106,9 @@ async def _read(settings: Settings, instance: str, repo: str, session: str | Non
     return entries, has_more
 
 
-def _render(entries: list[dict], has_more: bool, instance: str, repo: str, session: str | None) -> None:
+def _render(
+    entries: list[dict], has_more: bool, instance: str, repo: str, session: str | None
+) -> None:
     if not entries:
         scope = f"conversation {session} of " if session else ""
         out.print(Text(f"No entries for {scope}{repo} on instance {instance}."))
@@ -84,7 +119,10 @@ def _render(entries: list[dict], has_more: bool, instance: str, repo: str, sessi
             current = entry["session_id"]
             out.rule(Text(f"conversation {current}"), style="dim")
         header = Text.assemble(
-            (f"#{entry['seq']}", "bold"), "  ", (entry["at"], "dim"), "  ",
+            (f"#{entry['seq']}", "bold"),
+            "  ",
+            (entry["at"], "dim"),
+            "  ",
             (entry["kind"], KIND_STYLES.get(entry["kind"], "")),
         )
         if entry.get("engine"):
@@ -95,7 +133,9 @@ def _render(entries: list[dict], has_more: bool, instance: str, repo: str, sessi
         out.print(Text(entry["content"]), style="", soft_wrap=False)
         out.print()
     if has_more:
-        out.print(Text(
-            f"Older entries exist: add --before-seq {entries[0]['seq']} or a larger --limit.",
-            style="dim",
-        ))
+        out.print(
+            Text(
+                f"Older entries exist: add --before-seq {entries[0]['seq']} or a larger --limit.",
+                style="dim",
+            )
+        )

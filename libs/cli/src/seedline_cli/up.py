@@ -52,9 +52,15 @@ READY_LINE = "Seedline is up."
 @reports_errors
 def up(
     ctx: typer.Context,
-    nats_port: int = typer.Option(DEFAULT_NATS_PORT, "--nats-port", min=1, max=65535, help="NATS client port."),
+    nats_port: int = typer.Option(
+        DEFAULT_NATS_PORT, "--nats-port", min=1, max=65535, help="NATS client port."
+    ),
     monitor_port: int = typer.Option(
-        DEFAULT_MONITOR_PORT, "--monitor-port", min=1, max=65535, help="nats-server monitoring port."
+        DEFAULT_MONITOR_PORT,
+        "--monitor-port",
+        min=1,
+        max=65535,
+        help="nats-server monitoring port.",
     ),
     no_runner: bool = typer.Option(False, "--no-runner", help="Do not start the demo runner."),
     ready_timeout: float = typer.Option(
@@ -118,25 +124,18 @@ class System:
         if not await self._start_servers() or self.stop_requested.is_set():
             return 1 if not self.stop_requested.is_set() else 0
         env = self._environment()
-        for name in SERVICES:
-            if service_installed(name):
-                self.children.append(service_child(name, self.logs))
-            else:
-                self.missing.append(name)
-        if self.with_runner:
-            if runner_available():
-                self.children.append(runner_child(self.logs))
-            else:
-                self.missing.append(DEMO_RUNNER)
-        for child in self.children:
-            await child.start(env)
+        stages = self._stages()
         if self.missing:
             out.print(f"Not installed yet, so not started: {', '.join(self.missing)}.")
-        dead = await self._wait_until_ready()
-        if dead is not None:
-            return self._report_death(dead)
-        if self.stop_requested.is_set():
-            return 0
+        for stage in stages:
+            for child in stage:
+                self.children.append(child)
+                await child.start(env)
+            dead = await self._wait_until_ready(stage)
+            if dead is not None:
+                return self._report_death(dead)
+            if self.stop_requested.is_set():
+                return 0
         self._print_status()
         dead = await self._watch()
         return self._report_death(dead) if dead is not None else 0
@@ -145,13 +144,16 @@ class System:
         nats_dir = self.home / "nats"
         nats_dir.mkdir(parents=True, exist_ok=True)
         config = nats_dir / "nats.conf"
-        config.write_text(nats_config(self.nats_port, self.monitor_port, nats_dir / "jetstream", sync_always=True))
+        config.write_text(
+            nats_config(self.nats_port, self.monitor_port, nats_dir / "jetstream", sync_always=True)
+        )
         self.nats = NatsProcess(config, self.nats_port, self.monitor_port, self.logs / "nats.log")
         out.print(f"Starting nats-server on 127.0.0.1:{self.nats_port} …")
         try:
             await asyncio.to_thread(self.nats.start)
         except EmbeddedServerError as exc:
-            out.print(f"[red]nats-server did not start: {escape(str(exc))}. Its log: {self.logs / 'nats.log'}[/]")
+            log = self.logs / "nats.log"
+            out.print(f"[red]nats-server did not start: {escape(str(exc))}. Its log: {log}[/]")
             return False
         if self.stop_requested.is_set():
             return False
@@ -160,12 +162,32 @@ class System:
             self.postgres = await asyncio.to_thread(start_postgres, self.home / "postgres")
             self.database_url = await asyncio.to_thread(self.postgres.ensure_database, "seedline")
         except Exception as exc:
-            out.print(f"[red]Postgres did not start: {escape(str(exc))}. Its log: {self.home / 'postgres' / 'log'}[/]")
+            log = self.home / "postgres" / "log"
+            out.print(f"[red]Postgres did not start: {escape(str(exc))}. Its log: {log}[/]")
             return False
         link = self.logs / "postgres.log"
         if not link.exists() and not link.is_symlink():
             link.symlink_to(self.home / "postgres" / "log")
         return True
+
+    def _stages(self) -> list[list[Child]]:
+        """The timeline-writer first: it creates the streams and the shared tables, which
+        services starting at the same moment would otherwise race to create."""
+        first: list[Child] = []
+        rest: list[Child] = []
+        for name in SERVICES:
+            if not service_installed(name):
+                self.missing.append(name)
+            else:
+                (first if name == "timeline-writer" else rest).append(
+                    service_child(name, self.logs)
+                )
+        if self.with_runner:
+            if runner_available():
+                rest.append(runner_child(self.logs))
+            else:
+                self.missing.append(DEMO_RUNNER)
+        return [stage for stage in (first, rest) if stage]
 
     def _environment(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -178,7 +200,7 @@ class System:
         )
         return env
 
-    async def _wait_until_ready(self) -> Child | None:
+    async def _wait_until_ready(self, stage: list[Child]) -> Child | None:
         """Returns a child that died while starting, or None."""
         from seedline_platform.settings import Settings
 
@@ -189,15 +211,18 @@ class System:
                 for child in self.children:
                     if not child.running:
                         return child
+                for child in stage:
                     if not child.ready:
                         child.ready = await is_ready(child.name, nc, self.nats.monitor_url)
-                if all(c.ready for c in self.children):
+                if all(c.ready for c in stage):
                     return None
                 if asyncio.get_running_loop().time() > deadline:
-                    for child in self.children:
+                    for child in stage:
                         if not child.ready:
-                            out.print(f"[yellow]{child.name} has not answered after "
-                                      f"{self.ready_timeout:g} s; its log: {child.log_path}[/]")
+                            out.print(
+                                f"[yellow]{child.name} has not answered after "
+                                f"{self.ready_timeout:g} s; its log: {child.log_path}[/]"
+                            )
                     return None
                 await self._pause(0.25)
         return None
@@ -215,14 +240,16 @@ class System:
     async def _pause(self, seconds: float) -> None:
         try:
             await asyncio.wait_for(self.stop_requested.wait(), seconds)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     def _report_death(self, child: Child) -> int:
         code = f" (exit code {child.exit_code})" if child.exit_code is not None else ""
-        out.print(f"[bold red]{child.name} stopped unexpectedly{code}.[/] Its log: {child.log_path}")
+        out.print(
+            f"[bold red]{child.name} stopped unexpectedly{code}.[/] Its log: {child.log_path}"
+        )
         for line in child.log_tail():
-            out.print(f"  [dim]{escape(line)}[/]", soft_wrap=True)
+            out.print(f"  [dim]{escape(line)}[/]")
         out.print("Stopping everything.")
         return 1
 
@@ -231,7 +258,9 @@ class System:
         table.add_column("process")
         table.add_column("state")
         table.add_column("where", overflow="fold")
-        table.add_row("nats-server", "[green]ready[/]", f"{self.nats.url} (monitor {self.nats.monitor_url})")
+        table.add_row(
+            "nats-server", "[green]ready[/]", f"{self.nats.url} (monitor {self.nats.monitor_url})"
+        )
         table.add_row("postgres", "[green]ready[/]", escape(self.database_url))
         for child in self.children:
             state = "[green]ready[/]" if child.ready else "[yellow]not answering yet[/]"
@@ -247,14 +276,18 @@ class System:
         out.print("[bold]What to do next[/], in another terminal:")
         if self.nats_port != 4222:
             out.print(f"  export SEEDLINE_NATS_URL={self.nats.url}")
-        out.print(f"  {cli} publish --instance demo --repo apps/hello --session first-chat "
-                  "--kind chat_user --content 'Add a README'", soft_wrap=True)
-        out.print(f"  {cli} timeline --instance demo --repo apps/hello", soft_wrap=True)
+        out.print(
+            f"  {cli} publish --instance demo --repo apps/hello --session first-chat "
+            "--kind chat_user --content 'Add a README'"
+        )
+        out.print(f"  {cli} timeline --instance demo --repo apps/hello")
         ready = {c.name for c in self.children if c.ready}
         if {"continuity-resolver", "runner-gateway", DEMO_RUNNER} <= ready:
-            out.print(f"  {cli} open --instance demo --repo apps/hello --engine scripted "
-                      "--node demo-runner 'What were we doing?'", soft_wrap=True)
-        out.print(f"Logs: {self.logs}/<name>.log", soft_wrap=True)
+            out.print(
+                f"  {cli} open --instance demo --repo apps/hello --engine scripted "
+                "--node demo-runner 'What were we doing?'"
+            )
+        out.print(f"Logs: {self.logs}/<name>.log")
 
     async def _shutdown(self) -> None:
         await asyncio.gather(*(child.stop() for child in self.children if child.running))

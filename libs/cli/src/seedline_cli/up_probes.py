@@ -25,7 +25,9 @@ async def timeline_answers(nc: Client) -> bool:
 
 def _connections(monitor_url: str) -> list[dict]:
     try:
-        with urllib.request.urlopen(monitor_url.rstrip("/") + "/connz?subs=1&limit=4096", timeout=1) as resp:
+        with urllib.request.urlopen(
+            monitor_url.rstrip("/") + "/connz?subs=1&limit=4096", timeout=1
+        ) as resp:
             return json.load(resp).get("connections") or []
     except Exception:
         return []

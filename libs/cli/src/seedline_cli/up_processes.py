@@ -126,7 +126,7 @@ class Child:
         self.signal(signal.SIGTERM)
         try:
             await asyncio.wait_for(self.proc.wait(), grace)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.signal(signal.SIGKILL)
             await self.proc.wait()
 
@@ -143,6 +143,13 @@ def service_child(name: str, logs: Path) -> Child:
 
 
 def runner_child(logs: Path) -> Child:
-    argv = seedline_argv() + ["runner", "--node-id", DEMO_RUNNER, "--label", "Demo runner",
-                              "--engine", "scripted"]
+    argv = seedline_argv() + [
+        "runner",
+        "--node-id",
+        DEMO_RUNNER,
+        "--label",
+        "Demo runner",
+        "--engine",
+        "scripted",
+    ]
     return Child(DEMO_RUNNER, argv, logs / f"{DEMO_RUNNER}.log")

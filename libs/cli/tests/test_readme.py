@@ -1,0 +1,30 @@
+"""The README's promises that can drift: its first commands, its settings table, its words."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from seedline_platform.settings import SETTINGS_DOC
+
+README = Path(__file__).resolve().parents[3] / "README.md"
+
+
+def test_the_readme_starts_with_make_run_and_make_test():
+    text = README.read_text()
+    first_block = text.split("```")[1]
+    commands = [line.split("#")[0].strip() for line in first_block.splitlines()[1:] if line.strip()]
+    assert commands == ["make run", "make test"]
+
+
+def test_the_configuration_table_matches_settings_doc():
+    section = README.read_text().split("## Configuration", 1)[1]
+    rows = re.findall(r"^\| `(SEEDLINE_[A-Z_]+)` \| (.*?) \| (.*?) \|$", section, re.MULTILINE)
+    assert {name: (default, meaning) for name, default, meaning in rows} == SETTINGS_DOC
+    assert [name for name, _, _ in rows] == list(SETTINGS_DOC)
+
+
+def test_the_readme_avoids_the_words_people_should_not_read():
+    text = README.read_text().lower().replace("--session", "").replace("session_id", "")
+    for banned in ("remember", "restored", "as if it never", "session"):
+        assert banned not in text, banned
