@@ -41,6 +41,13 @@ COLUMNS = (
 )
 ROW_COLUMNS = "seq, entry_id, session_id, kind, content, at, engine, truncated_from"
 
+# Newest first within one repo, spelled exactly as the repo index is ordered.
+# With plain "ORDER BY seq DESC", a prepared statement's generic plan may walk
+# the primary key backwards and filter every newer row of other repos: a small
+# repo beside a large one then costs ~100 ms instead of ~0.02 ms.
+REPO_NEWEST_FIRST = "ORDER BY instance_id DESC, repo DESC, seq DESC"
+SESSION_NEWEST_FIRST = "ORDER BY instance_id DESC, repo DESC, session_id DESC, seq DESC"
+
 
 @dataclass(frozen=True)
 class RepoHead:
@@ -55,13 +62,13 @@ async def repo_head(
     if before_seq is None:
         cur = await conn.execute(
             "SELECT seq, repo_ordinal FROM timeline_entries WHERE instance_id = %s AND repo = %s"
-            " ORDER BY seq DESC LIMIT 1",
+            f" {REPO_NEWEST_FIRST} LIMIT 1",
             (instance_id, repo),
         )
     else:
         cur = await conn.execute(
             "SELECT seq, repo_ordinal FROM timeline_entries WHERE instance_id = %s AND repo = %s"
-            " AND seq < %s ORDER BY seq DESC LIMIT 1",
+            f" AND seq < %s {REPO_NEWEST_FIRST} LIMIT 1",
             (instance_id, repo, before_seq),
         )
     row = await cur.fetchone()
@@ -76,7 +83,7 @@ async def newest_first(
     while True:
         cur = await conn.execute(
             f"SELECT {ROW_COLUMNS} FROM timeline_entries WHERE instance_id = %s AND repo = %s"
-            " AND seq < %s ORDER BY seq DESC LIMIT %s",
+            f" AND seq < %s {REPO_NEWEST_FIRST} LIMIT %s",
             (instance_id, repo, upper, page),
         )
         rows = await cur.fetchall()
