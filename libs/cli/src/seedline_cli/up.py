@@ -29,7 +29,7 @@ from seedline_platform.embedded import (
 
 from .config import load_settings
 from .console import out
-from .errors import OperationFailed, reports_errors
+from .errors import OperationFailed, UsageProblem, reports_errors
 from .nats_client import connected
 from .up_probes import is_ready
 from .up_processes import (
@@ -74,14 +74,14 @@ def up(
     # pgserver's platformdirs warns when XDG_RUNTIME_DIR is unset; the fallback is fine.
     warnings.filterwarnings("ignore", message=".*XDG_RUNTIME_DIR.*")
     settings = load_settings(ctx)
+    if nats_port == monitor_port:
+        raise UsageProblem("--nats-port and --monitor-port must differ.")
     for flag, port in (("--nats-port", nats_port), ("--monitor-port", monitor_port)):
         if not port_is_free(port):
             raise OperationFailed(
                 f"Port {port} on 127.0.0.1 is already in use (is Seedline or another nats-server "
                 f"already running?). Stop that process, or choose another port with {flag}."
             )
-    if nats_port == monitor_port:
-        raise OperationFailed("--nats-port and --monitor-port must differ.")
     system = System(settings.home.resolve(), nats_port, monitor_port, not no_runner, ready_timeout)
     raise typer.Exit(asyncio.run(system.run()))
 
