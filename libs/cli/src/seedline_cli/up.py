@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import signal
 import warnings
 from dataclasses import dataclass, field
@@ -274,8 +275,11 @@ class System:
     def _print_next_steps(self) -> None:
         cli = command_hint()
         out.print("[bold]What to do next[/], in another terminal:")
-        if self.nats_port != 4222:
+        if self.nats_port != DEFAULT_NATS_PORT:
             out.print(f"  export SEEDLINE_NATS_URL={self.nats.url}")
+        if self.home != Path(".seedline").resolve():
+            # Commands that open the database (rebuild) find it through SEEDLINE_HOME.
+            out.print(f"  export SEEDLINE_HOME={shlex.quote(str(self.home))}")
         out.print(
             f"  {cli} publish --instance demo --repo apps/hello --session first-chat "
             "--kind chat_user --content 'Add a README'"
