@@ -60,10 +60,15 @@ def _lock_key(name: str) -> int:
 
 
 async def apply_schema(pool: AsyncConnectionPool, name: str, ddl: str) -> None:
-    """Run idempotent DDL once at a time across every copy of every service."""
+    """Run idempotent DDL one service at a time.
+
+    One lock for every service: CREATE TABLE IF NOT EXISTS is not safe when two
+    connections run it at once (both may try to create the row type), and every
+    service creates projection_offsets.
+    """
     async with pool.connection() as conn:
         async with conn.transaction():
-            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key("schema:" + name),))
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key("seedline:schema"),))
             await conn.execute(OFFSETS_SQL)
             await conn.execute(ddl)
 
@@ -87,6 +92,23 @@ async def set_offset(conn: psycopg.AsyncConnection, projection: str, seq: int) -
         "UPDATE projection_offsets SET applied_seq = GREATEST(applied_seq, %s) WHERE projection = %s",
         (seq, projection),
     )
+
+
+async def wait_for_offset(
+    pool: AsyncConnectionPool, projection: str, seq: int, timeout: float
+) -> bool:
+    """Read-your-writes: wait until the projection has applied seq."""
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        async with pool.connection() as conn:
+            if await read_offset(conn, projection) >= seq:
+                return True
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(0.01)
 
 
 async def read_offset(conn: psycopg.AsyncConnection, projection: str) -> int:

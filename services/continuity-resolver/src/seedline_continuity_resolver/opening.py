@@ -28,7 +28,7 @@ from seedline_contracts.timeline import MAX_CONTENT_CHARS, MAX_ENGINE_CHARS, MAX
 from seedline_contracts.tokens import is_valid_token
 from seedline_core import decision as core
 from seedline_core.notices import error_message
-from seedline_platform import timeline_table
+from seedline_platform import pg, timeline_table
 from seedline_platform.clock import format_utc, utc_now
 from seedline_platform.logging import get_logger
 from seedline_platform.natsio import publish_window
@@ -115,6 +115,10 @@ class Opener:
             self._decision_settings,
         )
         instruction = request.instruction
+        if request.wake_seq is not None:
+            # The gateway saw the message on the stream; the projection may be a
+            # moment behind it, and both the brief and the instruction come from there.
+            await pg.wait_for_offset(self._pool, timeline_table.PROJECTION, request.wake_seq, 5.0)
         async with self._pool.connection() as conn:
             head = await timeline_table.repo_head(conn, request.instance_id, request.repo, request.wake_seq)
             if request.wake_seq is not None:
