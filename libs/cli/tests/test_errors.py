@@ -90,7 +90,7 @@ def test_an_unparseable_at_is_a_usage_error(seedline):
     [
         ["timeline", "--instance", "bd43f4de", "--repo", "apps/chess-academy"],
         ["timeline", "--instance", "bd43f4de", "--repo", "apps/chess-academy", "--json"],
-        ["brief", "csess_1", "--json"],
+        ["brief", "show", "csess_1", "--json"],
         [
             "publish",
             "--instance",

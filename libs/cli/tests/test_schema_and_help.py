@@ -32,7 +32,7 @@ def test_help_lists_every_command_with_one_line(seedline):
         for line in result.stdout.splitlines()
         if line.strip("│ ").split()[:1] and line.strip("│ ").split()[0] in COMMANDS
     ]
-    assert listed == COMMANDS
+    assert sorted(listed) == sorted(COMMANDS)
 
 
 def test_no_command_shows_help_as_a_usage_error(seedline):

@@ -151,7 +151,7 @@ def test_up_runs_the_system_and_stops_cleanly_on_ctrl_c(seedline, home, tmp_path
             assert opened.exit_code == 0, opened.output
             reply = json.loads(opened.stdout)
             assert reply["outcome"] == "briefed" and reply["brief"]["rows"] == 1
-            brief = seedline("brief", reply["session_id"], env=cli_env)
+            brief = seedline("brief", "show", reply["session_id"], env=cli_env)
             assert brief.exit_code == 0, brief.output
             assert "Add a README" in brief.stdout
         assert processes_using(home), "up's children should be running until Ctrl-C"

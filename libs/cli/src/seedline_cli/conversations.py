@@ -1,4 +1,4 @@
-"""`seedline open` and `seedline brief`: start a conversation, read the brief it was given."""
+"""`seedline open` and `seedline brief show`: start a conversation, read the brief it was given."""
 
 from __future__ import annotations
 
@@ -89,8 +89,12 @@ def open_conversation(
     out.print(table)
 
 
+brief = typer.Typer(help="Briefs offered to conversations.", no_args_is_help=True)
+
+
+@brief.command("show")
 @reports_errors
-def brief(
+def brief_show(
     ctx: typer.Context,
     conversation: str = typer.Argument(..., help="Conversation id, as `seedline open` printed it."),
     json_out: bool = typer.Option(False, "--json", help="Print the brief and its numbers as JSON."),
