@@ -128,3 +128,26 @@ async def test_turns_are_delivered_in_order_once_across_a_gateway_restart(system
 
 async def _at_least(engine, n):
     return len(engine.prompts) >= n
+
+
+async def test_a_machine_that_vanishes_with_a_live_conversation_is_reported_by_its_label(system):
+    await system.start_runner("mac-mini-1", "Mac mini")
+    opened = await system.open()
+    assert opened["ok"], opened
+    notices = []
+
+    async def on_notice(msg):
+        notices.append(json.loads(msg.data))
+
+    await system.nc.subscribe(subjects.notify_subject("bd43f4de"), cb=on_notice)
+    await system.stop_runner("mac-mini-1")  # its presence key is gone
+    await system.gateway.reaper.notice_departed_machines()
+    await system.wait_for(lambda: _truthy(notices))
+    (notice,) = notices
+    assert notice["kind"] == "runner_offline" and notice["node_id"] == "mac-mini-1"
+    assert notice["session_id"] == opened["session_id"]
+    assert notice["text"].startswith("Your Mac mini is offline.")
+    assert not wording_violations(notice["text"])
+    assert (await system.request(subjects.API_SESSIONS_LIST, {}))["conversations"] == []
+    stopped = await system.session_events("stopped")
+    assert [e["reason"] for e in stopped] == ["runner_offline"]
