@@ -144,3 +144,21 @@ async def test_relocation_carries_a_brief_to_the_new_machine(system):
     unknown = await system.request(subjects.API_SESSIONS_RELOCATE,
                                    {"session_id": "csess_nope", "node_id": "linux-2"})
     assert unknown["error"]["code"] == "not_found"
+
+
+async def test_opening_another_conversation_stops_the_live_one(system):
+    await system.start_runner()
+    first = await system.open()
+    second = await system.open(force_fresh=True)
+    assert second["ok"] and second["continuity"]["reason_code"] == "force_fresh"
+    assert second["brief"] is None
+    stopped = await system.session_events("stopped")
+    assert [(e["session_id"], e["reason"]) for e in stopped] == [(first["session_id"], "superseded")]
+    runner, _ = system.runners["mac-mini-1"]
+    assert runner.live_conversations == [second["session_id"]]
+    stop = await system.request(subjects.API_SESSIONS_STOP, {"session_id": second["session_id"],
+                                                            "reason": "done for today"})
+    assert stop == {"ok": True}
+    assert runner.live_conversations == []
+    again = await system.request(subjects.API_SESSIONS_STOP, {"session_id": second["session_id"]})
+    assert again["error"]["code"] == "not_found"
