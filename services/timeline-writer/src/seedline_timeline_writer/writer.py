@@ -50,6 +50,10 @@ class TimelineWriter:
         # One append at a time: dedupe-then-publish must not interleave, or two
         # copies of an entry could both look new.
         self._lock = asyncio.Lock()
+        # Set while an append may have reached the stream without its projection:
+        # a retry would then see those entries as new, publish them again and get
+        # duplicate acks, so it first projects what the stream already holds.
+        self._unsettled = False
 
     async def catch_up(self) -> int:
         """Project stream entries that a crash left unprojected. Returns how many."""
@@ -68,12 +72,16 @@ class TimelineWriter:
     async def append_entries(self, entries: Sequence[TimelineEntry]) -> list[AppendResult]:
         """Append in order; an entry_id seen before (ever) returns the first entry's seq."""
         async with self._lock:
+            if self._unsettled:
+                await self.catch_up()
+                self._unsettled = False
             known = await self._store.known([e.entry_id for e in entries])
             fresh: list[TimelineEntry] = []
             for entry in entries:
                 if entry.entry_id not in known:
                     known[entry.entry_id] = 0  # claimed by this batch
                     fresh.append(entry)
+            self._unsettled = True
             acks = await publish_window(
                 self._js,
                 [(_subject(e), encode(e), {"Nats-Msg-Id": e.entry_id}) for e in fresh],
@@ -84,6 +92,7 @@ class TimelineWriter:
                 if not ack.duplicate:
                     stored.append((ack.seq, entry))
             await self._store.append(stored)
+            self._unsettled = False
             fresh_ids = {id(e) for e in fresh}
             return [
                 AppendResult(known[e.entry_id], duplicate=id(e) not in fresh_ids) for e in entries
