@@ -1,0 +1,347 @@
+"""docker-compose.yml and deploy/: what can be proven without a Docker engine.
+
+The compose file is read as data and checked against the workspace itself: every
+process runs a console script its package installs, every SEEDLINE_* variable is a
+setting, deploy/nats.conf really starts a nats-server with fsync on every write,
+the health check really tells a ready service from a missing one, and (slow) the
+Dockerfile's own `uv sync` line installs each service into an empty environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+import tomllib
+import urllib.request
+from pathlib import Path
+
+import pytest
+import yaml
+
+from seedline_platform.embedded import free_port, nats_server_binary, wait_for_port
+from seedline_platform.settings import SETTINGS_DOC
+
+REPO = Path(__file__).resolve().parents[1]
+COMPOSE = REPO / "docker-compose.yml"
+DOCKERFILE = REPO / "deploy" / "Dockerfile"
+NATS_CONF = REPO / "deploy" / "nats.conf"
+HEALTHCHECK = REPO / "deploy" / "healthcheck.py"
+SERVICES = ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway")
+INFRA = ("nats", "postgres")
+CONDITIONS = {"service_started", "service_healthy", "service_completed_successfully"}
+
+
+def compose() -> dict:
+    return yaml.safe_load(COMPOSE.read_text())
+
+
+def packages() -> dict[str, dict]:
+    """Workspace package name -> its [project] table."""
+    out = {}
+    for path in sorted(REPO.glob("libs/*/pyproject.toml")) + sorted(
+        REPO.glob("services/*/pyproject.toml")
+    ):
+        project = tomllib.loads(path.read_text())["project"]
+        out[project["name"]] = project
+    return out
+
+
+def built_processes() -> dict[str, tuple[str, str, list[str]]]:
+    """Compose service -> (package installed, console script run, its argv)."""
+    out = {}
+    for name, spec in compose()["services"].items():
+        if "build" not in spec:
+            continue
+        args = spec["build"].get("args") or {}
+        script = args["SERVICE"]
+        package = args.get("PACKAGE", script)
+        argv = spec.get("command") or [script]
+        out[name] = (package, script, argv)
+    return out
+
+
+def dockerfile_instructions() -> list[str]:
+    """Instructions with continuation lines joined and comments dropped."""
+    text = "\n".join(
+        line for line in DOCKERFILE.read_text().splitlines() if not line.lstrip().startswith("#")
+    )
+    return [" ".join(i.split()) for i in re.sub(r"\\\n", " ", text).splitlines() if i.strip()]
+
+
+# -- compose file ----------------------------------------------------------------------
+
+
+def test_compose_runs_nats_postgres_and_the_four_services():
+    services = compose()["services"]
+    assert set(INFRA + SERVICES) <= set(services)
+    assert all(services[name].get("profiles") is None for name in INFRA + SERVICES)
+    demo = services["demo-runner"]
+    assert demo["profiles"] == ["demo"]
+    assert demo["command"] == [
+        "seedline", "runner", "--node-id", "demo-runner", "--label", "Demo runner",
+        "--engine", "scripted",
+    ]
+
+
+def test_every_process_runs_a_console_script_its_package_installs():
+    projects = packages()
+    processes = built_processes()
+    assert set(SERVICES) <= set(processes)
+    for name, (package, script, argv) in processes.items():
+        assert package in projects, f"{name}: build arg names {package}, not a workspace package"
+        scripts = projects[package].get("scripts") or {}
+        assert script in scripts, f"{name}: {package} installs {sorted(scripts)}, not {script}"
+        assert argv[0] == script, f"{name}: runs {argv[0]}, but the image was built for {script}"
+    for service in SERVICES:
+        assert processes[service][:2] == (service, service)
+
+
+def test_every_seedline_variable_is_a_setting():
+    used = set(re.findall(r"\bSEEDLINE_[A-Z0-9_]+", COMPOSE.read_text()))
+    used |= set(re.findall(r"\bSEEDLINE_[A-Z0-9_]+", DOCKERFILE.read_text()))
+    for spec in compose()["services"].values():
+        used |= {k for k in spec.get("environment") or {} if k.startswith("SEEDLINE_")}
+    unknown = sorted(used - set(SETTINGS_DOC))
+    assert not unknown, f"not in SETTINGS_DOC (libs/platform/.../settings.py): {unknown}"
+
+
+def test_the_services_are_durable_restartable_and_checked():
+    services = compose()["services"]
+    for name in SERVICES:
+        spec = services[name]
+        env = spec["environment"]
+        assert env["SEEDLINE_STRICT_DURABILITY"] == "1", name
+        assert env["SEEDLINE_NATS_URL"] == "nats://nats:4222", name
+        assert env["SEEDLINE_NATS_MONITOR_URL"] == "http://nats:8222", name
+        assert env["SEEDLINE_DATABASE_URL"].startswith("postgresql://"), name
+        assert "@postgres:5432/" in env["SEEDLINE_DATABASE_URL"], name
+        assert spec["restart"] == "unless-stopped", name
+        assert spec["healthcheck"]["test"] == ["CMD", "python", "/app/healthcheck.py", name]
+        assert spec["depends_on"]["nats"]["condition"] == "service_healthy", name
+        assert spec["depends_on"]["postgres"]["condition"] == "service_healthy", name
+    for name in INFRA:
+        assert services[name]["restart"] == "unless-stopped"
+        assert services[name]["healthcheck"]["test"][0] == "CMD"
+
+
+def test_depends_on_names_defined_services_with_known_conditions():
+    services = compose()["services"]
+    for name, spec in services.items():
+        for other, how in (spec.get("depends_on") or {}).items():
+            assert other in services, f"{name} waits for {other}, which is not defined"
+            assert how["condition"] in CONDITIONS, (name, other)
+            if how["condition"] == "service_healthy":
+                assert "healthcheck" in services[other], f"{other} has no health check"
+            assert services[other].get("profiles") in (None, spec.get("profiles")), (name, other)
+
+
+def test_nats_is_2_12_or_newer_and_runs_the_mounted_config():
+    nats = compose()["services"]["nats"]
+    repo, _, tag = nats["image"].partition(":")
+    assert repo == "nats"
+    major, minor = (int(p) for p in re.match(r"(\d+)\.(\d+)", tag).groups())
+    assert (major, minor) >= (2, 12), nats["image"]
+    mounts = dict(v.split(":")[:2] for v in nats["volumes"])
+    assert mounts["./deploy/nats.conf"] == nats["command"][nats["command"].index("-c") + 1]
+    ports = {p.rsplit(":", 1)[1] for p in nats["ports"]}
+    assert {"4222", "8222"} <= ports, "the monitoring port carries the durability check"
+
+
+def test_postgres_16_serves_the_database_the_services_use():
+    services = compose()["services"]
+    pg = services["postgres"]
+    assert pg["image"] == "postgres:16"
+    env = pg["environment"]
+    url = f"postgresql://{env['POSTGRES_USER']}:{env['POSTGRES_PASSWORD']}@postgres:5432/"
+    url += env["POSTGRES_DB"]
+    for name in SERVICES:
+        assert services[name]["environment"]["SEEDLINE_DATABASE_URL"] == url
+
+
+# -- Dockerfile --------------------------------------------------------------------------
+
+
+def test_the_dockerfile_builds_with_uv_and_runs_slim_and_unprivileged():
+    instructions = dockerfile_instructions()
+    froms = [i for i in instructions if i.startswith("FROM ")]
+    assert [f.split()[-1] for f in froms] == ["uv", "builder", "runtime"]
+    assert "ARG PYTHON_IMAGE=python:3.11-slim" in instructions
+    assert "ARG SERVICE" in instructions and "ARG PACKAGE=${SERVICE}" in instructions
+    syncs = [i for i in instructions if "uv sync" in i]
+    assert len(syncs) == 1
+    assert all(f in syncs[0] for f in ("--frozen", "--no-dev", '--package "${PACKAGE}"'))
+    runtime = instructions[instructions.index(froms[-1]) :]
+    user = [i for i in runtime if i.startswith("USER ")]
+    assert user and user[-1] not in ("USER root", "USER 0")
+    assert any(i.startswith("COPY --from=builder /app/.venv ") for i in runtime)
+    assert runtime[-1] == 'CMD ["/bin/sh", "-c", "exec \\"$SERVICE\\""]'
+
+
+def test_everything_the_dockerfile_copies_exists_and_is_not_ignored():
+    ignored = [
+        line.strip()
+        for line in (REPO / "deploy" / "Dockerfile.dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    for instruction in dockerfile_instructions():
+        if not instruction.startswith("COPY ") or "--from=" in instruction:
+            continue
+        for source in instruction.split()[1:-1]:
+            assert (REPO / source).exists(), instruction
+            assert not any(Path(source).match(p.removeprefix("**/")) for p in ignored), source
+
+
+# -- deploy/nats.conf on a real nats-server ---------------------------------------------
+
+
+def test_nats_conf_asks_for_jetstream_with_sync_always():
+    text = NATS_CONF.read_text()
+    block = re.search(r"^jetstream\s*\{(.*?)^\}", text, re.MULTILINE | re.DOTALL)
+    assert block, "deploy/nats.conf has no jetstream { } block"
+    assert re.search(r"^\s*sync_interval:\s*always\s*$", block.group(1), re.MULTILINE)
+    assert re.search(r"^http:\s*0\.0\.0\.0:8222\s*$", text, re.MULTILINE)
+
+
+def _local_copy(tmp_path: Path, port: int, monitor_port: int) -> Path:
+    """deploy/nats.conf with only its addresses and store folder moved."""
+    text = NATS_CONF.read_text()
+    for pattern, value in [
+        (r"^listen:.*$", f"listen: 127.0.0.1:{port}"),
+        (r"^http:.*$", f"http: 127.0.0.1:{monitor_port}"),
+        (r"^(\s*)store_dir:.*$", rf'\g<1>store_dir: "{tmp_path / "jetstream"}"'),
+    ]:
+        text, count = re.subn(pattern, value, text, flags=re.MULTILINE)
+        assert count == 1, f"deploy/nats.conf should have exactly one line matching {pattern}"
+    path = tmp_path / "nats.conf"
+    path.write_text(text)
+    return path
+
+
+def test_nats_conf_starts_a_server_that_fsyncs_every_write(tmp_path):
+    port, monitor_port = free_port(), free_port()
+    config = _local_copy(tmp_path, port, monitor_port)
+    with open(tmp_path / "nats.log", "wb") as log:
+        proc = subprocess.Popen(
+            [nats_server_binary(), "-c", str(config)], stdout=log, stderr=subprocess.STDOUT
+        )
+    try:
+        wait_for_port(monitor_port, proc=proc)
+        url = f"http://127.0.0.1:{monitor_port}/varz"
+        with urllib.request.urlopen(url, timeout=5) as resp:
+            varz = json.load(resp)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    assert varz["jetstream"]["config"]["sync_always"] is True
+    assert varz["jetstream"]["config"]["store_dir"].startswith(str(tmp_path))
+    assert varz["server_name"] == "seedline-nats"
+    assert varz["max_payload"] == 4 * 1024 * 1024
+
+
+# -- the health check against a real service --------------------------------------------
+
+
+def _health(service: str, monitor_url: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "SEEDLINE_NATS_MONITOR_URL": monitor_url}
+    return subprocess.run(
+        [sys.executable, str(HEALTHCHECK), service],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+@pytest.mark.servers
+async def test_the_health_check_passes_only_once_the_service_answers(settings):
+    import asyncio
+
+    from seedline_platform.testing import running
+    from seedline_timeline_writer.app import create_app
+
+    before = await asyncio.to_thread(_health, "timeline-writer", settings.nats_monitor_url)
+    assert before.returncode == 1
+    assert "no NATS connection named timeline-writer" in before.stdout
+
+    async with running(create_app(settings)):
+        ready = await asyncio.to_thread(_health, "timeline-writer", settings.nats_monitor_url)
+        other = await asyncio.to_thread(_health, "seed-composer", settings.nats_monitor_url)
+    assert ready.returncode == 0, ready.stdout
+    assert other.returncode == 1
+
+
+def test_the_health_check_fails_when_nats_is_away():
+    result = _health("timeline-writer", f"http://127.0.0.1:{free_port()}")
+    assert result.returncode == 1
+    assert "cannot read" in result.stdout
+
+
+# -- slow: the image's install step, for real -------------------------------------------
+
+
+def _uv() -> str:
+    local = REPO / ".tools" / "bin" / "uv"
+    found = str(local) if local.exists() else shutil.which("uv")
+    if not found:
+        pytest.skip("uv is not installed (make install bootstraps it into .tools)")
+    return found
+
+
+def _sync_argv(package: str) -> list[str]:
+    """The Dockerfile's own `uv sync` line, for one package."""
+    (line,) = [i for i in dockerfile_instructions() if "uv sync" in i]
+    words = shlex.split(line[line.index("uv sync") :])
+    return [w.replace("${PACKAGE}", package) for w in words[2:]]
+
+
+@pytest.mark.slow
+def test_the_image_install_step_puts_each_console_script_in_a_clean_venv(tmp_path):
+    uv = _uv()
+    started = time.monotonic()
+    for name, (package, script, _argv) in sorted(built_processes().items()):
+        venv = tmp_path / name
+        env = {
+            k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")
+        }
+        env.update(
+            UV_PROJECT_ENVIRONMENT=str(venv),
+            UV_PYTHON=sys.executable,
+            UV_PYTHON_DOWNLOADS="never",
+            UV_NO_PROGRESS="1",
+        )
+        argv = [uv, "sync", *_sync_argv(package)]
+        # The uv cache normally has everything; the index is the fallback.
+        result = subprocess.run(
+            [*argv, "--offline"], cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+        )
+        if result.returncode != 0:
+            result = subprocess.run(
+                argv, cwd=REPO, env=env, capture_output=True, text=True, timeout=300
+            )
+        assert result.returncode == 0, f"{' '.join(argv)}\n{result.stderr}"
+        assert os.access(venv / "bin" / script, os.X_OK), f"{package} did not install {script}"
+        installed = {
+            p.name.split("-")[0].lower()
+            for p in (venv / "lib").glob("python*/site-packages/*.dist-info")
+        }
+        assert "pytest" not in installed, f"{name}: dev dependencies reached the image"
+        if name in SERVICES:
+            assert "seedline_cli" not in installed, f"{name}: installs more than its own package"
+        # Installed, not linked to the source tree: the runtime stage copies only the venv.
+        code = (
+            "import importlib, importlib.metadata as m; "
+            f"(ep,) = m.entry_points(group='console_scripts', name={script!r}); "
+            "ep.load(); print(importlib.import_module(ep.module).__file__)"
+        )
+        check = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True, timeout=120
+        )
+        assert check.returncode == 0, check.stderr
+        assert check.stdout.strip().startswith(str(venv)), check.stdout
+    assert time.monotonic() - started < 240
