@@ -41,6 +41,14 @@ def is_transient(exc: BaseException) -> bool:
     return isinstance(exc, TRANSIENT_ERRORS + (PoolTimeout, DatabaseUnavailable))
 
 
+# Every query is planned with its real values. psycopg prepares a statement
+# after a few runs, and Postgres may then settle on a generic plan: for "the
+# newest entry of this repo" that plan walks the primary key backwards past
+# every newer entry of other repos, so a quiet repo beside a busy one took
+# ~600 ms instead of ~0.02 ms. Planning these small queries costs far less.
+CONNECTION_OPTIONS = "-c plan_cache_mode=force_custom_plan"
+
+
 async def open_pool(url: str, name: str, max_size: int = 8) -> AsyncConnectionPool:
     pool = AsyncConnectionPool(
         url,
@@ -48,7 +56,7 @@ async def open_pool(url: str, name: str, max_size: int = 8) -> AsyncConnectionPo
         max_size=max_size,
         open=False,
         timeout=5.0,
-        kwargs={"application_name": name, "autocommit": True},
+        kwargs={"application_name": name, "autocommit": True, "options": CONNECTION_OPTIONS},
         reconnect_timeout=0,  # keep trying for ever: Postgres may be away for a while
     )
     await pool.open(wait=False)

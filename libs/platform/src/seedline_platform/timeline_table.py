@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import AsyncIterator
 
 import psycopg
 
@@ -41,13 +40,6 @@ COLUMNS = (
 )
 ROW_COLUMNS = "seq, entry_id, session_id, kind, content, at, engine, truncated_from"
 
-# Newest first within one repo, spelled exactly as the repo index is ordered.
-# With plain "ORDER BY seq DESC", a prepared statement's generic plan may walk
-# the primary key backwards and filter every newer row of other repos: a small
-# repo beside a large one then costs ~100 ms instead of ~0.02 ms.
-REPO_NEWEST_FIRST = "ORDER BY instance_id DESC, repo DESC, seq DESC"
-SESSION_NEWEST_FIRST = "ORDER BY instance_id DESC, repo DESC, session_id DESC, seq DESC"
-
 
 @dataclass(frozen=True)
 class RepoHead:
@@ -55,43 +47,23 @@ class RepoHead:
     entries: int
 
 
+# Seqs are JetStream sequences (uint64); this is past any real one.
+NO_UPPER_SEQ = 2**63 - 1
+
+REPO_HEAD_SQL = (
+    "SELECT seq, repo_ordinal FROM timeline_entries WHERE instance_id = %s AND repo = %s"
+    " AND seq < %s ORDER BY seq DESC LIMIT 1"
+)
+
+
 async def repo_head(
     conn: psycopg.AsyncConnection, instance_id: str, repo: str, before_seq: int | None = None
 ) -> RepoHead | None:
     """The newest repo entry (below before_seq when given) and how many precede it, inclusive."""
-    if before_seq is None:
-        cur = await conn.execute(
-            "SELECT seq, repo_ordinal FROM timeline_entries WHERE instance_id = %s AND repo = %s"
-            f" {REPO_NEWEST_FIRST} LIMIT 1",
-            (instance_id, repo),
-        )
-    else:
-        cur = await conn.execute(
-            "SELECT seq, repo_ordinal FROM timeline_entries WHERE instance_id = %s AND repo = %s"
-            f" AND seq < %s {REPO_NEWEST_FIRST} LIMIT 1",
-            (instance_id, repo, before_seq),
-        )
+    upper = NO_UPPER_SEQ if before_seq is None else before_seq
+    cur = await conn.execute(REPO_HEAD_SQL, (instance_id, repo, upper))
     row = await cur.fetchone()
     return RepoHead(int(row[0]), int(row[1])) if row else None
-
-
-async def newest_first(
-    conn: psycopg.AsyncConnection, instance_id: str, repo: str, until_seq: int, page: int = 64
-) -> AsyncIterator[tuple]:
-    """Repo rows with seq <= until_seq, newest first, fetched a page at a time."""
-    upper = until_seq + 1
-    while True:
-        cur = await conn.execute(
-            f"SELECT {ROW_COLUMNS} FROM timeline_entries WHERE instance_id = %s AND repo = %s"
-            f" AND seq < %s {REPO_NEWEST_FIRST} LIMIT %s",
-            (instance_id, repo, upper, page),
-        )
-        rows = await cur.fetchall()
-        for row in rows:
-            yield row
-        if len(rows) < page:
-            return
-        upper = rows[-1][0]
 
 
 async def digest(conn: psycopg.AsyncConnection) -> tuple[str, int]:

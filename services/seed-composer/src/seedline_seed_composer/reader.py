@@ -7,7 +7,7 @@ from typing import Protocol
 from psycopg_pool import AsyncConnectionPool
 
 from seedline_core.brief import BriefRow
-from seedline_platform.timeline_table import REPO_NEWEST_FIRST, ROW_COLUMNS
+from seedline_platform.timeline_table import ROW_COLUMNS
 
 
 class TimelineReader(Protocol):
@@ -23,7 +23,7 @@ class PostgresTimelineReader:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 f"SELECT {ROW_COLUMNS} FROM timeline_entries WHERE instance_id = %s AND repo = %s"
-                f" AND seq <= %s {REPO_NEWEST_FIRST} LIMIT %s",
+                " AND seq <= %s ORDER BY seq DESC LIMIT %s",
                 (instance_id, repo, until_seq, limit),
             )
             rows = await cur.fetchall()

@@ -108,14 +108,10 @@ class PostgresTimelineStore:
             clauses.append("seq < %s")
             params.append(request.before_seq)
         params.append(limit + 1)
-        order = (
-            timeline_table.SESSION_NEWEST_FIRST if request.session_id is not None
-            else timeline_table.REPO_NEWEST_FIRST
-        )
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 f"SELECT {timeline_table.ROW_COLUMNS} FROM timeline_entries"
-                f" WHERE {' AND '.join(clauses)} {order} LIMIT %s",
+                f" WHERE {' AND '.join(clauses)} ORDER BY seq DESC LIMIT %s",
                 params,
             )
             rows = await cur.fetchall()

@@ -1,0 +1,54 @@
+"""The open path's repo queries keep to the repo index once prepared.
+
+psycopg prepares a statement after a few runs, and Postgres may then use a
+generic plan that ignores the parameter values. A quiet repo beside a busy one
+must still be found through the repo index, not by walking every newer row.
+"""
+
+import psycopg
+import pytest
+
+from seedline_platform import pg, timeline_table
+
+pytestmark = pytest.mark.servers
+
+NO_UPPER = timeline_table.NO_UPPER_SEQ
+
+
+def _busy_and_quiet_repos(conn) -> None:
+    conn.execute(timeline_table.DDL)
+    conn.execute(
+        "INSERT INTO timeline_entries SELECT g, 'q'||g, 'i', 'quiet', 's', 'system', 'x', 'at',"
+        " NULL, NULL, g FROM generate_series(1, 500) g"
+    )
+    conn.execute(
+        "INSERT INTO timeline_entries SELECT g, 'b'||g, 'i', 'busy', 's', 'system', 'x', 'at',"
+        " NULL, NULL, g - 1000 FROM generate_series(1001, 60000) g"
+    )
+    conn.execute("ANALYZE timeline_entries")
+
+
+def _plan_of_prepared_repo_head(conn) -> str:
+    sql = timeline_table.REPO_HEAD_SQL
+    for n in (1, 2, 3):
+        sql = sql.replace("%s", f"${n}", 1)
+    conn.execute(f"PREPARE head(text, text, bigint) AS {sql}")
+    assert conn.execute(f"EXECUTE head('i', 'quiet', {NO_UPPER})").fetchone() == (500, 500)
+    rows = conn.execute(f"EXPLAIN (ANALYZE, COSTS OFF) EXECUTE head('i', 'quiet', {NO_UPPER})")
+    return "\n".join(r[0] for r in rows.fetchall())
+
+
+def test_a_generic_plan_would_walk_the_primary_key(database_url):
+    """The hazard itself, so the test below is one that could fail."""
+    with psycopg.connect(database_url, autocommit=True) as conn:
+        _busy_and_quiet_repos(conn)
+        conn.execute("SET plan_cache_mode = force_generic_plan")
+        assert "timeline_entries_pkey" in _plan_of_prepared_repo_head(conn)
+
+
+def test_service_connections_plan_with_real_values(database_url):
+    with psycopg.connect(database_url, autocommit=True, options=pg.CONNECTION_OPTIONS) as conn:
+        _busy_and_quiet_repos(conn)
+        plan = _plan_of_prepared_repo_head(conn)
+        assert "timeline_entries_repo" in plan, plan
+        assert "Rows Removed by Filter" not in plan, plan
