@@ -33,7 +33,7 @@ bench: install
 	$(RUN) seedline bench
 
 schema: install
-	$(RUN) seedline schema --out docs/schema
+	$(RUN) seedline docs --out docs
 
 clean:
 	rm -rf .venv .tools .seedline

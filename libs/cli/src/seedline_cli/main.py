@@ -7,10 +7,15 @@ from typing import Optional
 import typer
 
 from .conversations import brief, open_conversation
+from .docs_cmd import docs
 from .publish import publish
 from .rebuild_cmd import rebuild
+from .relocate_cmd import relocate
 from .runner_cmd import runner
+from .runners_cmd import runners
 from .schema_cmd import schema
+from .sessions_cmd import sessions
+from .stop_cmd import stop
 from .timeline_cmd import timeline
 from .up import up
 
@@ -42,8 +47,13 @@ app.command("publish")(publish)
 app.command("timeline")(timeline)
 app.command("open")(open_conversation)
 app.add_typer(brief, name="brief")
+app.command("sessions")(sessions)
+app.command("relocate")(relocate)
+app.command("stop")(stop)
 app.command("runner")(runner)
+app.command("runners")(runners)
 app.command("schema")(schema)
+app.command("docs")(docs)
 app.add_typer(rebuild, name="rebuild")
 
 if __name__ == "__main__":

@@ -1,0 +1,65 @@
+"""`seedline stop`: stop a live conversation on its machine."""
+
+from __future__ import annotations
+
+import asyncio
+
+import typer
+from rich.markup import escape
+
+from seedline_contracts import subjects
+from seedline_platform.settings import Settings
+
+from .config import check_name, load_settings
+from .console import out, print_json
+from .errors import UsageProblem, reports_errors
+from .nats_client import ReplyError, call, connected
+
+MAX_REASON_CHARS = 200
+
+
+async def _stop(settings: Settings, conversation: str, reason: str) -> dict:
+    async with connected(settings) as nc:
+        try:
+            return await call(
+                nc,
+                subjects.API_SESSIONS_STOP,
+                {"session_id": conversation, "reason": reason},
+                service="runner-gateway",
+                timeout=settings.launch_timeout_seconds + 10,
+            )
+        except ReplyError as exc:
+            if exc.code == "not_found":
+                raise ReplyError(
+                    exc.code,
+                    f"{exc.message} `seedline sessions` lists the live conversations and their ids.",
+                ) from None
+            raise
+
+
+@reports_errors
+def stop(
+    ctx: typer.Context,
+    conversation: str = typer.Argument(
+        ..., help="Conversation id, as `seedline open` printed it."
+    ),
+    reason: str = typer.Option(
+        "requested", "--reason", help="Why it is stopped; recorded with the stop."
+    ),
+    json_out: bool = typer.Option(False, "--json", help="Print the reply as JSON."),
+) -> None:
+    """Stop a live conversation: its machine ends the engine.
+
+    Its timeline stays; the repo's next message or `seedline open` starts a new one.
+    """
+    check_name("CONVERSATION", conversation, "csess_21b8d1b9")
+    if not reason.strip():
+        raise UsageProblem("--reason must not be empty; for example --reason \"done for today\".")
+    if len(reason) > MAX_REASON_CHARS:
+        raise UsageProblem(f"--reason is {len(reason)} characters; keep it to {MAX_REASON_CHARS}.")
+    settings = load_settings(ctx)
+    reply = asyncio.run(_stop(settings, conversation, reason))
+    if json_out:
+        print_json({**reply, "session_id": conversation, "reason": reason})
+        return
+    out.print(f"Stopped conversation {escape(conversation)} ({escape(reason)}).")
