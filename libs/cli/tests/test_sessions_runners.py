@@ -1,0 +1,372 @@
+"""sessions, runners, relocate and stop: the real commands against the whole system.
+
+The four services and the runner machines run in an event loop of their own on a
+background thread (as in tests/conftest.py, but out of the CLI's way, since every
+command runs its own asyncio.run).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import threading
+from contextlib import AsyncExitStack
+
+import nats
+import pytest
+import structlog
+
+from seedline_contracts import subjects
+from seedline_continuity_resolver.app import create_app as create_resolver
+from seedline_core.notices import wording_violations
+from seedline_platform.embedded import free_port
+from seedline_platform.logging import configure_logging
+from seedline_platform.settings import Settings
+from seedline_platform.testing import running
+from seedline_runner.engines.scripted import ScriptedEngine
+from seedline_runner.runner import Runner
+from seedline_runner_gateway.app import create_app as create_gateway
+from seedline_seed_composer.app import create_app as create_composer
+from seedline_timeline_writer.app import create_app as create_writer
+
+pytestmark = pytest.mark.servers
+
+INSTANCE = "bd43f4de"
+REPO = "apps/chess-academy"
+NEW_COMMANDS = ["sessions", "runners", "relocate", "stop", "docs"]
+
+
+class WholeSystem:
+    """Four services (and runners added on demand) in a loop on a background thread."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.runners: dict[str, Runner] = {}
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    def __enter__(self) -> "WholeSystem":
+        self._thread = threading.Thread(target=asyncio.run, args=(self._main(),), daemon=True)
+        self._thread.start()
+        if not self._ready.wait(90):
+            raise RuntimeError("the services did not start within 90 s")
+        if self._error:
+            raise self._error
+        return self
+
+    async def _main(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+        try:
+            async with AsyncExitStack() as stack:
+                for create in (create_writer, create_resolver, create_composer, create_gateway):
+                    await stack.enter_async_context(running(create(self.settings)))
+                self._stack = stack
+                self._ready.set()
+                await self._stop.wait()
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+
+    def __exit__(self, *exc) -> None:
+        self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(60)
+
+    def _in_loop(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(30)
+
+    def settle(self, timeout: float = 15.0) -> None:
+        """Wait until the resolver has applied every conversation event recorded so far."""
+
+        async def caught_up() -> None:
+            nc = await nats.connect(self.settings.nats_url)
+            try:
+                js = nc.jetstream()
+                deadline = asyncio.get_running_loop().time() + timeout
+                while True:
+                    info = await js.consumer_info(
+                        subjects.SESSIONS_STREAM, "continuity-resolver-sessions"
+                    )
+                    if info.num_pending == 0 and info.num_ack_pending == 0:
+                        return
+                    if asyncio.get_running_loop().time() > deadline:
+                        raise AssertionError("the resolver did not catch up in time")
+                    await asyncio.sleep(0.05)
+            finally:
+                await nc.close()
+
+        self._in_loop(caught_up())
+
+    def start_runner(self, node_id: str, label: str, **engines: ScriptedEngine) -> Runner:
+        engines = engines or {"scripted": ScriptedEngine()}
+
+        async def start() -> Runner:
+            nc = await nats.connect(self.settings.nats_url)
+            runner = Runner(nc, node_id, label, engines, presence_interval=1.0)
+            await runner.start()
+
+            async def close() -> None:
+                await runner.stop()
+                await nc.close()
+
+            self._stack.push_async_callback(close)
+            return runner
+
+        self.runners[node_id] = self._in_loop(start())
+        return self.runners[node_id]
+
+
+@pytest.fixture
+def env(settings: Settings):
+    configure_logging("warning", "cli-tests")
+    try:
+        with WholeSystem(settings) as system:
+            yield {
+                "SEEDLINE_NATS_URL": settings.nats_url,
+                "SEEDLINE_NATS_MONITOR_URL": settings.nats_monitor_url,
+                "SEEDLINE_DATABASE_URL": settings.database_url,
+                "SEEDLINE_HOME": str(settings.home),
+                "SEEDLINE_OPEN_TIMEOUT_SECONDS": "10",
+                "SEEDLINE_LAUNCH_TIMEOUT_SECONDS": "3",
+                "COLUMNS": "200",
+                "_system": system,
+            }
+    finally:
+        structlog.reset_defaults()
+
+
+def run(seedline, env: dict, *args: str):
+    return seedline(*args, env={k: v for k, v in env.items() if not k.startswith("_")})
+
+
+def system_of(env: dict) -> WholeSystem:
+    return env["_system"]
+
+
+def open_one(seedline, env, node: str = "mac-mini-1", repo: str = REPO) -> str:
+    result = run(
+        seedline, env, "open", "--instance", INSTANCE, "--repo", repo, "--engine", "scripted",
+        "--node", node, "--json", "Add castling",
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["session_id"]
+
+
+def live(seedline, env, *args: str) -> list[dict]:
+    result = run(seedline, env, "sessions", "--json", *args)
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)["conversations"]
+
+
+def assert_plain_words(text: str) -> None:
+    """The wording rules of CONTRACT.md 3.3, with ids and command names exempt."""
+    text = re.sub(r"seedline sessions|--session\b|\bcsess_\w+", "", text)
+    assert not wording_violations(text), text
+
+
+# -- sessions ----------------------------------------------------------------------------
+
+
+def test_sessions_lists_the_live_conversation_with_machine_engine_and_idle_time(seedline, env):
+    system_of(env).start_runner("mac-mini-1", "Mac mini")
+    conversation = open_one(seedline, env)
+
+    rows = live(seedline, env)
+    assert len(rows) == 1
+    row = rows[0]
+    assert row["session_id"] == conversation
+    assert (row["instance_id"], row["repo"], row["node_id"], row["engine"]) == (
+        INSTANCE, REPO, "mac-mini-1", "scripted",
+    )
+    assert row["machine_online"] is True
+    assert 0 <= row["idle_seconds"] < 60
+
+    table = run(seedline, env, "sessions")
+    assert table.exit_code == 0, table.output
+    for text in (conversation, INSTANCE, REPO, "mac-mini-1 (Mac mini)", "scripted", "idle"):
+        assert text in table.stdout, text
+    assert re.search(r"\b\d+ s\b", table.stdout)
+    assert_plain_words(table.stdout)
+
+
+def test_sessions_for_another_instance_says_there_are_none(seedline, env):
+    system_of(env).start_runner("mac-mini-1", "Mac mini")
+    open_one(seedline, env)
+
+    assert [r["instance_id"] for r in live(seedline, env, "--instance", INSTANCE)] == [INSTANCE]
+    assert live(seedline, env, "--instance", "someone-else") == []
+    result = run(seedline, env, "sessions", "--instance", "someone-else")
+    assert result.exit_code == 0
+    assert "No live conversations on instance someone-else" in result.stdout
+    assert "seedline open" in result.stdout
+    assert_plain_words(result.stdout)
+
+
+def test_sessions_with_an_empty_instance_is_a_usage_error(seedline, env):
+    result = run(seedline, env, "sessions", "--instance", "")
+    assert result.exit_code == 2
+    assert "--instance must not be empty" in result.stderr
+
+
+# -- runners -----------------------------------------------------------------------------
+
+
+def test_runners_lists_presence_with_engines_and_heartbeat_age(seedline, env):
+    raw = ScriptedEngine(name="raw")
+    raw.stateless = True
+    system_of(env).start_runner("mac-mini-1", "Mac mini")
+    system_of(env).start_runner("gpu box", "The GPU box", scripted=ScriptedEngine(), raw=raw)
+
+    result = run(seedline, env, "runners", "--json")
+    assert result.exit_code == 0, result.output
+    rows = {r["node_id"]: r for r in json.loads(result.stdout)["runners"]}
+    assert sorted(rows) == ["gpu box", "mac-mini-1"]
+    assert rows["mac-mini-1"]["label"] == "Mac mini"
+    assert rows["mac-mini-1"]["engines"] == ["scripted"]
+    assert rows["mac-mini-1"]["stateless_engines"] == []
+    assert rows["gpu box"]["engines"] == ["scripted", "raw"]
+    assert rows["gpu box"]["stateless_engines"] == ["raw"]
+    for row in rows.values():
+        assert 0 <= row["heartbeat_age_seconds"] < 30
+        assert row["heartbeat_at"].endswith("Z")
+
+    table = run(seedline, env, "runners")
+    assert table.exit_code == 0
+    for text in ("2 runner machine(s) online", "Mac mini", "The GPU box", "gpu box", "raw", "ago"):
+        assert text in table.stdout, text
+    assert_plain_words(table.stdout)
+
+
+def test_runners_with_no_machine_online_says_how_to_start_one(seedline, env):
+    result = run(seedline, env, "runners")
+    assert result.exit_code == 0, result.output
+    assert "No runner machine is online" in result.stdout
+    assert "seedline runner --node-id" in result.stdout
+    assert json.loads(run(seedline, env, "runners", "--json").stdout) == {"ok": True, "runners": []}
+
+
+def test_runners_and_sessions_without_nats_exit_3_and_say_how_to_start(seedline, tmp_path):
+    closed = {"SEEDLINE_NATS_URL": f"nats://127.0.0.1:{free_port()}", "SEEDLINE_HOME": str(tmp_path)}
+    for command in (["runners"], ["sessions"], ["stop", "csess_x"], ["relocate", "x", "--node", "n"]):
+        result = seedline(*command, env=closed)
+        assert result.exit_code == 3, (command, result.output)
+        assert "Cannot reach NATS" in result.stderr and "make run" in result.stderr
+
+
+# -- relocate ----------------------------------------------------------------------------
+
+
+def test_relocate_moves_the_conversation_and_keeps_its_id(seedline, env):
+    system = system_of(env)
+    old = system.start_runner("mac-mini-1", "Mac mini")
+    new = system.start_runner("mac-studio", "Mac Studio")
+    conversation = open_one(seedline, env)
+    # Relocating before the resolver has applied `opened` loses the old machine
+    # (reported to the resolver's owner); this test is about the command.
+    system.settle()
+
+    result = run(seedline, env, "relocate", conversation, "--node", "mac-studio", "--json")
+
+    assert result.exit_code == 0, result.output
+    reply = json.loads(result.stdout)
+    assert reply["ok"] is True and reply["session_id"] == conversation
+    assert reply["node_id"] == "mac-studio"
+    assert reply["continuity"]["reason_code"] == "other_machine"
+    assert reply["resumed"] is False
+    assert [r["node_id"] for r in live(seedline, env)] == ["mac-studio"]
+    assert conversation in new.live_conversations
+    assert conversation not in old.live_conversations
+
+
+def test_relocate_prints_the_notice_and_the_decision(seedline, env):
+    system = system_of(env)
+    system.start_runner("mac-mini-1", "Mac mini")
+    system.start_runner("mac-studio", "Mac Studio")
+    conversation = open_one(seedline, env)
+
+    result = run(seedline, env, "relocate", conversation, "--node", "mac-studio")
+
+    assert result.exit_code == 0, result.output
+    assert "machine" in result.stdout and "mac-studio" in result.stdout
+    assert "decision" in result.stdout and "fresh" in result.stdout
+    assert_plain_words(result.stdout)
+
+
+def test_relocating_an_unknown_conversation_fails_with_the_servers_message(seedline, env):
+    system_of(env).start_runner("mac-studio", "Mac Studio")
+
+    result = run(seedline, env, "relocate", "csess_nope", "--node", "mac-studio")
+
+    assert result.exit_code == 1
+    assert "No conversation with that id is known here" in result.stderr
+    assert "seedline sessions" in result.stderr
+    assert_plain_words(result.stderr)
+
+
+def test_relocating_to_an_offline_machine_names_it_and_points_to_runners(seedline, env):
+    system_of(env).start_runner("mac-mini-1", "Mac mini")
+    conversation = open_one(seedline, env)
+
+    result = run(seedline, env, "relocate", conversation, "--node", "mac-studio")
+
+    assert result.exit_code == 1, result.output
+    assert "offline" in result.stderr and "seedline runners" in result.stderr
+    assert [r["node_id"] for r in live(seedline, env)] == ["mac-mini-1"]
+    assert_plain_words(result.stderr)
+
+
+def test_relocate_without_node_is_a_usage_error(seedline, env):
+    result = run(seedline, env, "relocate", "csess_x")
+    assert result.exit_code == 2
+    assert "--node" in result.output
+
+
+# -- stop --------------------------------------------------------------------------------
+
+
+def test_stop_ends_the_conversation_on_its_machine(seedline, env):
+    runner = system_of(env).start_runner("mac-mini-1", "Mac mini")
+    conversation = open_one(seedline, env)
+    assert conversation in runner.live_conversations
+
+    result = run(seedline, env, "stop", conversation, "--reason", "done for today")
+
+    assert result.exit_code == 0, result.output
+    assert f"Stopped conversation {conversation} (done for today)." in result.stdout
+    assert live(seedline, env) == []
+    assert conversation not in runner.live_conversations
+    assert_plain_words(result.stdout)
+
+
+def test_stopping_an_unknown_or_already_stopped_conversation_fails_with_the_servers_message(
+    seedline, env
+):
+    system_of(env).start_runner("mac-mini-1", "Mac mini")
+    conversation = open_one(seedline, env)
+    assert run(seedline, env, "stop", conversation, "--json").exit_code == 0
+
+    for target in (conversation, "csess_nope"):
+        result = run(seedline, env, "stop", target)
+        assert result.exit_code == 1, result.output
+        assert "No running conversation with that id is known here" in result.stderr
+        assert "seedline sessions" in result.stderr
+        assert_plain_words(result.stderr)
+
+
+def test_stop_with_an_empty_reason_is_a_usage_error(seedline):
+    result = seedline("stop", "csess_x", "--reason", " ")
+    assert result.exit_code == 2
+    assert "--reason must not be empty" in result.stderr
+
+
+# -- help ------------------------------------------------------------------------------
+
+
+def test_the_new_commands_help_avoids_the_words_people_should_not_read(seedline):
+    for command in NEW_COMMANDS:
+        result = seedline(command, "--help", env={"COLUMNS": "200"})
+        assert result.exit_code == 0
+        text = result.output.replace("seedline sessions", "")
+        for banned in ("remember", "restored", "as if it never", "session"):
+            assert banned not in text.lower(), (command, banned, text)
