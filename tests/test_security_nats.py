@@ -1,0 +1,408 @@
+"""Least privilege on NATS: a user per runner machine, proven against a real nats-server.
+
+The server runs the users of seedline_platform.nats_auth (the same generator that
+writes deploy/nats-secure.conf). A runner may reach its own part of the runner
+protocol and nothing else; the positive test runs the real Runner under its user
+against all four services. See RELIABILITY.md, Security.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import subprocess
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nats
+import pytest
+from nats.js import api as js_api
+
+from seedline_contracts import subjects
+from seedline_continuity_resolver.app import create_app as create_resolver
+from seedline_platform import nats_auth, natsio
+from seedline_platform.embedded import NatsProcess, nats_server_binary, start_nats
+from seedline_platform.settings import Settings
+from seedline_platform.testing import request, running
+from seedline_runner.engines.scripted import ScriptedEngine
+from seedline_runner.runner import Runner
+from seedline_runner_gateway.app import create_app as create_gateway
+from seedline_seed_composer.app import create_app as create_composer
+from seedline_timeline_writer.app import create_app as create_writer
+
+pytestmark = pytest.mark.servers
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+A = "mac-mini-1"
+B = "linux-box.2"  # a dot: its subjects and key are escaped
+PASSWORDS = {"services": "services-secret", A: "secret-of-a", B: "secret-of-b"}
+DENIED = 0.3  # seconds to wait for an answer that a refused request never gets
+
+
+@dataclass
+class Violations:
+    """A connection's error callback: the permission violations the server reported."""
+
+    seen: list[str] = field(default_factory=list)
+
+    async def record(self, error: Exception) -> None:
+        self.seen.append(str(error).lower())
+
+    def publish(self) -> list[str]:
+        return [_quoted(s) for s in self.seen if "violation for publish" in s]
+
+    def subscribe(self) -> list[str]:
+        return [_quoted(s) for s in self.seen if "violation for subscription" in s]
+
+
+def _quoted(text: str) -> str:
+    return text.split('"')[1]
+
+
+@dataclass
+class SecureNats:
+    process: NatsProcess
+
+    @property
+    def services_url(self) -> str:
+        return f"nats://{nats_auth.SERVICES_USER}:{PASSWORDS['services']}@127.0.0.1:{self.process.port}"
+
+    async def services(self, violations: Violations | None = None):
+        return await nats.connect(self.services_url, error_cb=(violations or Violations()).record)
+
+    async def runner(self, node_id: str, violations: Violations | None = None):
+        """Connected the way a runner must be: its own user and its own inbox prefix."""
+        return await nats.connect(
+            self.process.url,
+            user=nats_auth.runner_user_name(node_id),
+            password=PASSWORDS[node_id],
+            inbox_prefix=nats_auth.runner_inbox_prefix(node_id),
+            error_cb=(violations or Violations()).record,
+            name=f"seedline-runner:{node_id}",
+        )
+
+
+@pytest.fixture
+def secure_nats(tmp_path: Path):
+    block = nats_auth.authorization_block(PASSWORDS["services"], {A: PASSWORDS[A], B: PASSWORDS[B]})
+    process = start_nats(tmp_path / "nats", extra=block)
+    try:
+        yield SecureNats(process)
+    finally:
+        process.stop()
+
+
+@pytest.fixture
+async def connections(secure_nats):
+    """Services, runner A (watched for violations) and runner B; streams and bucket created."""
+    async with AsyncExitStack() as stack:
+        svc = await secure_nats.services()
+        stack.push_async_callback(svc.close)
+        js = svc.jetstream()
+        await natsio.ensure_streams(js)
+        await natsio.ensure_runners_bucket(js)
+        a_violations = Violations()
+        a = await secure_nats.runner(A, a_violations)
+        stack.push_async_callback(a.close)
+        b = await secure_nats.runner(B)
+        stack.push_async_callback(b.close)
+        yield svc, a, a_violations, b
+
+
+async def _refused(*calls) -> None:
+    """Every call fails: the server dropped the request, so no answer ever came."""
+    results = await asyncio.gather(*calls, return_exceptions=True)
+    for result in results:
+        assert isinstance(result, Exception), f"a call that should be refused answered: {result!r}"
+
+
+def test_the_deploy_config_is_the_generated_one_and_nats_server_accepts_it():
+    path = REPO_ROOT / "deploy" / "nats-secure.conf"
+    assert path.read_text() == nats_auth.deploy_config()
+    passwords = {"SEEDLINE_NATS_SERVICES_PASSWORD": "s", "SEEDLINE_NATS_ADMIN_PASSWORD": "a"}
+    passwords.update({nats_auth.password_variable(n).name: n for n in nats_auth.EXAMPLE_NODES})
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SEEDLINE_NATS_")}
+    ok = subprocess.run([nats_server_binary(), "-t", "-c", str(path)], env=base | passwords,
+                        capture_output=True, text=True, timeout=30)
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    # Fails closed: a password missing from the environment stops the server from starting.
+    missing = subprocess.run([nats_server_binary(), "-t", "-c", str(path)], env=base,
+                             capture_output=True, text=True, timeout=30)
+    assert missing.returncode != 0 and "SEEDLINE_NATS_SERVICES_PASSWORD" in missing.stdout + missing.stderr
+
+
+def test_a_runners_permissions_name_only_its_own_escaped_subjects():
+    perms = nats_auth.runner_permissions("build box/*>")
+    token = "build~20box~2F~2A~3E"
+    key = "build=20box=2F=2A=3E"
+    assert perms.subscribe_allow == (
+        f"seedline.runner.{token}.launch", f"seedline.runner.{token}.turn",
+        f"seedline.runner.{token}.stop", f"_INBOX_{token}.>",
+    )
+    assert perms.publish_allow == (
+        "seedline.ingest.timeline", f"seedline.runner.{token}.events",
+        f"$KV.seedline_runners.{key}", "$JS.API.STREAM.INFO.KV_seedline_runners",
+        f"$JS.API.DIRECT.GET.KV_seedline_runners.$KV.seedline_runners.{key}",
+    )
+    assert perms.allow_responses
+    # No wildcard anywhere but the tail of its own inbox.
+    for subject in perms.publish_allow + perms.subscribe_allow[:-1]:
+        assert "*" not in subject.split(".") and ">" not in subject.split(".")
+
+
+async def test_connections_without_a_known_user_and_password_are_refused(secure_nats):
+    url = secure_nats.process.url
+    for credentials in ({}, {"user": nats_auth.SERVICES_USER, "password": "wrong"},
+                        {"user": nats_auth.runner_user_name(A), "password": PASSWORDS[B]}):
+        with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+            await nats.connect(url, allow_reconnect=False, connect_timeout=2,
+                               error_cb=Violations().record, **credentials)
+
+
+async def test_a_runner_cannot_listen_to_another_runners_launches(connections):
+    svc, a, violations, b = connections
+    overheard = []
+
+    async def on_b_launch(msg):
+        await msg.respond(b'{"accepted": true}')
+
+    await b.subscribe(subjects.runner_subject(B, "launch"), cb=on_b_launch)
+    await b.flush()
+
+    async def eavesdrop(msg):
+        overheard.append(msg.subject)
+
+    attempts = [subjects.runner_subject(B, "launch"), subjects.runner_subject(B, "turn"),
+                "seedline.runner.*.launch", "seedline.runner.>", "seedline.>", ">"]
+    for subject in attempts:
+        await a.subscribe(subject, cb=eavesdrop)
+    await a.flush()
+    launch = {"session_id": "csess_b", "instance_id": "i", "repo": "r", "engine": "scripted",
+              "resume": None, "seed": {"text": "the brief of B's conversation", "sha256": "x"},
+              "instruction": "secret instruction"}
+    reply = await svc.request(subjects.runner_subject(B, "launch"), json.dumps(launch).encode(), timeout=5)
+    assert json.loads(reply.data) == {"accepted": True}  # B got its launch
+    await a.flush()
+    await asyncio.sleep(0.2)
+    assert overheard == []
+    assert violations.subscribe() == [s.lower() for s in attempts]
+
+
+async def test_a_runner_cannot_read_the_timeline_sessions_or_briefs(connections):
+    svc, a, violations, b = connections
+    js = svc.jetstream()
+    secret = b'{"content": "a private conversation"}'
+    await js.publish("seedline.timeline.i.r.s.chat_user", secret)
+    await js.publish("seedline.session.s.opened", b'{"type": "opened"}')
+    overheard = []
+
+    async def eavesdrop(msg):
+        overheard.append(msg.data)
+
+    for subject in (subjects.TIMELINE_ALL, subjects.SESSION_EVENTS_ALL, "seedline.notify.>"):
+        await a.subscribe(subject, cb=eavesdrop)
+    ajs = a.jetstream(timeout=DENIED)
+    consumer = js_api.ConsumerConfig(durable_name="eavesdropper", ack_policy=js_api.AckPolicy.EXPLICIT)
+    await _refused(
+        ajs.stream_info(subjects.TIMELINE_STREAM),
+        ajs.add_consumer(subjects.TIMELINE_STREAM, consumer),
+        ajs.add_consumer(subjects.TIMELINE_STREAM, js_api.ConsumerConfig(
+            ack_policy=js_api.AckPolicy.NONE, deliver_subject=nats_auth.runner_inbox_prefix(A) + ".tap")),
+        ajs.pull_subscribe(subjects.TIMELINE_ALL, durable="eavesdropper", stream=subjects.TIMELINE_STREAM),
+        ajs.get_msg(subjects.TIMELINE_STREAM, seq=1),
+        ajs.get_msg(subjects.TIMELINE_STREAM, seq=1, direct=True),
+        ajs.get_msg(subjects.SESSIONS_STREAM, seq=1, direct=True),
+        ajs.streams_info(),
+        a.request(subjects.API_TIMELINE_READ, b'{"instance_id": "i", "repo": "r"}', timeout=DENIED),
+        a.request(subjects.API_BRIEFS_GET, b'{"session_id": "s"}', timeout=DENIED),
+        a.request(subjects.API_SESSIONS_OPEN, b'{"instance_id": "i", "repo": "r"}', timeout=DENIED),
+    )
+    await js.publish("seedline.timeline.i.r.s.chat_assistant", secret)
+    await a.flush()
+    await asyncio.sleep(0.2)
+    assert overheard == []
+    assert len(violations.subscribe()) == 3
+    refused = violations.publish()
+    for api in ("$js.api.stream.info.seedline_timeline", "$js.api.consumer.create.seedline_timeline",
+                "$js.api.consumer.durable.create.seedline_timeline",
+                "$js.api.stream.msg.get.seedline_timeline", "$js.api.direct.get.seedline_timeline",
+                "$js.api.direct.get.seedline_sessions", "$js.api.stream.list",
+                "seedline.api.timeline.read", "seedline.api.briefs.get", "seedline.api.sessions.open"):
+        assert any(r.startswith(api) for r in refused), (api, refused)
+
+
+async def test_a_runner_cannot_forge_platform_or_other_runners_traffic(connections):
+    svc, a, violations, b = connections
+    heard = []
+
+    async def listen(msg):
+        heard.append(msg.subject)
+
+    await svc.subscribe("seedline.>", cb=listen)
+    await svc.flush()
+    forged = [
+        subjects.runner_subject(B, "events"),  # B's engine_bound / exited
+        subjects.runner_subject(B, "launch"),
+        "seedline.timeline.i.r.s.chat_user",  # past the writer, straight into the truth
+        "seedline.session.s.opened",
+        "seedline.rejected.timeline",
+        "seedline.notify.i",
+        "$JS.API.STREAM.CREATE.EVIL",
+    ]
+    for subject in forged:
+        await a.publish(subject, b"{}")
+    await a.flush()
+    await svc.flush()
+    await asyncio.sleep(0.2)
+    assert heard == []
+    assert violations.publish() == [s.lower() for s in forged]
+
+
+async def test_a_runner_cannot_redirect_replies_into_another_runners_inbox(connections):
+    svc, a, violations, b = connections
+    bjs = b.jetstream()
+    await bjs.key_value(subjects.RUNNERS_BUCKET)  # B now listens on _INBOX_<B>.<random>.*
+    b_before, svc_before = b.stats["in_msgs"], svc.stats["in_msgs"]
+    b_inbox = nats_auth.runner_inbox_prefix(B)
+    # A cannot listen anywhere it could learn B's (or the services') inbox.
+    for subject in (f"{b_inbox}.>", "_INBOX.>", "*.>", ">"):
+        await a.subscribe(subject)
+    # nats-server does not check reply subjects, so A tries every way to point an
+    # answer at B: a JetStream ack, an API answer, and its own events.
+    replies = [f"{b_inbox}.x.y", f"{b_inbox}.*.*", f"{b_inbox}.>", b_inbox,
+               f"{b_inbox}.{'A' * 22}.{'B' * 26}", "_INBOX.x.y", "_INBOX.*.*"]
+    for reply in replies:
+        await a.publish(subjects.INGEST_TIMELINE, b"{}", reply=reply)
+        await a.publish(f"$JS.API.STREAM.INFO.{nats_auth.KV_STREAM}", b"", reply=reply)
+        await a.publish(subjects.runner_subject(A, "events"), b"{}", reply=reply)
+    await a.flush()
+    await asyncio.sleep(0.3)
+    assert b.stats["in_msgs"] == b_before and svc.stats["in_msgs"] == svc_before
+    assert len(violations.subscribe()) == 4
+    # B's own requests still get their own answers.
+    assert (await bjs.key_value(subjects.RUNNERS_BUCKET))._name == subjects.RUNNERS_BUCKET
+
+
+async def test_a_runner_puts_and_deletes_only_its_own_presence(connections):
+    svc, a, violations, b = connections
+    bkv = await b.jetstream().key_value(subjects.RUNNERS_BUCKET)
+    b_key = subjects.presence_key(B)
+    b_revision = await bkv.put(b_key, b'{"node_id": "linux-box.2", "label": "B"}')
+    akv = await a.jetstream().key_value(subjects.RUNNERS_BUCKET)
+    await akv.put(subjects.presence_key(A), b'{"node_id": "mac-mini-1"}')  # its own: fine
+    ajs = a.jetstream(timeout=DENIED)
+    denied_kv = await ajs.key_value(subjects.RUNNERS_BUCKET)
+    await _refused(
+        denied_kv.put(b_key, b'{"node_id": "linux-box.2", "label": "impostor"}'),
+        denied_kv.delete(b_key),
+        denied_kv.get(b_key),
+        a.request(f"$JS.API.DIRECT.GET.{nats_auth.KV_STREAM}.$KV.{subjects.RUNNERS_BUCKET}.{b_key}",
+                  b"", timeout=DENIED),
+        denied_kv.keys(),
+        denied_kv.watchall(),
+        ajs.delete_key_value(subjects.RUNNERS_BUCKET),
+    )
+    await akv.delete(subjects.presence_key(A))  # its own: fine
+    await a.flush()
+    skv = await svc.jetstream().key_value(subjects.RUNNERS_BUCKET)
+    entry = await skv.get(b_key)
+    assert entry.revision == b_revision and b"impostor" not in entry.value
+    refused = violations.publish()
+    assert f"$kv.seedline_runners.{b_key.lower()}" in refused
+    assert not any(r.endswith(subjects.presence_key(A).lower()) for r in refused)
+
+
+async def test_the_services_cannot_delete_or_purge_a_stream(connections):
+    svc, a, violations, b = connections
+    js = svc.jetstream(timeout=DENIED)
+    await js.publish("seedline.timeline.i.r.s.chat_user", b"{}")
+    await _refused(
+        js.delete_stream(subjects.TIMELINE_STREAM),
+        js.purge_stream(subjects.SESSIONS_STREAM),
+        js.delete_msg(subjects.REJECTED_STREAM, 1),
+    )
+    info = await svc.jetstream().stream_info(subjects.TIMELINE_STREAM)
+    assert info.state.messages == 1
+
+
+async def test_a_runner_under_its_own_user_completes_a_briefed_open_and_a_turn(
+    secure_nats, database_url, tmp_path
+):
+    settings = Settings.from_env({
+        "SEEDLINE_NATS_URL": secure_nats.services_url,
+        "SEEDLINE_NATS_MONITOR_URL": secure_nats.process.monitor_url,
+        "SEEDLINE_DATABASE_URL": database_url,
+        "SEEDLINE_HOME": str(tmp_path / "home"),
+        "SEEDLINE_STRICT_DURABILITY": "1",
+        "SEEDLINE_LAUNCH_TIMEOUT_SECONDS": "3",
+        "SEEDLINE_OPEN_TIMEOUT_SECONDS": "10",
+    })
+    service_violations = Violations()
+    a_violations = Violations()
+    async with AsyncExitStack() as stack:
+        for create in (create_writer, create_resolver, create_composer, create_gateway):
+            await stack.enter_async_context(running(create(settings)))
+        svc = await secure_nats.services(service_violations)
+        stack.push_async_callback(svc.close)
+        a = await secure_nats.runner(A, a_violations)
+        stack.push_async_callback(a.close)
+        engine = ScriptedEngine()
+        runner = Runner(a, A, "Mac mini", {"scripted": engine}, presence_interval=1.0)
+        await runner.start()
+        base = {"instance_id": "bd43f4de", "repo": "apps/chess-academy"}
+        for n in range(1, 4):
+            reply = await request(svc, subjects.API_TIMELINE_APPEND, {
+                **base, "entry_id": f"e-{n}", "session_id": "csess_old", "kind": "chat_assistant",
+                "content": f"entry number {n}", "at": "2026-08-17T10:00:00Z", "engine": "scripted"})
+            assert reply["ok"], reply
+        opened = await request(svc, subjects.API_SESSIONS_OPEN, {
+            **base, "engine": "scripted", "node_id": A, "instruction": "What were we doing?"}, timeout=20)
+        assert opened["ok"], opened
+        assert opened["outcome"] == "briefed" and opened["seeded"] is True and opened["brief"]["rows"] == 3
+        brief = await request(svc, subjects.API_BRIEFS_GET, {"session_id": opened["session_id"]})
+        assert hashlib.sha256(brief["text"].encode()).hexdigest() == opened["brief"]["sha256"]
+        # A person's message reaches the machine as a turn (turn subject, reply allowed).
+        await svc.jetstream().publish(subjects.INGEST_TIMELINE, json.dumps({
+            **base, "entry_id": "user-1", "session_id": opened["session_id"], "kind": "chat_user",
+            "content": "and castling?"}).encode(), headers={"Nats-Msg-Id": "user-1"})
+
+        async def answers():  # the engine's replies went through ingest (JetStream publish)
+            rows = await request(svc, subjects.API_TIMELINE_READ, {**base, "session_id": opened["session_id"]})
+            found = [r["content"] for r in rows["entries"] if r["kind"] == "chat_assistant"]
+            return found if len(found) >= 2 else None
+
+        found = await _wait_for(answers)
+        assert f"seed sha256 {opened['brief']['sha256']}" in found[0]
+        assert brief["text"] in engine.prompts[0][1] and engine.prompts[1][1] == "and castling?"
+        kv = await svc.jetstream().key_value(subjects.RUNNERS_BUCKET)
+        assert json.loads((await kv.get(subjects.presence_key(A))).value)["node_id"] == A
+        stopped = await request(svc, subjects.API_SESSIONS_STOP,
+                                {"session_id": opened["session_id"], "reason": "done"})
+        assert stopped["ok"], stopped
+        await runner.stop()  # deletes its presence key, publishes its events
+
+        async def offline():
+            try:
+                entry = await kv.get(subjects.presence_key(A))
+            except Exception:
+                return True
+            return not entry.value
+
+        await _wait_for(offline)
+        await a.flush()
+    # The whole protocol ran without one refused publish or subscription, by
+    # the runner or by any service (the server logs every violation).
+    assert a_violations.seen == [] and service_violations.seen == []
+    assert "Violation" not in secure_nats.process.log_path.read_text()
+
+
+async def _wait_for(probe, timeout: float = 15.0):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not (value := await probe()):
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(0.05)
+    return value
