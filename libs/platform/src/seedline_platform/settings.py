@@ -36,6 +36,10 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
     "SEEDLINE_LAUNCH_TIMEOUT_SECONDS": ("10", "longest the gateway waits for a launch reply"),
     "SEEDLINE_MAX_DELIVER": ("5", "deliveries before a message that keeps failing is parked"),
     "SEEDLINE_BATCH_SIZE": ("256", "messages fetched and applied per transaction"),
+    "SEEDLINE_STREAM_REPLICAS": (
+        "1",
+        "copies of each stream a service creates; 3 on a three-server NATS cluster",
+    ),
 }
 
 
@@ -76,6 +80,7 @@ class Settings:
     launch_timeout_seconds: float = 10.0
     max_deliver: int = 5
     batch_size: int = 256
+    stream_replicas: int = 1
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -110,4 +115,5 @@ class Settings:
             launch_timeout_seconds=float(_int(env, "SEEDLINE_LAUNCH_TIMEOUT_SECONDS")),
             max_deliver=_int(env, "SEEDLINE_MAX_DELIVER", minimum=2),
             batch_size=_int(env, "SEEDLINE_BATCH_SIZE"),
+            stream_replicas=_int(env, "SEEDLINE_STREAM_REPLICAS"),
         )

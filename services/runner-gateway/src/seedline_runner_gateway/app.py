@@ -36,8 +36,8 @@ class GatewayApp:
         s = self.settings
         self.nc = await natsio.connect(s.nats_servers, NAME)
         js = self.nc.jetstream()
-        await natsio.ensure_streams(js)
-        await natsio.ensure_runners_bucket(js)
+        await natsio.ensure_streams(js, replicas=s.stream_replicas)
+        await natsio.ensure_runners_bucket(js, replicas=s.stream_replicas)
         await natsio.enforce_durability(self.nc, js, s.nats_monitor_url, s.strict_durability)
         self.pool = await pg.open_pool(s.database_url, NAME)
         state = GatewayState(self.pool)
