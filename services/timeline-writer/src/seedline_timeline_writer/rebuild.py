@@ -104,7 +104,8 @@ async def _rebuild(
         # (deny delete), so stopping short means a slow server, not the end.
         if reached < end:
             raise RebuildIncomplete(
-                f"the timeline stream answered up to seq {reached} of {end}; nothing was changed, run the rebuild again"
+                f"the timeline stream answered up to seq {reached} of {end}; "
+                "nothing was changed, run the rebuild again"
             )
         await pg.set_offset(conn, timeline_table.PROJECTION, end)
         after, rows = await timeline_table.digest(conn)
