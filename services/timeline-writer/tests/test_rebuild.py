@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import nats
 import psycopg
 import pytest
@@ -46,8 +49,6 @@ async def projection(url: str) -> list[tuple]:
 
 
 async def projected_at_least(url: str, count: int, timeout: float = 30.0) -> list[tuple]:
-    import asyncio
-
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         rows = await projection(url)
@@ -119,9 +120,6 @@ async def test_rebuild_of_an_empty_timeline_is_empty(settings):
 
 
 async def test_rebuild_during_ingest_loses_nothing_and_numbers_repos_contiguously(settings):
-    import asyncio
-    import json
-
     async with running(create_app(settings)):
         nc = await nats.connect(settings.nats_url)
         js = nc.jetstream()
