@@ -352,6 +352,7 @@ async def test_a_runner_under_its_own_user_completes_a_briefed_open_and_a_turn(
         engine = ScriptedEngine()
         runner = Runner(a, A, "Mac mini", {"scripted": engine}, presence_interval=1.0)
         await runner.start()
+        stack.push_async_callback(runner.stop)  # a no-op once stopped below
         base = {"instance_id": "bd43f4de", "repo": "apps/chess-academy"}
         for n in range(1, 4):
             reply = await request(svc, subjects.API_TIMELINE_APPEND, {
