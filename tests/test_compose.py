@@ -84,8 +84,14 @@ def test_compose_runs_nats_postgres_and_the_four_services():
     demo = services["demo-runner"]
     assert demo["profiles"] == ["demo"]
     assert demo["command"] == [
-        "seedline", "runner", "--node-id", "demo-runner", "--label", "Demo runner",
-        "--engine", "scripted",
+        "seedline",
+        "runner",
+        "--node-id",
+        "demo-runner",
+        "--label",
+        "Demo runner",
+        "--engine",
+        "scripted",
     ]
 
 
@@ -307,7 +313,9 @@ def test_the_image_install_step_puts_each_console_script_in_a_clean_venv(tmp_pat
     for name, (package, script, _argv) in sorted(built_processes().items()):
         venv = tmp_path / name
         env = {
-            k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT")
         }
         env.update(
             UV_PROJECT_ENVIRONMENT=str(venv),

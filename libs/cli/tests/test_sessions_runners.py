@@ -146,8 +146,19 @@ def system_of(env: dict) -> WholeSystem:
 
 def open_one(seedline, env, node: str = "mac-mini-1", repo: str = REPO) -> str:
     result = run(
-        seedline, env, "open", "--instance", INSTANCE, "--repo", repo, "--engine", "scripted",
-        "--node", node, "--json", "Add castling",
+        seedline,
+        env,
+        "open",
+        "--instance",
+        INSTANCE,
+        "--repo",
+        repo,
+        "--engine",
+        "scripted",
+        "--node",
+        node,
+        "--json",
+        "Add castling",
     )
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)["session_id"]
@@ -177,7 +188,10 @@ def test_sessions_lists_the_live_conversation_with_machine_engine_and_idle_time(
     row = rows[0]
     assert row["session_id"] == conversation
     assert (row["instance_id"], row["repo"], row["node_id"], row["engine"]) == (
-        INSTANCE, REPO, "mac-mini-1", "scripted",
+        INSTANCE,
+        REPO,
+        "mac-mini-1",
+        "scripted",
     )
     assert row["machine_online"] is True
     assert 0 <= row["idle_seconds"] < 60
@@ -247,8 +261,16 @@ def test_runners_with_no_machine_online_says_how_to_start_one(seedline, env):
 
 
 def test_runners_and_sessions_without_nats_exit_3_and_say_how_to_start(seedline, tmp_path):
-    closed = {"SEEDLINE_NATS_URL": f"nats://127.0.0.1:{free_port()}", "SEEDLINE_HOME": str(tmp_path)}
-    for command in (["runners"], ["sessions"], ["stop", "csess_x"], ["relocate", "x", "--node", "n"]):
+    closed = {
+        "SEEDLINE_NATS_URL": f"nats://127.0.0.1:{free_port()}",
+        "SEEDLINE_HOME": str(tmp_path),
+    }
+    for command in (
+        ["runners"],
+        ["sessions"],
+        ["stop", "csess_x"],
+        ["relocate", "x", "--node", "n"],
+    ):
         result = seedline(*command, env=closed)
         assert result.exit_code == 3, (command, result.output)
         assert "Cannot reach NATS" in result.stderr and "make run" in result.stderr

@@ -25,7 +25,11 @@ def stale_schemas(out_dir: Path, files: dict[str, str]) -> list[Path]:
             document = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if isinstance(document, dict) and document.get("title") == path.stem and "$schema" in document:
+        if (
+            isinstance(document, dict)
+            and document.get("title") == path.stem
+            and "$schema" in document
+        ):
             stale.append(path)
     return stale
 

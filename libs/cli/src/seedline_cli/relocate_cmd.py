@@ -43,9 +43,7 @@ async def _relocate(settings: Settings, conversation: str, node: str) -> dict:
 @reports_errors
 def relocate(
     ctx: typer.Context,
-    conversation: str = typer.Argument(
-        ..., help="Conversation id, as `seedline open` printed it."
-    ),
+    conversation: str = typer.Argument(..., help="Conversation id, as `seedline open` printed it."),
     node: str = typer.Option(..., "--node", help="Machine to move it to (its node id)."),
     json_out: bool = typer.Option(False, "--json", help="Print the reply as JSON."),
 ) -> None:

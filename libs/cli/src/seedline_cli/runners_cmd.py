@@ -112,7 +112,7 @@ def runners(
     if not rows:
         out.print(
             "No runner machine is online. Start one with "
-            "`seedline runner --node-id mac-mini-1 --label \"Your Mac mini\" --engine scripted`."
+            '`seedline runner --node-id mac-mini-1 --label "Your Mac mini" --engine scripted`.'
         )
         return
     table = Table(title=f"{len(rows)} runner machine(s) online", title_justify="left")

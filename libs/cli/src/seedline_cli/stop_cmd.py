@@ -32,7 +32,8 @@ async def _stop(settings: Settings, conversation: str, reason: str) -> dict:
             if exc.code == "not_found":
                 raise ReplyError(
                     exc.code,
-                    f"{exc.message} `seedline sessions` lists the live conversations and their ids.",
+                    f"{exc.message} `seedline sessions` lists the live conversations and their "
+                    "ids.",
                 ) from None
             raise
 
@@ -40,9 +41,7 @@ async def _stop(settings: Settings, conversation: str, reason: str) -> dict:
 @reports_errors
 def stop(
     ctx: typer.Context,
-    conversation: str = typer.Argument(
-        ..., help="Conversation id, as `seedline open` printed it."
-    ),
+    conversation: str = typer.Argument(..., help="Conversation id, as `seedline open` printed it."),
     reason: str = typer.Option(
         "requested", "--reason", help="Why it is stopped; recorded with the stop."
     ),
@@ -54,7 +53,7 @@ def stop(
     """
     check_name("CONVERSATION", conversation, "csess_21b8d1b9")
     if not reason.strip():
-        raise UsageProblem("--reason must not be empty; for example --reason \"done for today\".")
+        raise UsageProblem('--reason must not be empty; for example --reason "done for today".')
     if len(reason) > MAX_REASON_CHARS:
         raise UsageProblem(f"--reason is {len(reason)} characters; keep it to {MAX_REASON_CHARS}.")
     settings = load_settings(ctx)

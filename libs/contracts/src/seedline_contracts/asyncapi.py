@@ -30,12 +30,16 @@ _TOKEN = (
 PARAMETERS: dict[str, dict[str, Any]] = {
     "instance": {"description": f"Instance id. {_TOKEN}", "examples": ["bd43f4de"]},
     "repo": {"description": f"Repository. {_TOKEN}", "examples": ["apps~2Fchess-academy"]},
-    "session": {"description": f"Conversation id (session_id). {_TOKEN}",
-                "examples": ["csess_21b8d1b9"]},
+    "session": {
+        "description": f"Conversation id (session_id). {_TOKEN}",
+        "examples": ["csess_21b8d1b9"],
+    },
     "node": {"description": f"Runner machine id (node_id). {_TOKEN}", "examples": ["mac-mini-1"]},
     "kind": {"description": "Entry kind.", "enum": list(KINDS)},
-    "type": {"description": "Event type.",
-             "enum": [e.__struct_config__.tag for e in events.EVENT_TYPES]},
+    "type": {
+        "description": "Event type.",
+        "enum": [e.__struct_config__.tag for e in events.EVENT_TYPES],
+    },
     "presence_key": {
         "description": "subjects.presence_key(node_id): the escaped node id with = instead of ~ "
         "(KV keys allow no ~).",
@@ -58,46 +62,97 @@ NOTIFICATIONS = ["StoppedIdleNotification", "RunnerOfflineNotification"]
 
 # channel id -> (address, messages, description)
 CHANNELS: dict[str, tuple[str, list[str], str]] = {
-    "ingestTimeline": (subjects.INGEST_TIMELINE, ["TimelineEntryIn"],
-                       "Stream SEEDLINE_INGEST. Producers publish entries here with JetStream, "
-                       "header Nats-Msg-Id = entry_id (CONTRACT.md 2.1)."),
-    "timelineEntries": ("seedline.timeline.{instance}.{repo}.{session}.{kind}", ["TimelineEntry"],
-                        "Stream SEEDLINE_TIMELINE, the source of truth; the stream sequence is "
-                        "the entry's seq. Only the timeline-writer publishes here (2.2)."),
-    "rejectedTimeline": (subjects.REJECTED_TIMELINE, ["RejectedInput"],
-                         "Stream SEEDLINE_REJECTED: ingest input that could not be accepted, "
-                         "and timeline entries parked as poison."),
-    "rejectedSessions": (subjects.REJECTED_SESSIONS, ["RejectedInput"],
-                         "Stream SEEDLINE_REJECTED: conversation events parked as poison."),
-    "sessionEvents": ("seedline.session.{session}.{type}", EVENT_NAMES,
-                      "Stream SEEDLINE_SESSIONS: every step of a conversation's life (7)."),
-    "timelineAppend": (subjects.API_TIMELINE_APPEND, ["TimelineEntryIn"],
-                       "Synchronous append: the same body as the ingest subject (2.1)."),
-    "timelineRead": (subjects.API_TIMELINE_READ, ["TimelineReadRequest"],
-                     "Read a repo's or one conversation's entries, newest page first (2.3)."),
-    "sessionsOpen": (subjects.API_SESSIONS_OPEN, ["OpenRequest"],
-                     "Open a conversation: resume or brief a fresh engine (3)."),
-    "sessionsRelocate": (subjects.API_SESSIONS_RELOCATE, ["RelocateRequest"],
-                         "Move a conversation to another machine (4)."),
+    "ingestTimeline": (
+        subjects.INGEST_TIMELINE,
+        ["TimelineEntryIn"],
+        "Stream SEEDLINE_INGEST. Producers publish entries here with JetStream, "
+        "header Nats-Msg-Id = entry_id (CONTRACT.md 2.1).",
+    ),
+    "timelineEntries": (
+        "seedline.timeline.{instance}.{repo}.{session}.{kind}",
+        ["TimelineEntry"],
+        "Stream SEEDLINE_TIMELINE, the source of truth; the stream sequence is "
+        "the entry's seq. Only the timeline-writer publishes here (2.2).",
+    ),
+    "rejectedTimeline": (
+        subjects.REJECTED_TIMELINE,
+        ["RejectedInput"],
+        "Stream SEEDLINE_REJECTED: ingest input that could not be accepted, "
+        "and timeline entries parked as poison.",
+    ),
+    "rejectedSessions": (
+        subjects.REJECTED_SESSIONS,
+        ["RejectedInput"],
+        "Stream SEEDLINE_REJECTED: conversation events parked as poison.",
+    ),
+    "sessionEvents": (
+        "seedline.session.{session}.{type}",
+        EVENT_NAMES,
+        "Stream SEEDLINE_SESSIONS: every step of a conversation's life (7).",
+    ),
+    "timelineAppend": (
+        subjects.API_TIMELINE_APPEND,
+        ["TimelineEntryIn"],
+        "Synchronous append: the same body as the ingest subject (2.1).",
+    ),
+    "timelineRead": (
+        subjects.API_TIMELINE_READ,
+        ["TimelineReadRequest"],
+        "Read a repo's or one conversation's entries, newest page first (2.3).",
+    ),
+    "sessionsOpen": (
+        subjects.API_SESSIONS_OPEN,
+        ["OpenRequest"],
+        "Open a conversation: resume or brief a fresh engine (3).",
+    ),
+    "sessionsRelocate": (
+        subjects.API_SESSIONS_RELOCATE,
+        ["RelocateRequest"],
+        "Move a conversation to another machine (4).",
+    ),
     "sessionsStop": (subjects.API_SESSIONS_STOP, ["StopRequest"], "Stop a live conversation (4)."),
-    "sessionsList": (subjects.API_SESSIONS_LIST, ["SessionsListRequest"],
-                     "List live conversations, optionally of one instance."),
-    "briefsGet": (subjects.API_BRIEFS_GET, ["BriefGetRequest"],
-                  "The latest brief offered to a conversation, byte for byte (4)."),
-    "runnerLaunch": ("seedline.runner.{node}.launch", ["LaunchRequest"],
-                     "The gateway asks a machine to launch an engine (6)."),
-    "runnerTurn": ("seedline.runner.{node}.turn", ["TurnRequest"],
-                   "A person's message for a live conversation; at least once (6)."),
-    "runnerStop": ("seedline.runner.{node}.stop", ["RunnerStopRequest"],
-                   "The gateway asks a machine to stop a conversation (6)."),
-    "runnerEvents": ("seedline.runner.{node}.events", ["RunnerEvent"],
-                     "A machine reports engine_bound and exited (6)."),
-    "notify": ("seedline.notify.{instance}", NOTIFICATIONS,
-               "What the platform tells the people of an instance (4)."),
-    "runnerPresence": (f"$KV.{subjects.RUNNERS_BUCKET}.{{presence_key}}", ["RunnerPresence"],
-                       f"KV bucket {subjects.RUNNERS_BUCKET} (TTL {subjects.RUNNERS_TTL_SECONDS} s):"
-                       f" a machine puts its presence at least every "
-                       f"{subjects.PRESENCE_INTERVAL_SECONDS} s; a missing key means offline (6)."),
+    "sessionsList": (
+        subjects.API_SESSIONS_LIST,
+        ["SessionsListRequest"],
+        "List live conversations, optionally of one instance.",
+    ),
+    "briefsGet": (
+        subjects.API_BRIEFS_GET,
+        ["BriefGetRequest"],
+        "The latest brief offered to a conversation, byte for byte (4).",
+    ),
+    "runnerLaunch": (
+        "seedline.runner.{node}.launch",
+        ["LaunchRequest"],
+        "The gateway asks a machine to launch an engine (6).",
+    ),
+    "runnerTurn": (
+        "seedline.runner.{node}.turn",
+        ["TurnRequest"],
+        "A person's message for a live conversation; at least once (6).",
+    ),
+    "runnerStop": (
+        "seedline.runner.{node}.stop",
+        ["RunnerStopRequest"],
+        "The gateway asks a machine to stop a conversation (6).",
+    ),
+    "runnerEvents": (
+        "seedline.runner.{node}.events",
+        ["RunnerEvent"],
+        "A machine reports engine_bound and exited (6).",
+    ),
+    "notify": (
+        "seedline.notify.{instance}",
+        NOTIFICATIONS,
+        "What the platform tells the people of an instance (4).",
+    ),
+    "runnerPresence": (
+        f"$KV.{subjects.RUNNERS_BUCKET}.{{presence_key}}",
+        ["RunnerPresence"],
+        f"KV bucket {subjects.RUNNERS_BUCKET} (TTL {subjects.RUNNERS_TTL_SECONDS} s):"
+        f" a machine puts its presence at least every "
+        f"{subjects.PRESENCE_INTERVAL_SECONDS} s; a missing key means offline (6).",
+    ),
 }
 
 # request channel -> replies (an ErrorReply is always possible on the API)
@@ -142,7 +197,7 @@ HEADERS = {
         "properties": {
             "Nats-Msg-Id": {
                 "type": "string",
-                "description": "Optional JetStream dedupe id; when present it should equal entry_id.",
+                "description": "Optional JetStream dedupe id; when present, equal to entry_id.",
             }
         },
     }
@@ -182,7 +237,8 @@ def asyncapi_document() -> dict[str, Any]:
         channels[channel_id] = _channel(address, messages, description)
         if channel_id in REPLIES:
             channels[channel_id + "Reply"] = _channel(
-                None, REPLIES[channel_id],
+                None,
+                REPLIES[channel_id],
                 "The requester's NATS reply subject (an inbox), so it has no fixed address.",
             )
     operations: dict[str, Any] = {}
