@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from .bench_cmd import bench
 from .conversations import brief, open_conversation
 from .docs_cmd import docs
 from .publish import publish
@@ -55,6 +56,7 @@ app.command("runners")(runners)
 app.command("schema")(schema)
 app.command("docs")(docs)
 app.add_typer(rebuild, name="rebuild")
+app.command("bench")(bench)
 
 if __name__ == "__main__":
     app()

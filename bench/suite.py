@@ -1,0 +1,340 @@
+"""The whole benchmark suite in one run: `make bench`, `seedline bench`, `python -m bench.suite`.
+
+Runs, each on its own real servers in a temporary folder:
+
+1. ingest (bench.ingest): end to end / raw publish_async, 512 B and 4 KiB,
+   with and without sync_interval: always;
+2. projection lag (bench.lag) at half the end-to-end rate measured in step 1;
+3. open latency (bench.open_latency) on repos of 1,000 and 1,000,000 entries;
+4. memory and rebuild (bench.memory, bench.rebuild) on one fill of 200,000
+   entries through the writer, the four services running as processes;
+5. LangGraph's PostgresSaver against Seedline (bench.langgraph_compare).
+
+Every figure is the median of several runs, with min and max; every ratio is
+against a baseline measured in this run. Writes bench/results/summary.md and
+summary.json (and each benchmark's own .md/.json beside them) and prints the table.
+
+    python -m bench.suite [--entries 200000] [--only ingest,lag,open,fill,langgraph]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+
+from bench import report
+
+PARTS = ("ingest", "lag", "open", "fill", "langgraph")
+DEFAULTS = {
+    "ingest_rounds": 3, "ingest_count": 20_000, "ingest_size": 512,
+    "lag_rounds": 3, "lag_seconds": 10.0,
+    "open_rounds": 3, "open_opens": 200,
+    "entries": 200_000, "rebuild_rounds": 3,
+    "langgraph_runs": 3, "langgraph_turns": 500,
+}
+TIME_BUDGET_SECONDS = 600
+
+
+def _missing_extra() -> list[str]:
+    return [name for name in ("langgraph.checkpoint.postgres", "pyinstrument")
+            if importlib.util.find_spec(name.split(".")[0]) is None
+            or (name.startswith("langgraph") and importlib.util.find_spec(name) is None)]
+
+
+def _git_commit() -> str | None:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=Path(__file__).resolve().parent, timeout=5).stdout.strip() or None
+    except Exception:
+        return None
+
+
+def _cpu_model() -> str | None:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return None
+
+
+async def _fill_benches(entries: int, rounds: int, profile_misses: bool) -> dict:
+    from bench import memory, rebuild
+    from seedline_platform.logging import configure_logging
+
+    configure_logging("error", "bench")
+    async with memory.system(prefix="seedline-bench-fill-") as sys_:
+        facts = sys_.facts()
+        fill = await memory.fill(sys_, entries)
+        mem = memory.measure_memory(sys_)
+        reb = await rebuild.measure_rebuild(sys_, rounds)
+        if profile_misses and not reb["target_met"]:
+            reb["profile"] = await rebuild.profile_rebuild(sys_.settings)
+    common = {"generated_at": report.stamp(), "machine": report.machine(), "servers": facts, "fill": fill}
+    mem_result = {"benchmark": "memory", **common, **mem}
+    reb_result = {"benchmark": "rebuild", **common, **reb}
+    report.write("memory", mem_result, memory.markdown(mem_result))
+    report.write("rebuild", reb_result, rebuild.markdown(reb_result))
+    return {"memory": mem_result, "rebuild": reb_result}
+
+
+def run_suite(only: tuple[str, ...] = PARTS, profile_misses: bool = True, **options) -> dict:
+    opts = {**DEFAULTS, **{k: v for k, v in options.items() if v is not None}}
+    if "langgraph" in only and _missing_extra():
+        raise RuntimeError(
+            f"the bench extra is not installed ({', '.join(_missing_extra())} missing): run"
+            " `.tools/bin/uv sync --frozen --all-packages --extra bench` (make bench does)")
+    if "langgraph" in only:
+        # Imported now: a concurrent `uv sync` without the extra cannot take it away mid-run.
+        import langchain_core.messages  # noqa: F401
+        import langgraph.checkpoint.postgres  # noqa: F401
+    started = time.perf_counter()
+    load_before = [round(x, 2) for x in os.getloadavg()]
+    results: dict = {}
+    runtime: dict = {}
+    errors: dict = {}
+
+    def step(name: str, fn):
+        print(f"== {name} ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        try:
+            results[name] = fn()
+        except Exception as exc:
+            errors[name] = f"{type(exc).__name__}: {exc}"
+            traceback.print_exc()
+        runtime[name] = round(time.perf_counter() - t0, 1)
+        print(f"== {name} done in {runtime[name]:.0f} s", file=sys.stderr, flush=True)
+
+    if "ingest" in only:
+        from bench.ingest import run_ingest_bench
+
+        step("ingest", lambda: run_ingest_bench(opts["ingest_rounds"], opts["ingest_count"], opts["ingest_size"]))
+    if "lag" in only:
+        from bench.lag import run_lag_bench
+
+        rate = None
+        if "ingest" in results:
+            rate = results["ingest"]["measurements"][f"seedline_{opts['ingest_size']}"]["median"] / 2
+        step("lag", lambda: run_lag_bench(rate, opts["lag_rounds"], opts["lag_seconds"]))
+    if "open" in only:
+        from bench.open_latency import run_open_bench
+
+        step("open", lambda: run_open_bench(opts["open_rounds"], opts["open_opens"]))
+    if "fill" in only:
+        step("fill", lambda: asyncio.run(_fill_benches(opts["entries"], opts["rebuild_rounds"], profile_misses)))
+        if "fill" in results:
+            results.update(results.pop("fill"))
+    if "langgraph" in only:
+        from bench.langgraph_compare import run_langgraph_compare
+
+        step("langgraph", lambda: run_langgraph_compare(opts["langgraph_runs"], opts["langgraph_turns"]))
+
+    measured_seconds = time.perf_counter() - started
+    profiles = {name: r["profile"] for name, r in results.items()
+                if isinstance(r, dict) and isinstance(r.get("profile"), str)}
+    summary = {
+        "benchmark": "suite",
+        "generated_at": report.stamp(),
+        "commit": _git_commit(),
+        "options": opts,
+        "conditions": conditions(results, load_before),
+        "rows": rows(results, opts),
+        "errors": errors,
+        "runtime_seconds": {**runtime, "total": round(measured_seconds, 1)},
+        "within_time_budget": measured_seconds <= TIME_BUDGET_SECONDS,
+        "profiles": profiles,
+    }
+    text = markdown(summary)
+    summary["markdown"] = text
+    report.write("summary", summary, text)
+    return summary
+
+
+def conditions(results: dict, load_before: list[float]) -> dict:
+    servers = next((r["servers"] for r in results.values() if isinstance(r, dict) and r.get("servers")), None)
+    if servers is None and "open" in results:
+        servers = results["open"]["conditions"]["servers"]
+    mem_total = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                mem_total = f"{int(line.split()[1]) / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    return {
+        "cpus": os.cpu_count(),
+        "cpu_model": _cpu_model(),
+        "memory": mem_total,
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "nats_server": servers and servers.get("nats_server"),
+        "nats_sync_interval_always": servers and servers.get("nats_sync_always"),
+        "postgres": servers and servers.get("postgres"),
+        "postgres_settings": servers and servers.get("postgres_settings"),
+        "load_average_1_5_15_before": load_before,
+        "load_average_1_5_15_after": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def _row(bench: str, measure: str, seedline: str, baseline: str = "-", ratio: str = "-",
+         target: str = "-", met: bool | None = None) -> dict:
+    return {"bench": bench, "measure": measure, "seedline": seedline, "baseline": baseline,
+            "ratio": ratio, "target": target, "met": met}
+
+
+def rows(results: dict, opts: dict) -> list[dict]:
+    out: list[dict] = []
+    cell = report.cell
+    if "ingest" in results:
+        r = results["ingest"]
+        m = r["measurements"]
+        for size in r["config"]["sizes"]:
+            ratio = r["ratio_seedline_to_raw"][str(size)]
+            out.append(_row("1 ingest", f"{size:,} B entries, msg/s: end to end vs raw publish_async (sync always)",
+                            cell(m[f"seedline_{size}"]), cell(m[f"raw_sync_{size}"]), f"{ratio:.2f}",
+                            ">= 0.4 (ceiling 0.5)", ratio >= r["target_ratio"]))
+        for size in r["config"]["sizes"]:
+            out.append(_row("1 ingest", f"{size:,} B, raw msg/s: sync always vs no sync_interval (price of durability)",
+                            cell(m[f"raw_sync_{size}"]), cell(m[f"raw_nosync_{size}"]),
+                            f"{r['raw_nosync_to_sync'][str(size)]:.1f}x faster without"))
+    if "lag" in results:
+        r = results["lag"]
+        out.append(_row("2 lag", f"publish -> readable p50 ms at {r['rate']:,.0f} entries/s ({r['content_bytes']} B)",
+                        cell(r["p50_ms"], 1)))
+        out.append(_row("2 lag", f"publish -> readable p99 ms at {r['rate']:,.0f} entries/s",
+                        cell(r["p99_ms"], 1), target="<= 100 ms", met=r["target_met"]))
+    if "open" in results:
+        r = results["open"]
+        per = {size: [x["open_ms"] for x in r["repos"][size]["rounds"]] for size in ("small", "large")}
+        sp = {(size, stat): report.spread(x[stat] for x in per[size]) for size in per for stat in ("p50", "p99")}
+        t = r["targets"]
+        for size, label in (("small", "1,000"), ("large", "1,000,000")):
+            out.append(_row("3 open", f"request -> reply p50 ms, repo of {label} entries", cell(sp[size, "p50"], 2),
+                            target=f"<= {t['p50_ms_max']:.0f} ms", met=sp[size, "p50"]["median"] <= t["p50_ms_max"]))
+            out.append(_row("3 open", f"request -> reply p99 ms, repo of {label} entries", cell(sp[size, "p99"], 2),
+                            target=f"<= {t['p99_ms_max']:.0f} ms", met=sp[size, "p99"]["median"] <= t["p99_ms_max"]))
+        for stat in ("p50", "p99"):
+            ratio = r["ratios"]["large/small"][stat]
+            out.append(_row("3 open", f"{stat}: 1,000,000-entry repo vs 1,000-entry repo", cell(sp["large", stat], 2),
+                            cell(sp["small", stat], 2), f"{ratio:.2f}x", f"<= {t['ratio_max']}x",
+                            ratio <= t["ratio_max"]))
+    if "rebuild" in results:
+        r = results["rebuild"]
+        out.append(_row("4 rebuild", f"{r['entries']:,} entries/s: rebuild_timeline vs raw ordered replay()",
+                        cell(r["rebuild_rate"]), cell(r["raw_rate"]), f"{r['ratio']:.2f}", ">= 0.5",
+                        r["target_met"]))
+    if "memory" in results:
+        r = results["memory"]
+        for name, v in r["services_mb"].items():
+            out.append(_row("5 memory", f"{name} peak RSS MB after {r['fill']['entries']:,} entries",
+                            f"{v['VmHWM']:.1f}", target=f"<= {r['target_mb']:.0f} MB", met=v["VmHWM"] <= r["target_mb"]))
+    if "langgraph" in results:
+        r = results["langgraph"]
+        lg, sl = r["sides"]["langgraph"], r["sides"]["seedline"]
+        marks = r["config"]["marks"]
+        for mark in marks:
+            ratio = lg["bytes"][mark]["median"] / sl["bytes"][mark]["median"]
+            out.append(_row("6 vs LangGraph", f"Postgres KB after turn {mark} (LangGraph as baseline)",
+                            report.cell(_scaled(sl["bytes"][mark]), 0), report.cell(_scaled(lg["bytes"][mark]), 0),
+                            f"LangGraph {ratio:.1f}x"))
+        for stretch, values in sl["bytes_per_turn"].items():
+            if stretch.startswith("0-"):
+                continue
+            out.append(_row("6 vs LangGraph", f"bytes per turn, turns {stretch}", cell(values),
+                            cell(lg["bytes_per_turn"][stretch])))
+        flat = r["ratios"]["seedline_bytes_per_turn_late_over_early"]
+        out.append(_row("6 vs LangGraph", f"bytes per turn, turns {r['stretches']['late']} / turns {r['stretches']['early']}",
+                        f"{flat:.2f}x", f"{r['ratios']['langgraph_bytes_per_turn_late_over_early']:.2f}x",
+                        target=f"Seedline flat (<= {r['target_flat_limit']}x)", met=r["target_met"]))
+        end = marks[-1]
+        out.append(_row("6 vs LangGraph", f"write turn {end}, ms", cell(sl["write_ms"][end], 2),
+                        cell(lg["write_ms"][end], 2),
+                        f"LangGraph {r['ratios']['write_ms_at_end_langgraph_over_seedline']:.1f}x"))
+        out.append(_row("6 vs LangGraph", f"context at turn {end}, ms: Seedline brief vs LangGraph get_tuple",
+                        cell(sl["context_ms"], 2), cell(lg["context_ms"], 2),
+                        f"LangGraph {r['ratios']['context_ms_langgraph_over_seedline_brief']:.1f}x"))
+    return out
+
+
+def _scaled(s: dict, by: float = 1024) -> dict:
+    return {"median": s["median"] / by, "min": s["min"] / by, "max": s["max"] / by}
+
+
+def markdown(summary: dict) -> str:
+    c = summary["conditions"]
+    lines = [
+        "| # | measure | Seedline | baseline (same run) | ratio | target | met |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for row in summary["rows"]:
+        lines.append(f"| {row['bench']} | {row['measure']} | {row['seedline']} | {row['baseline']} | {row['ratio']}"
+                     f" | {row['target']} | {report.yes_no(row['met'])} |")
+    o = summary["options"]
+    pg = c.get("postgres_settings") or {}
+    lines += [
+        "",
+        "Figures: median (min - max) over runs. Conditions:",
+        "",
+        f"- machine: {c['cpus']} cores ({c['cpu_model']}), {c['memory']} RAM, {c['platform']}, Python {c['python']};"
+        f" 1-min load average {c['load_average_1_5_15_before'][0]} before, {c['load_average_1_5_15_after'][0]} after",
+        f"- nats-server {c['nats_server']}, JetStream file storage, sync_interval: always"
+        f" ({'checked on the server' if c['nats_sync_interval_always'] else 'NOT confirmed'}); the no-sync ingest"
+        " baseline runs on a second server without it",
+        f"- Postgres {c['postgres']} (pgserver wheel, local Unix socket): fsync {pg.get('fsync')},"
+        f" synchronous_commit {pg.get('synchronous_commit')}, shared_buffers {pg.get('shared_buffers')}",
+        "- every benchmark starts its own nats-server and Postgres in a temporary folder; services run as"
+        " their own processes (console scripts), except the open benchmark, which runs the four services and a"
+        " scripted runner in one asyncio loop",
+        f"- ingest: {o['ingest_count']:,} entries per run, {o['ingest_rounds']} rounds, content 512 B and 4 KiB,"
+        " window of 1,000 pending acks",
+        f"- lag: {o['lag_rounds']} rounds of {o['lag_seconds']:.0f} s, 512 B content, at half the 512 B"
+        " end-to-end ingest rate above; visibility polled on the projection offset every 2 ms",
+        f"- open: {o['open_rounds']} rounds of up to {o['open_opens']} sequential opens per repo, entry content"
+        " 200-2,000 chars; the 1,000,000-entry repo is COPYed into the projection",
+        f"- rebuild and memory: {o['entries']:,} entries of 512 B content ingested through the writer with all"
+        f" four services running; rebuild {o['rebuild_rounds']} rounds, alternating with the raw read",
+        f"- LangGraph: langgraph-checkpoint-postgres PostgresSaver, one checkpoint per turn holding the whole"
+        f" message list; {o['langgraph_turns']} turns, person 100-600 / assistant 300-3,000 chars,"
+        f" {o['langgraph_runs']} runs on fresh databases of the same Postgres",
+    ]
+    if summary["errors"]:
+        lines += ["", "Failed:", ""] + [f"- {k}: {v}" for k, v in summary["errors"].items()]
+    rt = summary["runtime_seconds"]
+    lines += ["", "Suite runtime: " + ", ".join(f"{k} {v:.0f} s" for k, v in rt.items()) + "."]
+    if not summary["within_time_budget"]:
+        lines.append(f"The suite took longer than {TIME_BUDGET_SECONDS // 60} minutes.")
+    for name, text in summary.get("profiles", {}).items():
+        lines += ["", f"Profile of {name} (target missed):", "", "```", text.rstrip(), "```"]
+    lines += ["", "Details of each benchmark: bench/results/<name>.md and .json."]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m bench.suite", description=__doc__.split("\n")[0])
+    parser.add_argument("--only", help=f"comma-separated parts to run, of {','.join(PARTS)}")
+    parser.add_argument("--entries", type=int, help="entries for the memory and rebuild fill (default 200,000)")
+    parser.add_argument("--ingest-count", type=int, help="entries per ingest run (default 20,000)")
+    parser.add_argument("--open-opens", type=int, help="opens per series (default 200)")
+    parser.add_argument("--no-profile", action="store_true", help="do not profile a missed target")
+    args = parser.parse_args(argv)
+    only = tuple(p.strip() for p in args.only.split(",")) if args.only else PARTS
+    unknown = set(only) - set(PARTS)
+    if unknown:
+        parser.error(f"unknown parts {', '.join(sorted(unknown))}; choose from {', '.join(PARTS)}")
+    summary = run_suite(only, not args.no_profile, entries=args.entries, ingest_count=args.ingest_count,
+                        open_opens=args.open_opens)
+    print(summary["markdown"])
+    return summary
+
+
+if __name__ == "__main__":
+    main()
