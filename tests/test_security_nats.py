@@ -315,6 +315,30 @@ async def test_a_runner_puts_and_deletes_only_its_own_presence(connections):
     assert not any(r.endswith(subjects.presence_key(A).lower()) for r in refused)
 
 
+async def test_on_a_direct_get_bucket_a_runner_reads_only_its_own_presence(secure_nats):
+    # The services' bucket has no direct get today, so reads go through
+    # STREAM.MSG.GET, whose body names the key and so is refused to every runner.
+    # With direct get on, the key is in the subject and a runner may read its own.
+    svc = await secure_nats.services()
+    violations = Violations()
+    a = await secure_nats.runner(A, violations)
+    try:
+        skv = await svc.jetstream().create_key_value(js_api.KeyValueConfig(
+            bucket=subjects.RUNNERS_BUCKET, history=1, ttl=subjects.RUNNERS_TTL_SECONDS, direct=True))
+        await skv.put(subjects.presence_key(B), b"B")
+        akv = await a.jetstream().key_value(subjects.RUNNERS_BUCKET)
+        await akv.put(subjects.presence_key(A), b"A")
+        assert (await akv.get(subjects.presence_key(A))).value == b"A"
+        denied = await a.jetstream(timeout=DENIED).key_value(subjects.RUNNERS_BUCKET)
+        await _refused(denied.get(subjects.presence_key(B)))
+        await a.flush()
+        assert violations.publish() == [
+            f"$js.api.direct.get.kv_seedline_runners.$kv.seedline_runners.{subjects.presence_key(B).lower()}"]
+    finally:
+        await a.close()
+        await svc.close()
+
+
 async def test_the_services_cannot_delete_or_purge_a_stream(connections):
     svc, a, violations, b = connections
     js = svc.jetstream(timeout=DENIED)
