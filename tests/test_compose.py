@@ -282,6 +282,14 @@ async def test_the_health_check_passes_only_once_the_service_answers(settings):
     assert other.returncode == 1
 
 
+def test_each_service_connects_under_the_name_its_health_check_looks_for():
+    import importlib
+
+    for name in SERVICES:
+        app = importlib.import_module(f"seedline_{name.replace('-', '_')}.app")
+        assert app.NAME == name
+
+
 def test_the_health_check_fails_when_nats_is_away():
     result = _health("timeline-writer", f"http://127.0.0.1:{free_port()}")
     assert result.returncode == 1
