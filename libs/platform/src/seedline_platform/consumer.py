@@ -36,10 +36,14 @@ class Outage(Exception):
 
 def is_outage(exc: BaseException) -> bool:
     import nats.errors
+    import nats.js.errors
 
+    # A stream electing a new leader (a cluster losing a server) answers a publish
+    # with no responders or a 503: the message is fine, the stream is away.
     return is_transient(exc) or isinstance(exc, Outage) or isinstance(
         exc, (nats.errors.ConnectionClosedError, nats.errors.TimeoutError, asyncio.TimeoutError,
-              nats.errors.NoRespondersError, nats.errors.ConnectionReconnectingError)
+              nats.errors.NoRespondersError, nats.errors.ConnectionReconnectingError,
+              nats.js.errors.NoStreamResponseError, nats.js.errors.ServiceUnavailableError)
     )
 
 
