@@ -56,9 +56,8 @@ def set_passwords(admin_url: str, passwords: Mapping[str, str]) -> None:
         for role, password in passwords.items():
             if role not in SERVICE_ROLES.values():
                 raise ValueError(f"{role} is not a Seedline service role")
-            conn.execute(
-                sql.SQL("ALTER ROLE {} PASSWORD {}").format(sql.Identifier(role), sql.Literal(password))
-            )
+            statement = sql.SQL("ALTER ROLE {} PASSWORD {}")
+            conn.execute(statement.format(sql.Identifier(role), sql.Literal(password)))
 
 
 def role_url(admin_url: str, role: str, password: str | None = None) -> str:
