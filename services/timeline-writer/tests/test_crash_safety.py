@@ -124,13 +124,6 @@ async def assert_each_entry_once_in_order(js, database_url: str, count: int) -> 
         raise IngestOrderBroken(f"seq {at + 1} holds {in_stream[at]}, expected n-{at + 1:05d}")
 
 
-KNOWN_ORDER_BUG = (
-    "BatchConsumer lets newer messages through while a dead copy's partial batch waits "
-    "out ack_wait (max_ack_pending == batch size only bounds full batches), so those "
-    "entries are appended after newer ones"
-)
-
-
 def start_writer(settings, log_path: Path) -> subprocess.Popen:
     env = dict(os.environ)
     env.update(
@@ -144,7 +137,6 @@ def start_writer(settings, log_path: Path) -> subprocess.Popen:
         return subprocess.Popen([str(WRITER)], env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
-@pytest.mark.xfail(strict=False, raises=IngestOrderBroken, reason=KNOWN_ORDER_BUG)
 async def test_sigkill_mid_load_loses_nothing_and_applies_nothing_twice(settings, tmp_path):
     count = 20_000
     nc = await nats.connect(settings.nats_url)
@@ -175,7 +167,6 @@ async def test_sigkill_mid_load_loses_nothing_and_applies_nothing_twice(settings
         await nc.close()
 
 
-@pytest.mark.xfail(strict=True, raises=IngestOrderBroken, reason=KNOWN_ORDER_BUG)
 async def test_a_writer_killed_holding_a_partial_batch_keeps_ingest_order(settings, tmp_path):
     nc = await nats.connect(settings.nats_url)
     js = nc.jetstream(publish_async_max_pending=1000)

@@ -109,7 +109,38 @@ class BatchConsumer:
                 await asyncio.sleep(0.5)
                 continue
             self.idle.clear()
-            await self._process(msgs)
+            await self._process(await self._with_older_pending(msgs))
+
+    async def _with_older_pending(self, msgs: Sequence[Msg]) -> list[Msg]:
+        """Hold a short batch until every message pending on the consumer is in it.
+
+        A copy that died holding a batch leaves its messages pending until
+        ack_wait passes; a short fetch would otherwise take newer messages past
+        them and break stream order. A full batch can hold no fewer than are
+        pending (max_ack_pending is the batch size), so only short ones wait.
+        """
+        held = {m.metadata.sequence.stream: m for m in msgs}
+        loop = asyncio.get_running_loop()
+        # Redelivery comes after ack_wait; past twice that, something else is wrong
+        # and holding on would only stall the stream.
+        deadline = loop.time() + 2 * self._ack_wait
+        while len(held) < self._batch_size and loop.time() < deadline:
+            try:
+                pending = (await self._sub.consumer_info()).num_ack_pending
+            except Exception:
+                await asyncio.sleep(0.2)
+                continue
+            if pending <= len(held):
+                break
+            await self._extend(list(held.values()))
+            try:
+                more = await self._sub.fetch(self._batch_size, timeout=self._fetch_wait)
+            except Exception:
+                # Nothing yet: the older messages are still on their ack_wait.
+                await asyncio.sleep(0.05)
+                continue
+            held.update((m.metadata.sequence.stream, m) for m in more)
+        return [held[seq] for seq in sorted(held)]
 
     async def _process(self, msgs: Sequence[Msg]) -> None:
         # A message seen more than max_deliver times never completed: it may be
