@@ -207,17 +207,6 @@ def test_a_service_cannot_read_or_write_another_services_tables(roles_db):
                             ).fetchone() == (1,)
 
 
-@pytest.fixture
-def services_use_their_roles(monkeypatch):
-    """The schema step services need under these roles (see pg_roles.apply_schema_or_verify).
-
-    Until seedline_platform.pg.apply_schema does this itself, services run DDL at
-    start, which a role without CREATE cannot do; test_services_start_under_roles_as_they_are
-    documents that and turns red (XPASS, strict) once it is fixed.
-    """
-    monkeypatch.setattr(pg, "apply_schema", pg_roles.apply_schema_or_verify)
-
-
 def _settings_for(settings, roles_db: str, service: str):
     role = ROLES[service]
     return dataclasses.replace(settings, database_url=pg_roles.role_url(roles_db, role, PASSWORDS[role]))
@@ -232,9 +221,7 @@ async def _wait_for(probe, timeout: float = 15.0):
     return value
 
 
-async def test_four_services_under_their_own_roles_complete_a_briefed_open(
-    settings, roles_db, services_use_their_roles
-):
+async def test_four_services_under_their_own_roles_complete_a_briefed_open(settings, roles_db):
     async with AsyncExitStack() as stack:
         for service, create in (("timeline-writer", create_writer), ("continuity-resolver", create_resolver),
                                 ("seed-composer", create_composer), ("runner-gateway", create_gateway)):
@@ -279,14 +266,7 @@ async def test_four_services_under_their_own_roles_complete_a_briefed_open(
         assert offsets["timeline"] >= 5 and live == [(opened["session_id"], "mac-mini-1")]
 
 
-@pytest.mark.xfail(
-    raises=psycopg.errors.InsufficientPrivilege, strict=True,
-    reason="services run CREATE ... IF NOT EXISTS at start, which Postgres refuses to a role "
-           "without CREATE on the schema even when the table exists; pg.apply_schema should "
-           "verify instead (pg_roles.apply_schema_or_verify). Remove this mark and the "
-           "services_use_their_roles fixture once it does.",
-)
-async def test_services_start_under_roles_as_they_are(settings, roles_db):
+async def test_a_service_under_its_role_starts_without_running_ddl(settings, roles_db):
     app = create_writer(_settings_for(settings, roles_db, "timeline-writer"))
     try:
         await app.start()

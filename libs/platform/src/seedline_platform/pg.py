@@ -7,6 +7,7 @@ this boundary, so handlers can tell an outage (wait and retry) from a bug.
 from __future__ import annotations
 
 import hashlib
+import re
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool
@@ -29,6 +30,10 @@ TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     psycopg.errors.SerializationFailure,
     psycopg.errors.DeadlockDetected,
 )
+
+
+class SchemaNotReady(RuntimeError):
+    """Tables are missing and this role may not create them."""
 
 
 class DatabaseUnavailable(RuntimeError):
@@ -67,14 +72,45 @@ def _lock_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
 
+_TABLE = re.compile(r"CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.IGNORECASE)
+_INDEX = re.compile(r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.IGNORECASE)
+
+
+def objects_in(ddl: str) -> list[str]:
+    """Names of the tables and indexes an idempotent DDL script creates."""
+    return _TABLE.findall(ddl) + _INDEX.findall(ddl)
+
+
+async def missing_objects(conn: psycopg.AsyncConnection, ddl: str) -> list[str]:
+    missing = []
+    for name in objects_in(ddl):
+        cur = await conn.execute("SELECT to_regclass(%s)", (name,))
+        if (await cur.fetchone())[0] is None:
+            missing.append(name)
+    return missing
+
+
 async def apply_schema(pool: AsyncConnectionPool, name: str, ddl: str) -> None:
-    """Run idempotent DDL one service at a time.
+    """Create the service's tables, or check they exist when this role may not.
+
+    Under the least-privilege roles of deploy/postgres-roles.sql the schema is
+    made once by its owner; Postgres refuses CREATE ... IF NOT EXISTS to a role
+    without CREATE even when the table is there, so those roles only verify.
 
     One lock for every service: CREATE TABLE IF NOT EXISTS is not safe when two
     connections run it at once (both may try to create the row type), and every
     service creates projection_offsets.
     """
     async with pool.connection() as conn:
+        cur = await conn.execute("SELECT has_schema_privilege(current_schema(), 'CREATE')")
+        if not (await cur.fetchone())[0]:
+            missing = await missing_objects(conn, OFFSETS_SQL + ddl)
+            if missing:
+                raise SchemaNotReady(
+                    f"{name}: {', '.join(missing)} missing, and this database role may not create "
+                    "them; run deploy/postgres-roles.sql as the database owner first"
+                )
+            return
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key("seedline:schema"),))
             await conn.execute(OFFSETS_SQL)

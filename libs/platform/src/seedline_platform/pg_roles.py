@@ -2,15 +2,13 @@
 
 The SQL file is the source of truth: one NOLOGIN owner of every table, one login
 role per service with only the DML it uses. This module applies it, sets
-passwords, builds each service's connection URL, and holds the schema step a
-service should take when it runs under such a role (``apply_schema_or_verify``):
-a role that may not create anything must not run DDL, only check that the
-owner's migration has created what it needs.
+passwords and builds each service's connection URL. Under such a role a service
+runs no DDL: pg.apply_schema only checks that the owner's migration created what
+it needs.
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Mapping
 
@@ -28,10 +26,6 @@ SERVICE_ROLES: dict[str, str] = {
     "runner-gateway": "seedline_gateway",
 }
 SQL_NAME = "postgres-roles.sql"
-
-
-class SchemaNotReady(RuntimeError):
-    """A service's tables are missing and its role may not create them."""
 
 
 def roles_sql_path() -> Path:
@@ -70,47 +64,3 @@ def role_url(admin_url: str, role: str, password: str | None = None) -> str:
     return make_conninfo(**params)
 
 
-_TABLE = re.compile(r"CREATE\s+TABLE\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.IGNORECASE)
-_INDEX = re.compile(r"CREATE\s+(?:UNIQUE\s+)?INDEX\s+IF\s+NOT\s+EXISTS\s+(\w+)", re.IGNORECASE)
-
-
-def objects_in(ddl: str) -> list[str]:
-    """Names of the tables and indexes an idempotent DDL script creates."""
-    return _TABLE.findall(ddl) + _INDEX.findall(ddl)
-
-
-async def missing_objects(conn: psycopg.AsyncConnection, ddl: str) -> list[str]:
-    missing = []
-    for name in objects_in(ddl):
-        cur = await conn.execute("SELECT to_regclass(%s)", (name,))
-        row = await cur.fetchone()
-        if row[0] is None:
-            missing.append(name)
-    return missing
-
-
-_original_apply_schema = pg.apply_schema
-
-
-async def apply_schema_or_verify(pool, name: str, ddl: str) -> None:
-    """What ``pg.apply_schema`` should do: run the DDL when this role may create
-    objects (the embedded default, a superuser URL); otherwise only check that
-    every table and index the DDL names exists, and say what to run if not.
-
-    Postgres checks CREATE on the schema before it looks whether a table exists,
-    and table ownership before it looks whether an index exists, so a role of
-    deploy/postgres-roles.sql fails on ``CREATE ... IF NOT EXISTS`` even when
-    everything is there already.
-    """
-    async with pool.connection() as conn:
-        cur = await conn.execute("SELECT has_schema_privilege(current_schema(), 'CREATE')")
-        (may_create,) = await cur.fetchone()
-        if not may_create:
-            missing = await missing_objects(conn, pg.OFFSETS_SQL + ddl)
-            if missing:
-                raise SchemaNotReady(
-                    f"{name}: {', '.join(missing)} missing, and this database role may not create "
-                    f"them; run deploy/{SQL_NAME} as the database owner first"
-                )
-            return
-    await _original_apply_schema(pool, name, ddl)
