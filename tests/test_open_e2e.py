@@ -162,3 +162,17 @@ async def test_opening_another_conversation_stops_the_live_one(system):
     assert runner.live_conversations == []
     again = await system.request(subjects.API_SESSIONS_STOP, {"session_id": second["session_id"]})
     assert again["error"]["code"] == "not_found"
+
+
+async def test_relocating_right_after_an_open_stops_the_first_machine(system):
+    await system.start_runner("mac-mini-1", "Mac mini")
+    await system.start_runner("linux-2", "Linux box")
+    opened = await system.open()
+    moved = await system.request(subjects.API_SESSIONS_RELOCATE,
+                                 {"session_id": opened["session_id"], "node_id": "linux-2"}, timeout=20)
+    assert moved["ok"], moved
+    first, _ = system.runners["mac-mini-1"]
+    second, _ = system.runners["linux-2"]
+    assert first.live_conversations == [] and second.live_conversations == [opened["session_id"]]
+    relocated = await system.session_events("relocated")
+    assert [(e["from_node_id"], e["to_node_id"]) for e in relocated] == [("mac-mini-1", "linux-2")]

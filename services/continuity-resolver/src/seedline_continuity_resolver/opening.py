@@ -32,9 +32,11 @@ from seedline_platform import pg, timeline_table
 from seedline_platform.clock import format_utc, utc_now
 from seedline_platform.logging import get_logger
 from seedline_platform.natsio import publish_window
+from seedline_platform.replay import last_seq
 from seedline_platform.settings import Settings
 
 from .pending import PendingOpens
+from .projection import SESSIONS_PROJECTION
 
 log = get_logger(__name__)
 
@@ -161,16 +163,16 @@ class Opener:
             return _invalid("node_id")
         if not is_valid_token(request.session_id):
             return _invalid("session_id")
+        row = await self._conversation(request.session_id)
+        if row is None:
+            # An open answered a moment ago may not be projected yet: catch up once.
+            last = await last_seq(self._js, subjects.SESSIONS_STREAM)
+            await pg.wait_for_offset(self._pool, SESSIONS_PROJECTION, last, 5.0)
+            row = await self._conversation(request.session_id)
+        if row is None:
+            return encode(error_reply("not_found", error_message("not_found", what="conversation")))
+        instance_id, repo, engine, old_node = row
         async with self._pool.connection() as conn:
-            cur = await conn.execute(
-                "SELECT instance_id, repo, COALESCE(open_engine, entry_engine), node_id"
-                " FROM conversations WHERE session_id = %s",
-                (request.session_id,),
-            )
-            row = await cur.fetchone()
-            if row is None:
-                return encode(error_reply("not_found", error_message("not_found", what="conversation")))
-            instance_id, repo, engine, old_node = row
             head = await timeline_table.repo_head(conn, instance_id, repo)
         decided = core.relocation_decision(old_node, request.node_id)
         plan = LaunchPlan(
@@ -189,6 +191,15 @@ class Opener:
         return await self._record_and_wait(request.session_id, [event])
 
     # -- shared -----------------------------------------------------------------------
+
+    async def _conversation(self, session_id: str) -> tuple | None:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT instance_id, repo, COALESCE(open_engine, entry_engine), node_id"
+                " FROM conversations WHERE session_id = %s",
+                (session_id,),
+            )
+            return await cur.fetchone()
 
     @staticmethod
     def _decided(session_id, at, plan, seed, head) -> ContinuityDecided:

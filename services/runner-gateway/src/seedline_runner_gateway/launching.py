@@ -71,13 +71,19 @@ class Launcher:
         events: list = []
         previous = await self._state.live_for_repo(plan.instance_id, plan.repo)
         if previous and previous.session_id != composed.session_id:
-            await stop_on_machine(self._nc, previous.node_id, previous.session_id, "superseded", self._launch_timeout)
+            await stop_on_machine(self._nc, previous.node_id, previous.session_id, "superseded",
+                                  self._launch_timeout)
             events.append(Stopped(session_id=previous.session_id, at=now, reason="superseded",
                                   node_id=previous.node_id))
-        if plan.relocation_from and plan.relocation_from != plan.node_id:
-            await stop_on_machine(self._nc, plan.relocation_from, composed.session_id, "relocated", self._launch_timeout)
+        # Where the conversation runs now is the gateway's own record; the resolver's
+        # view (plan.relocation_from) may not have caught up with a very recent open.
+        running_on = previous.node_id if previous and previous.session_id == composed.session_id else None
+        moved_from = running_on or plan.relocation_from
+        if moved_from and moved_from != plan.node_id:
+            await stop_on_machine(self._nc, moved_from, composed.session_id, "relocated",
+                                  self._launch_timeout)
             events.append(Relocated(session_id=composed.session_id, at=now,
-                                    from_node_id=plan.relocation_from, to_node_id=plan.node_id))
+                                    from_node_id=moved_from, to_node_id=plan.node_id))
         moment = utc_now()
         await self._state.mark_live(Live(composed.session_id, plan.instance_id, plan.repo,
                                          plan.node_id, plan.engine, moment, moment))
