@@ -79,7 +79,7 @@ class SecureNats:
             self.process.url,
             user=nats_auth.runner_user_name(node_id),
             password=PASSWORDS[node_id],
-            inbox_prefix=nats_auth.runner_inbox_prefix(node_id),
+            inbox_prefix=subjects.runner_inbox_prefix(node_id),
             error_cb=(violations or Violations()).record,
             name=f"seedline-runner:{node_id}",
         )
@@ -210,7 +210,7 @@ async def test_a_runner_cannot_read_the_timeline_sessions_or_briefs(connections)
         ajs.stream_info(subjects.TIMELINE_STREAM),
         ajs.add_consumer(subjects.TIMELINE_STREAM, consumer),
         ajs.add_consumer(subjects.TIMELINE_STREAM, js_api.ConsumerConfig(
-            ack_policy=js_api.AckPolicy.NONE, deliver_subject=nats_auth.runner_inbox_prefix(A) + ".tap")),
+            ack_policy=js_api.AckPolicy.NONE, deliver_subject=subjects.runner_inbox_prefix(A) + ".tap")),
         ajs.pull_subscribe(subjects.TIMELINE_ALL, durable="eavesdropper", stream=subjects.TIMELINE_STREAM),
         ajs.get_msg(subjects.TIMELINE_STREAM, seq=1),
         ajs.get_msg(subjects.TIMELINE_STREAM, seq=1, direct=True),
@@ -266,7 +266,7 @@ async def test_a_runner_cannot_redirect_replies_into_another_runners_inbox(conne
     bjs = b.jetstream()
     await bjs.key_value(subjects.RUNNERS_BUCKET)  # B now listens on _INBOX_<B>.<random>.*
     b_before, svc_before = b.stats["in_msgs"], svc.stats["in_msgs"]
-    b_inbox = nats_auth.runner_inbox_prefix(B)
+    b_inbox = subjects.runner_inbox_prefix(B)
     # A cannot listen anywhere it could learn B's (or the services') inbox.
     for subject in (f"{b_inbox}.>", "_INBOX.>", "*.>", ">"):
         await a.subscribe(subject)

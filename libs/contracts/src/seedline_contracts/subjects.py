@@ -51,6 +51,15 @@ def runner_subject(node_id: str, verb: str) -> str:
     return f"seedline.runner.{escape_token(node_id)}.{verb}"
 
 
+def runner_inbox_prefix(node_id: str) -> str:
+    """The reply inbox prefix a runner connects with (nats-py ``inbox_prefix=``).
+
+    Its own prefix, not ``_INBOX``: under deploy/nats-secure.conf a runner may
+    subscribe only there, so it never listens on anyone else's replies.
+    """
+    return f"_INBOX_{escape_token(node_id)}"
+
+
 def notify_subject(instance_id: str) -> str:
     return f"seedline.notify.{escape_token(instance_id)}"
 

@@ -82,13 +82,6 @@ def runner_user_name(node_id: str) -> str:
     return f"runner-{escape_token(node_id)}"
 
 
-def runner_inbox_prefix(node_id: str) -> str:
-    """The inbox prefix a runner must connect with (nats-py ``inbox_prefix=``).
-
-    Its own prefix, not ``_INBOX``: a runner may subscribe only here, so it can
-    never listen on the services' inboxes or another runner's.
-    """
-    return f"_INBOX_{escape_token(node_id)}"
 
 
 def presence_subject(node_id: str) -> str:
@@ -110,7 +103,7 @@ def runner_permissions(node_id: str) -> Permissions:
             subjects.runner_subject(node_id, "launch"),
             subjects.runner_subject(node_id, "turn"),
             subjects.runner_subject(node_id, "stop"),
-            runner_inbox_prefix(node_id) + ".>",
+            subjects.runner_inbox_prefix(node_id) + ".>",
         ),
         allow_responses=True,
     )

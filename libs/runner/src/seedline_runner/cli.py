@@ -10,6 +10,8 @@ from typing import Any
 
 import nats
 
+from seedline_contracts.subjects import runner_inbox_prefix
+
 from .engines.registry import EngineOptions, build_engines
 from .runner import DEFAULT_PRESENCE_INTERVAL_SECONDS, Runner
 
@@ -38,7 +40,14 @@ async def run_runner(
     if not engine_names:
         raise ValueError("A runner needs at least one engine.")
     engines = build_engines(engine_names, EngineOptions(**engine_options))
-    nc = await nats.connect(nats_url, name=f"seedline-runner:{node_id}")
+    # Credentials ride in the URL (nats://user:password@host:4222); the inbox
+    # prefix is the one a least-privilege runner user may subscribe to.
+    nc = await nats.connect(
+        nats_url,
+        name=f"seedline-runner:{node_id}",
+        inbox_prefix=runner_inbox_prefix(node_id).encode(),
+        max_reconnect_attempts=-1,
+    )
     try:
         runner = Runner(nc, node_id, label, engines, presence_interval=presence_interval)
         await _serve_until_stopped(runner, stop_signals)
