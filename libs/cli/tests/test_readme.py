@@ -24,7 +24,19 @@ def test_the_configuration_table_matches_settings_doc():
     assert [name for name, _, _ in rows] == list(SETTINGS_DOC)
 
 
-def test_the_readme_avoids_the_words_people_should_not_read():
-    text = README.read_text().lower().replace("--session", "").replace("session_id", "")
+def prose(markdown: str) -> str:
+    """The README's sentences: code blocks and inline code (commands, ids, field names) removed."""
+    without_blocks = re.sub(r"```.*?```", "", markdown, flags=re.DOTALL)
+    return re.sub(r"`[^`]*`", "", without_blocks)
+
+
+def test_the_readme_prose_avoids_the_words_people_should_not_read():
+    text = prose(README.read_text()).lower()
     for banned in ("remember", "restored", "as if it never", "session"):
         assert banned not in text, banned
+
+
+def test_prose_keeps_sentences_and_drops_code():
+    assert prose("A sentence.\n```sh\nseedline sessions\n```\nRun `seedline sessions`.") == (
+        "A sentence.\n\nRun ."
+    )
