@@ -45,6 +45,8 @@ from bench import memory, report
 
 TURNS = 500
 MARKS = (10, 100, 500)
+# Sizes are also taken here, so bytes per turn show stretch by stretch.
+SIZE_MARKS = (10, 100, 200, 300, 400, 500)
 RUNS = 3
 CONTEXT_REPS = 15
 INSTANCE = "benchlg"
@@ -87,7 +89,7 @@ def relation_bytes(conn, tables) -> dict[str, int]:
     return out
 
 
-def langgraph_run(url: str, turns: list[tuple[str, str]], marks, reps: int) -> dict:
+def langgraph_run(url: str, turns: list[tuple[str, str]], marks, size_marks, reps: int) -> dict:
     import psycopg
     from langchain_core.messages import AIMessage, HumanMessage
     from langgraph.checkpoint.base import create_checkpoint, empty_checkpoint
@@ -119,6 +121,7 @@ def langgraph_run(url: str, turns: list[tuple[str, str]], marks, reps: int) -> d
             all_writes.append((time.perf_counter() - started) * 1000)
             if turn in marks:
                 write_ms[turn] = all_writes[-1]
+            if turn in size_marks:
                 sizes[turn] = relation_bytes(conn, LANGGRAPH_TABLES)
         context_ms = []
         for _ in range(reps):
@@ -140,7 +143,8 @@ def _at(turn: int) -> str:
     return f"2026-08-17T{10 + hours:02d}:{minutes:02d}:{seconds:02d}Z"
 
 
-async def seedline_run(sys_: memory.System, turns: list[tuple[str, str]], marks, reps: int) -> dict:
+async def seedline_run(sys_: memory.System, turns: list[tuple[str, str]], marks, size_marks,
+                       reps: int) -> dict:
     import psycopg
     from psycopg_pool import AsyncConnectionPool
 
@@ -169,6 +173,7 @@ async def seedline_run(sys_: memory.System, turns: list[tuple[str, str]], marks,
             last_seq = reply["seq"]
             if turn in marks:
                 write_ms[turn] = all_writes[-1]
+            if turn in size_marks:
                 sizes[turn] = relation_bytes(conn, SEEDLINE_TABLES)
                 info = await sys_.js.stream_info(subjects.TIMELINE_STREAM)
                 stream_bytes[turn] = int(info.state.bytes)
@@ -221,6 +226,7 @@ async def _run(runs: int, turns_count: int, reps: int) -> dict:
     marks = tuple(m for m in MARKS if m <= turns_count)
     if turns_count not in marks:
         marks = (*marks, turns_count)
+    size_marks = tuple(sorted({m for m in SIZE_MARKS if m <= turns_count} | set(marks)))
     tmp = Path(tempfile.mkdtemp(prefix="seedline-bench-langgraph-"))
     postgres = await asyncio.to_thread(start_postgres, tmp / "pg")
     per_run = []
@@ -234,9 +240,9 @@ async def _run(runs: int, turns_count: int, reps: int) -> dict:
                 result = {}
                 for side in (("langgraph", "seedline") if index % 2 == 0 else ("seedline", "langgraph")):
                     if side == "langgraph":
-                        result[side] = await asyncio.to_thread(langgraph_run, lg_url, turns, marks, reps)
+                        result[side] = await asyncio.to_thread(langgraph_run, lg_url, turns, marks, size_marks, reps)
                     else:
-                        result[side] = await seedline_run(sys_, turns, marks, reps)
+                        result[side] = await seedline_run(sys_, turns, marks, size_marks, reps)
                 per_run.append(result)
             print(f"langgraph_compare run {index + 1}/{runs} done", flush=True)
     finally:
@@ -244,18 +250,18 @@ async def _run(runs: int, turns_count: int, reps: int) -> dict:
             postgres.stop()
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-    return assemble(per_run, marks, turns, facts)
+    return assemble(per_run, marks, size_marks, turns, facts)
 
 
-def assemble(per_run: list[dict], marks, turns, facts) -> dict:
+def assemble(per_run: list[dict], marks, size_marks, turns, facts) -> dict:
     sides = {}
     for side in ("langgraph", "seedline"):
         runs = [r[side] for r in per_run]
         sides[side] = {
             "bytes": {m: report.spread(_total(r["sizes"][m]) for r in runs) for m in (0, *marks)},
             "bytes_by_table_at_end": runs[0]["sizes"][marks[-1]],
-            "bytes_per_turn": {k: report.spread(_per_turn(r["sizes"], marks)[k] for r in runs)
-                               for k in _per_turn(runs[0]["sizes"], marks)},
+            "bytes_per_turn": {k: report.spread(_per_turn(r["sizes"], size_marks)[k] for r in runs)
+                               for k in _per_turn(runs[0]["sizes"], size_marks)},
             "write_ms": {m: report.spread(r["write_ms"][m] for r in runs) for m in marks},
             "write_ms_last10_median": report.spread(statistics.median(r["write_ms_all"][-10:]) for r in runs),
             "context_ms": report.spread(r["context_ms"] for r in runs),
@@ -265,8 +271,10 @@ def assemble(per_run: list[dict], marks, turns, facts) -> dict:
     sides["seedline"]["brief"] = sl["brief"]
     sides["seedline"]["stream_bytes"] = {m: report.spread(r["seedline"]["stream_bytes"][m] for r in per_run)
                                          for m in marks}
+    # The first stretches fill pages the empty tables already hold; from turn 100 on, each
+    # stretch of 100 turns pays for its own pages.
     keys = list(sides["seedline"]["bytes_per_turn"])
-    early, late = keys[1] if len(keys) > 1 else keys[0], keys[-1]
+    early, late = keys[2] if len(keys) > 2 else keys[0], keys[-1]
     sl_bpt = sides["seedline"]["bytes_per_turn"]
     flat = sl_bpt[late]["median"] / sl_bpt[early]["median"]
     lg_bpt = sides["langgraph"]["bytes_per_turn"]
@@ -277,7 +285,8 @@ def assemble(per_run: list[dict], marks, turns, facts) -> dict:
         "generated_at": report.stamp(),
         "machine": report.machine(),
         "servers": facts,
-        "config": {"turns": len(turns), "marks": marks, "runs": len(per_run), "context_reps": CONTEXT_REPS,
+        "config": {"turns": len(turns), "marks": marks, "size_marks": size_marks, "runs": len(per_run),
+                   "context_reps": CONTEXT_REPS,
                    "conversation_text_bytes": text_bytes,
                    "message_chars": "person 100-600, assistant 300-3,000 (alternating)"},
         "sides": sides,

@@ -51,14 +51,19 @@ READY_TIMEOUT = 60.0
 class ServiceProcess:
     """One service's console script, logging to a file; ready when it logs "ready"."""
 
-    def __init__(self, name: str, env: dict, log_path: Path) -> None:
+    def __init__(self, name: str, env: dict, log_path: Path, profile_to: Path | None = None) -> None:
         self.name = name
         self.log_path = log_path
         script = Path(sys.executable).with_name(name)
         if not script.exists():
             raise RuntimeError(f"{script} is missing: run `make install` (uv sync --all-packages)")
+        argv = [str(script)]
+        if profile_to is not None:  # the same service module under pyinstrument (the bench extra)
+            argv = [sys.executable, "-m", "pyinstrument", "--renderer=text", "--interval=0.0005",
+                    f"--outfile={profile_to}", "-m", "seedline_" + name.replace("-", "_")]
+        self._log_from = log_path.stat().st_size if log_path.exists() else 0
         with open(log_path, "ab") as log:
-            self.proc = subprocess.Popen([str(script)], env=env, stdout=log, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
 
     @property
     def pid(self) -> int:
@@ -69,8 +74,10 @@ class ServiceProcess:
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"{self.name} exited with code {self.proc.returncode}; see {self.log_path}")
-            if '"event": "ready"' in self.log_path.read_text(errors="replace"):
-                return
+            with open(self.log_path, "rb") as log:
+                log.seek(self._log_from)
+                if b'"event": "ready"' in log.read():
+                    return
             await asyncio.sleep(0.1)
         raise RuntimeError(f"{self.name} did not log ready within {timeout:.0f} s; see {self.log_path}")
 
@@ -109,9 +116,11 @@ class System:
     js: object = None
     services: dict[str, ServiceProcess] = field(default_factory=dict)
 
-    async def start_services(self, names: Sequence[str]) -> None:
+    async def start_services(self, names: Sequence[str], profile: Sequence[str] = ()) -> None:
         for name in names:
-            self.services[name] = ServiceProcess(name, self.env, self.tmp / f"{name}.log")
+            self.services[name] = ServiceProcess(
+                name, self.env, self.tmp / f"{name}.log",
+                profile_to=self.tmp / f"{name}.profile.txt" if name in profile else None)
         for name in names:
             await self.services[name].wait_ready()
 
@@ -188,9 +197,14 @@ async def applied_seq(database_url: str) -> int:
     import psycopg
 
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
-        cur = await conn.execute("SELECT applied_seq FROM projection_offsets WHERE projection = 'timeline'")
-        row = await cur.fetchone()
-        return int(row[0]) if row else 0
+        return await read_applied(conn)
+
+
+async def read_applied(conn) -> int:
+    """The timeline projection's applied seq (0 before its first append)."""
+    cur = await conn.execute("SELECT applied_seq FROM projection_offsets WHERE projection = 'timeline'")
+    row = await cur.fetchone()
+    return int(row[0]) if row else 0
 
 
 async def fill(sys_: System, count: int, size: int = SIZE, tag: str = "fill", timeout: float = 900.0) -> dict:

@@ -49,7 +49,7 @@ def bench(
     entries: Optional[int] = typer.Option(
         None, "--entries", help="Entries for the memory and rebuild fill (default 200,000)."
     ),
-    ingest_count: Optional[int] = typer.Option(None, "--ingest-count", help="Entries per ingest run (default 20,000)."),
+    ingest_count: Optional[int] = typer.Option(None, "--ingest-count", help="Entries per ingest run (default 10,000)."),
     open_opens: Optional[int] = typer.Option(None, "--open-opens", help="Opens per series (default 200)."),
     no_profile: bool = typer.Option(False, "--no-profile", help="Do not profile a missed target."),
     repo_root: Optional[Path] = typer.Option(
