@@ -47,7 +47,6 @@ async def probe_rate(sys_: memory.System) -> float:
 
 async def one_round(sys_: memory.System, rate: float, seconds: float, tag: str) -> dict:
     import psycopg
-
     from seedline_contracts import subjects
     from seedline_platform.replay import last_seq
 
@@ -83,8 +82,13 @@ async def one_round(sys_: memory.System, rate: float, seconds: float, tag: str) 
         due = min(total, int((time.perf_counter() - started) * rate) + 1)
         while sent < due:
             published[sent] = time.perf_counter()
-            acks.append(await sys_.js.publish_async(subjects.INGEST_TIMELINE, bodies[sent],
-                                                    headers={"Nats-Msg-Id": f"{tag}-{sent:07d}"}))
+            acks.append(
+                await sys_.js.publish_async(
+                    subjects.INGEST_TIMELINE,
+                    bodies[sent],
+                    headers={"Nats-Msg-Id": f"{tag}-{sent:07d}"},
+                )
+            )
             sent += 1
         await asyncio.sleep(TICK_SECONDS)
     publish_seconds = time.perf_counter() - started
@@ -92,24 +96,42 @@ async def one_round(sys_: memory.System, rate: float, seconds: float, tag: str) 
     await asyncio.wait_for(done.wait(), 60)
     await poller
     cur = await conn.execute(
-        "SELECT entry_id FROM timeline_entries WHERE seq > %s AND seq <= %s ORDER BY seq", (base, base + total))
+        "SELECT entry_id FROM timeline_entries WHERE seq > %s AND seq <= %s ORDER BY seq",
+        (base, base + total),
+    )
     ids = [row[0] async for row in cur]
     await conn.close()
     expected = [f"{tag}-{n:07d}" for n in range(total)]
     if ids != expected:
-        raise RuntimeError("the round's entries are not at base + k in publish order; the lag would be wrong")
+        raise RuntimeError(
+            "the round's entries are not at base + k in publish order; the lag would be wrong"
+        )
     skip = int(rate * WARMUP_SECONDS)
     lags = [(v - p) * 1000 for p, v in zip(published[skip:], visible[skip:])]
-    return {"entries_measured": len(lags), "offered_rate": rate, "achieved_publish_rate": total / publish_seconds,
-            "p50_ms": statistics.median(lags), "p99_ms": report.percentile(lags, 0.99), "max_ms": max(lags),
-            "mean_ms": statistics.fmean(lags), "over_500_ms": sum(lag > 500 for lag in lags), "polls": polls,
-            # Where the slowest entries sit (seconds into the measured part, ms): a stall or a trend.
-            "slowest": sorted(((round(published[skip + i] - published[skip], 3), round(lag, 1))
-                               for i, lag in enumerate(lags)), key=lambda p: -p[1])[:10]}
+    return {
+        "entries_measured": len(lags),
+        "offered_rate": rate,
+        "achieved_publish_rate": total / publish_seconds,
+        "p50_ms": statistics.median(lags),
+        "p99_ms": report.percentile(lags, 0.99),
+        "max_ms": max(lags),
+        "mean_ms": statistics.fmean(lags),
+        "over_500_ms": sum(lag > 500 for lag in lags),
+        "polls": polls,
+        # Where the slowest entries sit (seconds into the measured part, ms): a stall or a trend.
+        "slowest": sorted(
+            (
+                (round(published[skip + i] - published[skip], 3), round(lag, 1))
+                for i, lag in enumerate(lags)
+            ),
+            key=lambda p: -p[1],
+        )[:10],
+    }
 
 
-async def measure_lag(sys_: memory.System, rate: float | None = None, rounds: int = ROUNDS,
-                      seconds: float = SECONDS) -> dict:
+async def measure_lag(
+    sys_: memory.System, rate: float | None = None, rounds: int = ROUNDS, seconds: float = SECONDS
+) -> dict:
     sustained = None
     if rate is None:
         sustained = await probe_rate(sys_)
@@ -138,8 +160,11 @@ async def measure_lag(sys_: memory.System, rate: float | None = None, rounds: in
 
 def markdown(result: dict) -> str:
     r = result
-    source = ("given; a suite run passes half the 512 B end-to-end ingest median" if r["sustained_rate_probe"] is None
-              else f"half of {r['sustained_rate_probe']:,.0f}/s measured here over {PROBE_ENTRIES:,} entries")
+    source = (
+        "given; a suite run passes half the 512 B end-to-end ingest median"
+        if r["sustained_rate_probe"] is None
+        else f"half of {r['sustained_rate_probe']:,.0f}/s measured here over {PROBE_ENTRIES:,} entries"
+    )
     lines = [
         "# Projection lag at half the sustained rate",
         "",
@@ -155,9 +180,15 @@ def markdown(result: dict) -> str:
     ]
     if r.get("profile"):
         extra = r.get("profile_round") or {}
-        lines += ["", f"## Timeline-writer profile over one more round (pyinstrument, wall clock; that round:"
-                  f" p50 {extra.get('p50_ms', 0):.1f} ms, p99 {extra.get('p99_ms', 0):.1f} ms)", "", "```",
-                  r["profile"].rstrip(), "```"]
+        lines += [
+            "",
+            f"## Timeline-writer profile over one more round (pyinstrument, wall clock; that round:"
+            f" p50 {extra.get('p50_ms', 0):.1f} ms, p99 {extra.get('p99_ms', 0):.1f} ms)",
+            "",
+            "```",
+            r["profile"].rstrip(),
+            "```",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -184,13 +215,25 @@ async def _run(rate: float | None, rounds: int, seconds: float, profile: bool | 
         facts = sys_.facts()
         result = await measure_lag(sys_, rate, rounds, seconds)
         if profile or (profile is None and not result["target_met"]):
-            result["profile"], result["profile_round"] = await profile_writer(sys_, result["rate"], seconds)
-    return {"benchmark": "lag", "generated_at": report.stamp(), "machine": report.machine(),
-            "servers": facts, **result}
+            result["profile"], result["profile_round"] = await profile_writer(
+                sys_, result["rate"], seconds
+            )
+    return {
+        "benchmark": "lag",
+        "generated_at": report.stamp(),
+        "machine": report.machine(),
+        "servers": facts,
+        **result,
+    }
 
 
-def run_lag_bench(rate: float | None = None, rounds: int = ROUNDS, seconds: float = SECONDS,
-                  profile: bool | None = None, write: bool = True) -> dict:
+def run_lag_bench(
+    rate: float | None = None,
+    rounds: int = ROUNDS,
+    seconds: float = SECONDS,
+    profile: bool | None = None,
+    write: bool = True,
+) -> dict:
     """profile=None profiles the writer over one more round only when the target is missed."""
     result = asyncio.run(_run(rate, rounds, seconds, profile))
     if write:
@@ -202,9 +245,15 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.lag", description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=ROUNDS)
     parser.add_argument("--seconds", type=float, default=SECONDS, help="measured seconds per round")
-    parser.add_argument("--rate", type=float, help="entries/s (default: half of a short end-to-end burst)")
-    parser.add_argument("--profile", action=argparse.BooleanOptionalAction, default=None,
-                        help="profile the writer over one more round (default: only when the target is missed)")
+    parser.add_argument(
+        "--rate", type=float, help="entries/s (default: half of a short end-to-end burst)"
+    )
+    parser.add_argument(
+        "--profile",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="profile the writer over one more round (default: only when the target is missed)",
+    )
     args = parser.parse_args(argv)
     print(markdown(run_lag_bench(args.rate, args.rounds, args.seconds, args.profile)))
 

@@ -80,6 +80,7 @@ def conversation(turns: int, seed: int = 20260817) -> list[tuple[str, str]]:
 
 # -- LangGraph -------------------------------------------------------------------------
 
+
 def relation_bytes(conn, tables) -> dict[str, int]:
     out = {}
     for table in tables:
@@ -116,8 +117,12 @@ def langgraph_run(url: str, turns: list[tuple[str, str]], marks, size_marks, rep
             checkpoint["channel_versions"] = {"messages": version}
             checkpoint["updated_channels"] = ["messages"]
             started = time.perf_counter()
-            config = saver.put(config, checkpoint, {"source": "loop", "step": turn, "parents": {}},
-                               {"messages": version})
+            config = saver.put(
+                config,
+                checkpoint,
+                {"source": "loop", "step": turn, "parents": {}},
+                {"messages": version},
+            )
             all_writes.append((time.perf_counter() - started) * 1000)
             if turn in marks:
                 write_ms[turn] = all_writes[-1]
@@ -131,11 +136,18 @@ def langgraph_run(url: str, turns: list[tuple[str, str]], marks, size_marks, rep
             if len(state.checkpoint["channel_values"]["messages"]) != len(turns):
                 raise RuntimeError("LangGraph's latest state does not hold every message")
         rows = conn.execute("SELECT count(*) AS n FROM checkpoints").fetchone()["n"]
-    return {"sizes": sizes, "write_ms": write_ms, "write_ms_all": all_writes,
-            "context_ms": statistics.median(context_ms), "context_messages": len(turns), "checkpoints": rows}
+    return {
+        "sizes": sizes,
+        "write_ms": write_ms,
+        "write_ms_all": all_writes,
+        "context_ms": statistics.median(context_ms),
+        "context_messages": len(turns),
+        "checkpoints": rows,
+    }
 
 
 # -- Seedline --------------------------------------------------------------------------
+
 
 def _at(turn: int) -> str:
     minutes, seconds = divmod(turn * 10, 60)
@@ -143,11 +155,11 @@ def _at(turn: int) -> str:
     return f"2026-08-17T{10 + hours:02d}:{minutes:02d}:{seconds:02d}Z"
 
 
-async def seedline_run(sys_: memory.System, turns: list[tuple[str, str]], marks, size_marks,
-                       reps: int) -> dict:
+async def seedline_run(
+    sys_: memory.System, turns: list[tuple[str, str]], marks, size_marks, reps: int
+) -> dict:
     import psycopg
     from psycopg_pool import AsyncConnectionPool
-
     from seedline_contracts import subjects
     from seedline_contracts.events import ContinuityDecided, LaunchPlan
     from seedline_contracts.sessions import Continuity
@@ -162,9 +174,16 @@ async def seedline_run(sys_: memory.System, turns: list[tuple[str, str]], marks,
     with psycopg.connect(sys_.database_url, autocommit=True) as conn:
         sizes[0] = relation_bytes(conn, SEEDLINE_TABLES)
         for turn, (role, text) in enumerate(turns, 1):
-            body = {"entry_id": f"{session}-{turn}", "instance_id": INSTANCE, "repo": REPO,
-                    "session_id": session, "kind": "chat_user" if role == "user" else "chat_assistant",
-                    "content": text, "at": _at(turn), "engine": "raw"}
+            body = {
+                "entry_id": f"{session}-{turn}",
+                "instance_id": INSTANCE,
+                "repo": REPO,
+                "session_id": session,
+                "kind": "chat_user" if role == "user" else "chat_assistant",
+                "content": text,
+                "at": _at(turn),
+                "engine": "raw",
+            }
             started = time.perf_counter()
             reply = await request(sys_.nc, subjects.API_TIMELINE_APPEND, body)
             all_writes.append((time.perf_counter() - started) * 1000)
@@ -178,14 +197,34 @@ async def seedline_run(sys_: memory.System, turns: list[tuple[str, str]], marks,
                 info = await sys_.js.stream_info(subjects.TIMELINE_STREAM)
                 stream_bytes[turn] = int(info.state.bytes)
     continuity = Continuity(mode="fresh", resume_from=None, reason_code="bench", reason="bench")
-    plan = LaunchPlan(instance_id=INSTANCE, repo=REPO, engine="raw", node_id="bench-node", continuity=continuity,
-                      resume_key=None, instruction=None, clean_slate=False)
-    decision = ContinuityDecided(session_id=session, at=_at(len(turns)), continuity=continuity,
-                                 seed_source="repo_timeline", until_seq=last_seq, entries_upto=len(turns), plan=plan)
+    plan = LaunchPlan(
+        instance_id=INSTANCE,
+        repo=REPO,
+        engine="raw",
+        node_id="bench-node",
+        continuity=continuity,
+        resume_key=None,
+        instruction=None,
+        clean_slate=False,
+    )
+    decision = ContinuityDecided(
+        session_id=session,
+        at=_at(len(turns)),
+        continuity=continuity,
+        seed_source="repo_timeline",
+        until_seq=last_seq,
+        entries_upto=len(turns),
+        plan=plan,
+    )
     brief_ms, full_ms = [], []
     brief = None
-    async with AsyncConnectionPool(sys_.database_url, min_size=1, max_size=1, open=False,
-                                   kwargs={"autocommit": True, "options": CONNECTION_OPTIONS}) as pool:
+    async with AsyncConnectionPool(
+        sys_.database_url,
+        min_size=1,
+        max_size=1,
+        open=False,
+        kwargs={"autocommit": True, "options": CONNECTION_OPTIONS},
+    ) as pool:
         reader = PostgresTimelineReader(pool)
         await compose_for(decision, reader)  # the pool's first connection is not part of the figure
         for _ in range(reps):
@@ -197,12 +236,19 @@ async def seedline_run(sys_: memory.System, turns: list[tuple[str, str]], marks,
             full_ms.append((time.perf_counter() - started) * 1000)
             if len(rows) != len(turns):
                 raise RuntimeError(f"the projection holds {len(rows)} of {len(turns)} turns")
-    return {"sizes": sizes, "write_ms": write_ms, "write_ms_all": all_writes, "stream_bytes": stream_bytes,
-            "context_ms": statistics.median(brief_ms), "full_read_ms": statistics.median(full_ms),
-            "brief": {"rows": brief.rows, "chars": brief.chars, "omitted_rows": brief.omitted_rows}}
+    return {
+        "sizes": sizes,
+        "write_ms": write_ms,
+        "write_ms_all": all_writes,
+        "stream_bytes": stream_bytes,
+        "context_ms": statistics.median(brief_ms),
+        "full_read_ms": statistics.median(full_ms),
+        "brief": {"rows": brief.rows, "chars": brief.chars, "omitted_rows": brief.omitted_rows},
+    }
 
 
 # -- the run ---------------------------------------------------------------------------
+
 
 def _total(sizes: dict) -> int:
     return sum(sizes.values())
@@ -212,7 +258,9 @@ def _per_turn(sizes: dict[int, dict], marks) -> dict:
     """Bytes stored per turn over each stretch between marks (what each new turn costs)."""
     out, previous = {}, 0
     for mark in marks:
-        out[f"{previous}-{mark}"] = (_total(sizes[mark]) - _total(sizes[previous])) / (mark - previous)
+        out[f"{previous}-{mark}"] = (_total(sizes[mark]) - _total(sizes[previous])) / (
+            mark - previous
+        )
         previous = mark
     return out
 
@@ -234,13 +282,21 @@ async def _run(runs: int, turns_count: int, reps: int) -> dict:
     try:
         for index in range(runs):
             lg_url = await asyncio.to_thread(postgres.ensure_database, f"langgraph_run{index}")
-            async with memory.system(services=("timeline-writer",), prefix="seedline-bench-lg-",
-                                     postgres=postgres, database=f"seedline_run{index}") as sys_:
+            async with memory.system(
+                services=("timeline-writer",),
+                prefix="seedline-bench-lg-",
+                postgres=postgres,
+                database=f"seedline_run{index}",
+            ) as sys_:
                 facts = facts or sys_.facts()
                 result = {}
-                for side in (("langgraph", "seedline") if index % 2 == 0 else ("seedline", "langgraph")):
+                for side in (
+                    ("langgraph", "seedline") if index % 2 == 0 else ("seedline", "langgraph")
+                ):
                     if side == "langgraph":
-                        result[side] = await asyncio.to_thread(langgraph_run, lg_url, turns, marks, size_marks, reps)
+                        result[side] = await asyncio.to_thread(
+                            langgraph_run, lg_url, turns, marks, size_marks, reps
+                        )
                     else:
                         result[side] = await seedline_run(sys_, turns, marks, size_marks, reps)
                 per_run.append(result)
@@ -260,17 +316,24 @@ def assemble(per_run: list[dict], marks, size_marks, turns, facts) -> dict:
         sides[side] = {
             "bytes": {m: report.spread(_total(r["sizes"][m]) for r in runs) for m in (0, *marks)},
             "bytes_by_table_at_end": runs[0]["sizes"][marks[-1]],
-            "bytes_per_turn": {k: report.spread(_per_turn(r["sizes"], size_marks)[k] for r in runs)
-                               for k in _per_turn(runs[0]["sizes"], size_marks)},
+            "bytes_per_turn": {
+                k: report.spread(_per_turn(r["sizes"], size_marks)[k] for r in runs)
+                for k in _per_turn(runs[0]["sizes"], size_marks)
+            },
             "write_ms": {m: report.spread(r["write_ms"][m] for r in runs) for m in marks},
-            "write_ms_last10_median": report.spread(statistics.median(r["write_ms_all"][-10:]) for r in runs),
+            "write_ms_last10_median": report.spread(
+                statistics.median(r["write_ms_all"][-10:]) for r in runs
+            ),
             "context_ms": report.spread(r["context_ms"] for r in runs),
         }
     sl = per_run[0]["seedline"]
-    sides["seedline"]["full_read_ms"] = report.spread(r["seedline"]["full_read_ms"] for r in per_run)
+    sides["seedline"]["full_read_ms"] = report.spread(
+        r["seedline"]["full_read_ms"] for r in per_run
+    )
     sides["seedline"]["brief"] = sl["brief"]
-    sides["seedline"]["stream_bytes"] = {m: report.spread(r["seedline"]["stream_bytes"][m] for r in per_run)
-                                         for m in marks}
+    sides["seedline"]["stream_bytes"] = {
+        m: report.spread(r["seedline"]["stream_bytes"][m] for r in per_run) for m in marks
+    }
     # The first stretches fill pages the empty tables already hold; from turn 100 on, each
     # stretch of 100 turns pays for its own pages.
     keys = list(sides["seedline"]["bytes_per_turn"])
@@ -285,35 +348,49 @@ def assemble(per_run: list[dict], marks, size_marks, turns, facts) -> dict:
         "generated_at": report.stamp(),
         "machine": report.machine(),
         "servers": facts,
-        "config": {"turns": len(turns), "marks": marks, "size_marks": size_marks, "runs": len(per_run),
-                   "context_reps": CONTEXT_REPS,
-                   "conversation_text_bytes": text_bytes,
-                   "message_chars": "person 100-600, assistant 300-3,000 (alternating)"},
+        "config": {
+            "turns": len(turns),
+            "marks": marks,
+            "size_marks": size_marks,
+            "runs": len(per_run),
+            "context_reps": CONTEXT_REPS,
+            "conversation_text_bytes": text_bytes,
+            "message_chars": "person 100-600, assistant 300-3,000 (alternating)",
+        },
         "sides": sides,
         "ratios": {
-            "bytes_at_end_langgraph_over_seedline":
-                sides["langgraph"]["bytes"][end]["median"] / sides["seedline"]["bytes"][end]["median"],
-            "write_ms_at_end_langgraph_over_seedline":
-                sides["langgraph"]["write_ms"][end]["median"] / sides["seedline"]["write_ms"][end]["median"],
-            "context_ms_langgraph_over_seedline_brief":
-                sides["langgraph"]["context_ms"]["median"] / sides["seedline"]["context_ms"]["median"],
+            "bytes_at_end_langgraph_over_seedline": sides["langgraph"]["bytes"][end]["median"]
+            / sides["seedline"]["bytes"][end]["median"],
+            "write_ms_at_end_langgraph_over_seedline": sides["langgraph"]["write_ms"][end]["median"]
+            / sides["seedline"]["write_ms"][end]["median"],
+            "context_ms_langgraph_over_seedline_brief": sides["langgraph"]["context_ms"]["median"]
+            / sides["seedline"]["context_ms"]["median"],
             "seedline_bytes_per_turn_late_over_early": flat,
-            "langgraph_bytes_per_turn_late_over_early": lg_bpt[late]["median"] / lg_bpt[early]["median"],
+            "langgraph_bytes_per_turn_late_over_early": lg_bpt[late]["median"]
+            / lg_bpt[early]["median"],
         },
         "stretches": {"early": early, "late": late},
         "target_flat_limit": FLAT_LIMIT,
         "target_met": flat <= FLAT_LIMIT,
-        "per_run": [{side: {k: v for k, v in r[side].items() if k != "write_ms_all"} for side in r}
-                    for r in per_run],
+        "per_run": [
+            {side: {k: v for k, v in r[side].items() if k != "write_ms_all"} for side in r}
+            for r in per_run
+        ],
     }
 
 
 def _kb(s: dict) -> str:
-    return report.cell({k: (v / 1024 if isinstance(v, (int, float)) else v) for k, v in s.items()}, 0, " KB")
+    return report.cell(
+        {k: (v / 1024 if isinstance(v, (int, float)) else v) for k, v in s.items()}, 0, " KB"
+    )
 
 
 def markdown(result: dict) -> str:
-    lg, sl, marks = result["sides"]["langgraph"], result["sides"]["seedline"], result["config"]["marks"]
+    lg, sl, marks = (
+        result["sides"]["langgraph"],
+        result["sides"]["seedline"],
+        result["config"]["marks"],
+    )
     end = marks[-1]
     lines = [
         "# Seedline against LangGraph PostgresSaver",
@@ -327,11 +404,15 @@ def markdown(result: dict) -> str:
         "|---:|---:|---:|---:|---:|",
     ]
     for m in marks:
-        lines.append(f"| {m} | {_kb(lg['bytes'][m])} | {_kb(sl['bytes'][m])} | {report.cell(lg['write_ms'][m], 2)}"
-                     f" | {report.cell(sl['write_ms'][m], 2)} |")
+        lines.append(
+            f"| {m} | {_kb(lg['bytes'][m])} | {_kb(sl['bytes'][m])} | {report.cell(lg['write_ms'][m], 2)}"
+            f" | {report.cell(sl['write_ms'][m], 2)} |"
+        )
     for stretch in lg["bytes_per_turn"]:
-        lines.append(f"| bytes per turn, turns {stretch} | {report.cell(lg['bytes_per_turn'][stretch])}"
-                     f" | {report.cell(sl['bytes_per_turn'][stretch])} | | |")
+        lines.append(
+            f"| bytes per turn, turns {stretch} | {report.cell(lg['bytes_per_turn'][stretch])}"
+            f" | {report.cell(sl['bytes_per_turn'][stretch])} | | |"
+        )
     r = result["ratios"]
     lines += [
         "",
@@ -355,13 +436,16 @@ def markdown(result: dict) -> str:
         f" {_kb(sl['stream_bytes'][end])} at turn {end}.",
         f"LangGraph tables at turn {end} (run 1): "
         + ", ".join(f"{t} {v / 1024:,.0f} KB" for t, v in lg["bytes_by_table_at_end"].items())
-        + f"; Seedline: " + ", ".join(f"{t} {v / 1024:,.0f} KB" for t, v in sl["bytes_by_table_at_end"].items()) + ".",
+        + "; Seedline: "
+        + ", ".join(f"{t} {v / 1024:,.0f} KB" for t, v in sl["bytes_by_table_at_end"].items())
+        + ".",
     ]
     return "\n".join(lines) + "\n"
 
 
-def run_langgraph_compare(runs: int = RUNS, turns: int = TURNS, reps: int = CONTEXT_REPS,
-                          write: bool = True) -> dict:
+def run_langgraph_compare(
+    runs: int = RUNS, turns: int = TURNS, reps: int = CONTEXT_REPS, write: bool = True
+) -> dict:
     result = asyncio.run(_run(runs, turns, reps))
     if write:
         report.write("langgraph_compare", result, markdown(result))
@@ -369,8 +453,9 @@ def run_langgraph_compare(runs: int = RUNS, turns: int = TURNS, reps: int = CONT
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.langgraph_compare",
-                                     description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.langgraph_compare", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--runs", type=int, default=RUNS)
     parser.add_argument("--turns", type=int, default=TURNS)
     args = parser.parse_args(argv)

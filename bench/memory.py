@@ -26,10 +26,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import AsyncIterator, Sequence
 
 from bench import report
 
@@ -48,10 +48,13 @@ READY_TIMEOUT = 60.0
 
 # -- services as subprocesses --------------------------------------------------------
 
+
 class ServiceProcess:
     """One service's console script, logging to a file; ready when it logs "ready"."""
 
-    def __init__(self, name: str, env: dict, log_path: Path, profile_to: Path | None = None) -> None:
+    def __init__(
+        self, name: str, env: dict, log_path: Path, profile_to: Path | None = None
+    ) -> None:
         self.name = name
         self.log_path = log_path
         script = Path(sys.executable).with_name(name)
@@ -59,8 +62,16 @@ class ServiceProcess:
             raise RuntimeError(f"{script} is missing: run `make install` (uv sync --all-packages)")
         argv = [str(script)]
         if profile_to is not None:  # the same service module under pyinstrument (the bench extra)
-            argv = [sys.executable, "-m", "pyinstrument", "--renderer=text", "--interval=0.0005",
-                    f"--outfile={profile_to}", "-m", "seedline_" + name.replace("-", "_")]
+            argv = [
+                sys.executable,
+                "-m",
+                "pyinstrument",
+                "--renderer=text",
+                "--interval=0.0005",
+                f"--outfile={profile_to}",
+                "-m",
+                "seedline_" + name.replace("-", "_"),
+            ]
         self._log_from = log_path.stat().st_size if log_path.exists() else 0
         with open(log_path, "ab") as log:
             self.proc = subprocess.Popen(argv, env=env, stdout=log, stderr=subprocess.STDOUT)
@@ -73,13 +84,17 @@ class ServiceProcess:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"{self.name} exited with code {self.proc.returncode}; see {self.log_path}")
+                raise RuntimeError(
+                    f"{self.name} exited with code {self.proc.returncode}; see {self.log_path}"
+                )
             with open(self.log_path, "rb") as log:
                 log.seek(self._log_from)
                 if b'"event": "ready"' in log.read():
                     return
             await asyncio.sleep(0.1)
-        raise RuntimeError(f"{self.name} did not log ready within {timeout:.0f} s; see {self.log_path}")
+        raise RuntimeError(
+            f"{self.name} did not log ready within {timeout:.0f} s; see {self.log_path}"
+        )
 
     def status(self) -> dict:
         return proc_status(self.pid)
@@ -119,8 +134,11 @@ class System:
     async def start_services(self, names: Sequence[str], profile: Sequence[str] = ()) -> None:
         for name in names:
             self.services[name] = ServiceProcess(
-                name, self.env, self.tmp / f"{name}.log",
-                profile_to=self.tmp / f"{name}.profile.txt" if name in profile else None)
+                name,
+                self.env,
+                self.tmp / f"{name}.log",
+                profile_to=self.tmp / f"{name}.profile.txt" if name in profile else None,
+            )
         for name in names:
             await self.services[name].wait_ready()
 
@@ -134,14 +152,17 @@ class System:
 
 
 @asynccontextmanager
-async def system(services: Sequence[str] = SERVICES, prefix: str = "seedline-bench-",
-                 postgres=None, database: str = "seedline_bench") -> AsyncIterator[System]:
+async def system(
+    services: Sequence[str] = SERVICES,
+    prefix: str = "seedline-bench-",
+    postgres=None,
+    database: str = "seedline_bench",
+) -> AsyncIterator[System]:
     """nats-server with sync_interval: always, Postgres, and the named services running.
 
     ``postgres`` reuses a running embedded Postgres (a fresh database is made on it).
     """
     import nats
-
     from seedline_platform.embedded import start_nats, start_postgres
     from seedline_platform.settings import Settings
 
@@ -153,9 +174,15 @@ async def system(services: Sequence[str] = SERVICES, prefix: str = "seedline-ben
         if postgres is None:
             postgres = own_pg = await asyncio.to_thread(start_postgres, tmp / "pg")
         database_url = await asyncio.to_thread(postgres.ensure_database, database)
-        env = dict(os.environ, SEEDLINE_NATS_URL=nats_proc.url, SEEDLINE_NATS_MONITOR_URL=nats_proc.monitor_url,
-                   SEEDLINE_DATABASE_URL=database_url, SEEDLINE_HOME=str(tmp / "home"),
-                   SEEDLINE_STRICT_DURABILITY="1", SEEDLINE_LOG_LEVEL="info")
+        env = dict(
+            os.environ,
+            SEEDLINE_NATS_URL=nats_proc.url,
+            SEEDLINE_NATS_MONITOR_URL=nats_proc.monitor_url,
+            SEEDLINE_DATABASE_URL=database_url,
+            SEEDLINE_HOME=str(tmp / "home"),
+            SEEDLINE_STRICT_DURABILITY="1",
+            SEEDLINE_LOG_LEVEL="info",
+        )
         settings = Settings.from_env(env)
         sys_ = System(tmp, nats_proc, postgres, database_url, env, settings)
         sys_.nc = await nats.connect(nats_proc.url, name="bench")
@@ -179,18 +206,21 @@ async def system(services: Sequence[str] = SERVICES, prefix: str = "seedline-ben
 
 # -- filling through the real ingest path --------------------------------------------
 
+
 def entry_body(tag: str, n: int, size: int, content: str) -> bytes:
     repo = n % REPOS
-    return json.dumps({
-        "entry_id": f"{tag}-{n:07d}",
-        "instance_id": INSTANCE,
-        "repo": f"bench/repo-{repo}",
-        "session_id": f"csess_{tag}{repo:02d}{(n // REPOS) % SESSIONS_PER_REPO:03d}",
-        "kind": KINDS[n % len(KINDS)],
-        "content": content,
-        "at": "2026-08-17T10:00:00Z",
-        "engine": "claude",
-    }).encode()
+    return json.dumps(
+        {
+            "entry_id": f"{tag}-{n:07d}",
+            "instance_id": INSTANCE,
+            "repo": f"bench/repo-{repo}",
+            "session_id": f"csess_{tag}{repo:02d}{(n // REPOS) % SESSIONS_PER_REPO:03d}",
+            "kind": KINDS[n % len(KINDS)],
+            "content": content,
+            "at": "2026-08-17T10:00:00Z",
+            "engine": "claude",
+        }
+    ).encode()
 
 
 async def applied_seq(database_url: str) -> int:
@@ -202,12 +232,16 @@ async def applied_seq(database_url: str) -> int:
 
 async def read_applied(conn) -> int:
     """The timeline projection's applied seq (0 before its first append)."""
-    cur = await conn.execute("SELECT applied_seq FROM projection_offsets WHERE projection = 'timeline'")
+    cur = await conn.execute(
+        "SELECT applied_seq FROM projection_offsets WHERE projection = 'timeline'"
+    )
     row = await cur.fetchone()
     return int(row[0]) if row else 0
 
 
-async def fill(sys_: System, count: int, size: int = SIZE, tag: str = "fill", timeout: float = 900.0) -> dict:
+async def fill(
+    sys_: System, count: int, size: int = SIZE, tag: str = "fill", timeout: float = 900.0
+) -> dict:
     """Publish `count` entries to ingest in windows and wait until the projection holds them."""
     from seedline_contracts import subjects
     from seedline_platform.natsio import publish_window
@@ -217,8 +251,14 @@ async def fill(sys_: System, count: int, size: int = SIZE, tag: str = "fill", ti
     target = await last_seq(sys_.js, subjects.TIMELINE_STREAM) + count
     started = time.perf_counter()
     for first in range(0, count, PUBLISH_CHUNK):
-        batch = [(subjects.INGEST_TIMELINE, entry_body(tag, n, size, content), {"Nats-Msg-Id": f"{tag}-{n:07d}"})
-                 for n in range(first, min(first + PUBLISH_CHUNK, count))]
+        batch = [
+            (
+                subjects.INGEST_TIMELINE,
+                entry_body(tag, n, size, content),
+                {"Nats-Msg-Id": f"{tag}-{n:07d}"},
+            )
+            for n in range(first, min(first + PUBLISH_CHUNK, count))
+        ]
         await publish_window(sys_.js, batch)
     published = time.perf_counter() - started
     deadline = time.monotonic() + timeout
@@ -228,9 +268,15 @@ async def fill(sys_: System, count: int, size: int = SIZE, tag: str = "fill", ti
         await asyncio.sleep(0.1)
     seconds = time.perf_counter() - started
     drained = await wait_drained(sys_.js, timeout)
-    return {"entries": count, "content_bytes": size, "published_seconds": published,
-            "readable_seconds": seconds, "rate_per_s": count / seconds,
-            "all_consumers_drained_seconds": time.perf_counter() - started, "consumers": drained}
+    return {
+        "entries": count,
+        "content_bytes": size,
+        "published_seconds": published,
+        "readable_seconds": seconds,
+        "rate_per_s": count / seconds,
+        "all_consumers_drained_seconds": time.perf_counter() - started,
+        "consumers": drained,
+    }
 
 
 async def wait_drained(js, timeout: float) -> dict:
@@ -250,6 +296,7 @@ async def wait_drained(js, timeout: float) -> dict:
 
 
 # -- the benchmark ---------------------------------------------------------------------
+
 
 def measure_memory(sys_: System) -> dict:
     per_service = {name: s.status() for name, s in sys_.services.items()}
@@ -275,11 +322,15 @@ def markdown(result: dict) -> str:
         "|---|---:|---:|---:|---|",
     ]
     for name, v in result["services_mb"].items():
-        lines.append(f"| {name} | {v['VmHWM']:.1f} | {v['VmRSS']:.1f} | <= {result['target_mb']:.0f} MB"
-                     f" | {report.yes_no(v['VmHWM'] <= result['target_mb'])} |")
+        lines.append(
+            f"| {name} | {v['VmHWM']:.1f} | {v['VmRSS']:.1f} | <= {result['target_mb']:.0f} MB"
+            f" | {report.yes_no(v['VmHWM'] <= result['target_mb'])} |"
+        )
     if result.get("nats_server_mb"):
         v = result["nats_server_mb"]
-        lines.append(f"| (nats-server, for reference) | {v['VmHWM']:.1f} | {v['VmRSS']:.1f} | - | - |")
+        lines.append(
+            f"| (nats-server, for reference) | {v['VmHWM']:.1f} | {v['VmRSS']:.1f} | - | - |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -288,8 +339,14 @@ async def _run(entries: int, size: int) -> dict:
         facts = sys_.facts()
         fill_ = await fill(sys_, entries, size)
         result = measure_memory(sys_)
-    return {"benchmark": "memory", "generated_at": report.stamp(), "machine": report.machine(),
-            "servers": facts, "fill": fill_, **result}
+    return {
+        "benchmark": "memory",
+        "generated_at": report.stamp(),
+        "machine": report.machine(),
+        "servers": facts,
+        "fill": fill_,
+        **result,
+    }
 
 
 def run_memory_bench(entries: int = ENTRIES, size: int = SIZE, write: bool = True) -> dict:
@@ -300,7 +357,9 @@ def run_memory_bench(entries: int = ENTRIES, size: int = SIZE, write: bool = Tru
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.memory", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.memory", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--entries", type=int, default=ENTRIES)
     parser.add_argument("--size", type=int, default=SIZE)
     args = parser.parse_args(argv)

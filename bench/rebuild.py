@@ -44,7 +44,6 @@ async def raw_read(js, end: int) -> tuple[float, int]:
 
 async def digest_seconds(database_url: str) -> float:
     import psycopg
-
     from seedline_platform.timeline_table import digest
 
     async with await psycopg.AsyncConnection.connect(database_url, autocommit=True) as conn:
@@ -61,7 +60,7 @@ async def measure_rebuild(sys_: memory.System, rounds: int = ROUNDS, profile: bo
     end = await last_seq(sys_.js, subjects.TIMELINE_STREAM)
     raw_s, rebuild_s, digest_s, identical = [], [], [], []
     for index in range(rounds):
-        for step in (("raw", "rebuild") if index % 2 == 0 else ("rebuild", "raw")):
+        for step in ("raw", "rebuild") if index % 2 == 0 else ("rebuild", "raw"):
             if step == "raw":
                 seconds, count = await raw_read(sys_.js, end)
                 if count != end:
@@ -89,7 +88,8 @@ async def measure_rebuild(sys_: memory.System, rounds: int = ROUNDS, profile: bo
         "rebuild_rate": rebuild_rate,
         "rebuild_rate_without_digests": report.spread(end / s for s in without_digests),
         "ratio": ratio,
-        "ratio_without_digests": statistics.median([end / s for s in without_digests]) / raw_rate["median"],
+        "ratio_without_digests": statistics.median([end / s for s in without_digests])
+        / raw_rate["median"],
         "digests_identical": all(identical),
         "target_ratio": TARGET_RATIO,
         "target_met": ratio >= TARGET_RATIO,
@@ -132,7 +132,14 @@ def markdown(result: dict) -> str:
         f" {'yes' if r['digests_identical'] else 'NO'}.",
     ]
     if r.get("profile"):
-        lines += ["", "## Profile of one rebuild (pyinstrument)", "", "```", r["profile"].rstrip(), "```"]
+        lines += [
+            "",
+            "## Profile of one rebuild (pyinstrument)",
+            "",
+            "```",
+            r["profile"].rstrip(),
+            "```",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -141,12 +148,19 @@ async def _run(entries: int, rounds: int, profile: bool) -> dict:
         facts = sys_.facts()
         fill_ = await memory.fill(sys_, entries)
         result = await measure_rebuild(sys_, rounds, profile)
-    return {"benchmark": "rebuild", "generated_at": report.stamp(), "machine": report.machine(),
-            "servers": facts, "fill": fill_, **result}
+    return {
+        "benchmark": "rebuild",
+        "generated_at": report.stamp(),
+        "machine": report.machine(),
+        "servers": facts,
+        "fill": fill_,
+        **result,
+    }
 
 
-def run_rebuild_bench(entries: int = ENTRIES, rounds: int = ROUNDS, profile: bool = False,
-                      write: bool = True) -> dict:
+def run_rebuild_bench(
+    entries: int = ENTRIES, rounds: int = ROUNDS, profile: bool = False, write: bool = True
+) -> dict:
     result = asyncio.run(_run(entries, rounds, profile))
     if write:
         report.write("rebuild", result, markdown(result))
@@ -154,10 +168,14 @@ def run_rebuild_bench(entries: int = ENTRIES, rounds: int = ROUNDS, profile: boo
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.rebuild", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.rebuild", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--entries", type=int, default=ENTRIES)
     parser.add_argument("--rounds", type=int, default=ROUNDS)
-    parser.add_argument("--profile", action="store_true", help="profile one more rebuild (pyinstrument)")
+    parser.add_argument(
+        "--profile", action="store_true", help="profile one more rebuild (pyinstrument)"
+    )
     args = parser.parse_args(argv)
     print(markdown(run_rebuild_bench(args.entries, args.rounds, args.profile)))
 

@@ -13,8 +13,8 @@ import platform
 import statistics
 import time
 import urllib.request
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
@@ -30,8 +30,12 @@ def percentile(values: Iterable[float], q: float) -> float:
 def spread(values: Iterable[float]) -> dict:
     """Median, min and max of several runs, and the runs themselves."""
     runs = list(values)
-    return {"median": statistics.median(runs), "min": min(runs), "max": max(runs),
-            "runs": [round(v, 4) for v in runs]}
+    return {
+        "median": statistics.median(runs),
+        "min": min(runs),
+        "max": max(runs),
+        "runs": [round(v, 4) for v in runs],
+    }
 
 
 def cell(s: dict | None, digits: int = 0, unit: str = "") -> str:
@@ -61,10 +65,12 @@ def server_facts(monitor_url: str, database_url: str) -> dict:
         varz = json.loads(response.read())
     with psycopg.connect(database_url) as conn:
         pg_version = conn.execute("SHOW server_version").fetchone()[0]
-        settings = dict(conn.execute(
-            "SELECT name, setting || COALESCE(unit, '') FROM pg_settings"
-            " WHERE name IN ('shared_buffers', 'fsync', 'synchronous_commit', 'wal_sync_method')"
-        ).fetchall())
+        settings = dict(
+            conn.execute(
+                "SELECT name, setting || COALESCE(unit, '') FROM pg_settings"
+                " WHERE name IN ('shared_buffers', 'fsync', 'synchronous_commit', 'wal_sync_method')"
+            ).fetchall()
+        )
     return {
         "nats_server": varz.get("version"),
         "nats_sync_always": bool(varz.get("jetstream", {}).get("config", {}).get("sync_always")),

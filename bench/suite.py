@@ -34,25 +34,42 @@ from bench import report
 
 PARTS = ("ingest", "lag", "open", "fill", "langgraph")
 DEFAULTS = {
-    "ingest_rounds": 3, "ingest_count": 10_000, "ingest_size": 512,
-    "lag_rounds": 3, "lag_seconds": 10.0,
-    "open_rounds": 3, "open_opens": 200,
-    "entries": 200_000, "rebuild_rounds": 3,
-    "langgraph_runs": 3, "langgraph_turns": 500,
+    "ingest_rounds": 3,
+    "ingest_count": 10_000,
+    "ingest_size": 512,
+    "lag_rounds": 3,
+    "lag_seconds": 10.0,
+    "open_rounds": 3,
+    "open_opens": 200,
+    "entries": 200_000,
+    "rebuild_rounds": 3,
+    "langgraph_runs": 3,
+    "langgraph_turns": 500,
 }
 TIME_BUDGET_SECONDS = 600
 
 
 def _missing_extra() -> list[str]:
-    return [name for name in ("langgraph.checkpoint.postgres", "pyinstrument")
-            if importlib.util.find_spec(name.split(".")[0]) is None
-            or (name.startswith("langgraph") and importlib.util.find_spec(name) is None)]
+    return [
+        name
+        for name in ("langgraph.checkpoint.postgres", "pyinstrument")
+        if importlib.util.find_spec(name.split(".")[0]) is None
+        or (name.startswith("langgraph") and importlib.util.find_spec(name) is None)
+    ]
 
 
 def _git_commit() -> str | None:
     try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                              cwd=Path(__file__).resolve().parent, timeout=5).stdout.strip() or None
+        return (
+            subprocess.run(
+                ["git", "rev-parse", "--short", "HEAD"],
+                capture_output=True,
+                text=True,
+                cwd=Path(__file__).resolve().parent,
+                timeout=5,
+            ).stdout.strip()
+            or None
+        )
     except Exception:
         return None
 
@@ -68,8 +85,9 @@ def _cpu_model() -> str | None:
 
 
 async def _fill_benches(entries: int, rounds: int, profile_misses: bool) -> dict:
-    from bench import memory, rebuild
     from seedline_platform.logging import configure_logging
+
+    from bench import memory, rebuild
 
     configure_logging("error", "bench")
     async with memory.system(prefix="seedline-bench-fill-") as sys_:
@@ -79,7 +97,12 @@ async def _fill_benches(entries: int, rounds: int, profile_misses: bool) -> dict
         reb = await rebuild.measure_rebuild(sys_, rounds)
         if profile_misses and not reb["target_met"]:
             reb["profile"] = await rebuild.profile_rebuild(sys_.settings)
-    common = {"generated_at": report.stamp(), "machine": report.machine(), "servers": facts, "fill": fill}
+    common = {
+        "generated_at": report.stamp(),
+        "machine": report.machine(),
+        "servers": facts,
+        "fill": fill,
+    }
     mem_result = {"benchmark": "memory", **common, **mem}
     reb_result = {"benchmark": "rebuild", **common, **reb}
     report.write("memory", mem_result, memory.markdown(mem_result))
@@ -92,7 +115,8 @@ def run_suite(only: tuple[str, ...] = PARTS, profile_misses: bool = True, **opti
     if "langgraph" in only and _missing_extra():
         raise RuntimeError(
             f"the bench extra is not installed ({', '.join(_missing_extra())} missing): run"
-            " `.tools/bin/uv sync --frozen --all-packages --extra bench` (make bench does)")
+            " `.tools/bin/uv sync --frozen --all-packages --extra bench` (make bench does)"
+        )
     if "langgraph" in only:
         # Imported now: a concurrent `uv sync` without the extra cannot take it away mid-run.
         import langchain_core.messages  # noqa: F401
@@ -117,30 +141,48 @@ def run_suite(only: tuple[str, ...] = PARTS, profile_misses: bool = True, **opti
     if "ingest" in only:
         from bench.ingest import run_ingest_bench
 
-        step("ingest", lambda: run_ingest_bench(opts["ingest_rounds"], opts["ingest_count"], opts["ingest_size"]))
+        step(
+            "ingest",
+            lambda: run_ingest_bench(
+                opts["ingest_rounds"], opts["ingest_count"], opts["ingest_size"]
+            ),
+        )
     if "lag" in only:
         from bench.lag import run_lag_bench
 
         rate = None
         if "ingest" in results:
-            rate = results["ingest"]["measurements"][f"seedline_{opts['ingest_size']}"]["median"] / 2
+            rate = (
+                results["ingest"]["measurements"][f"seedline_{opts['ingest_size']}"]["median"] / 2
+            )
         step("lag", lambda: run_lag_bench(rate, opts["lag_rounds"], opts["lag_seconds"]))
     if "open" in only:
         from bench.open_latency import run_open_bench
 
         step("open", lambda: run_open_bench(opts["open_rounds"], opts["open_opens"]))
     if "fill" in only:
-        step("fill", lambda: asyncio.run(_fill_benches(opts["entries"], opts["rebuild_rounds"], profile_misses)))
+        step(
+            "fill",
+            lambda: asyncio.run(
+                _fill_benches(opts["entries"], opts["rebuild_rounds"], profile_misses)
+            ),
+        )
         if "fill" in results:
             results.update(results.pop("fill"))
     if "langgraph" in only:
         from bench.langgraph_compare import run_langgraph_compare
 
-        step("langgraph", lambda: run_langgraph_compare(opts["langgraph_runs"], opts["langgraph_turns"]))
+        step(
+            "langgraph",
+            lambda: run_langgraph_compare(opts["langgraph_runs"], opts["langgraph_turns"]),
+        )
 
     measured_seconds = time.perf_counter() - started
-    profiles = {name: r["profile"] for name, r in results.items()
-                if isinstance(r, dict) and isinstance(r.get("profile"), str)}
+    profiles = {
+        name: r["profile"]
+        for name, r in results.items()
+        if isinstance(r, dict) and isinstance(r.get("profile"), str)
+    }
     summary = {
         "benchmark": "suite",
         "generated_at": report.stamp(),
@@ -160,7 +202,9 @@ def run_suite(only: tuple[str, ...] = PARTS, profile_misses: bool = True, **opti
 
 
 def conditions(results: dict, load_before: list[float]) -> dict:
-    servers = next((r["servers"] for r in results.values() if isinstance(r, dict) and r.get("servers")), None)
+    servers = next(
+        (r["servers"] for r in results.values() if isinstance(r, dict) and r.get("servers")), None
+    )
     if servers is None and "open" in results:
         servers = results["open"]["conditions"]["servers"]
     mem_total = None
@@ -185,10 +229,24 @@ def conditions(results: dict, load_before: list[float]) -> dict:
     }
 
 
-def _row(bench: str, measure: str, seedline: str, baseline: str = "-", ratio: str = "-",
-         target: str = "-", met: bool | None = None) -> dict:
-    return {"bench": bench, "measure": measure, "seedline": seedline, "baseline": baseline,
-            "ratio": ratio, "target": target, "met": met}
+def _row(
+    bench: str,
+    measure: str,
+    seedline: str,
+    baseline: str = "-",
+    ratio: str = "-",
+    target: str = "-",
+    met: bool | None = None,
+) -> dict:
+    return {
+        "bench": bench,
+        "measure": measure,
+        "seedline": seedline,
+        "baseline": baseline,
+        "ratio": ratio,
+        "target": target,
+        "met": met,
+    }
 
 
 def rows(results: dict, opts: dict) -> list[dict]:
@@ -199,70 +257,176 @@ def rows(results: dict, opts: dict) -> list[dict]:
         m = r["measurements"]
         for size in r["config"]["sizes"]:
             ratio = r["ratio_seedline_to_raw"][str(size)]
-            out.append(_row("1 ingest", f"{size:,} B entries, msg/s: end to end vs raw publish_async (sync always)",
-                            cell(m[f"seedline_{size}"]), cell(m[f"raw_sync_{size}"]), f"{ratio:.2f}",
-                            ">= 0.4 (ceiling 0.5)", ratio >= r["target_ratio"]))
+            out.append(
+                _row(
+                    "1 ingest",
+                    f"{size:,} B entries, msg/s: end to end vs raw publish_async (sync always)",
+                    cell(m[f"seedline_{size}"]),
+                    cell(m[f"raw_sync_{size}"]),
+                    f"{ratio:.2f}",
+                    ">= 0.4 (ceiling 0.5)",
+                    ratio >= r["target_ratio"],
+                )
+            )
         for size in r["config"]["sizes"]:
-            out.append(_row("1 ingest", f"{size:,} B, raw msg/s: sync always vs no sync_interval (price of durability)",
-                            cell(m[f"raw_sync_{size}"]), cell(m[f"raw_nosync_{size}"]),
-                            f"{r['raw_nosync_to_sync'][str(size)]:.1f}x faster without"))
+            out.append(
+                _row(
+                    "1 ingest",
+                    f"{size:,} B, raw msg/s: sync always vs no sync_interval (price of durability)",
+                    cell(m[f"raw_sync_{size}"]),
+                    cell(m[f"raw_nosync_{size}"]),
+                    f"{r['raw_nosync_to_sync'][str(size)]:.1f}x faster without",
+                )
+            )
     if "lag" in results:
         r = results["lag"]
-        out.append(_row("2 lag", f"publish -> readable p50 ms at {r['rate']:,.0f} entries/s ({r['content_bytes']} B)",
-                        cell(r["p50_ms"], 1)))
-        out.append(_row("2 lag", f"publish -> readable p99 ms at {r['rate']:,.0f} entries/s",
-                        cell(r["p99_ms"], 1), target="<= 100 ms", met=r["target_met"]))
-        out.append(_row("2 lag", f"publish -> readable max ms (entries over 500 ms per round:"
-                                 f" {', '.join(str(n) for n in r['entries_over_500_ms'])}"
-                                 f" of {r['per_round'][0]['entries_measured']:,})", cell(r["max_ms"], 1)))
+        out.append(
+            _row(
+                "2 lag",
+                f"publish -> readable p50 ms at {r['rate']:,.0f} entries/s ({r['content_bytes']} B)",
+                cell(r["p50_ms"], 1),
+            )
+        )
+        out.append(
+            _row(
+                "2 lag",
+                f"publish -> readable p99 ms at {r['rate']:,.0f} entries/s",
+                cell(r["p99_ms"], 1),
+                target="<= 100 ms",
+                met=r["target_met"],
+            )
+        )
+        out.append(
+            _row(
+                "2 lag",
+                f"publish -> readable max ms (entries over 500 ms per round:"
+                f" {', '.join(str(n) for n in r['entries_over_500_ms'])}"
+                f" of {r['per_round'][0]['entries_measured']:,})",
+                cell(r["max_ms"], 1),
+            )
+        )
     if "open" in results:
         r = results["open"]
-        per = {size: [x["open_ms"] for x in r["repos"][size]["rounds"]] for size in ("small", "large")}
-        sp = {(size, stat): report.spread(x[stat] for x in per[size]) for size in per for stat in ("p50", "p99")}
+        per = {
+            size: [x["open_ms"] for x in r["repos"][size]["rounds"]] for size in ("small", "large")
+        }
+        sp = {
+            (size, stat): report.spread(x[stat] for x in per[size])
+            for size in per
+            for stat in ("p50", "p99")
+        }
         t = r["targets"]
         for size, label in (("small", "1,000"), ("large", "1,000,000")):
-            out.append(_row("3 open", f"request -> reply p50 ms, repo of {label} entries", cell(sp[size, "p50"], 2),
-                            target=f"<= {t['p50_ms_max']:.0f} ms", met=sp[size, "p50"]["median"] <= t["p50_ms_max"]))
-            out.append(_row("3 open", f"request -> reply p99 ms, repo of {label} entries", cell(sp[size, "p99"], 2),
-                            target=f"<= {t['p99_ms_max']:.0f} ms", met=sp[size, "p99"]["median"] <= t["p99_ms_max"]))
+            out.append(
+                _row(
+                    "3 open",
+                    f"request -> reply p50 ms, repo of {label} entries",
+                    cell(sp[size, "p50"], 2),
+                    target=f"<= {t['p50_ms_max']:.0f} ms",
+                    met=sp[size, "p50"]["median"] <= t["p50_ms_max"],
+                )
+            )
+            out.append(
+                _row(
+                    "3 open",
+                    f"request -> reply p99 ms, repo of {label} entries",
+                    cell(sp[size, "p99"], 2),
+                    target=f"<= {t['p99_ms_max']:.0f} ms",
+                    met=sp[size, "p99"]["median"] <= t["p99_ms_max"],
+                )
+            )
         for stat in ("p50", "p99"):
             ratio = r["ratios"]["large/small"][stat]
-            out.append(_row("3 open", f"{stat}: 1,000,000-entry repo vs 1,000-entry repo", cell(sp["large", stat], 2),
-                            cell(sp["small", stat], 2), f"{ratio:.2f}x", f"<= {t['ratio_max']}x",
-                            ratio <= t["ratio_max"]))
+            out.append(
+                _row(
+                    "3 open",
+                    f"{stat}: 1,000,000-entry repo vs 1,000-entry repo",
+                    cell(sp["large", stat], 2),
+                    cell(sp["small", stat], 2),
+                    f"{ratio:.2f}x",
+                    f"<= {t['ratio_max']}x",
+                    ratio <= t["ratio_max"],
+                )
+            )
     if "rebuild" in results:
         r = results["rebuild"]
-        out.append(_row("4 rebuild", f"{r['entries']:,} entries/s: rebuild_timeline vs raw ordered replay()",
-                        cell(r["rebuild_rate"]), cell(r["raw_rate"]), f"{r['ratio']:.2f}", ">= 0.5",
-                        r["target_met"]))
+        out.append(
+            _row(
+                "4 rebuild",
+                f"{r['entries']:,} entries/s: rebuild_timeline vs raw ordered replay()",
+                cell(r["rebuild_rate"]),
+                cell(r["raw_rate"]),
+                f"{r['ratio']:.2f}",
+                ">= 0.5",
+                r["target_met"],
+            )
+        )
     if "memory" in results:
         r = results["memory"]
         for name, v in r["services_mb"].items():
-            out.append(_row("5 memory", f"{name} peak RSS MB after {r['fill']['entries']:,} entries",
-                            f"{v['VmHWM']:.1f}", target=f"<= {r['target_mb']:.0f} MB", met=v["VmHWM"] <= r["target_mb"]))
+            out.append(
+                _row(
+                    "5 memory",
+                    f"{name} peak RSS MB after {r['fill']['entries']:,} entries",
+                    f"{v['VmHWM']:.1f}",
+                    target=f"<= {r['target_mb']:.0f} MB",
+                    met=v["VmHWM"] <= r["target_mb"],
+                )
+            )
     if "langgraph" in results:
         r = results["langgraph"]
         lg, sl = r["sides"]["langgraph"], r["sides"]["seedline"]
         marks = r["config"]["marks"]
         for mark in marks:
             ratio = lg["bytes"][mark]["median"] / sl["bytes"][mark]["median"]
-            out.append(_row("6 vs LangGraph", f"Postgres KB after turn {mark} (LangGraph as baseline)",
-                            report.cell(_scaled(sl["bytes"][mark]), 0), report.cell(_scaled(lg["bytes"][mark]), 0),
-                            f"LangGraph {ratio:.1f}x"))
+            out.append(
+                _row(
+                    "6 vs LangGraph",
+                    f"Postgres KB after turn {mark} (LangGraph as baseline)",
+                    report.cell(_scaled(sl["bytes"][mark]), 0),
+                    report.cell(_scaled(lg["bytes"][mark]), 0),
+                    f"LangGraph {ratio:.1f}x",
+                )
+            )
         for stretch in (r["stretches"]["early"], r["stretches"]["late"]):
-            out.append(_row("6 vs LangGraph", f"Postgres bytes per turn, turns {stretch}",
-                            cell(sl["bytes_per_turn"][stretch]), cell(lg["bytes_per_turn"][stretch])))
+            out.append(
+                _row(
+                    "6 vs LangGraph",
+                    f"Postgres bytes per turn, turns {stretch}",
+                    cell(sl["bytes_per_turn"][stretch]),
+                    cell(lg["bytes_per_turn"][stretch]),
+                )
+            )
         flat = r["ratios"]["seedline_bytes_per_turn_late_over_early"]
-        out.append(_row("6 vs LangGraph", f"bytes per turn, turns {r['stretches']['late']} / turns {r['stretches']['early']}",
-                        f"{flat:.2f}x", f"{r['ratios']['langgraph_bytes_per_turn_late_over_early']:.2f}x",
-                        target=f"Seedline flat (<= {r['target_flat_limit']}x)", met=r["target_met"]))
+        out.append(
+            _row(
+                "6 vs LangGraph",
+                f"bytes per turn, turns {r['stretches']['late']} / turns {r['stretches']['early']}",
+                f"{flat:.2f}x",
+                f"{r['ratios']['langgraph_bytes_per_turn_late_over_early']:.2f}x",
+                target=f"Seedline flat (<= {r['target_flat_limit']}x)",
+                met=r["target_met"],
+            )
+        )
         end = marks[-1]
-        out.append(_row("6 vs LangGraph", f"write turn {end}, ms", cell(sl["write_ms"][end], 2),
-                        cell(lg["write_ms"][end], 2),
-                        f"LangGraph {r['ratios']['write_ms_at_end_langgraph_over_seedline']:.1f}x"))
-        out.append(_row("6 vs LangGraph", f"context at turn {end}, ms: Seedline brief vs LangGraph get_tuple",
-                        cell(sl["context_ms"], 2), cell(lg["context_ms"], 2),
-                        f"LangGraph {r['ratios']['context_ms_langgraph_over_seedline_brief']:.1f}x"))
+        out.append(
+            _row(
+                "6 vs LangGraph",
+                f"write turn {end}, ms",
+                cell(sl["write_ms"][end], 2),
+                cell(lg["write_ms"][end], 2),
+                f"LangGraph {r['ratios']['write_ms_at_end_langgraph_over_seedline']:.1f}x",
+            )
+        )
+        out.append(
+            _row(
+                "6 vs LangGraph",
+                f"context at turn {end}, ms: Seedline brief vs LangGraph get_tuple",
+                cell(sl["context_ms"], 2),
+                cell(lg["context_ms"], 2),
+                f"LangGraph {r['ratios']['context_ms_langgraph_over_seedline_brief']:.1f}x",
+            )
+        )
     return out
 
 
@@ -277,8 +441,10 @@ def markdown(summary: dict) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for row in summary["rows"]:
-        lines.append(f"| {row['bench']} | {row['measure']} | {row['seedline']} | {row['baseline']} | {row['ratio']}"
-                     f" | {row['target']} | {report.yes_no(row['met'])} |")
+        lines.append(
+            f"| {row['bench']} | {row['measure']} | {row['seedline']} | {row['baseline']} | {row['ratio']}"
+            f" | {row['target']} | {report.yes_no(row['met'])} |"
+        )
     o = summary["options"]
     pg = c.get("postgres_settings") or {}
     lines += [
@@ -320,9 +486,13 @@ def markdown(summary: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict:
-    parser = argparse.ArgumentParser(prog="python -m bench.suite", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.suite", description=__doc__.split("\n")[0]
+    )
     parser.add_argument("--only", help=f"comma-separated parts to run, of {','.join(PARTS)}")
-    parser.add_argument("--entries", type=int, help="entries for the memory and rebuild fill (default 200,000)")
+    parser.add_argument(
+        "--entries", type=int, help="entries for the memory and rebuild fill (default 200,000)"
+    )
     parser.add_argument("--ingest-count", type=int, help="entries per ingest run (default 10,000)")
     parser.add_argument("--open-opens", type=int, help="opens per series (default 200)")
     parser.add_argument("--no-profile", action="store_true", help="do not profile a missed target")
@@ -331,8 +501,13 @@ def main(argv: list[str] | None = None) -> dict:
     unknown = set(only) - set(PARTS)
     if unknown:
         parser.error(f"unknown parts {', '.join(sorted(unknown))}; choose from {', '.join(PARTS)}")
-    summary = run_suite(only, not args.no_profile, entries=args.entries, ingest_count=args.ingest_count,
-                        open_opens=args.open_opens)
+    summary = run_suite(
+        only,
+        not args.no_profile,
+        entries=args.entries,
+        ingest_count=args.ingest_count,
+        open_opens=args.open_opens,
+    )
     print(summary["markdown"])
     return summary
 

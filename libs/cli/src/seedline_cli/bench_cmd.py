@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -22,15 +21,19 @@ PARTS = ("ingest", "lag", "open", "fill", "langgraph")
 
 
 def _is_root(folder: Path) -> bool:
-    return (folder / "bench" / "suite.py").is_file() and (folder / "bench" / "__init__.py").is_file()
+    return (folder / "bench" / "suite.py").is_file() and (
+        folder / "bench" / "__init__.py"
+    ).is_file()
 
 
-def find_repo_root(given: Optional[Path], cwd: Path) -> Path:
+def find_repo_root(given: Path | None, cwd: Path) -> Path:
     """The checkout whose bench/suite.py to run; UsageProblem when there is none."""
     if given is not None:
         root = given.expanduser().resolve()
         if not _is_root(root):
-            raise UsageProblem(f"{root} has no bench/suite.py; point {ROOT_ENV} or --repo-root at a Seedline checkout.")
+            raise UsageProblem(
+                f"{root} has no bench/suite.py; point {ROOT_ENV} or --repo-root at a Seedline checkout."
+            )
         return root
     for folder in (cwd.resolve(), *cwd.resolve().parents):
         if _is_root(folder):
@@ -43,17 +46,24 @@ def find_repo_root(given: Optional[Path], cwd: Path) -> Path:
 
 @reports_errors
 def bench(
-    only: Optional[str] = typer.Option(
+    only: str | None = typer.Option(
         None, "--only", help=f"Comma-separated parts to run, of {', '.join(PARTS)} (default: all)."
     ),
-    entries: Optional[int] = typer.Option(
+    entries: int | None = typer.Option(
         None, "--entries", help="Entries for the memory and rebuild fill (default 200,000)."
     ),
-    ingest_count: Optional[int] = typer.Option(None, "--ingest-count", help="Entries per ingest run (default 10,000)."),
-    open_opens: Optional[int] = typer.Option(None, "--open-opens", help="Opens per series (default 200)."),
+    ingest_count: int | None = typer.Option(
+        None, "--ingest-count", help="Entries per ingest run (default 10,000)."
+    ),
+    open_opens: int | None = typer.Option(
+        None, "--open-opens", help="Opens per series (default 200)."
+    ),
     no_profile: bool = typer.Option(False, "--no-profile", help="Do not profile a missed target."),
-    repo_root: Optional[Path] = typer.Option(
-        None, "--repo-root", envvar=ROOT_ENV, help="The Seedline checkout holding bench/ (default: found from here)."
+    repo_root: Path | None = typer.Option(
+        None,
+        "--repo-root",
+        envvar=ROOT_ENV,
+        help="The Seedline checkout holding bench/ (default: found from here).",
     ),
 ) -> None:
     """Run the benchmark suite on real servers and print its table (about 10 minutes).
@@ -73,7 +83,9 @@ def bench(
         raise OperationFailed(f"Cannot import bench.suite from {root}: {exc}.") from None
     err.print(f"Running the benchmark suite of {root} (about 10 minutes).")
     try:
-        summary = run_suite(parts, not no_profile, entries=entries, ingest_count=ingest_count, open_opens=open_opens)
+        summary = run_suite(
+            parts, not no_profile, entries=entries, ingest_count=ingest_count, open_opens=open_opens
+        )
     except RuntimeError as exc:
         raise OperationFailed(f"The benchmark suite stopped: {exc}") from None
     sys.stdout.write(summary["markdown"])
