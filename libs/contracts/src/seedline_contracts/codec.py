@@ -22,4 +22,9 @@ def decoder(kind: type[T]) -> msgspec.json.Decoder[T]:
 
 
 def decode(data: bytes, kind: type[T]) -> T:
-    return decoder(kind).decode(data)
+    try:
+        return decoder(kind).decode(data)
+    except RecursionError:
+        # msgspec recurses per nesting level, even through ignored fields; deep input
+        # is invalid input (a ValidationError, itself a DecodeError), not a failure.
+        raise msgspec.ValidationError("the JSON nests too deeply to read") from None

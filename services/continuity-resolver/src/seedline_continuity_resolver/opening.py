@@ -49,10 +49,16 @@ def _invalid(field: str) -> bytes:
     return encode(error_reply("invalid_request", error_message("invalid_request", field=field)))
 
 
+def _has_control(text: str) -> bool:
+    """Names with control characters are refused, as at ingest; Postgres cannot store NUL."""
+    return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
+
+
 def validate_open(request: OpenRequest) -> str | None:
     """The first invalid field, or None."""
     for name in ("instance_id", "repo", "node_id"):
-        if not is_valid_token(getattr(request, name)):
+        value = getattr(request, name)
+        if not is_valid_token(value) or _has_control(value):
             return name
     if not 1 <= len(request.engine) <= MAX_ENGINE_CHARS:
         return "engine"
@@ -159,9 +165,9 @@ class Opener:
             request = decode(msg.data, RelocateRequest)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             return encode(error_reply("invalid_request", f"The relocation request is not valid: {exc}."))
-        if not is_valid_token(request.node_id):
+        if not is_valid_token(request.node_id) or _has_control(request.node_id):
             return _invalid("node_id")
-        if not is_valid_token(request.session_id):
+        if not is_valid_token(request.session_id) or _has_control(request.session_id):
             return _invalid("session_id")
         row = await self._conversation(request.session_id)
         if row is None:

@@ -60,6 +60,9 @@ def normalise(payload: bytes, received_at: str) -> Accepted | Refusal:
         return Refusal("invalid_entry", f"The entry is not valid: {exc}")
     except msgspec.DecodeError as exc:
         return Refusal("not_json", f"The payload is not JSON text ({exc}); publish a UTF-8 JSON object")
+    except RecursionError:
+        # msgspec recurses per nesting level, even through ignored extra fields.
+        return Refusal("invalid_entry", "The entry nests too deeply to read; flatten its extra fields")
 
     entry_id = raw.entry_id
     if not 1 <= len(entry_id) <= MAX_ENTRY_ID_CHARS:
