@@ -84,6 +84,7 @@ async def test_published_entry_is_readable_with_its_seq(settings):
         assert json.loads(stored.data)["entry_id"] == "e-1"
         assert stored.subject == "seedline.timeline.bd43f4de.apps~2Fchess-academy.csess_1.chat_user"
         assert rows[0]["at"] == "2026-08-17T10:00:00Z" and rows[0]["truncated_from"] is None
+        assert (await js.stream_info(subjects.TIMELINE_STREAM)).config.allow_atomic
         await nc.close()
 
 
@@ -195,3 +196,21 @@ async def test_repo_reads_tag_sessions_and_paging_returns_each_entry_once(settin
             "instance_id": "bd43f4de", "repo": "x", "min_seq": 10_000}, timeout=10)
         assert late["error"]["code"] == "not_yet_visible"
         await nc.close()
+
+
+async def test_a_timeline_stream_without_atomic_batches_is_written_message_by_message(settings):
+    import dataclasses
+
+    from seedline_contracts import streams
+    from seedline_platform import natsio
+
+    nc = await nats.connect(settings.nats_url)
+    js = nc.jetstream()
+    await natsio.ensure_streams(js, [dataclasses.replace(streams.TIMELINE, atomic_batches=False)])
+    async with running(create_app(settings)):
+        for n in range(1, 6):
+            await publish(js, entry(n), f"e-{n}")
+        rows = await wait_for(lambda: _len_at_least(nc, 5))
+        assert [r["entry_id"] for r in rows] == [f"e-{n}" for n in range(1, 6)]
+        assert not (await js.stream_info(subjects.TIMELINE_STREAM)).config.allow_atomic
+    await nc.close()

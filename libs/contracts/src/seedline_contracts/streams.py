@@ -23,6 +23,8 @@ class StreamSpec:
     deny_purge: bool
     duplicate_window: float = DUPLICATE_WINDOW_SECONDS
     storage: str = "file"
+    # Atomic batch publishing (nats-server 2.12+): a batch is stored with one commit.
+    atomic_batches: bool = False
 
 
 INGEST = StreamSpec(
@@ -40,6 +42,7 @@ TIMELINE = StreamSpec(
     discard="new",
     deny_delete=True,
     deny_purge=True,
+    atomic_batches=True,
 )
 SESSIONS = StreamSpec(
     name=subjects.SESSIONS_STREAM,

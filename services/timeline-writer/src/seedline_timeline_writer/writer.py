@@ -21,11 +21,16 @@ from seedline_contracts.codec import decode, encode
 from seedline_contracts.timeline import TimelineEntry
 from seedline_platform.clock import now_text
 from seedline_platform.logging import get_logger
-from seedline_platform.natsio import park_message, publish_window
+from seedline_platform.natsio import (
+    AtomicBatchRefused,
+    park_message,
+    publish_atomic,
+    publish_window,
+)
 from seedline_platform.replay import last_seq, replay
 
 from .normalise import Accepted, normalise, rejected_record
-from .store import Stored, TimelineStore
+from .store import TimelineStore
 
 log = get_logger(__name__)
 
@@ -82,21 +87,34 @@ class TimelineWriter:
                     known[entry.entry_id] = 0  # claimed by this batch
                     fresh.append(entry)
             self._unsettled = True
-            acks = await publish_window(
-                self._js,
-                [(_subject(e), encode(e), {"Nats-Msg-Id": e.entry_id}) for e in fresh],
-            )
-            stored: list[Stored] = []
-            for entry, ack in zip(fresh, acks):
-                known[entry.entry_id] = ack.seq
-                if not ack.duplicate:
-                    stored.append((ack.seq, entry))
-            await self._store.append(stored)
+            published = await self._publish(fresh)
+            for seq, entry, _ in published:
+                known[entry.entry_id] = seq
+            await self._store.append([(seq, entry) for seq, entry, dup in published if not dup])
             self._unsettled = False
             fresh_ids = {id(e) for e in fresh}
             return [
                 AppendResult(known[e.entry_id], duplicate=id(e) not in fresh_ids) for e in entries
             ]
+
+    async def _publish(self, fresh: Sequence[TimelineEntry]) -> list[tuple[int, TimelineEntry, bool]]:
+        """Append to the stream; returns (seq, entry, already stored) for each entry.
+
+        One atomic batch when the stream allows it (one commit instead of one fsync
+        per entry). When the server refuses the batch (a Nats-Msg-Id still in its
+        duplicate window after a crash, or atomic batches off), nothing of it was
+        stored and each entry is published on its own, duplicates reported per entry.
+        """
+        messages = [(_subject(e), encode(e), {"Nats-Msg-Id": e.entry_id}) for e in fresh]
+        if not messages:
+            return []
+        try:
+            seqs = await publish_atomic(self._js, messages)
+            return [(seq, entry, False) for seq, entry in zip(seqs, fresh)]
+        except AtomicBatchRefused as refused:
+            log.info("atomic_batch_refused", reason=str(refused), size=len(messages))
+        acks = await publish_window(self._js, messages)
+        return [(ack.seq, entry, bool(ack.duplicate)) for entry, ack in zip(fresh, acks)]
 
     async def handle_ingest(self, msgs: Sequence[Msg]) -> None:
         """A batch from SEEDLINE_INGEST: append what is valid, park what is not."""
