@@ -50,7 +50,7 @@ def bench(
         None, "--only", help=f"Comma-separated parts to run, of {', '.join(PARTS)} (default: all)."
     ),
     entries: int | None = typer.Option(
-        None, "--entries", help="Entries for the memory and rebuild fill (default 200,000)."
+        None, "--entries", help="Entries for the memory and rebuild fill (default 100,000; the issue names 200,000)."
     ),
     ingest_count: int | None = typer.Option(
         None, "--ingest-count", help="Entries per ingest run (default 10,000)."
