@@ -73,17 +73,23 @@ class Producer:
     """Publishes numbered entries in windows; an entry counts once the stream acknowledged it.
 
     A publish that errs or times out is sent again with the same Nats-Msg-Id until it
-    is acknowledged or the producer stops.
+    is acknowledged or the producer stops, so the stream's duplicate window (and the
+    writer's entry_id index) must turn retries into one entry. Each acknowledged
+    entry's SEEDLINE_INGEST sequence is kept: the timeline must follow that order.
     """
 
     def __init__(self, js, window: int = 64, ack_timeout: float = 2.0) -> None:
         self._js = js
         self._window = window
         self._ack_timeout = ack_timeout
-        self.acked: set[str] = set()
+        self.ingest_seq: dict[str, int] = {}  # acknowledged entry_id -> its ingest sequence
         self.retries = 0
         self.stopping = asyncio.Event()
         self._next = 1
+
+    @property
+    def acked(self) -> set[str]:
+        return set(self.ingest_seq)
 
     async def _send(self, n: int) -> asyncio.Future | None:
         try:
@@ -94,29 +100,26 @@ class Producer:
         except Exception:
             return None
 
-    async def _settle(self, future: asyncio.Future | None) -> bool:
+    async def _settle(self, n: int, future: asyncio.Future | None) -> bool:
         if future is None:
             return False
         try:
-            await asyncio.wait_for(future, self._ack_timeout)
-            return True
+            ack = await asyncio.wait_for(future, self._ack_timeout)
         except Exception:
             return False
+        self.ingest_seq[entry(n)["entry_id"]] = ack.seq  # a duplicate's ack names the first copy
+        return True
 
     async def run(self) -> None:
         while not self.stopping.is_set():
             numbers = list(range(self._next, self._next + self._window))
             self._next += self._window
             futures = [await self._send(n) for n in numbers]
-            outcomes = await asyncio.gather(*(self._settle(f) for f in futures))
-            self.acked.update(entry(n)["entry_id"] for n, ok in zip(numbers, outcomes) if ok)
+            outcomes = await asyncio.gather(*(self._settle(n, f) for n, f in zip(numbers, futures)))
             for n in (n for n, ok in zip(numbers, outcomes) if not ok):
                 while True:
                     self.retries += 1
-                    if await self._settle(await self._send(n)):
-                        self.acked.add(entry(n)["entry_id"])
-                        break
-                    if self.stopping.is_set():
+                    if await self._settle(n, await self._send(n)) or self.stopping.is_set():
                         break
                     await asyncio.sleep(0.1)
 
@@ -142,12 +145,23 @@ async def projected_ids(database_url: str) -> Counter:
         return Counter(r[0] for r in await cur.fetchall())
 
 
-async def stream_ids(js) -> Counter:
-    ids: Counter = Counter()
+async def stream_order(js) -> list[str]:
+    """Every entry_id in SEEDLINE_TIMELINE, in stream order."""
+    ids: list[str] = []
     end = await last_seq(js, subjects.TIMELINE_STREAM)
     async for msgs in replay(js, subjects.TIMELINE_STREAM, subjects.TIMELINE_ALL, 1, end):
-        ids.update(json.loads(m.data)["entry_id"] for m in msgs)
+        ids += [json.loads(m.data)["entry_id"] for m in msgs]
     return ids
+
+
+async def stream_ids(js) -> Counter:
+    return Counter(await stream_order(js))
+
+
+def out_of_ingest_order(order: list[str], ingest_seq: dict[str, int]) -> list[str]:
+    """Acknowledged entries appended after one that reached SEEDLINE_INGEST later."""
+    seqs = [(ingest_seq[i], i) for i in order if i in ingest_seq]
+    return [b for (sa, _), (sb, b) in zip(seqs, seqs[1:]) if sb < sa]
 
 
 async def stream_leader(js, stream: str) -> str | None:
@@ -229,7 +243,7 @@ async def test_losing_the_stream_leader_mid_load_loses_no_acknowledged_entry(
             await wait_until(lambda: _projected_at_least(settings.database_url, 300), 30,
                              "a first 300 projected entries")
             cluster[victim].kill()
-            acked_at_kill = len(producer.acked)
+            acked_at_kill = len(producer.ingest_seq)
             killed_at = time.monotonic()
             # Ingest goes on through the two survivors.
             await wait_until(lambda: _acked_at_least(producer, acked_at_kill + 500), 30,
@@ -252,7 +266,8 @@ async def test_losing_the_stream_leader_mid_load_loses_no_acknowledged_entry(
                          "projecting every acknowledged entry")
         assert not writer._task.done(), "the writer stopped running"
 
-        in_stream = await stream_ids(js)
+        order = await stream_order(js)
+        in_stream = Counter(order)
         in_projection = await projected_ids(settings.database_url)
         twice = sorted(i for i, c in in_stream.items() if c > 1)
         assert not twice, f"{len(twice)} entries appended more than once: {twice[:10]}"
@@ -260,6 +275,8 @@ async def test_losing_the_stream_leader_mid_load_loses_no_acknowledged_entry(
         lost = sorted(acked - in_stream.keys())
         assert not lost, f"{len(lost)} acknowledged entries lost from the stream: {lost[:10]}"
         assert acked <= in_projection.keys()
+        late = out_of_ingest_order(order, producer.ingest_seq)
+        assert not late, f"{len(late)} entries appended out of ingest order, first {late[:5]}"
         await wait_until(lambda: _projection_matches_stream(js, settings.database_url), 45,
                          "the projection holding exactly what the stream holds")
         assert (await js.stream_info(subjects.REJECTED_STREAM)).state.messages == 0
@@ -278,7 +295,7 @@ async def _projected_at_least(database_url: str, n: int) -> int | None:
 
 
 async def _acked_at_least(producer: Producer, n: int) -> bool:
-    return len(producer.acked) >= n
+    return len(producer.ingest_seq) >= n
 
 
 async def _projected_all(database_url: str, acked: set[str]) -> bool:

@@ -42,19 +42,24 @@ def entry(n: int) -> dict:
 class Producer:
     """Publishes numbered entries in windows; an entry counts once the stream acknowledged it.
 
-    A publish that errs or times out is sent again with the same Nats-Msg-Id until
-    it is acknowledged or the producer stops, so the stream's duplicate window (and
-    the writer's entry_id index) must turn retries into one entry.
+    A publish that errs or times out is sent again with the same Nats-Msg-Id until it
+    is acknowledged or the producer stops, so the stream's duplicate window (and the
+    writer's entry_id index) must turn retries into one entry. Each acknowledged
+    entry's SEEDLINE_INGEST sequence is kept: the timeline must follow that order.
     """
 
     def __init__(self, js, window: int = 64, ack_timeout: float = 2.0) -> None:
         self._js = js
         self._window = window
         self._ack_timeout = ack_timeout
-        self.acked: set[str] = set()
+        self.ingest_seq: dict[str, int] = {}  # acknowledged entry_id -> its ingest sequence
         self.retries = 0
         self.stopping = asyncio.Event()
         self._next = 1
+
+    @property
+    def acked(self) -> set[str]:
+        return set(self.ingest_seq)
 
     async def _send(self, n: int) -> asyncio.Future | None:
         try:
@@ -69,10 +74,11 @@ class Producer:
         if future is None:
             return False
         try:
-            await asyncio.wait_for(future, self._ack_timeout)
-            return True
+            ack = await asyncio.wait_for(future, self._ack_timeout)
         except Exception:
             return False
+        self.ingest_seq[entry(n)["entry_id"]] = ack.seq  # a duplicate's ack names the first copy
+        return True
 
     async def run(self) -> None:
         while not self.stopping.is_set():
@@ -80,16 +86,10 @@ class Producer:
             self._next += self._window
             futures = [await self._send(n) for n in numbers]
             outcomes = await asyncio.gather(*(self._settle(n, f) for n, f in zip(numbers, futures)))
-            unsettled = [n for n, ok in zip(numbers, outcomes) if not ok]
-            self.acked.update(entry(n)["entry_id"] for n, ok in zip(numbers, outcomes) if ok)
-            for n in unsettled:
-                # Same Nats-Msg-Id again, until acknowledged; given up only when stopping.
+            for n in (n for n, ok in zip(numbers, outcomes) if not ok):
                 while True:
                     self.retries += 1
-                    if await self._settle(n, await self._send(n)):
-                        self.acked.add(entry(n)["entry_id"])
-                        break
-                    if self.stopping.is_set():
+                    if await self._settle(n, await self._send(n)) or self.stopping.is_set():
                         break
                     await asyncio.sleep(0.1)
 
@@ -115,12 +115,23 @@ async def projected_ids(database_url: str) -> Counter:
         return Counter(r[0] for r in await cur.fetchall())
 
 
-async def stream_ids(js) -> Counter:
-    ids: Counter = Counter()
+async def stream_order(js) -> list[str]:
+    """Every entry_id in SEEDLINE_TIMELINE, in stream order."""
+    ids: list[str] = []
     end = await last_seq(js, subjects.TIMELINE_STREAM)
     async for msgs in replay(js, subjects.TIMELINE_STREAM, subjects.TIMELINE_ALL, 1, end):
-        ids.update(json.loads(m.data)["entry_id"] for m in msgs)
+        ids += [json.loads(m.data)["entry_id"] for m in msgs]
     return ids
+
+
+async def stream_ids(js) -> Counter:
+    return Counter(await stream_order(js))
+
+
+def out_of_ingest_order(order: list[str], ingest_seq: dict[str, int]) -> list[str]:
+    """Acknowledged entries appended after one that reached SEEDLINE_INGEST later."""
+    seqs = [(ingest_seq[i], i) for i in order if i in ingest_seq]
+    return [b for (sa, _), (sb, b) in zip(seqs, seqs[1:]) if sb < sa]
 
 
 async def ingest_taken(js) -> bool:
@@ -157,7 +168,7 @@ async def test_nats_server_killed_and_restarted_mid_load_keeps_every_acknowledge
                 lambda: _at_least(settings.database_url, 300), 30, "a first 300 projected entries"
             )
             server.kill()
-            acked_before_restart = len(producer.acked)
+            acked_before_restart = len(producer.ingest_seq)
             await asyncio.sleep(1.5)
             server.start()
             await wait_until(lambda: _grew(producer, acked_before_restart + 300), 30,
@@ -180,7 +191,8 @@ async def test_nats_server_killed_and_restarted_mid_load_keeps_every_acknowledge
         for service in (writer, resolver):
             assert not service._task.done(), f"{type(service.app).__name__} stopped running"
 
-        in_stream = await stream_ids(js)
+        order = await stream_order(js)
+        in_stream = Counter(order)
         in_projection = await projected_ids(settings.database_url)
         twice = sorted(i for i, c in in_stream.items() if c > 1)
         assert not twice, f"{len(twice)} entries appended more than once: {twice[:10]}"
@@ -188,6 +200,8 @@ async def test_nats_server_killed_and_restarted_mid_load_keeps_every_acknowledge
         lost = sorted(acked - in_stream.keys())
         assert not lost, f"{len(lost)} acknowledged entries lost from the stream: {lost[:10]}"
         assert acked <= in_projection.keys()
+        late = out_of_ingest_order(order, producer.ingest_seq)
+        assert not late, f"{len(late)} entries appended out of ingest order, first {late[:5]}"
         # Unacknowledged publishes may have landed too, but only once and in both places.
         assert in_projection.keys() == in_stream.keys()
         assert (await js.stream_info(subjects.REJECTED_STREAM)).state.messages == 0
@@ -205,7 +219,7 @@ async def _at_least(database_url: str, n: int) -> int | None:
 
 
 async def _grew(producer: Producer, n: int) -> bool:
-    return len(producer.acked) >= n
+    return len(producer.ingest_seq) >= n
 
 
 async def _has_all(database_url: str, acked: set[str]) -> bool:
