@@ -178,7 +178,8 @@ async def move_leader(nc, api_subject: str, server: str, current) -> None:
     """Ask the group's leader to step down in favour of ``server`` (nats-server >= 2.11)."""
     if await current() == server:
         return
-    await nc.request(api_subject, json.dumps({"placement": {"preferred": server}}).encode(), timeout=5)
+    body = json.dumps({"placement": {"preferred": server}}).encode()
+    await nc.request(api_subject, body, timeout=5)
     await wait_until(lambda: _is(current, server), 15, f"{api_subject} moving to {server}")
 
 
