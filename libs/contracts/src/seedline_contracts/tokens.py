@@ -60,6 +60,12 @@ def unescape_token(token: str) -> str:
         raise TokenError("does not decode to UTF-8 text") from None
 
 
+def has_control_characters(text: str) -> bool:
+    """C0, DEL and C1 controls. Seedline refuses them in names (instance, repo,
+    conversation, machine): they are never meant, and Postgres text cannot hold NUL."""
+    return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
+
+
 def is_valid_token(value: object) -> bool:
     try:
         escape_token(value)  # type: ignore[arg-type]

@@ -25,7 +25,7 @@ from seedline_contracts.events import ContinuityDecided, LaunchPlan, OpenRequest
 from seedline_contracts.runner import RunnerPresence
 from seedline_contracts.sessions import Continuity, OpenRequest, RelocateRequest
 from seedline_contracts.timeline import MAX_CONTENT_CHARS, MAX_ENGINE_CHARS, MAX_ENTRY_ID_CHARS
-from seedline_contracts.tokens import is_valid_token
+from seedline_contracts.tokens import has_control_characters, is_valid_token
 from seedline_core import decision as core
 from seedline_core.notices import error_message
 from seedline_platform import pg, timeline_table
@@ -49,16 +49,11 @@ def _invalid(field: str) -> bytes:
     return encode(error_reply("invalid_request", error_message("invalid_request", field=field)))
 
 
-def _has_control(text: str) -> bool:
-    """Names with control characters are refused, as at ingest; Postgres cannot store NUL."""
-    return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
-
-
 def validate_open(request: OpenRequest) -> str | None:
     """The first invalid field, or None."""
     for name in ("instance_id", "repo", "node_id"):
         value = getattr(request, name)
-        if not is_valid_token(value) or _has_control(value):
+        if not is_valid_token(value) or has_control_characters(value):
             return name
     if not 1 <= len(request.engine) <= MAX_ENGINE_CHARS:
         return "engine"
@@ -165,9 +160,9 @@ class Opener:
             request = decode(msg.data, RelocateRequest)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             return encode(error_reply("invalid_request", f"The relocation request is not valid: {exc}."))
-        if not is_valid_token(request.node_id) or _has_control(request.node_id):
+        if not is_valid_token(request.node_id) or has_control_characters(request.node_id):
             return _invalid("node_id")
-        if not is_valid_token(request.session_id) or _has_control(request.session_id):
+        if not is_valid_token(request.session_id) or has_control_characters(request.session_id):
             return _invalid("session_id")
         row = await self._conversation(request.session_id)
         if row is None:

@@ -20,7 +20,7 @@ from seedline_contracts.timeline import (
     TimelineEntry,
     TimelineEntryIn,
 )
-from seedline_contracts.tokens import TokenError, escape_token
+from seedline_contracts.tokens import TokenError, escape_token, has_control_characters
 from seedline_platform.clock import format_utc, parse_rfc3339
 
 TOKEN_FIELDS = ("instance_id", "repo", "session_id")
@@ -38,12 +38,8 @@ class Refusal:
     message: str
 
 
-def _has_control(text: str) -> bool:
-    return any(ord(c) < 32 or ord(c) == 127 or 0x80 <= ord(c) < 0xA0 for c in text)
-
-
 def _check_token(name: str, value: str) -> Refusal | None:
-    if _has_control(value):
+    if has_control_characters(value):
         return Refusal("bad_token", f"{name} contains a control character; remove it")
     try:
         escape_token(value)
@@ -67,7 +63,7 @@ def normalise(payload: bytes, received_at: str) -> Accepted | Refusal:
     entry_id = raw.entry_id
     if not 1 <= len(entry_id) <= MAX_ENTRY_ID_CHARS:
         return Refusal("invalid_entry", f"entry_id must be 1-{MAX_ENTRY_ID_CHARS} characters, not {len(entry_id)}")
-    if any(c.isspace() for c in entry_id) or _has_control(entry_id):
+    if any(c.isspace() for c in entry_id) or has_control_characters(entry_id):
         return Refusal("invalid_entry", "entry_id must not contain whitespace or control characters")
     for name in TOKEN_FIELDS:
         refusal = _check_token(name, getattr(raw, name))
@@ -77,7 +73,7 @@ def normalise(payload: bytes, received_at: str) -> Accepted | Refusal:
         return Refusal("invalid_entry", f"kind {raw.kind[:40]!r} is not one of {', '.join(KINDS)}")
     if raw.engine is not None and not 1 <= len(raw.engine) <= MAX_ENGINE_CHARS:
         return Refusal("invalid_entry", f"engine must be 1-{MAX_ENGINE_CHARS} characters or null")
-    if raw.engine is not None and _has_control(raw.engine):
+    if raw.engine is not None and has_control_characters(raw.engine):
         return Refusal("invalid_entry", "engine must not contain control characters")
     if raw.at is None:
         at = received_at
