@@ -470,7 +470,7 @@ def pinned_ingest(channel: str) -> IngestCase:
                       "deep_extra:3000")
 
 
-@hsettings(max_examples=50, **FUZZ)
+@hsettings(max_examples=60, **FUZZ)
 @given(cases=st.lists(ingest_case(), min_size=1, max_size=4))
 @example(cases=[pinned_ingest("ingest"), pinned_ingest("append")])
 async def test_fuzzed_ingest_becomes_one_entry_or_one_rejection_each(writer_and_resolver, cases):
@@ -656,7 +656,7 @@ def pinned_open(label: str, valid: bool | None, raw=lambda b: b, **over) -> Open
     return OpenCase(body, lambda n: _MISSING, valid, label, raw)
 
 
-@hsettings(max_examples=40, **FUZZ)
+@hsettings(max_examples=50, **FUZZ)
 @given(cases=st.lists(open_case(), min_size=1, max_size=3))
 @example(cases=[
     pinned_open("deep:3000", None, _deep),
