@@ -61,19 +61,17 @@ def _missing_extra() -> list[str]:
 
 
 def _git_commit() -> str | None:
+    """HEAD, and how many files of the measured code (libs/, services/) differ from it."""
+    here = Path(__file__).resolve().parent
     try:
-        return (
-            subprocess.run(
-                ["git", "rev-parse", "--short", "HEAD"],
-                capture_output=True,
-                text=True,
-                cwd=Path(__file__).resolve().parent,
-                timeout=5,
-            ).stdout.strip()
-            or None
-        )
-    except Exception:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=here, timeout=5, check=False).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "libs", "services"],
+                               capture_output=True, text=True, cwd=here, timeout=5, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
         return None
+    changed = len([line for line in dirty.splitlines() if line.strip()])
+    return f"{head} (+{changed} uncommitted files in libs/ or services/)" if head and changed else head or None
 
 
 def _cpu_model() -> str | None:
@@ -480,6 +478,7 @@ def markdown(summary: dict) -> str:
     if summary["errors"]:
         lines += ["", "Failed:", ""] + [f"- {k}: {v}" for k, v in summary["errors"].items()]
     rt = summary["runtime_seconds"]
+    lines += ["", f"Commit: {summary['commit']}, {summary['generated_at']}."]
     lines += ["", "Suite runtime: " + ", ".join(f"{k} {v:.0f} s" for k, v in rt.items()) + "."]
     if not summary["within_time_budget"]:
         lines.append(f"The suite took longer than {TIME_BUDGET_SECONDS // 60} minutes.")
