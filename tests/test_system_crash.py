@@ -102,15 +102,17 @@ async def keep_opening(nc, answers: list[dict], stop: asyncio.Event) -> None:
         body = json.dumps({"request_id": f"load-open-{n}", "instance_id": "bd43f4de",
                            "repo": f"apps/repo-{n % 3}", "engine": "scripted",
                            "node_id": "mac-mini-1"}).encode()
-        for _ in range(20):
+        deadline = asyncio.get_running_loop().time() + 60
+        while True:
             try:
                 msg = await nc.request(subjects.API_SESSIONS_OPEN, body, timeout=15)
                 answers.append(json.loads(msg.data))
                 break
-            except (nats.errors.TimeoutError, nats.errors.NoRespondersError):
+            except (nats.errors.TimeoutError, nats.errors.NoRespondersError) as exc:
+                if asyncio.get_running_loop().time() > deadline:
+                    answers.append({"unanswered": n, "last_error": type(exc).__name__})
+                    break
                 await asyncio.sleep(0.5)
-        else:
-            answers.append({"unanswered": n})
         await asyncio.sleep(0.2)
 
 

@@ -74,6 +74,9 @@ class BatchConsumer:
         self._fetch_wait = fetch_wait
         self._sub = None
         self.idle = asyncio.Event()
+        # Consumer sequence of the last delivery this copy received: a gap means
+        # deliveries went elsewhere (a copy that died, or a sibling copy).
+        self._last_delivery: int | None = None
 
     def consumer_config(self) -> js_api.ConsumerConfig:
         config = js_api.ConsumerConfig(
@@ -108,8 +111,18 @@ class BatchConsumer:
                     log.exception("fetch_failed", stream=self.stream)
                 await asyncio.sleep(0.5)
                 continue
+            if not msgs:
+                continue
             self.idle.clear()
-            await self._process(await self._with_older_pending(msgs))
+            if self._deliveries_went_elsewhere(msgs):
+                msgs = await self._with_older_pending(msgs)
+            await self._process(msgs)
+
+    def _deliveries_went_elsewhere(self, msgs: Sequence[Msg]) -> bool:
+        deliveries = [m.metadata.sequence.consumer for m in msgs]
+        gap = self._last_delivery is None or min(deliveries) != self._last_delivery + 1
+        self._last_delivery = max(deliveries)
+        return gap
 
     async def _with_older_pending(self, msgs: Sequence[Msg]) -> list[Msg]:
         """Hold a short batch until every message pending on the consumer is in it.
@@ -126,6 +139,7 @@ class BatchConsumer:
         deadline = loop.time() + 2 * self._ack_wait
         while len(held) < self._batch_size and loop.time() < deadline:
             try:
+                await self._js._nc.flush()  # our own acks first, so they are not counted
                 pending = (await self._sub.consumer_info()).num_ack_pending
             except Exception:
                 await asyncio.sleep(0.2)
@@ -134,12 +148,15 @@ class BatchConsumer:
                 break
             await self._extend(list(held.values()))
             try:
-                more = await self._sub.fetch(self._batch_size, timeout=self._fetch_wait)
+                more = await self._sub.fetch(self._batch_size, timeout=0.25)
             except Exception:
                 # Nothing yet: the older messages are still on their ack_wait.
                 await asyncio.sleep(0.05)
                 continue
             held.update((m.metadata.sequence.stream, m) for m in more)
+            self._last_delivery = max(
+                [self._last_delivery or 0] + [m.metadata.sequence.consumer for m in more]
+            )
         return [held[seq] for seq in sorted(held)]
 
     async def _process(self, msgs: Sequence[Msg]) -> None:
