@@ -217,3 +217,18 @@ def test_rebuild_timeline_reports_equal_digests(seedline, cli_env):
     reply = json.loads(result.stdout)
     assert reply["equal"] is True and reply["rows"] == 3
     assert reply["before_digest"] == reply["after_digest"]
+
+
+def test_rebuild_conversations_reports_equal_digests(seedline, cli_env):
+    for n in range(3):
+        publish(seedline, cli_env, "--session", f"csess_{n}", "--kind", "chat_user",
+                "--content", f"m{n}")
+
+    # Only the timeline-writer runs here, so the first rebuild fills an empty
+    # projection (digests differ, exit 1); replaying again must change nothing.
+    first = seedline("rebuild", "conversations", "--json", env=cli_env)
+    assert first.exit_code == 1 and json.loads(first.stdout)["equal"] is False
+    again = seedline("rebuild", "conversations", "--json", env=cli_env)
+    assert again.exit_code == 0, again.output
+    reply = json.loads(again.stdout)
+    assert reply["equal"] is True and reply["after_digest"] == json.loads(first.stdout)["after_digest"]

@@ -282,6 +282,9 @@ async def _ingest_empty(js) -> bool:
     return await stream_messages(js, subjects.INGEST_STREAM) == 0
 
 
+POSTGRES_AWAY_SECONDS = 30.0
+
+
 async def test_postgres_away_waits_answers_unavailable_and_applies_everything_once(
     settings, postgres_server
 ):
@@ -295,15 +298,20 @@ async def test_postgres_away_waits_answers_unavailable_and_applies_everything_on
         await wait_until(lambda: _count_if_at_least(settings.database_url, 500), 30, "first 500")
         publishing = asyncio.create_task(_publish_slowly(js, 501, 2500))
         stopped = False
+        loop = asyncio.get_running_loop()
         try:
             await asyncio.to_thread(postgres_server.process.stop)
             stopped = True
+            away_since = loop.time()
             reply = await request(nc, subjects.API_TIMELINE_READ, {
                 "instance_id": "bd43f4de", "repo": "apps/repo-1"}, timeout=15)
             assert reply["ok"] is False and reply["error"]["code"] == "unavailable", reply
             assert reply["error"]["message"]
             await publishing
             await publish_numbered(js, 2501, count)
+            # 30 seconds away: longer than the consumer's ack_wait, so only the
+            # lease the writer keeps extending stops the batch being redelivered.
+            await asyncio.sleep(max(0.0, POSTGRES_AWAY_SECONDS - (loop.time() - away_since)))
         finally:
             publishing.cancel()
             if stopped:

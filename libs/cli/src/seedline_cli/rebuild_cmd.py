@@ -1,4 +1,5 @@
-"""`seedline rebuild timeline`: replay the stream into a fresh projection and compare digests."""
+"""`seedline rebuild timeline|conversations`: replay the streams into a fresh projection and
+compare digests."""
 
 from __future__ import annotations
 
@@ -19,18 +20,6 @@ rebuild = typer.Typer(
 )
 
 
-def _rebuild_timeline_function():
-    try:
-        from seedline_timeline_writer.rebuild import rebuild_timeline
-    except (ImportError, AttributeError):
-        raise OperationFailed(
-            "This installation has no timeline rebuild yet "
-            "(seedline_timeline_writer.rebuild.rebuild_timeline is missing). "
-            "Update the timeline-writer package and run the command again."
-        ) from None
-    return rebuild_timeline
-
-
 @rebuild.command("timeline")
 @reports_errors
 def rebuild_timeline_command(
@@ -41,7 +30,8 @@ def rebuild_timeline_command(
 
     Exit code 1 when the rebuilt projection differs from the one before.
     """
-    run = _rebuild_timeline_function()
+    from seedline_timeline_writer.rebuild import rebuild_timeline
+
     settings = load_settings(ctx)
     # The rebuild logs as a service does; here only its errors belong on the terminal.
     configure_logging("error", "seedline-cli")
@@ -63,26 +53,49 @@ def rebuild_timeline_command(
 
     with progress:
         try:
-            result = asyncio.run(run(settings, on_progress))
+            result = asyncio.run(rebuild_timeline(settings, on_progress))
         except Exception as exc:
             raise OperationFailed(f"The rebuild failed: {type(exc).__name__}: {exc}") from None
-    equal = result.before_digest == result.after_digest
+    _report(result.before_digest, result.after_digest, json_out,
+            {"rows": result.rows, "seconds": result.seconds})
+
+
+@rebuild.command("conversations")
+@reports_errors
+def rebuild_conversations_command(
+    ctx: typer.Context,
+    json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
+) -> None:
+    """Replay both streams into the continuity-resolver's conversation projection.
+
+    Exit code 1 when the rebuilt projection differs from the one before.
+    """
+    from seedline_continuity_resolver.rebuild import rebuild_conversations
+
+    settings = load_settings(ctx)
+    configure_logging("error", "seedline-cli")
+    asyncio.run(nats_answers(settings))
+    asyncio.run(postgres_answers(settings))
+    with err.status("Replaying the timeline and the conversation events"):
+        try:
+            before, after = asyncio.run(rebuild_conversations(settings))
+        except Exception as exc:
+            raise OperationFailed(f"The rebuild failed: {type(exc).__name__}: {exc}") from None
+    _report(before, after, json_out, {})
+
+
+def _report(before: str, after: str, json_out: bool, details: dict) -> None:
+    equal = before == after
     if json_out:
         print_json(
-            {
-                "ok": equal,
-                "before_digest": result.before_digest,
-                "after_digest": result.after_digest,
-                "rows": result.rows,
-                "seconds": result.seconds,
-                "equal": equal,
-            }
+            {"ok": equal, "before_digest": before, "after_digest": after, **details, "equal": equal}
         )
     else:
-        out.print(f"rows           {result.rows}")
-        out.print(f"seconds        {result.seconds:.2f}")
-        out.print(f"digest before  {result.before_digest}")
-        out.print(f"digest after   {result.after_digest}")
+        for name, value in details.items():
+            shown = f"{value:.2f}" if isinstance(value, float) else value
+            out.print(f"{name:<15}{shown}")
+        out.print(f"digest before  {before}")
+        out.print(f"digest after   {after}")
         if equal:
             out.print("[bold green]equal[/]")
         else:
