@@ -10,7 +10,6 @@ SEEDLINE_TIMELINE and in the projection exactly once (DESIGN.md rules 2, 4, 5).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import Counter
 
@@ -20,118 +19,18 @@ import pytest
 from seedline_contracts import subjects
 from seedline_continuity_resolver.app import create_app as create_resolver
 from seedline_platform import natsio
-from seedline_platform.replay import last_seq, replay
+from seedline_platform.replay import last_seq
 from seedline_platform.testing import running
+from seedline_platform.testing_load import (
+    Producer,
+    out_of_ingest_order,
+    projected_ids,
+    stream_order,
+    wait_until,
+)
 from seedline_timeline_writer.app import create_app as create_writer
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow, pytest.mark.timeout(120)]
-
-
-def entry(n: int) -> dict:
-    return {
-        "entry_id": f"r-{n:06d}",
-        "instance_id": "bd43f4de",
-        "repo": f"apps/repo-{n % 3}",
-        "session_id": f"csess_{n % 5}",
-        "kind": "terminal",
-        "content": f"line {n}",
-        "at": "2026-08-17T10:00:00Z",
-    }
-
-
-class Producer:
-    """Publishes numbered entries in windows; an entry counts once the stream acknowledged it.
-
-    A publish that errs or times out is sent again with the same Nats-Msg-Id until it
-    is acknowledged or the producer stops, so the stream's duplicate window (and the
-    writer's entry_id index) must turn retries into one entry. Each acknowledged
-    entry's SEEDLINE_INGEST sequence is kept: the timeline must follow that order.
-    """
-
-    def __init__(self, js, window: int = 64, ack_timeout: float = 2.0) -> None:
-        self._js = js
-        self._window = window
-        self._ack_timeout = ack_timeout
-        self.ingest_seq: dict[str, int] = {}  # acknowledged entry_id -> its ingest sequence
-        self.retries = 0
-        self.stopping = asyncio.Event()
-        self._next = 1
-
-    @property
-    def acked(self) -> set[str]:
-        return set(self.ingest_seq)
-
-    async def _send(self, n: int) -> asyncio.Future | None:
-        try:
-            return await self._js.publish_async(
-                subjects.INGEST_TIMELINE, json.dumps(entry(n)).encode(),
-                headers={"Nats-Msg-Id": entry(n)["entry_id"]}, wait_stall=self._ack_timeout,
-            )
-        except Exception:
-            return None
-
-    async def _settle(self, n: int, future: asyncio.Future | None) -> bool:
-        if future is None:
-            return False
-        try:
-            ack = await asyncio.wait_for(future, self._ack_timeout)
-        except Exception:
-            return False
-        self.ingest_seq[entry(n)["entry_id"]] = ack.seq  # a duplicate's ack names the first copy
-        return True
-
-    async def run(self) -> None:
-        while not self.stopping.is_set():
-            numbers = list(range(self._next, self._next + self._window))
-            self._next += self._window
-            futures = [await self._send(n) for n in numbers]
-            outcomes = await asyncio.gather(*(self._settle(n, f) for n, f in zip(numbers, futures)))
-            for n in (n for n, ok in zip(numbers, outcomes) if not ok):
-                while True:
-                    self.retries += 1
-                    if await self._settle(n, await self._send(n)) or self.stopping.is_set():
-                        break
-                    await asyncio.sleep(0.1)
-
-
-async def wait_until(probe, timeout: float, what: str):
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        try:
-            value = await probe()
-        except Exception:
-            value = None  # the server may be away; ask again
-        if value:
-            return value
-        if loop.time() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout:.0f} s")
-        await asyncio.sleep(0.1)
-
-
-async def projected_ids(database_url: str) -> Counter:
-    async with await psycopg.AsyncConnection.connect(database_url) as conn:
-        cur = await conn.execute("SELECT entry_id FROM timeline_entries")
-        return Counter(r[0] for r in await cur.fetchall())
-
-
-async def stream_order(js) -> list[str]:
-    """Every entry_id in SEEDLINE_TIMELINE, in stream order."""
-    ids: list[str] = []
-    end = await last_seq(js, subjects.TIMELINE_STREAM)
-    async for msgs in replay(js, subjects.TIMELINE_STREAM, subjects.TIMELINE_ALL, 1, end):
-        ids += [json.loads(m.data)["entry_id"] for m in msgs]
-    return ids
-
-
-async def stream_ids(js) -> Counter:
-    return Counter(await stream_order(js))
-
-
-def out_of_ingest_order(order: list[str], ingest_seq: dict[str, int]) -> list[str]:
-    """Acknowledged entries appended after one that reached SEEDLINE_INGEST later."""
-    seqs = [(ingest_seq[i], i) for i in order if i in ingest_seq]
-    return [b for (sa, _), (sb, b) in zip(seqs, seqs[1:]) if sb < sa]
 
 
 async def ingest_taken(js) -> bool:
@@ -161,7 +60,7 @@ async def test_nats_server_killed_and_restarted_mid_load_keeps_every_acknowledge
     async with writer, resolver:
         nc = await natsio.connect(settings.nats_servers, "restart-producer")
         js = nc.jetstream(publish_async_max_pending=1024)
-        producer = Producer(js)
+        producer = Producer(js, prefix="r")
         producing = asyncio.create_task(producer.run())
         try:
             before_kill = await wait_until(
