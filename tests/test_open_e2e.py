@@ -126,7 +126,7 @@ async def test_a_runner_that_omits_seeded_gets_unbriefed(system):
 
 async def test_relocation_carries_a_brief_to_the_new_machine(system):
     await system.start_runner("mac-mini-1", "Mac mini")
-    second = await system.start_runner("linux-2", "Linux box")
+    await system.start_runner("linux-2", "Linux box")
     await system.append(1)
     opened = await system.open()
     await system.append(2, session_id=opened["session_id"])

@@ -179,7 +179,7 @@ async def test_repo_reads_tag_sessions_and_paging_returns_each_entry_once(settin
         for n in range(1, 251):
             await publish(js, entry(n, session_id=f"csess_{n % 3}"))
         await publish(js, entry(999, repo="another/repo"))
-        rows = await wait_for(lambda: _len_at_least(nc, 250))
+        await wait_for(lambda: _len_at_least(nc, 250))
         paged = await read_all(nc, limit=7)
         assert [r["entry_id"] for r in paged] == [f"e-{n}" for n in range(1, 251)]
         assert [r["seq"] for r in paged] == sorted({r["seq"] for r in paged})

@@ -16,7 +16,6 @@ import psycopg
 from psycopg import sql
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
-from . import pg
 
 OWNER = "seedline_owner"
 SERVICE_ROLES: dict[str, str] = {

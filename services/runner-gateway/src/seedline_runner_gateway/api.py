@@ -7,7 +7,6 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
-from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.errors import error_reply
 from seedline_contracts.events import EngineBound, Stopped

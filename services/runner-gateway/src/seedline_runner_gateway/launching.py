@@ -14,7 +14,7 @@ from nats.js import JetStreamContext
 from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.errors import ErrorBody
-from seedline_contracts.events import LaunchPlan, OpenFailed, Opened, Relocated, SeedComposed, Stopped
+from seedline_contracts.events import OpenFailed, Opened, Relocated, SeedComposed, Stopped
 from seedline_contracts.runner import LaunchReply, LaunchRequest, LaunchResume, Seed
 from seedline_contracts.sessions import NoticeBody, OpenReply
 from seedline_core.notices import error_message, offline_text, open_notice
