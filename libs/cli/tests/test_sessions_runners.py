@@ -392,3 +392,18 @@ def test_the_new_commands_help_avoids_the_words_people_should_not_read(seedline)
         text = result.output.replace("seedline sessions", "")
         for banned in ("remember", "restored", "as if it never", "session"):
             assert banned not in text.lower(), (command, banned, text)
+
+
+# -- timeline with continuity --------------------------------------------------------------
+
+
+def test_timeline_shows_the_continuity_decision_at_each_opened_conversation(seedline, env):
+    system_of(env).start_runner("mac-mini-1", "Mac mini")
+    conversation = open_one(seedline, env)
+    reading = run(seedline, env, "timeline", "--instance", INSTANCE, "--repo", REPO, "--min-seq", "1")
+    assert reading.exit_code == 0, reading.output
+    assert f"conversation {conversation}" in reading.stdout
+    assert "opened fresh: there is no earlier conversation on this repo" in reading.stdout
+    as_json = json.loads(run(seedline, env, "timeline", "--instance", INSTANCE, "--repo", REPO,
+                             "--json").stdout)
+    assert as_json["continuity"][conversation]["reason_code"] == "no_previous"

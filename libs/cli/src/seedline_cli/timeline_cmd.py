@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Optional
 
 import typer
@@ -47,14 +48,15 @@ def timeline(
 ) -> None:
     """Read a repo's timeline, oldest first.
 
-    A rule line names each conversation where the next one begins.
+    A rule line names each conversation where the next one begins, with the
+    continuity decision that opened it when the platform opened it.
     """
     check_name("--instance", instance, "bd43f4de")
     check_name("--repo", repo, "apps/chess-academy")
     if session is not None:
         check_name("--session", session, "csess_21b8d1b9")
     settings = load_settings(ctx)
-    entries, has_more = asyncio.run(
+    entries, has_more, reasons = asyncio.run(
         _read(settings, instance, repo, session, limit, before_seq, min_seq)
     )
     if json_out:
@@ -66,10 +68,11 @@ def timeline(
                 "session_id": session,
                 "entries": entries,
                 "has_more": has_more,
+                "continuity": reasons,
             }
         )
         return
-    _render(entries, has_more, instance, repo, session)
+    _render(entries, has_more, instance, repo, session, reasons)
 
 
 async def _read(
@@ -80,8 +83,9 @@ async def _read(
     limit: int,
     before_seq: int | None,
     min_seq: int | None,
-) -> tuple[list[dict], bool]:
-    """The newest ``limit`` entries, fetched a page at a time from newest to oldest."""
+) -> tuple[list[dict], bool, dict[str, dict]]:
+    """The newest ``limit`` entries, fetched a page at a time from newest to oldest,
+    and the continuity decision of each conversation among them that the platform opened."""
     entries: list[dict] = []
     has_more = False
     async with connected(settings) as nc:
@@ -103,11 +107,28 @@ async def _read(
                 break
             before_seq = page[0]["seq"]
             min_seq = None
-    return entries, has_more
+        reasons = await _continuity_of(nc, {e["session_id"] for e in entries})
+    return entries, has_more, reasons
+
+
+async def _continuity_of(nc, session_ids: set[str]) -> dict[str, dict]:
+    """The last continuity_decided event of each conversation, read from SEEDLINE_SESSIONS."""
+    js = nc.jetstream()
+    found: dict[str, dict] = {}
+    for session_id in sorted(session_ids):
+        try:
+            msg = await js.get_last_msg(
+                subjects.SESSIONS_STREAM, subjects.session_event_subject(session_id, "continuity_decided")
+            )
+        except Exception:
+            continue  # seen only in the timeline, or the stream is not readable from here
+        found[session_id] = json.loads(msg.data)["continuity"]
+    return found
 
 
 def _render(
-    entries: list[dict], has_more: bool, instance: str, repo: str, session: str | None
+    entries: list[dict], has_more: bool, instance: str, repo: str, session: str | None,
+    reasons: dict[str, dict],
 ) -> None:
     if not entries:
         scope = f"conversation {session} of " if session else ""
@@ -118,6 +139,9 @@ def _render(
         if entry["session_id"] != current:
             current = entry["session_id"]
             out.rule(Text(f"conversation {current}"), style="dim")
+            if current in reasons:
+                decided = reasons[current]
+                out.print(Text(f"opened {decided['mode']}: {decided['reason']}", style="dim italic"))
         header = Text.assemble(
             (f"#{entry['seq']}", "bold"),
             "  ",
