@@ -18,6 +18,7 @@ from nats.js.errors import NotFoundError
 from seedline_contracts import subjects
 from seedline_contracts.codec import encode
 from seedline_contracts.errors import error_reply
+from seedline_core.notices import error_message
 from seedline_contracts.streams import ALL_STREAMS, StreamSpec
 
 from .logging import get_logger
@@ -267,9 +268,9 @@ class Responder:
             return
         try:
             reply = await handler(msg)
-        except Exception as exc:
+        except Exception:
             log.exception("request_failed", subject=subject)
-            reply = encode(error_reply("unavailable", unavailable_message(exc)))
+            reply = encode(error_reply("unavailable", error_message("unavailable")))
         try:
             await msg.respond(reply)
         except Exception:
@@ -284,10 +285,6 @@ class Responder:
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-
-
-def unavailable_message(exc: BaseException) -> str:
-    return f"Seedline could not serve this request just now ({type(exc).__name__}); try again in a few seconds."
 
 
 async def park_message(js: JetStreamContext, msg: Msg, reason: str, subject: str) -> None:

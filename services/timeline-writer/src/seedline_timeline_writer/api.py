@@ -14,6 +14,7 @@ from seedline_contracts.timeline import (
     TimelineReadRequest,
 )
 from seedline_contracts.tokens import is_valid_token
+from seedline_core.notices import error_message
 from seedline_platform.clock import now_text
 from seedline_platform.pg import is_transient
 
@@ -38,7 +39,7 @@ class TimelineApi:
             (appended,) = await self._writer.append_entries([result.entry])
         except Exception as exc:
             if is_transient(exc) or "timeout" in type(exc).__name__.lower():
-                return encode(error_reply("unavailable", "The timeline cannot be written just now; retry the same entry_id shortly."))
+                return encode(error_reply("unavailable", error_message("unavailable")))
             raise
         return encode(AppendReply(seq=appended.seq, duplicate=appended.duplicate))
 
@@ -64,6 +65,6 @@ class TimelineApi:
             rows, has_more = await self._store.read(request, limit)
         except Exception as exc:
             if is_transient(exc):
-                return encode(error_reply("unavailable", "The timeline cannot be read just now because its database is away; retry shortly."))
+                return encode(error_reply("unavailable", error_message("unavailable")))
             raise
         return encode(TimelineReadReply(entries=rows, has_more=has_more))
