@@ -18,7 +18,6 @@ import time
 from collections import Counter
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from seedline_contracts import subjects
@@ -27,6 +26,9 @@ from seedline_platform.embedded import NatsProcess, free_port, wait_for_port
 from seedline_platform.settings import Settings
 from seedline_platform.testing import running
 from seedline_platform.testing_load import (
+    acked_at_least,
+    projected_all,
+    projected_at_least,
     Producer,
     out_of_ingest_order,
     projected_ids,
@@ -141,13 +143,13 @@ async def test_losing_the_stream_leader_mid_load_loses_no_acknowledged_entry(
         producer = Producer(js, prefix="c")
         producing = asyncio.create_task(producer.run())
         try:
-            await wait_until(lambda: _projected_at_least(settings.database_url, 300), 30,
+            await wait_until(lambda: projected_at_least(settings.database_url, 300), 30,
                              "a first 300 projected entries")
             cluster[victim].kill()
             acked_at_kill = len(producer.ingest_seq)
             killed_at = time.monotonic()
             # Ingest goes on through the two survivors.
-            await wait_until(lambda: _acked_at_least(producer, acked_at_kill + 500), 30,
+            await wait_until(lambda: acked_at_least(producer, acked_at_kill + 500), 30,
                              "500 more acknowledged entries after the leader died")
             recovered_in = time.monotonic() - killed_at
             producer.stopping.set()
@@ -163,7 +165,7 @@ async def test_losing_the_stream_leader_mid_load_loses_no_acknowledged_entry(
 
         acked = producer.acked
         # A delivery cut off with the dead leader comes back after ack_wait (30 s).
-        await wait_until(lambda: _projected_all(settings.database_url, acked), 45,
+        await wait_until(lambda: projected_all(settings.database_url, acked), 45,
                          "projecting every acknowledged entry")
         assert not writer._task.done(), "the writer stopped running"
 
@@ -185,22 +187,6 @@ async def test_losing_the_stream_leader_mid_load_loses_no_acknowledged_entry(
     print(f"\nkilled {victim}; {new_leader} leads now; {len(acked)} acknowledged, "
           f"{producer.retries} retries, 500 more acknowledged {recovered_in:.1f} s after the kill; "
           f"{time.monotonic() - started:.1f} s")
-
-
-async def _projected_at_least(database_url: str, n: int) -> int | None:
-    try:
-        count = sum((await projected_ids(database_url)).values())
-    except psycopg.Error:
-        return None
-    return count if count >= n else None
-
-
-async def _acked_at_least(producer: Producer, n: int) -> bool:
-    return len(producer.ingest_seq) >= n
-
-
-async def _projected_all(database_url: str, acked: set[str]) -> bool:
-    return acked <= (await projected_ids(database_url)).keys()
 
 
 async def _projection_matches_stream(js, database_url: str) -> bool:

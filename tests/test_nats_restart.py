@@ -13,7 +13,6 @@ import asyncio
 import time
 from collections import Counter
 
-import psycopg
 import pytest
 
 from seedline_contracts import subjects
@@ -22,6 +21,9 @@ from seedline_platform import natsio
 from seedline_platform.replay import last_seq
 from seedline_platform.testing import running
 from seedline_platform.testing_load import (
+    acked_at_least,
+    projected_all,
+    projected_at_least,
     Producer,
     out_of_ingest_order,
     projected_ids,
@@ -64,13 +66,13 @@ async def test_nats_server_killed_and_restarted_mid_load_keeps_every_acknowledge
         producing = asyncio.create_task(producer.run())
         try:
             before_kill = await wait_until(
-                lambda: _at_least(settings.database_url, 300), 30, "a first 300 projected entries"
+                lambda: projected_at_least(settings.database_url, 300), 30, "a first 300 projected entries"
             )
             server.kill()
             acked_before_restart = len(producer.ingest_seq)
             await asyncio.sleep(1.5)
             server.start()
-            await wait_until(lambda: _grew(producer, acked_before_restart + 300), 30,
+            await wait_until(lambda: acked_at_least(producer, acked_before_restart + 300), 30,
                              "300 more acknowledged entries after the restart")
             producer.stopping.set()
             await producing
@@ -80,7 +82,7 @@ async def test_nats_server_killed_and_restarted_mid_load_keeps_every_acknowledge
             await asyncio.gather(producing, return_exceptions=True)
 
         acked = producer.acked
-        await wait_until(lambda: _has_all(settings.database_url, acked), ACK_WAIT_MARGIN,
+        await wait_until(lambda: projected_all(settings.database_url, acked), ACK_WAIT_MARGIN,
                          "projecting every acknowledged entry")
         await wait_until(lambda: ingest_taken(js), ACK_WAIT_MARGIN,
                          "the writer acknowledging all ingest")
@@ -107,19 +109,3 @@ async def test_nats_server_killed_and_restarted_mid_load_keeps_every_acknowledge
         await nc.close()
     print(f"\nacknowledged {len(acked)} (projected before the kill: {before_kill}), "
           f"{producer.retries} retries, {time.monotonic() - started:.1f} s")
-
-
-async def _at_least(database_url: str, n: int) -> int | None:
-    try:
-        count = sum((await projected_ids(database_url)).values())
-    except psycopg.Error:
-        return None
-    return count if count >= n else None
-
-
-async def _grew(producer: Producer, n: int) -> bool:
-    return len(producer.ingest_seq) >= n
-
-
-async def _has_all(database_url: str, acked: set[str]) -> bool:
-    return acked <= (await projected_ids(database_url)).keys()

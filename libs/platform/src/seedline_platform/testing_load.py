@@ -120,3 +120,20 @@ def out_of_ingest_order(order: list[str], ingest_seq: dict[str, int]) -> list[st
     """Acknowledged entries appended after one that reached SEEDLINE_INGEST later."""
     seqs = [(ingest_seq[i], i) for i in order if i in ingest_seq]
     return [b for (sa, _), (sb, b) in zip(seqs, seqs[1:]) if sb < sa]
+
+
+async def projected_at_least(database_url: str, n: int) -> int | None:
+    """How many entries are projected, once there are at least n (None while Postgres is away)."""
+    try:
+        count = sum((await projected_ids(database_url)).values())
+    except psycopg.Error:
+        return None
+    return count if count >= n else None
+
+
+async def acked_at_least(producer: Producer, n: int) -> bool:
+    return len(producer.ingest_seq) >= n
+
+
+async def projected_all(database_url: str, acked: set[str]) -> bool:
+    return acked <= (await projected_ids(database_url)).keys()
