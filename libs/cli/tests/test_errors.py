@@ -15,6 +15,10 @@ def closed_port_env(tmp_path) -> dict[str, str]:
     return {"SEEDLINE_NATS_URL": f"nats://127.0.0.1:{port}", "SEEDLINE_HOME": str(tmp_path)}
 
 
+# The flags every single-entry publish needs, before the one each test gets wrong.
+ONE_ENTRY = ("publish", "--instance", "i", "--repo", "r", "--session", "s")
+
+
 def test_an_empty_repo_name_is_a_usage_error(seedline):
     result = seedline("timeline", "--instance", "bd43f4de", "--repo", "")
     assert result.exit_code == 2
@@ -22,38 +26,14 @@ def test_an_empty_repo_name_is_a_usage_error(seedline):
 
 
 def test_an_unknown_kind_is_a_usage_error(seedline):
-    result = seedline(
-        "publish",
-        "--instance",
-        "i",
-        "--repo",
-        "r",
-        "--session",
-        "s",
-        "--kind",
-        "chat",
-        "--content",
-        "x",
-    )
+    result = seedline(*ONE_ENTRY, "--kind", "chat", "--content", "x")
     assert result.exit_code == 2
     assert "--kind 'chat' is not one of chat_user" in result.stderr
 
 
 def test_content_and_content_file_together_are_a_usage_error(seedline, tmp_path):
     result = seedline(
-        "publish",
-        "--instance",
-        "i",
-        "--repo",
-        "r",
-        "--session",
-        "s",
-        "--kind",
-        "system",
-        "--content",
-        "x",
-        "--content-file",
-        str(tmp_path / "x.txt"),
+        *ONE_ENTRY, "--kind", "system", "--content", "x", "--content-file", str(tmp_path / "x.txt")
     )
     assert result.exit_code == 2
     assert "exactly one of --content and --content-file" in result.stderr
@@ -66,21 +46,7 @@ def test_file_with_entry_flags_is_a_usage_error(seedline, tmp_path):
 
 
 def test_an_unparseable_at_is_a_usage_error(seedline):
-    result = seedline(
-        "publish",
-        "--instance",
-        "i",
-        "--repo",
-        "r",
-        "--session",
-        "s",
-        "--kind",
-        "system",
-        "--content",
-        "x",
-        "--at",
-        "yesterday",
-    )
+    result = seedline(*ONE_ENTRY, "--kind", "system", "--content", "x", "--at", "yesterday")
     assert result.exit_code == 2
     assert "not an RFC 3339 time" in result.stderr
 
