@@ -1,1 +1,1 @@
-pytest_plugins = ["seedline_platform.testing"]
+pytest_plugins = ["seedline_devtools.testing"]

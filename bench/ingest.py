@@ -104,7 +104,7 @@ async def seedline_round(nc, js, size: int, count: int) -> float:
 
 async def wait_readable(nc, last: dict, target_seq: int) -> None:
     from seedline_contracts import subjects
-    from seedline_platform.testing import request
+    from seedline_devtools.testing import request
 
     query = {"instance_id": INSTANCE, "repo": last["repo"], "session_id": last["session_id"],
              "min_seq": target_seq, "limit": 1}
@@ -182,7 +182,7 @@ async def _run(rounds: int, count: int, size: int, profile: bool) -> dict:
     import nats
 
     from seedline_platform import natsio
-    from seedline_platform.embedded import start_nats, start_postgres
+    from seedline_devtools.embedded import start_nats, start_postgres
     from seedline_contracts.streams import TIMELINE, StreamSpec
 
     sizes = [size] + ([LARGE_SIZE] if size != LARGE_SIZE else [])

@@ -164,7 +164,7 @@ async def seedline_run(
     from seedline_contracts.events import ContinuityDecided, LaunchPlan
     from seedline_contracts.sessions import Continuity
     from seedline_platform.pg import CONNECTION_OPTIONS
-    from seedline_platform.testing import request
+    from seedline_devtools.testing import request
     from seedline_seed_composer.composing import compose_for
     from seedline_seed_composer.reader import PostgresTimelineReader
 
@@ -266,7 +266,7 @@ def _per_turn(sizes: dict[int, dict], marks) -> dict:
 
 
 async def _run(runs: int, turns_count: int, reps: int) -> dict:
-    from seedline_platform.embedded import start_postgres
+    from seedline_devtools.embedded import start_postgres
     from seedline_platform.logging import configure_logging
 
     configure_logging("error", "bench")

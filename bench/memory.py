@@ -163,7 +163,7 @@ async def system(
     ``postgres`` reuses a running embedded Postgres (a fresh database is made on it).
     """
     import nats
-    from seedline_platform.embedded import start_nats, start_postgres
+    from seedline_devtools.embedded import start_nats, start_postgres
     from seedline_platform.settings import Settings
 
     tmp = Path(tempfile.mkdtemp(prefix=prefix))

@@ -108,9 +108,9 @@ async def start_system(tmp: Path, stack: AsyncExitStack, plan_cache_mode: str | 
     import nats
 
     from seedline_continuity_resolver.app import create_app as create_resolver
-    from seedline_platform.embedded import start_nats, start_postgres
+    from seedline_devtools.embedded import start_nats, start_postgres
     from seedline_platform.settings import Settings
-    from seedline_platform.testing import running
+    from seedline_devtools.testing import running
     from seedline_runner.engines.scripted import ScriptedEngine
     from seedline_runner.runner import Runner
     from seedline_runner_gateway.app import create_app as create_gateway
@@ -175,7 +175,7 @@ async def fill_by_ingest(nc, total: int, pool: list[str]) -> float:
     from seedline_contracts import subjects
     from seedline_contracts.codec import encode
     from seedline_platform.natsio import publish_window
-    from seedline_platform.testing import request
+    from seedline_devtools.testing import request
 
     started = time.perf_counter()
     js = nc.jetstream()

@@ -13,7 +13,7 @@ import pytest
 
 from seedline_contracts import subjects
 from seedline_continuity_resolver.app import create_app as create_resolver
-from seedline_platform.testing import request, running
+from seedline_devtools.testing import request, running
 from seedline_runner.engines.scripted import ScriptedEngine
 from seedline_runner.runner import Runner
 from seedline_runner_gateway.app import create_app as create_gateway

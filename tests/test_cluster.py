@@ -22,10 +22,10 @@ import pytest
 
 from seedline_contracts import subjects
 from seedline_platform import natsio
-from seedline_platform.embedded import NatsProcess, free_port, wait_for_port
+from seedline_devtools.embedded import NatsProcess, free_port, wait_for_port
 from seedline_platform.settings import Settings
-from seedline_platform.testing import running
-from seedline_platform.testing_load import (
+from seedline_devtools.testing import running
+from seedline_devtools.testing_load import (
     acked_at_least,
     projected_all,
     projected_at_least,

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from seedline_platform.embedded import free_port, nats_server_binary, wait_for_port
+from seedline_devtools.embedded import free_port, nats_server_binary, wait_for_port
 from seedline_platform.settings import SETTINGS_DOC
 
 REPO = Path(__file__).resolve().parents[1]
@@ -268,7 +268,7 @@ def _health(service: str, monitor_url: str) -> subprocess.CompletedProcess:
 async def test_the_health_check_passes_only_once_the_service_answers(settings):
     import asyncio
 
-    from seedline_platform.testing import running
+    from seedline_devtools.testing import running
     from seedline_timeline_writer.app import create_app
 
     before = await asyncio.to_thread(_health, "timeline-writer", settings.nats_monitor_url)

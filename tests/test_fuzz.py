@@ -33,7 +33,7 @@ from hypothesis import HealthCheck, event, example, given, settings as hsettings
 from seedline_contracts import subjects
 from seedline_contracts.timeline import KINDS
 from seedline_continuity_resolver.app import create_app as create_resolver
-from seedline_platform.testing import running
+from seedline_devtools.testing import running
 from seedline_runner.engines.scripted import ScriptedEngine
 from seedline_runner.runner import Runner
 from seedline_runner_gateway.app import create_app as create_gateway

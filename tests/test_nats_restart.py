@@ -19,8 +19,8 @@ from seedline_contracts import subjects
 from seedline_continuity_resolver.app import create_app as create_resolver
 from seedline_platform import natsio
 from seedline_platform.replay import last_seq
-from seedline_platform.testing import running
-from seedline_platform.testing_load import (
+from seedline_devtools.testing import running
+from seedline_devtools.testing_load import (
     acked_at_least,
     projected_all,
     projected_at_least,

@@ -1,6 +1,6 @@
 """Least privilege on NATS: a user per runner machine, proven against a real nats-server.
 
-The server runs the users of seedline_platform.nats_auth (the same generator that
+The server runs the users of seedline_devtools.nats_auth (the same generator that
 writes deploy/nats-secure.conf). A runner may reach its own part of the runner
 protocol and nothing else; the positive test runs the real Runner under its user
 against all four services. See RELIABILITY.md, Security.
@@ -23,10 +23,11 @@ from nats.js import api as js_api
 
 from seedline_contracts import subjects
 from seedline_continuity_resolver.app import create_app as create_resolver
-from seedline_platform import nats_auth, natsio
-from seedline_platform.embedded import NatsProcess, nats_server_binary, start_nats
+from seedline_devtools import nats_auth
+from seedline_platform import natsio
+from seedline_devtools.embedded import NatsProcess, nats_server_binary, start_nats
 from seedline_platform.settings import Settings
-from seedline_platform.testing import request, running
+from seedline_devtools.testing import request, running
 from seedline_runner.engines.scripted import ScriptedEngine
 from seedline_runner.runner import Runner
 from seedline_runner_gateway.app import create_app as create_gateway

@@ -20,8 +20,9 @@ import pytest
 from seedline_contracts import subjects
 from seedline_continuity_resolver.app import create_app as create_resolver
 from seedline_continuity_resolver.projection import DDL as RESOLVER_DDL
-from seedline_platform import pg, pg_roles, timeline_table
-from seedline_platform.testing import request, running
+from seedline_devtools import pg_roles
+from seedline_platform import pg, timeline_table
+from seedline_devtools.testing import request, running
 from seedline_runner.engines.scripted import ScriptedEngine
 from seedline_runner.runner import Runner
 from seedline_runner_gateway.app import create_app as create_gateway

@@ -15,7 +15,7 @@ from typer.testing import CliRunner, Result
 from seedline_cli.main import app
 from seedline_platform.logging import configure_logging
 from seedline_platform.settings import Settings
-from seedline_platform.testing import running
+from seedline_devtools.testing import running
 from seedline_timeline_writer.app import create_app
 
 

@@ -6,7 +6,7 @@ import socket
 
 import pytest
 
-from seedline_platform.embedded import free_port
+from seedline_devtools.embedded import free_port
 
 
 @pytest.fixture

@@ -20,10 +20,10 @@ import structlog
 from seedline_contracts import subjects
 from seedline_continuity_resolver.app import create_app as create_resolver
 from seedline_core.notices import wording_violations
-from seedline_platform.embedded import free_port
+from seedline_devtools.embedded import free_port
 from seedline_platform.logging import configure_logging
 from seedline_platform.settings import Settings
-from seedline_platform.testing import running
+from seedline_devtools.testing import running
 from seedline_runner.engines.scripted import ScriptedEngine
 from seedline_runner.runner import Runner
 from seedline_runner_gateway.app import create_app as create_gateway

@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from seedline_platform.embedded import free_port
+from seedline_devtools.embedded import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.servers]
 

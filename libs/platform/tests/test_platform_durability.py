@@ -6,7 +6,7 @@ import nats
 import pytest
 
 from seedline_platform import natsio
-from seedline_platform.embedded import start_nats
+from seedline_devtools.embedded import start_nats
 from seedline_platform.settings import Settings, SettingsError
 
 pytestmark = pytest.mark.servers

@@ -24,7 +24,7 @@ from seedline_contracts import subjects
 from seedline_platform import natsio, pg
 from seedline_platform.consumer import BatchConsumer
 from seedline_platform.replay import last_seq, replay
-from seedline_platform.testing import request, running
+from seedline_devtools.testing import request, running
 from seedline_timeline_writer.app import create_app
 from seedline_timeline_writer.store import PostgresTimelineStore
 from seedline_timeline_writer.writer import TimelineWriter

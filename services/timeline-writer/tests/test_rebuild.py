@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from seedline_contracts import subjects
-from seedline_platform.testing import request, running
+from seedline_devtools.testing import request, running
 from seedline_timeline_writer.app import create_app
 from seedline_timeline_writer.rebuild import rebuild_timeline
 

@@ -20,7 +20,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from seedline_platform.embedded import (
+from seedline_devtools.embedded import (
     EmbeddedServerError,
     NatsProcess,
     PostgresProcess,

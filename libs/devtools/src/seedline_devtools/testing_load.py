@@ -11,7 +11,7 @@ import psycopg
 
 from seedline_contracts import subjects
 
-from .replay import last_seq, replay
+from seedline_platform.replay import last_seq, replay
 
 
 def entry(n: int, prefix: str = "load") -> dict:

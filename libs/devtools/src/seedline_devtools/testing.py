@@ -17,7 +17,7 @@ from typing import Iterator
 import pytest
 
 from .embedded import NatsProcess, PostgresProcess, start_nats, start_postgres
-from .settings import Settings
+from seedline_platform.settings import Settings
 
 
 def _docker_answers() -> bool:

@@ -1,0 +1,1 @@
+"""seedline_web: the HTTP API, the console and the MCP server."""
