@@ -76,6 +76,7 @@ SAMPLE_SUBJECTS = {
         subjects.runner_subject("mac mini", verb) for verb in ("launch", "turn", "stop", "events")
     ],
     "notify_subject": [subjects.notify_subject("bd43f4de")],
+    "ingest_runner_subject": [subjects.ingest_runner_subject("mac mini")],
 }
 
 
@@ -174,14 +175,14 @@ def test_seedline_docs_writes_exactly_the_published_files(tmp_path):
 
 def test_seedline_docs_check_names_what_drifted_and_how_to_fix_it(tmp_path):
     assert CliRunner().invoke(app, ["docs", "--out", str(tmp_path)]).exit_code == 0
-    (tmp_path / "schema" / "OkReply.json").write_text("{}\n")
+    (tmp_path / "schema" / "StopReply.json").write_text("{}\n")
     (tmp_path / "schema" / "Gone.json").write_text(
         json.dumps({"$schema": "x", "title": "Gone"}) + "\n"
     )
 
     check = CliRunner().invoke(app, ["docs", "--out", str(tmp_path), "--check"])
     assert check.exit_code == 1
-    assert "OkReply.json" in check.stderr and "Gone.json" in check.stderr
+    assert "StopReply.json" in check.stderr and "Gone.json" in check.stderr
     assert "make schema" in check.stderr
 
     again = CliRunner().invoke(app, ["docs", "--out", str(tmp_path)])

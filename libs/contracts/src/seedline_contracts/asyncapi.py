@@ -58,7 +58,12 @@ def _channel(address: str | None, messages: list[str], description: str) -> dict
 
 
 EVENT_NAMES = [cls.__name__ for cls in events.EVENT_TYPES]
-NOTIFICATIONS = ["StoppedIdleNotification", "RunnerOfflineNotification"]
+NOTIFICATIONS = [
+    "StoppedIdleNotification",
+    "RunnerOfflineNotification",
+    "RunnerRestartedNotification",
+    "NotWokenNotification",
+]
 
 # channel id -> (address, messages, description)
 CHANNELS: dict[str, tuple[str, list[str], str]] = {
@@ -67,6 +72,13 @@ CHANNELS: dict[str, tuple[str, list[str], str]] = {
         ["TimelineEntryIn"],
         "Stream SEEDLINE_INGEST. Producers publish entries here with JetStream, "
         "header Nats-Msg-Id = entry_id (CONTRACT.md 2.1).",
+    ),
+    "ingestRunner": (
+        "seedline.ingest.runner.{node}",
+        ["TimelineEntryIn"],
+        "Stream SEEDLINE_INGEST. A runner machine publishes its engines' output here, as it "
+        "happens; accepted only for conversations launched on that machine, never chat_user "
+        "(6, 1.1).",
     ),
     "timelineEntries": (
         "seedline.timeline.{instance}.{repo}.{session}.{kind}",
@@ -161,7 +173,7 @@ REPLIES: dict[str, list[str]] = {
     "timelineRead": ["TimelineReadReply", "ErrorReply"],
     "sessionsOpen": ["OpenReply", "ErrorReply"],
     "sessionsRelocate": ["OpenReply", "ErrorReply"],
-    "sessionsStop": ["OkReply", "ErrorReply"],
+    "sessionsStop": ["StopReply", "ErrorReply"],
     "sessionsList": ["SessionsListReply", "ErrorReply"],
     "briefsGet": ["BriefGetReply", "ErrorReply"],
     "runnerLaunch": ["LaunchReply"],
@@ -172,6 +184,7 @@ REPLIES: dict[str, list[str]] = {
 # operation id -> (action, channel, summary)
 OPERATIONS: dict[str, tuple[str, str, str]] = {
     "receiveTimelineEntry": ("receive", "ingestTimeline", "The timeline-writer consumes ingest."),
+    "receiveRunnerOutput": ("receive", "ingestRunner", "The timeline-writer consumes it."),
     "appendTimelineEntry": ("receive", "timelineAppend", "timeline-writer answers."),
     "readTimeline": ("receive", "timelineRead", "timeline-writer answers."),
     "openConversation": ("receive", "sessionsOpen", "continuity-resolver answers."),

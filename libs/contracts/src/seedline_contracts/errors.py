@@ -18,6 +18,7 @@ ErrorCode = Literal[
     "launch_refused",
     "timeout",
     "not_found",
+    "not_permitted",
 ]
 
 

@@ -59,6 +59,9 @@ class ContinuityDecided(_Event, tag="continuity_decided"):
 class SeedComposed(_Event, tag="seed_composed"):
     brief: BriefStats | None
     plan: LaunchPlan
+    # The brief's exact text (1.1): the launch is made from this event, and a
+    # replay checks these bytes.
+    text: str | None = None
 
 
 class Opened(_Event, tag="opened"):

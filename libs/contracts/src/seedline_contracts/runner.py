@@ -6,7 +6,9 @@ from typing import Literal
 
 import msgspec
 
-PROTOCOL_VERSION = 1
+# Protocol 2 (CONTRACT.md 6, 1.1): presence carries `live`, the conversations the
+# machine hosts now; a protocol-1 presence has none and is never reconciled.
+PROTOCOL_VERSION = 2
 
 
 class RunnerPresence(msgspec.Struct):
@@ -16,6 +18,10 @@ class RunnerPresence(msgspec.Struct):
     protocol: int = PROTOCOL_VERSION
     seed_capable: bool = True
     stateless_engines: list[str] = []
+    # None: a protocol-1 machine that does not report what it hosts.
+    live: list[str] | None = None
+    # The instances this machine serves; empty serves every instance (CONTRACT.md 4.1).
+    instances: list[str] = []
 
 
 class LaunchResume(msgspec.Struct):
@@ -55,6 +61,7 @@ class TurnRequest(msgspec.Struct):
 
 class TurnReply(msgspec.Struct):
     accepted: bool
+    reason: str | None = None
 
 
 class RunnerStopRequest(msgspec.Struct):
@@ -64,6 +71,7 @@ class RunnerStopRequest(msgspec.Struct):
 
 class RunnerStopReply(msgspec.Struct):
     stopped: bool
+    reason: str | None = None
 
 
 class RunnerEvent(msgspec.Struct):

@@ -32,12 +32,21 @@ class Continuity(msgspec.Struct):
     reason: str
 
 
+class BriefBudget(msgspec.Struct):
+    """The budget a brief was composed with (CONTRACT.md 5, 1.1)."""
+
+    rows: int
+    chars: int
+
+
 class BriefStats(msgspec.Struct):
     rows: int
     chars: int
     omitted_rows: int
     until_seq: int
     sha256: str
+    # Recorded in seed_composed so a replay composes with the same budget.
+    budget: BriefBudget | None = None
 
 
 class NoticeBody(msgspec.Struct):
@@ -70,7 +79,10 @@ class StopRequest(msgspec.Struct):
     reason: str = "requested"
 
 
-class OkReply(msgspec.Struct):
+class StopReply(msgspec.Struct):
+    """`stopped` is true when the conversation was live (CONTRACT.md 4.1)."""
+
+    stopped: bool
     ok: bool = True
 
 
@@ -120,4 +132,22 @@ class RunnerOfflineNotification(msgspec.Struct, tag_field="kind", tag="runner_of
     at: str
 
 
-Notification = StoppedIdleNotification | RunnerOfflineNotification
+class RunnerRestartedNotification(msgspec.Struct, tag_field="kind", tag="runner_restarted"):
+    session_id: str
+    node_id: str
+    text: str
+    at: str
+
+
+class NotWokenNotification(msgspec.Struct, tag_field="kind", tag="not_woken"):
+    repo: str
+    text: str
+    at: str
+
+
+Notification = (
+    StoppedIdleNotification
+    | RunnerOfflineNotification
+    | RunnerRestartedNotification
+    | NotWokenNotification
+)

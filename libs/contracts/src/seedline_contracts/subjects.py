@@ -11,6 +11,9 @@ SESSIONS_STREAM = "SEEDLINE_SESSIONS"
 REJECTED_STREAM = "SEEDLINE_REJECTED"
 
 INGEST_TIMELINE = "seedline.ingest.timeline"
+# Runner-scoped ingest (CONTRACT.md 6, 1.1): a machine publishes its engines' output
+# only to seedline.ingest.runner.<node>; the writer checks it against the launches.
+INGEST_RUNNER_ALL = "seedline.ingest.runner.*"
 REJECTED_TIMELINE = "seedline.rejected.timeline"
 REJECTED_SESSIONS = "seedline.rejected.sessions"
 TIMELINE_ALL = "seedline.timeline.>"
@@ -36,6 +39,10 @@ def timeline_subject(instance_id: str, repo: str, session_id: str, kind: str) ->
         f"seedline.timeline.{escape_token(instance_id)}.{escape_token(repo)}"
         f".{escape_token(session_id)}.{kind}"
     )
+
+
+def ingest_runner_subject(node_id: str) -> str:
+    return f"seedline.ingest.runner.{escape_token(node_id)}"
 
 
 def session_event_subject(session_id: str, event_type: str) -> str:

@@ -51,7 +51,7 @@ class TimelineEntry(msgspec.Struct):
     truncated_from: int | None
 
 
-RejectReason = Literal["not_json", "invalid_entry", "bad_token", "poison"]
+RejectReason = Literal["not_json", "invalid_entry", "bad_token", "not_permitted", "poison"]
 
 
 class RejectedInput(msgspec.Struct):

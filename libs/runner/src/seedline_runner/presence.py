@@ -34,6 +34,8 @@ def presence_of(node_id: str, label: str, engines: Mapping[str, Engine]) -> Runn
         label=label,
         engines=list(engines),
         stateless_engines=[name for name, engine in engines.items() if engine.stateless],
+        # Protocol 1 until the presence reports the conversations this machine hosts.
+        protocol=1,
     )
 
 

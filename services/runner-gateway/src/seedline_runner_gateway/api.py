@@ -13,9 +13,9 @@ from seedline_contracts.events import EngineBound, Stopped
 from seedline_contracts.runner import RunnerEvent
 from seedline_contracts.sessions import (
     LiveConversation,
-    OkReply,
     SessionsListReply,
     SessionsListRequest,
+    StopReply,
     StopRequest,
 )
 from seedline_contracts.tokens import TokenError, unescape_token
@@ -53,7 +53,7 @@ class GatewayApi:
         await publish_window(self._js, [event_message(Stopped(
             session_id=live.session_id, at=now_text(), reason=reason, node_id=live.node_id))])
         await self._state.end(live.session_id)
-        return encode(OkReply())
+        return encode(StopReply(stopped=True))
 
     async def list_live(self, msg: Msg) -> bytes:
         try:
