@@ -40,6 +40,15 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         "1",
         "copies of each stream a service creates; 3 on a three-server NATS cluster",
     ),
+    "SEEDLINE_WEB_HOST": (
+        "127.0.0.1",
+        "address the web process (HTTP API, console, MCP) listens on",
+    ),
+    "SEEDLINE_WEB_PORT": ("8080", "port of the web process"),
+    "SEEDLINE_WEB_MAX_BODY_BYTES": (
+        "4194304",
+        "largest HTTP request body the web process reads (4 MiB)",
+    ),
 }
 
 
@@ -81,6 +90,9 @@ class Settings:
     max_deliver: int = 5
     batch_size: int = 256
     stream_replicas: int = 1
+    web_host: str = "127.0.0.1"
+    web_port: int = 8080
+    web_max_body_bytes: int = 4 * 1024 * 1024
     extra: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -116,4 +128,7 @@ class Settings:
             max_deliver=_int(env, "SEEDLINE_MAX_DELIVER", minimum=2),
             batch_size=_int(env, "SEEDLINE_BATCH_SIZE"),
             stream_replicas=_int(env, "SEEDLINE_STREAM_REPLICAS"),
+            web_host=_get(env, "SEEDLINE_WEB_HOST"),
+            web_port=_int(env, "SEEDLINE_WEB_PORT"),
+            web_max_body_bytes=_int(env, "SEEDLINE_WEB_MAX_BODY_BYTES", minimum=1024),
         )
