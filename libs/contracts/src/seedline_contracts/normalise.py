@@ -20,8 +20,8 @@ from seedline_contracts.timeline import (
     TimelineEntry,
     TimelineEntryIn,
 )
-from seedline_contracts.tokens import TokenError, escape_token, has_control_characters
-from seedline_platform.clock import format_utc, parse_rfc3339
+from seedline_contracts.times import EARLIEST_AT, LATEST_AT_AHEAD, format_utc, parse_rfc3339
+from seedline_contracts.tokens import has_control_characters, name_problem
 
 TOKEN_FIELDS = ("instance_id", "repo", "session_id")
 _decoder = msgspec.json.Decoder(TimelineEntryIn)
@@ -39,13 +39,25 @@ class Refusal:
 
 
 def _check_token(name: str, value: str) -> Refusal | None:
-    if has_control_characters(value):
-        return Refusal("bad_token", f"{name} contains a control character; remove it")
+    problem = name_problem(value)
+    return None if problem is None else Refusal("bad_token", f"{name} {problem}")
+
+
+def _normalised_at(at: str | None, received_at: str) -> str | Refusal:
+    """The entry's time in UTC, or why it cannot be used (CONTRACT.md 2.1 and 4.1)."""
+    if at is None:
+        return received_at
     try:
-        escape_token(value)
-    except TokenError as exc:
-        return Refusal("bad_token", f"{name} {exc}")
-    return None
+        moment = parse_rfc3339(at)
+    except (ValueError, OverflowError):
+        return Refusal("invalid_entry", f"at {at[:40]!r} is not an RFC 3339 time")
+    latest = parse_rfc3339(received_at) + LATEST_AT_AHEAD
+    if not EARLIEST_AT <= moment <= latest:
+        return Refusal(
+            "invalid_entry",
+            f"at {at[:40]!r} lies outside 2000-01-01T00:00:00Z to one day after it arrived",
+        )
+    return format_utc(moment)
 
 
 def normalise(payload: bytes, received_at: str) -> Accepted | Refusal:
@@ -75,13 +87,9 @@ def normalise(payload: bytes, received_at: str) -> Accepted | Refusal:
         return Refusal("invalid_entry", f"engine must be 1-{MAX_ENGINE_CHARS} characters or null")
     if raw.engine is not None and has_control_characters(raw.engine):
         return Refusal("invalid_entry", "engine must not contain control characters")
-    if raw.at is None:
-        at = received_at
-    else:
-        try:
-            at = format_utc(parse_rfc3339(raw.at))
-        except (ValueError, OverflowError):
-            return Refusal("invalid_entry", f"at {raw.at[:40]!r} is not an RFC 3339 time")
+    at = _normalised_at(raw.at, received_at)
+    if isinstance(at, Refusal):
+        return at
 
     # Postgres text cannot hold NUL; it is the one character stored differently.
     content = raw.content.replace("\x00", "\ufffd")

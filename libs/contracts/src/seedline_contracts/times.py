@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 
 def utc_now() -> datetime:
@@ -11,7 +11,8 @@ def utc_now() -> datetime:
 
 def format_utc(moment: datetime) -> str:
     moment = moment.astimezone(timezone.utc)
-    text = moment.strftime("%Y-%m-%dT%H:%M:%S")
+    # Four-digit years always: strftime("%Y") writes year 1 as "1", which is not RFC 3339.
+    text = f"{moment.year:04d}-" + moment.strftime("%m-%dT%H:%M:%S")
     if moment.microsecond:
         text += f".{moment.microsecond:06d}".rstrip("0")
     return text + "Z"
@@ -25,6 +26,11 @@ def parse_rfc3339(text: str) -> datetime:
     if value.tzinfo is None:
         raise ValueError("an RFC 3339 time needs an offset or Z")
     return value.astimezone(timezone.utc)
+
+
+# The range an entry's `at` may take (CONTRACT.md 4.1, time bounds).
+EARLIEST_AT = datetime(2000, 1, 1, tzinfo=timezone.utc)
+LATEST_AT_AHEAD = timedelta(days=1)
 
 
 def now_text() -> str:

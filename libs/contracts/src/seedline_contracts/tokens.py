@@ -66,6 +66,27 @@ def has_control_characters(text: str) -> bool:
     return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
 
 
+def name_problem(value: object) -> str | None:
+    """Why `value` cannot be an instance, repo, conversation or machine name, or None.
+
+    The one rule for names everywhere (CONTRACT.md, Conventions): a valid token that
+    holds no control character. The sentence completes "<field> ...".
+    """
+    if not isinstance(value, str) or value == "":
+        return "must be a non-empty string"
+    if has_control_characters(value):
+        return "contains a control character; remove it"
+    try:
+        escape_token(value)
+    except TokenError as exc:
+        return str(exc)
+    return None
+
+
+def is_valid_name(value: object) -> bool:
+    return name_problem(value) is None
+
+
 def is_valid_token(value: object) -> bool:
     try:
         escape_token(value)  # type: ignore[arg-type]

@@ -168,6 +168,7 @@ def settings(nats_server: NatsEndpoint, database_url: str, tmp_path: Path) -> Se
         "SEEDLINE_STRICT_DURABILITY": "1",
         "SEEDLINE_LAUNCH_TIMEOUT_SECONDS": "3",
         "SEEDLINE_OPEN_TIMEOUT_SECONDS": "10",
+        "SEEDLINE_HTTP_PORT": "0",
     }
     return Settings.from_env(env)
 

@@ -1,38 +1,127 @@
 """The life every service shares: connect, check durability, set up, consume,
-serve, stop. A service says only what it consumes and what it answers."""
+serve, stop. A service says only what it answers and what it consumes.
+
+The edges are FastStream (DESIGN.md rule 9): request/reply APIs and low-rate
+event subscribers are FastStream subscribers, which gives typed routing, the
+AsyncAPI document generated from this code, and the Prometheus and OpenTelemetry
+middlewares. High-rate stream consumers that need batch fetches, windows of
+pending acks and ordered batches use ``BatchConsumer`` on the same connection.
+"""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Awaitable, Callable, Sequence
+import contextlib
+from collections.abc import Awaitable, Callable, Sequence
 
+import nats.micro
+from faststream import AckPolicy
+from faststream.nats import ConsumerConfig, JStream, NatsBroker, NatsMessage, PullSub
+from faststream.nats.opentelemetry import NatsTelemetryMiddleware
+from faststream.nats.prometheus import NatsPrometheusMiddleware
 from nats.aio.msg import Msg
+
+from seedline_contracts.codec import encode
+from seedline_contracts.errors import error_reply
+from seedline_core.notices import error_message
 
 from . import natsio, pg
 from .consumer import BatchConsumer, BatchHandler, Parker
+from .health_http import HealthServer
 from .logging import get_logger
+from .observability import ServiceMetrics, tracer_provider
+from .redelivery import MsgHandler, handle_with_redelivery
 from .settings import Settings
 
 log = get_logger(__name__)
 
+Answer = Callable[[Msg], Awaitable[bytes]]
+VERSION = "1.1.0"
+# Requests answered at once per API: an open waits for its machine, a read may
+# wait for min_seq; a few hundred waiting requests cost only their tasks.
+REQUEST_WORKERS = 256
+LAG_REFRESH_SECONDS = 5.0
+
 
 class ServiceApp:
     name = "seedline"
+    description = "A Seedline service."
+    uses_database = True
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.metrics = ServiceMetrics(self.name)
+        self.tracer_provider = tracer_provider(self.name, settings.otlp_endpoint)
+        self.tracer = self.tracer_provider.get_tracer(self.name)
+        self.broker = NatsBroker(
+            settings.nats_servers,
+            name=self.name,
+            max_reconnect_attempts=-1,
+            reconnect_time_wait=1,
+            connect_timeout=5,
+            logger=None,  # handlers log through structlog, with their context bound
+            middlewares=[
+                NatsTelemetryMiddleware(tracer_provider=self.tracer_provider),
+                NatsPrometheusMiddleware(registry=self.metrics.registry, app_name=self.name),
+            ],
+        )
         self.nc = None
         self.js = None
         self.pool = None
-        self.responder: natsio.Responder | None = None
         self.consumers: list[BatchConsumer] = []
         self.loops: list[Callable[[], Awaitable[None]]] = []
+        self.health: HealthServer | None = None
+        self.ready = False
+        self._micro = None
+        self.routes()
+
+    # -- what a service says --------------------------------------------------------
+
+    def routes(self) -> None:
+        """Declare the FastStream subscribers (`answer`, `on_events`); no I/O here."""
 
     async def setup(self) -> None:
-        """Build the service's parts; add consumers with `consume` and loops to `loops`."""
+        """Build the parts the routes call; add batch consumers with `consume`."""
 
-    async def serve(self, responder: natsio.Responder) -> None:
-        """Subscribe to request subjects; called once everything else is ready."""
+    def answer(self, subject: str, handler: Answer, description: str) -> None:
+        """Serve a request/reply subject; a handler that raises still answers `unavailable`."""
+
+        async def reply(msg: NatsMessage) -> bytes:
+            try:
+                return await handler(msg.raw_message)
+            except Exception:
+                log.exception("request_failed", subject=subject)
+                return encode(error_reply("unavailable", error_message("unavailable")))
+
+        reply.__name__ = subject.replace(".", "_")
+        self.broker.subscriber(
+            subject, queue=self.name, max_workers=REQUEST_WORKERS, title=subject,
+            description=description,
+        )(reply)
+
+    def on_events(
+        self, *, stream: str, durable: str, subject: str, handle: MsgHandler, park: Parker,
+        description: str, batch_size: int = 32, ack_wait: float = 30.0,
+    ) -> None:
+        """A durable JetStream subscriber whose messages are settled by `redelivery`."""
+        max_deliver = self.settings.max_deliver
+
+        async def on_event(msg: NatsMessage) -> None:
+            await handle_with_redelivery(msg.raw_message, handle, park, max_deliver)
+
+        on_event.__name__ = durable.replace("-", "_")
+        self.broker.subscriber(
+            subject,
+            stream=JStream(stream, declare=False),
+            durable=durable,
+            pull_sub=PullSub(batch_size=batch_size, timeout=1.0),
+            config=ConsumerConfig(
+                max_deliver=max_deliver + 1, ack_wait=ack_wait, max_ack_pending=batch_size * 4
+            ),
+            ack_policy=AckPolicy.MANUAL,
+            title=durable,
+            description=description,
+        )(on_event)
 
     def consume(
         self, *, stream: str, durable: str, filter_subjects: Sequence[str], handle: BatchHandler,
@@ -42,6 +131,7 @@ class ServiceApp:
             self.js, stream=stream, durable=durable, filter_subjects=filter_subjects,
             handle=handle, park=park, batch_size=batch_size or self.settings.batch_size,
             max_deliver=self.settings.max_deliver, ack_wait=ack_wait,
+            metrics=self.metrics,
         )
         self.consumers.append(consumer)
         return consumer
@@ -52,29 +142,86 @@ class ServiceApp:
 
         return park
 
+    # -- life -----------------------------------------------------------------------
+
     async def start(self) -> None:
         s = self.settings
-        self.nc = await natsio.connect(s.nats_servers, self.name)
+        self.nc = await self.broker.connect()
         self.js = self.nc.jetstream()
         await natsio.ensure_streams(self.js, replicas=s.stream_replicas)
         await natsio.enforce_durability(self.nc, self.js, s.nats_monitor_url, s.strict_durability)
-        self.pool = await pg.open_pool(s.database_url, self.name)
+        if self.uses_database:
+            self.pool = await pg.open_pool(s.database_url, self.name)
         await self.setup()
         for consumer in self.consumers:
             await consumer.start()
-        self.responder = natsio.Responder(self.nc, self.name)
-        await self.serve(self.responder)
-        log.info("ready")
+        # Subscribes to the request subjects only now, when everything can answer.
+        await self.broker.start()
+        if hasattr(self, "serve"):  # services not yet on FastStream answer through a Responder
+            self.responder = natsio.Responder(self.nc, self.name)
+            await self.serve(self.responder)
+        self._micro = await nats.micro.add_service(
+            self.nc, name=self.name, version=VERSION, description=self.description
+        )
+        self.health = HealthServer(s.http_host, s.http_port, self.metrics.registry,
+                                   self._alive, self._ready)
+        await self.health.start()
+        self.ready = True
+        log.info("ready", health=self.health.url)
 
     async def run(self) -> None:
-        await asyncio.gather(*(c.run() for c in self.consumers), *(loop() for loop in self.loops))
+        await asyncio.gather(
+            *(c.run() for c in self.consumers), *(loop() for loop in self.loops),
+            self._refresh_lag(),
+        )
 
     async def stop(self) -> None:
-        if self.responder:
+        self.ready = False
+        if getattr(self, "responder", None) is not None:
             await self.responder.close()
-        if self.nc and not self.nc.is_closed:
-            # close, not drain: unacknowledged work is redelivered, and a
-            # drain would wait on pull subscriptions whose fetches were cancelled.
+        if self.health is not None:
+            await self.health.stop()
+        if self._micro is not None:
+            with contextlib.suppress(Exception):
+                await self._micro.stop()
+        with contextlib.suppress(Exception):
+            # Stops the subscribers and drains the connection; unacknowledged work is
+            # redelivered to whichever copy runs next.
+            await asyncio.wait_for(self.broker.stop(), 10)
+        if self.nc is not None and not self.nc.is_closed:
             await self.nc.close()
-        if self.pool:
+        if self.pool is not None:
             await self.pool.close()
+        self.tracer_provider.shutdown()
+
+    async def _alive(self) -> dict[str, bool]:
+        return {"nats": self.nc is not None and self.nc.is_connected}
+
+    async def _ready(self) -> dict[str, bool]:
+        checks = {"started": self.ready, **(await self._alive())}
+        if self.pool is not None:
+            checks["postgres"] = await pg.answers(self.pool)
+        return checks
+
+    async def _refresh_lag(self) -> None:
+        """Consumer lag per durable, for /metrics."""
+        while True:
+            for stream, durable in self._durables():
+                try:
+                    info = await self.js.consumer_info(stream, durable)
+                except Exception:
+                    continue
+                self.metrics.consumer_pending.labels(stream, durable).set(info.num_pending or 0)
+                self.metrics.consumer_ack_pending.labels(stream, durable).set(
+                    info.num_ack_pending or 0
+                )
+            await asyncio.sleep(LAG_REFRESH_SECONDS)
+
+    def _durables(self) -> list[tuple[str, str]]:
+        found = [(c.stream, c.durable) for c in self.consumers]
+        for sub in self.broker.subscribers:
+            stream = getattr(sub, "stream", None)
+            durable = getattr(getattr(sub, "config", None), "durable_name", None)
+            if stream is not None and durable:
+                found.append((stream.name, durable))
+        return found

@@ -14,6 +14,7 @@ Rules it keeps (DESIGN.md rules 2 and 4):
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Awaitable, Callable, Sequence
 
 from nats.aio.msg import Msg
@@ -61,6 +62,7 @@ class BatchConsumer:
         max_deliver: int = 5,
         ack_wait: float = 30.0,
         fetch_wait: float = 1.0,
+        metrics=None,
     ) -> None:
         self._js = js
         self.stream = stream
@@ -72,6 +74,9 @@ class BatchConsumer:
         self._max_deliver = max_deliver
         self._ack_wait = ack_wait
         self._fetch_wait = fetch_wait
+        self._batch_seconds = (
+            None if metrics is None else metrics.batch_seconds.labels(stream, durable)
+        )
         self._sub = None
         self.idle = asyncio.Event()
         # Consumer sequence of the last delivery this copy received: a gap means
@@ -170,6 +175,7 @@ class BatchConsumer:
         if not msgs:
             return
         failures = 0
+        started = time.perf_counter()
         while True:
             try:
                 await self._handle(msgs)
@@ -186,6 +192,8 @@ class BatchConsumer:
                 log.exception("batch_failed", stream=self.stream, size=len(msgs))
                 await self._process_one_by_one(msgs)
                 return
+        if self._batch_seconds is not None:
+            self._batch_seconds.observe(time.perf_counter() - started)
         await self._ack(msgs)
 
     async def _process_one_by_one(self, msgs: Sequence[Msg]) -> None:

@@ -68,6 +68,16 @@ async def open_pool(url: str, name: str, max_size: int = 8) -> AsyncConnectionPo
     return pool
 
 
+async def answers(pool: AsyncConnectionPool) -> bool:
+    """Whether Postgres answers a trivial query within a second (for /readyz)."""
+    try:
+        async with pool.connection(timeout=1.0) as conn:
+            await conn.execute("SELECT 1")
+        return True
+    except Exception:
+        return False
+
+
 def _lock_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 
@@ -115,6 +125,71 @@ async def apply_schema(pool: AsyncConnectionPool, name: str, ddl: str) -> None:
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key("seedline:schema"),))
             await conn.execute(OFFSETS_SQL)
             await conn.execute(ddl)
+
+
+class Offsets:
+    """The applied stream sequence of each projection a service keeps, in a table it owns.
+
+    A projection stores its offset in the same transaction as the rows it changes
+    (DESIGN.md rule 2), so a redelivered batch is a no-op.
+    """
+
+    def __init__(self, table: str) -> None:
+        if not re.fullmatch(r"[a-z_]+_offsets", table):
+            raise ValueError(f"{table!r} is not an offsets table name")
+        self.table = table
+
+    @property
+    def ddl(self) -> str:
+        return (
+            f"CREATE TABLE IF NOT EXISTS {self.table} (\n"
+            "    projection text PRIMARY KEY,\n"
+            "    applied_seq bigint NOT NULL DEFAULT 0\n);\n"
+        )
+
+    async def lock(self, conn: psycopg.AsyncConnection, projection: str) -> int:
+        """The projection's applied sequence, locked until the transaction ends."""
+        await conn.execute(
+            f"INSERT INTO {self.table} (projection, applied_seq) VALUES (%s, 0)"
+            " ON CONFLICT (projection) DO NOTHING",
+            (projection,),
+        )
+        cur = await conn.execute(
+            f"SELECT applied_seq FROM {self.table} WHERE projection = %s FOR UPDATE", (projection,)
+        )
+        return int((await cur.fetchone())[0])
+
+    async def set(self, conn: psycopg.AsyncConnection, projection: str, seq: int) -> None:
+        await conn.execute(
+            f"UPDATE {self.table} SET applied_seq = GREATEST(applied_seq, %s) WHERE projection = %s",
+            (seq, projection),
+        )
+
+    async def reset(self, conn: psycopg.AsyncConnection, projection: str) -> None:
+        await conn.execute(f"DELETE FROM {self.table} WHERE projection = %s", (projection,))
+
+    async def read(self, conn: psycopg.AsyncConnection, projection: str) -> int:
+        cur = await conn.execute(
+            f"SELECT applied_seq FROM {self.table} WHERE projection = %s", (projection,)
+        )
+        row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def wait(
+        self, pool: AsyncConnectionPool, projection: str, seq: int, timeout: float
+    ) -> bool:
+        """Read-your-writes: wait until the projection has applied seq."""
+        import asyncio
+
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            async with pool.connection() as conn:
+                if await self.read(conn, projection) >= seq:
+                    return True
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(0.005)
 
 
 async def lock_offset(conn: psycopg.AsyncConnection, projection: str) -> int:

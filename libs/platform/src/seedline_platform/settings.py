@@ -8,6 +8,8 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Mapping
 
+from seedline_core.brief import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, Budget
+
 
 class SettingsError(ValueError):
     """A setting whose value cannot be used; the message names the variable."""
@@ -36,6 +38,13 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
     "SEEDLINE_LAUNCH_TIMEOUT_SECONDS": ("10", "longest the gateway waits for a launch reply"),
     "SEEDLINE_MAX_DELIVER": ("5", "deliveries before a message that keeps failing is parked"),
     "SEEDLINE_BATCH_SIZE": ("256", "messages fetched and applied per transaction"),
+    "SEEDLINE_HTTP_HOST": ("127.0.0.1", "address a service serves /metrics, /healthz and /readyz on"),
+    "SEEDLINE_HTTP_PORT": ("9100", "port of /metrics, /healthz and /readyz (0: any free port)"),
+    "SEEDLINE_OTLP_ENDPOINT": (
+        "(none)",
+        "OpenTelemetry collector (OTLP over HTTP, e.g. http://127.0.0.1:4318); "
+        "OTEL_EXPORTER_OTLP_ENDPOINT works too",
+    ),
     "SEEDLINE_STREAM_REPLICAS": (
         "1",
         "copies of each stream a service creates; 3 on a three-server NATS cluster",
@@ -48,6 +57,25 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
     "SEEDLINE_WEB_MAX_BODY_BYTES": (
         "4194304",
         "largest HTTP request body the web process reads (4 MiB)",
+    ),
+    "SEEDLINE_BRIEF_BUDGETS": (
+        "(none: 60:12000 for every engine)",
+        "brief budget per engine as ENGINE=ROWS:CHARS, comma-separated "
+        "(e.g. claude=120:40000,codex=80:20000); rows 11 to 1000, characters 3200 to 100000",
+    ),
+    "SEEDLINE_BRIEF_SUMMARY_URL": (
+        "(none: no summary)",
+        "OpenAI-compatible chat endpoint (e.g. http://127.0.0.1:8000/v1) that writes a labelled "
+        "summary of what a brief leaves out",
+    ),
+    "SEEDLINE_BRIEF_SUMMARY_MODEL": ("(none)", "model asked for that summary; needed with the URL"),
+    "SEEDLINE_BRIEF_SUMMARY_KEY_ENV": (
+        "OPENAI_API_KEY",
+        "environment variable holding that endpoint's API key (unset: no key is sent)",
+    ),
+    "SEEDLINE_BRIEF_SUMMARY_TIMEOUT_SECONDS": (
+        "10",
+        "longest the composer waits for a summary; past it the brief goes without one",
     ),
 }
 
@@ -66,6 +94,54 @@ def _int(env: Mapping[str, str], name: str, minimum: int = 1) -> int:
     if value < minimum:
         raise SettingsError(f"{name} must be at least {minimum}, not {value}")
     return value
+
+
+def _brief_budgets(env: Mapping[str, str]) -> tuple[tuple[str, Budget], ...]:
+    """SEEDLINE_BRIEF_BUDGETS: `claude=120:40000,codex=80:20000`."""
+    name = "SEEDLINE_BRIEF_BUDGETS"
+    budgets: dict[str, Budget] = {}
+    for item in filter(None, (part.strip() for part in env.get(name, "").split(","))):
+        engine, _, value = (text.strip() for text in item.partition("="))
+        rows, colon, chars = value.partition(":")
+        if not engine or not colon:
+            raise SettingsError(
+                f"{name} must be ENGINE=ROWS:CHARS pairs separated by commas, such as "
+                f"claude=120:40000,codex=80:20000; {item!r} is not one"
+            )
+        try:
+            budget = Budget(int(rows), int(chars))
+        except ValueError:
+            raise SettingsError(
+                f"{name}: the rows and characters of {engine} must be whole numbers, "
+                f"as in {engine}=120:40000, not {value!r}"
+            ) from None
+        if engine in budgets:
+            raise SettingsError(f"{name} names {engine} twice; give each engine one budget")
+        for what, got, low, high in (
+            ("rows", budget.rows, MIN_BUDGET.rows, MAX_BUDGET.rows),
+            ("characters", budget.chars, MIN_BUDGET.chars, MAX_BUDGET.chars),
+        ):
+            if not low <= got <= high:
+                raise SettingsError(
+                    f"{name}: the {what} of {engine} must be between {low} and {high}, not {got}"
+                    " (a brief needs room for the person's instructions and its newest entry)"
+                )
+        budgets[engine] = budget
+    return tuple(budgets.items())
+
+
+def _summary_url(env: Mapping[str, str]) -> str:
+    url = env.get("SEEDLINE_BRIEF_SUMMARY_URL") or ""
+    if url and not url.startswith(("http://", "https://")):
+        raise SettingsError(
+            f"SEEDLINE_BRIEF_SUMMARY_URL must be an http:// or https:// URL, not {url!r}"
+        )
+    if url and not env.get("SEEDLINE_BRIEF_SUMMARY_MODEL"):
+        raise SettingsError(
+            "SEEDLINE_BRIEF_SUMMARY_URL is set but SEEDLINE_BRIEF_SUMMARY_MODEL is not; "
+            "name the model to ask, or unset the URL to offer briefs without a summary"
+        )
+    return url
 
 
 def default_database_url(home: Path) -> str:
@@ -90,10 +166,22 @@ class Settings:
     max_deliver: int = 5
     batch_size: int = 256
     stream_replicas: int = 1
+    http_host: str = "127.0.0.1"
+    http_port: int = 9100
+    otlp_endpoint: str | None = None
     web_host: str = "127.0.0.1"
     web_port: int = 8080
     web_max_body_bytes: int = 4 * 1024 * 1024
+    brief_budgets: tuple[tuple[str, Budget], ...] = ()
+    brief_summary_url: str = ""
+    brief_summary_model: str = ""
+    brief_summary_key_env: str = "OPENAI_API_KEY"
+    brief_summary_timeout_seconds: float = 10.0
     extra: dict[str, str] = field(default_factory=dict)
+
+    def brief_budget(self, engine: str) -> Budget:
+        """The budget of a brief for `engine`: its own, or the default."""
+        return dict(self.brief_budgets).get(engine, DEFAULT_BUDGET)
 
     @property
     def nats_servers(self) -> list[str]:
@@ -128,7 +216,19 @@ class Settings:
             max_deliver=_int(env, "SEEDLINE_MAX_DELIVER", minimum=2),
             batch_size=_int(env, "SEEDLINE_BATCH_SIZE"),
             stream_replicas=_int(env, "SEEDLINE_STREAM_REPLICAS"),
+            http_host=_get(env, "SEEDLINE_HTTP_HOST"),
+            http_port=_int(env, "SEEDLINE_HTTP_PORT", minimum=0),
+            otlp_endpoint=(
+                env.get("SEEDLINE_OTLP_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or None
+            ),
             web_host=_get(env, "SEEDLINE_WEB_HOST"),
             web_port=_int(env, "SEEDLINE_WEB_PORT"),
             web_max_body_bytes=_int(env, "SEEDLINE_WEB_MAX_BODY_BYTES", minimum=1024),
+            brief_budgets=_brief_budgets(env),
+            brief_summary_url=_summary_url(env),
+            brief_summary_model=env.get("SEEDLINE_BRIEF_SUMMARY_MODEL") or "",
+            brief_summary_key_env=_get(env, "SEEDLINE_BRIEF_SUMMARY_KEY_ENV"),
+            brief_summary_timeout_seconds=float(
+                _int(env, "SEEDLINE_BRIEF_SUMMARY_TIMEOUT_SECONDS")
+            ),
         )

@@ -13,7 +13,7 @@ from seedline_contracts.timeline import (
     TimelineReadReply,
     TimelineReadRequest,
 )
-from seedline_contracts.tokens import is_valid_token
+from seedline_contracts.tokens import name_problem
 from seedline_core.notices import error_message
 from seedline_platform.clock import now_text
 from seedline_platform.pg import is_transient
@@ -48,9 +48,11 @@ class TimelineApi:
             request = decode(msg.data, TimelineReadRequest)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             return encode(error_reply("invalid_request", f"The read request is not valid: {exc}."))
-        for name in ("instance_id", "repo"):
-            if not is_valid_token(getattr(request, name)):
-                return encode(error_reply("invalid_request", f"{name} must be a non-empty name of at most 255 escaped bytes."))
+        for name in ("instance_id", "repo", "session_id"):
+            value = getattr(request, name)
+            problem = None if value is None and name == "session_id" else name_problem(value)
+            if problem:
+                return encode(error_reply("invalid_request", f"The read request's {name} {problem}."))
         if request.limit < 1:
             return encode(error_reply("invalid_request", "limit must be at least 1."))
         limit = min(request.limit, MAX_READ_LIMIT)

@@ -1,0 +1,91 @@
+"""/metrics, /healthz and /readyz on a small HTTP port of each service.
+
+Three GET routes and nothing else, so a plain asyncio server does the job without
+a web framework in every service image. /healthz says the process is alive and
+holds its NATS connection; /readyz also says it has started and its checks pass
+(docker compose gates start-up on it); /metrics is the Prometheus text format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Awaitable, Callable
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from .logging import get_logger
+
+log = get_logger(__name__)
+
+Check = Callable[[], Awaitable[dict[str, bool]]]
+_MAX_REQUEST_BYTES = 8192
+
+
+class HealthServer:
+    def __init__(
+        self, host: str, port: int, registry: CollectorRegistry, alive: Check, ready: Check
+    ) -> None:
+        self._host = host
+        self._port = port
+        self._registry = registry
+        self._alive = alive
+        self._ready = ready
+        self._server: asyncio.Server | None = None
+
+    @property
+    def port(self) -> int | None:
+        if self._server is None or not self._server.sockets:
+            return None
+        return self._server.sockets[0].getsockname()[1]
+
+    @property
+    def url(self) -> str | None:
+        return None if self.port is None else f"http://{self._host}:{self.port}"
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, self._host, self._port)
+        log.info("health_http_listening", url=self.url)
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await self._server.wait_closed()
+            self._server = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5.0)
+            status, content_type, body = await self._answer(head[:_MAX_REQUEST_BYTES])
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError):
+            status, content_type, body = 400, "text/plain", b"bad request\n"
+        except Exception:
+            log.exception("health_http_failed")
+            status, content_type, body = 500, "text/plain", b"internal error\n"
+        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
+                  500: "Internal Server Error", 503: "Service Unavailable"}[status]
+        writer.write(
+            f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body
+        )
+        with contextlib.suppress(Exception):
+            await writer.drain()
+            writer.close()
+
+    async def _answer(self, head: bytes) -> tuple[int, str, bytes]:
+        parts = head.split(b"\r\n", 1)[0].split()
+        if len(parts) < 2:
+            return 400, "text/plain", b"bad request\n"
+        method, path = parts[0], parts[1].split(b"?", 1)[0]
+        if method not in (b"GET", b"HEAD"):
+            return 405, "text/plain", b"only GET\n"
+        if path == b"/metrics":
+            return 200, CONTENT_TYPE_LATEST, generate_latest(self._registry)
+        if path in (b"/healthz", b"/readyz"):
+            checks = await (self._alive() if path == b"/healthz" else self._ready())
+            ok = all(checks.values())
+            body = json.dumps({"ok": ok, "checks": checks}).encode() + b"\n"
+            return (200 if ok else 503), "application/json", body
+        return 404, "text/plain", b"not found: try /healthz, /readyz or /metrics\n"

@@ -1,0 +1,67 @@
+"""How a FastStream JetStream handler acknowledges (DESIGN.md rules 2 and 4).
+
+FastStream's default for JetStream terminates a message when its handler raises;
+Seedline wants the opposite: an outage (Postgres or NATS away) is waited out in
+place with the lease extended, never counted against the message; any other
+failure is redelivered a little later; on its last delivery a message that still
+fails is parked in SEEDLINE_REJECTED with the reason, and acknowledged so the ones
+behind it go on. The subscriber runs with ``AckPolicy.MANUAL``: this module acks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from nats.aio.msg import Msg
+
+from .consumer import Parker, is_outage
+from .logging import get_logger
+
+log = get_logger(__name__)
+
+MsgHandler = Callable[[Msg], Awaitable[None]]
+RETRY_DELAY_SECONDS = 0.5
+
+
+async def handle_with_redelivery(
+    msg: Msg, handle: MsgHandler, park: Parker, max_deliver: int
+) -> None:
+    """Run `handle` on one JetStream message and settle the message accordingly."""
+    delivered = msg.metadata.num_delivered
+    if delivered > max_deliver:
+        # Seen more often than allowed without ever completing (it may be what kills
+        # the process): parked unhandled.
+        await park(msg, f"delivered {delivered} times without completing")
+        await _settle(msg.ack)
+        return
+    waits = 0
+    while True:
+        try:
+            await handle(msg)
+            break
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if is_outage(exc):
+                log.warning("handler_waiting_for_outage", subject=msg.subject, error=str(exc))
+                await _settle(msg.in_progress)
+                await asyncio.sleep(min(2.0, 0.2 * (1 + waits)))
+                waits += 1
+                continue
+            if delivered >= max_deliver:
+                log.error("message_parked", subject=msg.subject, error=repr(exc))
+                await park(msg, f"failed {delivered} times: {type(exc).__name__}: {exc}"[:500])
+                break
+            log.exception("handler_failed", subject=msg.subject, delivered=delivered)
+            await _settle(lambda: msg.nak(delay=RETRY_DELAY_SECONDS))
+            return
+    await _settle(msg.ack)
+
+
+async def _settle(action: Callable[[], Awaitable[object]]) -> None:
+    try:
+        await action()
+    except Exception as exc:
+        # A lost ack means a redelivery, which every handler treats as a no-op.
+        log.warning("ack_failed", error=str(exc))

@@ -1,0 +1,73 @@
+"""An in-memory TimelineView for unit tests: the same answers as the Postgres adapter."""
+
+from __future__ import annotations
+
+import asyncio
+
+from seedline_contracts.timeline import TimelineEntry, TimelineRow
+
+from .port import NO_UPPER_SEQ, RepoHead
+
+
+def row_of(seq: int, e: TimelineEntry) -> TimelineRow:
+    return TimelineRow(seq, e.entry_id, e.session_id, e.kind, e.content, e.at, e.engine,
+                       e.truncated_from)
+
+
+class InMemoryTimelineView:
+    def __init__(self) -> None:
+        self.entries: dict[int, TimelineEntry] = {}
+        self._applied = 0
+        self._changed = asyncio.Event()
+        self.calls: list[tuple] = []
+
+    def apply(self, seq: int, entry: TimelineEntry) -> None:
+        """What the owner does: store an entry above every stored one."""
+        if seq <= self._applied:
+            return
+        self.entries[seq] = entry
+        self._applied = seq
+        self._changed.set()
+
+    def _repo(self, instance_id: str, repo: str) -> list[tuple[int, TimelineEntry]]:
+        return sorted(
+            (s, e) for s, e in self.entries.items()
+            if e.instance_id == instance_id and e.repo == repo
+        )
+
+    async def repo_head(
+        self, instance_id: str, repo: str, before_seq: int | None = None
+    ) -> RepoHead | None:
+        upper = NO_UPPER_SEQ if before_seq is None else before_seq
+        below = [s for s, _ in self._repo(instance_id, repo) if s < upper]
+        return RepoHead(below[-1], len(below)) if below else None
+
+    async def newest_first(
+        self, instance_id: str, repo: str, until_seq: int, limit: int, kind: str | None = None
+    ) -> list[TimelineRow]:
+        self.calls.append(("newest_first", instance_id, repo, until_seq, limit, kind))
+        rows = [
+            row_of(s, e) for s, e in reversed(self._repo(instance_id, repo))
+            if s <= until_seq and (kind is None or e.kind == kind)
+        ]
+        return rows[: max(0, limit)]
+
+    async def entry(self, seq: int) -> TimelineEntry | None:
+        return self.entries.get(seq)
+
+    async def applied_seq(self) -> int:
+        return self._applied
+
+    async def wait_until_applied(self, seq: int, timeout: float) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self._applied < seq:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            self._changed.clear()
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                return self._applied >= seq
+        return True

@@ -1,0 +1,57 @@
+"""TimelineView: what the continuity-resolver and the seed-composer may ask of the timeline.
+
+The contract, in DESIGN.md terms (rule 8, one owner per table):
+- the timeline-writer owns the projection of SEEDLINE_TIMELINE; it alone creates the
+  table and writes it, always in stream order, with the applied seq stored in the same
+  transaction;
+- every answer is about entries that are already applied: a reader that must see a
+  given seq first calls ``wait_until_applied``;
+- entries are identified by their stream seq and belong to one (instance, repo): no
+  answer ever mixes instances or repos;
+- the view is read-only; adapters hold no state of their own between calls.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from seedline_contracts.timeline import TimelineEntry, TimelineRow
+
+# Seqs are JetStream sequences (uint64); this is past any real one and fits bigint.
+NO_UPPER_SEQ = 2**63 - 1
+
+
+@dataclass(frozen=True)
+class RepoHead:
+    """The newest repo entry considered, and how many repo entries there are up to it."""
+
+    seq: int
+    entries: int
+
+
+class TimelineView(Protocol):
+    async def repo_head(
+        self, instance_id: str, repo: str, before_seq: int | None = None
+    ) -> RepoHead | None:
+        """The repo's newest entry with seq < before_seq (any when None), or None."""
+        ...
+
+    async def newest_first(
+        self, instance_id: str, repo: str, until_seq: int, limit: int, kind: str | None = None
+    ) -> list[TimelineRow]:
+        """Up to `limit` repo entries with seq <= until_seq (of `kind` alone when given),
+        newest first."""
+        ...
+
+    async def entry(self, seq: int) -> TimelineEntry | None:
+        """The entry stored at `seq`, or None."""
+        ...
+
+    async def applied_seq(self) -> int:
+        """The highest seq the projection has applied."""
+        ...
+
+    async def wait_until_applied(self, seq: int, timeout: float) -> bool:
+        """Wait until the projection has applied `seq`; False when `timeout` passes first."""
+        ...

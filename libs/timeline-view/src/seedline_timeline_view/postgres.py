@@ -1,0 +1,81 @@
+"""TimelineView over the timeline-writer's Postgres table, read-only.
+
+The reading services' roles hold SELECT on `timeline_entries` and on the writer's
+offset row and nothing else (deploy/postgres-roles.sql). ``repo_ordinal`` is each
+entry's position within its repo, so "how many repo entries up to seq N" is one index
+lookup, not a count over a large repo.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from psycopg_pool import AsyncConnectionPool
+
+from seedline_contracts.timeline import TimelineEntry, TimelineRow
+
+from .port import NO_UPPER_SEQ, RepoHead
+
+TABLE = "timeline_entries"
+OFFSETS_TABLE = "timeline_offsets"
+PROJECTION = "timeline"
+ROW_COLUMNS = "seq, entry_id, session_id, kind, content, at, engine, truncated_from"
+_ENTRY_COLUMNS = "entry_id, instance_id, repo, session_id, kind, content, at, engine, truncated_from"
+
+REPO_HEAD_SQL = (
+    f"SELECT seq, repo_ordinal FROM {TABLE} WHERE instance_id = %s AND repo = %s"
+    " AND seq < %s ORDER BY seq DESC LIMIT 1"
+)
+APPLIED_SQL = f"SELECT applied_seq FROM {OFFSETS_TABLE} WHERE projection = %s"
+
+
+class PostgresTimelineView:
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
+
+    async def repo_head(
+        self, instance_id: str, repo: str, before_seq: int | None = None
+    ) -> RepoHead | None:
+        upper = NO_UPPER_SEQ if before_seq is None else before_seq
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(REPO_HEAD_SQL, (instance_id, repo, upper))
+            row = await cur.fetchone()
+        return RepoHead(int(row[0]), int(row[1])) if row else None
+
+    async def newest_first(
+        self, instance_id: str, repo: str, until_seq: int, limit: int, kind: str | None = None
+    ) -> list[TimelineRow]:
+        if kind is None:
+            sql = (f"SELECT {ROW_COLUMNS} FROM {TABLE} WHERE instance_id = %s AND repo = %s"
+                   " AND seq <= %s ORDER BY seq DESC LIMIT %s")
+            params: tuple = (instance_id, repo, until_seq, max(0, limit))
+        else:
+            sql = (f"SELECT {ROW_COLUMNS} FROM {TABLE} WHERE instance_id = %s AND repo = %s"
+                   " AND kind = %s AND seq <= %s ORDER BY seq DESC LIMIT %s")
+            params = (instance_id, repo, kind, until_seq, max(0, limit))
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(sql, params)
+            rows = await cur.fetchall()
+        return [TimelineRow(*row) for row in rows]
+
+    async def entry(self, seq: int) -> TimelineEntry | None:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(f"SELECT {_ENTRY_COLUMNS} FROM {TABLE} WHERE seq = %s", (seq,))
+            row = await cur.fetchone()
+        return TimelineEntry(*row) if row else None
+
+    async def applied_seq(self) -> int:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(APPLIED_SQL, (PROJECTION,))
+            row = await cur.fetchone()
+        return int(row[0]) if row else 0
+
+    async def wait_until_applied(self, seq: int, timeout: float) -> bool:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            if await self.applied_seq() >= seq:
+                return True
+            if loop.time() >= deadline:
+                return False
+            await asyncio.sleep(0.005)
