@@ -2,58 +2,111 @@
 
 The walk starts at the newest entry and goes backwards until a budget is spent. It
 stops rather than skips: a brief that kept looking further back for a smaller entry
-would have a hole in the middle and no text saying so.
+would have a hole in the middle and no text saying so. When that record would leave
+out any of the person's instructions, the newest of them come first in a part of their
+own (CONTRACT.md 5, 1.1). Pure: the text depends only on the rows and the budget.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TypeGuard
 
-from seedline_core.brief_layout import PREAMBLE, TAIL_KEPT_KINDS, KeptEntry, render
+from seedline_core.brief_instructions import (
+    INSTRUCTION_CHARS,
+    INSTRUCTION_ENTRY_CHARS,
+    INSTRUCTION_ROWS,
+    leaves_out_one,
+    limits_within,
+    walk_instructions,
+)
+from seedline_core.brief_layout import (
+    PREAMBLE,
+    SUMMARY_MAX_CHARS,
+    KeptEntry,
+    Layout,
+    overhead,
+    render,
+)
+from seedline_core.brief_layout import SummaryBlock as Summary
+from seedline_core.brief_rows import (
+    ENTRY_KINDS,
+    BriefRow,
+    Source,
+    WellFormed,
+    entry_count,
+    is_whole_number,
+)
+from seedline_core.brief_walk import MIN_PARTIAL_CHARS, Limits, shown, walk
 
 __all__ = [
+    "DEFAULT_BUDGET",
     "ENTRY_KINDS",
+    "INSTRUCTION_CHARS",
+    "INSTRUCTION_ENTRY_CHARS",
+    "INSTRUCTION_ROWS",
+    "MAX_BUDGET",
     "MAX_CHARS",
     "MAX_ENTRY_CHARS",
     "MAX_OVERHEAD",
     "MAX_ROWS",
+    "MIN_BUDGET",
     "MIN_PARTIAL_CHARS",
     "PREAMBLE",
+    "SUMMARY_MAX_CHARS",
     "Brief",
+    "BriefEntry",
     "BriefRow",
+    "Budget",
+    "Summary",
     "compose_brief",
+    "usable_budget",
 ]
-
-ENTRY_KINDS = frozenset(
-    {"chat_user", "chat_assistant", "terminal", "command", "brain", "outcome", "system"}
-)
 
 MAX_ROWS = 60
 MAX_CHARS = 12_000
 MAX_ENTRY_CHARS = 4_000
-MIN_PARTIAL_CHARS = 200
 MAX_OVERHEAD = 3_000
-
-# A JetStream sequence is an unsigned 64-bit number; anything larger is not a seq.
-MAX_SEQ = 2**64 - 1
-# Bounds the walk over a source that yields nothing but malformed rows.
-MAX_SKIPPED_ROWS = 10_000
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
-class BriefRow:
+class Budget:
+    """How many entries and characters of entry text a brief may keep (both parts)."""
+
+    rows: int = MAX_ROWS
+    chars: int = MAX_CHARS
+
+
+DEFAULT_BUDGET = Budget()
+# The smallest budget an operator may set leaves the record its newest entry beside a
+# full instructions part; the largest keeps the text well inside one NATS message.
+MIN_BUDGET = Budget(INSTRUCTION_ROWS + 1, INSTRUCTION_CHARS + MIN_PARTIAL_CHARS)
+MAX_BUDGET = Budget(1_000, 100_000)
+
+
+def usable_budget(budget: object) -> Budget:
+    """A budget within what the walks can honour; anything else is the default."""
+    if not isinstance(budget, Budget):
+        return DEFAULT_BUDGET
+    if not (is_whole_number(budget.rows) and is_whole_number(budget.chars)):
+        return DEFAULT_BUDGET
+    return Budget(
+        rows=min(max(budget.rows, 1), MAX_BUDGET.rows),
+        chars=min(max(budget.chars, MIN_PARTIAL_CHARS), MAX_BUDGET.chars),
+    )
+
+
+@dataclass(frozen=True)
+class BriefEntry:
+    """What a brief holds of one timeline entry: where, and how much of it."""
+
     seq: int
-    session_id: str
     kind: str
-    content: str
-    at: str
-    engine: str | None
+    chars: int
+    left_out: int
+    # "instructions", "record", or "reference" (a record line pointing at the part).
+    part: str
 
 
 @dataclass(frozen=True)
@@ -64,6 +117,9 @@ class Brief:
     omitted_rows: int
     until_seq: int
     sha256: str
+    budget: Budget = DEFAULT_BUDGET
+    entries: tuple[BriefEntry, ...] = ()
+    summary: Summary | None = None
 
     def stats(self) -> dict[str, int | str]:
         """The wire `brief` object: everything but the text."""
@@ -75,116 +131,125 @@ class Brief:
             "sha256": self.sha256,
         }
 
+    @property
+    def has_instructions_part(self) -> bool:
+        return any(entry.part == "instructions" for entry in self.entries)
 
-def _is_whole_number(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _well_formed(row: object, until_seq: int, older_than: int | None) -> BriefRow | None:
-    if type(row) is not BriefRow:
-        return None
-    seq = row.seq
-    if not _is_whole_number(seq) or not 1 <= seq <= min(until_seq, MAX_SEQ):
-        return None
-    if older_than is not None and seq >= older_than:
-        return None
-    texts = (row.session_id, row.kind, row.content, row.at)
-    if any(type(text) is not str for text in texts):
-        return None
-    if not row.session_id or row.kind not in ENTRY_KINDS:
-        return None
-    if row.engine is not None and type(row.engine) is not str:
-        return None
-    return row
+    @property
+    def oldest_in_record(self) -> int:
+        """The seq of the record's oldest entry: everything older is in the part or left out."""
+        return min(entry.seq for entry in self.entries if entry.part != "instructions")
 
 
-def _cut(content: str, kind: str, keep: int) -> str:
-    if kind in TAIL_KEPT_KINDS:
-        return content[len(content) - keep :]
-    return content[:keep]
+def _instructions_in(record: list[KeptEntry]) -> int:
+    return sum(1 for entry in shown(record) if entry.kind == "chat_user")
 
 
-def _readable(text: str) -> str:
-    return _SURROGATE.sub("\ufffd", text)
+def _walk_record(
+    source: Source,
+    until_seq: int,
+    total: int,
+    limits: Limits,
+    part: list[KeptEntry],
+    instructions_upto: int,
+) -> tuple[list[KeptEntry], int]:
+    """The record kept, newest first, and how many malformed rows it passed over."""
+    rows = WellFormed(source, until_seq)
+    part_oldest_first = part[::-1]
+
+    def fits(candidate: list[KeptEntry]) -> bool:
+        # The earlier-entries and earlier-instructions lines only shorten as the walk
+        # goes on, so checking with their lengths now bounds the finished brief's overhead.
+        earlier = max(0, total - len(shown(candidate)) - len(part) - rows.skipped)
+        layout = Layout(
+            record=candidate[::-1],
+            earlier=earlier,
+            instructions=part_oldest_first,
+            earlier_instructions=_earlier_instructions(instructions_upto, part, candidate),
+        )
+        return overhead(layout) <= MAX_OVERHEAD
+
+    kept = walk(rows, limits, fits, referenced={entry.seq for entry in part})
+    return kept, rows.skipped
 
 
-def _overhead(kept_newest_first: list[KeptEntry], earlier: int) -> int:
-    parts = render(kept_newest_first[::-1], earlier)
-    return sum(map(len, parts)) - sum(len(entry.text) for entry in kept_newest_first)
-
-
-def _rows(newest_first: Iterable[object]) -> Iterator[object]:
-    try:
-        return iter(newest_first)
-    except TypeError:
-        return iter(())
-
-
-def _entry_count(value: object) -> int:
-    if not _is_whole_number(value) or value <= 0:
+def _earlier_instructions(upto: int, part: list[KeptEntry], record: list[KeptEntry]) -> int:
+    if not part:
         return 0
-    return min(value, MAX_SEQ)
-
-
-def _kept_entry(entry: BriefRow, keep: int) -> KeptEntry:
-    return KeptEntry(
-        seq=entry.seq,
-        session_id=entry.session_id,
-        kind=entry.kind,
-        at=entry.at,
-        text=_readable(_cut(entry.content, entry.kind, keep)),
-        left_out=len(entry.content) - keep,
-    )
-
-
-def _walk(rows: Iterator[object], until_seq: int, total: int) -> tuple[list[KeptEntry], int]:
-    """The kept entries, newest first, and how many malformed rows were skipped."""
-    kept: list[KeptEntry] = []
-    skipped = 0
-    room = MAX_CHARS
-    for row in rows:
-        entry = _well_formed(row, until_seq, kept[-1].seq if kept else None)
-        if entry is None:
-            skipped += 1
-            if skipped >= MAX_SKIPPED_ROWS:
-                break
-            continue
-        keep = min(len(entry.content), MAX_ENTRY_CHARS)
-        last = False
-        if keep > room:
-            if room < MIN_PARTIAL_CHARS:
-                break
-            keep, last = room, True
-        candidate = _kept_entry(entry, keep)
-        # The earlier-entries line only shortens as the walk goes on, so checking with
-        # its length at this point bounds the overhead of the finished brief.
-        earlier = max(0, total - len(kept) - 1 - skipped)
-        if kept and _overhead([*kept, candidate], earlier) > MAX_OVERHEAD:
-            break
-        kept.append(candidate)
-        room -= keep
-        if last or len(kept) == MAX_ROWS:
-            break
-    return kept, skipped
+    return max(0, upto - len(part) - _instructions_in(record))
 
 
 def compose_brief(
-    newest_first: Iterable[object], until_seq: int, entries_upto: int
+    newest_first: Iterable[object],
+    until_seq: int,
+    entries_upto: int,
+    instructions: Iterable[object] | None = None,
+    instructions_upto: int = 0,
+    budget: Budget = DEFAULT_BUDGET,
+    summary: Summary | None = None,
 ) -> Brief | None:
     """The brief of the entries `newest_first` yields, or None when it keeps none.
 
-    `newest_first` yields the repo's rows with seq <= until_seq, newest first; it is
-    read lazily and no further than the walk needs (at most one row beyond the last
-    kept one). `entries_upto` is how many repo entries have seq <= until_seq.
+    `newest_first` yields the repo's rows with seq <= until_seq, newest first;
+    `instructions` yields its `chat_user` rows the same way (None: no instructions part).
+    Both are read lazily and no further than the walks need: the record at most one row
+    past its last kept one, the instructions not at all when the record leaves nothing
+    out. `entries_upto` and `instructions_upto` count the repo's entries and `chat_user`
+    entries with seq <= until_seq. `summary`, already written, is shown and labelled.
     """
-    if not _is_whole_number(until_seq):
+    if not is_whole_number(until_seq):
         return None
-    total = _entry_count(entries_upto)
-    kept, skipped = _walk(_rows(newest_first), until_seq, total)
-    if not kept:
+    budget = usable_budget(budget)
+    total = entry_count(entries_upto)
+    instructions_total = entry_count(instructions_upto)
+    record_rows = Source(newest_first)
+    whole = Limits(budget.rows, budget.chars, MAX_ENTRY_CHARS)
+    record, skipped = _walk_record(record_rows, until_seq, total, whole, [], 0)
+    if not record:
         return None
+    part: list[KeptEntry] = []
+    part_limits = limits_within(budget.rows, budget.chars)
+    left_out = total - len(record) - skipped > 0
+    if instructions is not None and part_limits is not None and left_out:
+        instruction_rows = Source(instructions)
+        if leaves_out_one(instruction_rows, until_seq, record[-1].seq):
+            part = walk_instructions(
+                instruction_rows, until_seq, part_limits, instructions_total, MAX_OVERHEAD
+            )
+    if part:
+        rest = Limits(
+            budget.rows - len(part),
+            budget.chars - sum(len(entry.text) for entry in part),
+            MAX_ENTRY_CHARS,
+        )
+        record, skipped = _walk_record(
+            record_rows, until_seq, total, rest, part, instructions_total
+        )
+    return _brief(record, skipped, part, total, instructions_total, until_seq, budget, summary)
+
+
+def _brief(
+    record: list[KeptEntry],
+    skipped: int,
+    part: list[KeptEntry],
+    total: int,
+    instructions_upto: int,
+    until_seq: int,
+    budget: Budget,
+    summary: Summary | None,
+) -> Brief:
+    kept = [*part, *shown(record)]
     earlier = max(0, total - len(kept) - skipped)
-    text = "".join(render(kept[::-1], earlier))
+    layout = Layout(
+        record=record[::-1],
+        earlier=earlier,
+        instructions=part[::-1],
+        earlier_instructions=_earlier_instructions(instructions_upto, part, record),
+        summary=summary,
+    )
+    text = "".join(render(layout))
+    entries = [_entry(entry, "instructions") for entry in part[::-1]]
+    entries += [_entry(entry, "reference" if entry.reference else "record") for entry in record]
     return Brief(
         text=text,
         rows=len(kept),
@@ -192,4 +257,11 @@ def compose_brief(
         omitted_rows=skipped + earlier,
         until_seq=until_seq,
         sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        budget=budget,
+        entries=tuple(sorted(entries, key=lambda entry: (entry.seq, entry.part))),
+        summary=summary,
     )
+
+
+def _entry(entry: KeptEntry, part: str) -> BriefEntry:
+    return BriefEntry(entry.seq, entry.kind, len(entry.text), entry.left_out, part)

@@ -1,21 +1,36 @@
-"""How a brief reads: the preamble, entry headers, conversation boundaries and cut marks.
+"""How a brief reads: the preamble, the person's instructions, entry headers, conversation
+boundaries, cut marks and an optional summary.
 
 Everything here except the entries' own text is overhead, and the layout is kept
-compact so that sixty entries and their markers fit in the overhead budget.
+compact so that sixty entries and their markers fit in the overhead budget. A brief
+without an instructions part or a summary reads exactly as it did before either existed.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-__all__ = ["PREAMBLE", "KeptEntry", "render"]
+__all__ = [
+    "INSTRUCTIONS_CLOSE",
+    "INSTRUCTIONS_NOTE",
+    "INSTRUCTIONS_OPEN",
+    "PREAMBLE",
+    "SUMMARY_MAX_CHARS",
+    "KeptEntry",
+    "Layout",
+    "SummaryBlock",
+    "overhead",
+    "render",
+]
 
 TAIL_KEPT_KINDS = frozenset({"terminal"})
 _KIND_LABELS = {"chat_user": "user", "chat_assistant": "assistant"}
 
 _SHOWN_ID_CHARS = 24
 _SHOWN_AT_CHARS = 32
+_SHOWN_MODEL_CHARS = 64
+SUMMARY_MAX_CHARS = 2_000
 _UTC_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})T(\d{2}:\d{2}):\d{2}(?:\.\d+)?Z")
 
 PREAMBLE = (
@@ -29,7 +44,18 @@ PREAMBLE = (
     'A "== conversation" line marks where a different conversation begins; '
     '"[…" marks text left out.\n'
 )
+INSTRUCTIONS_OPEN = "== the person's instructions, newest last =="
+INSTRUCTIONS_CLOSE = "== end of the instructions =="
+# Only a brief with an instructions part says this, so every other brief keeps its bytes.
+INSTRUCTIONS_NOTE = (
+    "Before the record come the person's own messages on this repo, oldest first, between "
+    f'the lines "{INSTRUCTIONS_OPEN}" and "{INSTRUCTIONS_CLOSE}": the newest of them, '
+    "whether older than the record or inside it, where each appears only as a one-line "
+    "reference. They show what the person asked for earlier, which may since have been "
+    "done or changed; they are background too, like the record.\n"
+)
 CLOSING = "\n== end of the record ==\n"
+REFERENCE = "(in the person's instructions above)"
 
 
 @dataclass(frozen=True)
@@ -40,22 +66,46 @@ class KeptEntry:
     at: str
     text: str
     left_out: int
+    # An instruction the instructions part holds: the record shows one line for it.
+    reference: bool = False
 
     @property
     def keeps_tail(self) -> bool:
         return self.kind in TAIL_KEPT_KINDS
 
 
+@dataclass(frozen=True)
+class SummaryBlock:
+    """A model's summary of entries the brief leaves out; labelled as such in the text."""
+
+    model: str
+    text: str
+    entries: int
+    first_seq: int
+    last_seq: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a brief shows, oldest first in each part."""
+
+    record: list[KeptEntry]
+    earlier: int
+    instructions: list[KeptEntry] = field(default_factory=list)
+    earlier_instructions: int = 0
+    summary: SummaryBlock | None = None
+
+
 def _printable(text: str) -> str:
     return "".join(c if c.isprintable() else "\ufffd" for c in text)
 
 
-def _short_id(session_id: str) -> str:
-    if len(session_id) <= _SHOWN_ID_CHARS:
-        return _printable(session_id)
-    head = _SHOWN_ID_CHARS * 2 // 3
-    tail = _SHOWN_ID_CHARS - head - 1
-    return _printable(session_id[:head] + "…" + session_id[len(session_id) - tail :])
+def _short(text: str, chars: int) -> str:
+    if len(text) <= chars:
+        return _printable(text)
+    head = chars * 2 // 3
+    tail = chars - head - 1
+    return _printable(text[:head] + "…" + text[len(text) - tail :])
 
 
 def _count(number: int, singular: str, plural: str) -> str:
@@ -69,6 +119,11 @@ def cut_marker(left_out: int) -> str:
 def earlier_line(earlier: int) -> str:
     entries = _count(earlier, "earlier entry is", "earlier entries are")
     return f"\n[{entries} not included]\n"
+
+
+def earlier_instructions_line(earlier: int) -> str:
+    instructions = _count(earlier, "earlier instruction is", "earlier instructions are")
+    return f"[{instructions} not included]\n"
 
 
 class _Times:
@@ -90,24 +145,76 @@ class _Times:
         return f"{date} {time}"
 
 
-def render(kept_oldest_first: list[KeptEntry], earlier: int) -> list[str]:
+def _header(entry: KeptEntry, times: _Times) -> str:
+    kind = _KIND_LABELS.get(entry.kind, entry.kind)
+    return f"[{entry.seq} {kind} {times.show(entry.at)}]"
+
+
+def _entry(entry: KeptEntry, times: _Times) -> list[str]:
+    if entry.reference:
+        return [f"{_header(entry, times)} {REFERENCE}\n"]
+    parts = [_header(entry, times) + "\n"]
+    if entry.left_out and entry.keeps_tail:
+        parts.append(cut_marker(entry.left_out) + "\n")
+    parts.append(entry.text)
+    if entry.left_out and not entry.keeps_tail:
+        parts.append("\n" + cut_marker(entry.left_out))
+    parts.append("\n")
+    return parts
+
+
+def _instructions(layout: Layout) -> list[str]:
+    parts = [INSTRUCTIONS_NOTE, f"\n{INSTRUCTIONS_OPEN}\n"]
+    if layout.earlier_instructions > 0:
+        parts.append(earlier_instructions_line(layout.earlier_instructions))
+    times = _Times()
+    for entry in layout.instructions:
+        parts += _entry(entry, times)
+    parts.append(f"{INSTRUCTIONS_CLOSE}\n")
+    return parts
+
+
+def summary_text(summary: SummaryBlock) -> str:
+    """The summary as the brief shows it: printable where it must be, and bounded."""
+    text = summary.text[:SUMMARY_MAX_CHARS]
+    return "".join(c if c.isprintable() or c in "\n\t" else "\ufffd" for c in text)
+
+
+def _summary(summary: SummaryBlock) -> list[str]:
+    entries = _count(summary.entries, "earlier entry", "earlier entries")
+    span = f"seq {summary.first_seq} to {summary.last_seq}"
+    model = _short(summary.model, _SHOWN_MODEL_CHARS)
+    return [
+        f"\n== a summary of {entries} left out ({span}), written by the model {model}; "
+        "it may be wrong or miss what mattered ==\n",
+        summary_text(summary),
+        "\n== end of the summary ==\n",
+    ]
+
+
+def render(layout: Layout) -> list[str]:
     """The brief's text in parts; the entries' own text are parts of their own."""
     parts = [PREAMBLE]
-    if earlier > 0:
-        parts.append(earlier_line(earlier))
+    if layout.instructions:
+        parts += _instructions(layout)
+    if layout.earlier > 0:
+        parts.append(earlier_line(layout.earlier))
+    if layout.summary is not None:
+        parts += _summary(layout.summary)
     times = _Times()
     conversation = None
-    for entry in kept_oldest_first:
+    for entry in layout.record:
         if entry.session_id != conversation:
             conversation = entry.session_id
-            parts.append(f"\n== conversation {_short_id(conversation)} ==\n")
-        kind = _KIND_LABELS.get(entry.kind, entry.kind)
-        parts.append(f"[{entry.seq} {kind} {times.show(entry.at)}]\n")
-        if entry.left_out and entry.keeps_tail:
-            parts.append(cut_marker(entry.left_out) + "\n")
-        parts.append(entry.text)
-        if entry.left_out and not entry.keeps_tail:
-            parts.append("\n" + cut_marker(entry.left_out))
-        parts.append("\n")
+            parts.append(f"\n== conversation {_short(conversation, _SHOWN_ID_CHARS)} ==\n")
+        parts += _entry(entry, times)
     parts.append(CLOSING)
     return parts
+
+
+def overhead(layout: Layout) -> int:
+    """Characters of the text that are not kept entry text. The walks measure layouts
+    without a summary: a summary is bounded on its own and never changes what is kept."""
+    shown = sum(map(len, render(layout)))
+    kept = sum(len(entry.text) for entry in (*layout.record, *layout.instructions))
+    return shown - kept
