@@ -9,6 +9,7 @@ import typer
 from .bench_cmd import bench
 from .conversations import brief, open_conversation
 from .docs_cmd import docs
+from .mcp_cmd import mcp
 from .publish import publish
 from .rebuild_cmd import rebuild
 from .relocate_cmd import relocate
@@ -18,6 +19,7 @@ from .schema_cmd import schema
 from .sessions_cmd import sessions
 from .stop_cmd import stop
 from .timeline_cmd import timeline
+from .tokens_cmd import tokens
 from .up import up
 
 app = typer.Typer(
@@ -55,6 +57,8 @@ app.command("runner")(runner)
 app.command("runners")(runners)
 app.command("schema")(schema)
 app.command("docs")(docs)
+app.command("mcp")(mcp)
+app.add_typer(tokens, name="tokens")
 app.add_typer(rebuild, name="rebuild")
 app.command("bench")(bench)
 

@@ -1,0 +1,261 @@
+"""Composition root of the web process: the HTTP API, the console and MCP over HTTP,
+served by uvicorn in the service's own event loop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from contextlib import asynccontextmanager, nullcontext
+
+import uvicorn
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import HTTPConnection
+from starlette.routing import Route
+
+from seedline_platform import natsio, pg
+from seedline_platform.logging import get_logger
+from seedline_platform.settings import Settings
+
+from . import http_api, wire
+from .auth import Gate, bearer
+from .backend import Backend
+from .console import pages
+from .errors import WebError, unavailable
+from .limits import BodyLimit
+from .mcp_tools import build_server
+from .opens import OpensProjection
+from .tenant import Tenant
+from .tokens import TokenStore
+
+NAME = "seedline-web"
+VERSION = "1.1"
+log = get_logger(__name__)
+
+# The instance of the bearer token of the MCP request being answered. The SDK carries
+# each message's context into the tool call, so a call sees its own request's token.
+MCP_INSTANCE: contextvars.ContextVar[str | None] = contextvars.ContextVar("mcp_instance",
+                                                                          default=None)
+
+
+def _error(exc: WebError, headers: dict | None = None) -> Response:
+    return Response(exc.body(), status_code=exc.status, media_type="application/json",
+                    headers=headers)
+
+
+class _QuietServer(uvicorn.Server):
+    """Signals belong to the service (run_until_stopped), not to uvicorn."""
+
+    def capture_signals(self):  # type: ignore[override]
+        return nullcontext()
+
+
+class WebApp:
+    name = NAME
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.nc = None
+        self.js = None
+        self.pool = None
+        self.backend: Backend | None = None
+        self.gate: Gate | None = None
+        self.tokens: TokenStore | None = None
+        self.opens: OpensProjection | None = None
+        self.open_streams = 0
+        self.mcp = build_server(self._mcp_tenant)
+        self.fastapi = self._build_fastapi()
+        self.asgi = BodyLimit(self.fastapi, settings.web_max_body_bytes)
+        self._server: uvicorn.Server | None = None
+        self._serving: asyncio.Task | None = None
+
+    # -- lifecycle (the shape every service has: start, run, stop) ----------------------
+
+    async def start(self) -> None:
+        s = self.settings
+        self.nc = await natsio.connect(s.nats_servers, NAME)
+        self.js = self.nc.jetstream()
+        await natsio.ensure_streams(self.js, replicas=s.stream_replicas)
+        await natsio.enforce_durability(self.nc, self.js, s.nats_monitor_url, s.strict_durability)
+        self.pool = await pg.open_pool(s.database_url, NAME)
+        self.tokens = TokenStore(self.pool)
+        await self.tokens.setup()
+        self.opens = OpensProjection(self.js, self.pool)
+        await self.opens.setup()
+        self.backend = Backend(self.nc, self.js, s.open_timeout_seconds)
+        self.gate = Gate(self.tokens, self.backend)
+        config = uvicorn.Config(self.asgi, host=s.web_host, port=s.web_port, log_config=None,
+                                access_log=False, lifespan="on", timeout_graceful_shutdown=5)
+        self._server = _QuietServer(config)
+        self._serving = asyncio.create_task(self._server.serve())
+        while not self._server.started:
+            if self._serving.done():
+                self._serving.result()  # raises why it could not listen
+                raise RuntimeError(f"the web process could not listen on {s.web_host}:"
+                                   f"{s.web_port}")
+            await asyncio.sleep(0.02)
+        log.info("ready", url=self.url)
+
+    async def run(self) -> None:
+        # Shielded: stopping this task must not cut uvicorn short; stop() ends it in order.
+        await asyncio.gather(self.opens.run(), asyncio.shield(self._serving))
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._serving is not None:
+            await asyncio.gather(self._serving, return_exceptions=True)
+        if self.nc is not None and not self.nc.is_closed:
+            await self.nc.close()
+        if self.pool is not None:
+            await self.pool.close()
+
+    @property
+    def port(self) -> int:
+        if self._server and self._server.servers:
+            return self._server.servers[0].sockets[0].getsockname()[1]
+        return self.settings.web_port
+
+    @property
+    def url(self) -> str:
+        host = self.settings.web_host
+        shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
+        return f"http://{shown}:{self.port}"
+
+    # -- the ASGI app --------------------------------------------------------------------
+
+    async def _mcp_tenant(self) -> Tenant:
+        instance = MCP_INSTANCE.get()
+        if instance is None or self.backend is None:
+            raise unavailable()
+        return Tenant(self.backend, instance)
+
+    def _build_fastapi(self) -> FastAPI:
+        # Called for the session manager it creates; the route is mounted below, gated.
+        self.mcp.streamable_http_app(
+            streamable_http_path="/mcp", stateless_http=True, json_response=True,
+            max_request_body_size=self.settings.web_max_body_bytes,
+            # Every request needs a bearer token, which a rebinding page cannot have.
+            transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        )
+        manager = self.mcp.session_manager
+
+        @asynccontextmanager
+        async def lifespan(_app: FastAPI):
+            async with manager.run():
+                yield
+
+        app = FastAPI(title="Seedline HTTP API", version=VERSION, lifespan=lifespan,
+                      description=DESCRIPTION, docs_url="/docs", redoc_url=None)
+        app.state.web = self
+        app.include_router(http_api.router)
+        app.include_router(pages.router)
+        app.router.routes.append(Route("/mcp", endpoint=_McpGate(StreamableHTTPASGIApp(manager),
+                                                                 self), methods=None))
+
+        public = {"security": []}
+
+        @app.get("/healthz", response_class=Response, openapi_extra=public,
+                 responses=wire.replies(wire.Health, 200), summary="The process is up")
+        async def healthz() -> Response:
+            return http_api.json_response(wire.Health(ok=True, checks={"process": "up"}))
+
+        @app.get("/readyz", response_class=Response, openapi_extra=public,
+                 responses=wire.replies(wire.Health, 200, 503), summary="NATS and Postgres answer")
+        async def readyz() -> Response:
+            checks = await self._checks()
+            ok = all(v == "ok" for v in checks.values())
+            return http_api.json_response(wire.Health(ok=ok, checks=checks), 200 if ok else 503)
+
+        @app.exception_handler(WebError)
+        async def on_web_error(_request: Request, exc: WebError) -> Response:
+            headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+            return _error(exc, headers)
+
+        @app.exception_handler(RequestValidationError)
+        async def on_invalid(_request: Request, exc: RequestValidationError) -> Response:
+            fields = sorted({str(e.get("loc", ("", "?"))[-1]) for e in exc.errors()})
+            return _error(WebError("invalid_request",
+                                   f"The request has a missing or invalid value in "
+                                   f"{', '.join(fields)}; correct it and send it again."))
+
+        @app.exception_handler(StarletteHTTPException)
+        async def on_http(_request: Request, exc: StarletteHTTPException) -> Response:
+            if exc.status_code == 404:
+                return _error(WebError("not_found", "Nothing is served at this address; the "
+                                       "API's routes are listed at /docs and /openapi.json."))
+            if exc.status_code == 405:
+                return Response(WebError("invalid_request", "This address does not take that "
+                                         "method; see /docs for the ones it takes.").body(),
+                                status_code=405, media_type="application/json")
+            return Response(WebError("invalid_request", str(exc.detail)).body(),
+                            status_code=exc.status_code, media_type="application/json")
+
+        @app.exception_handler(Exception)
+        async def on_crash(_request: Request, exc: Exception) -> Response:
+            log.error("request_failed", error=f"{type(exc).__name__}: {exc}")
+            return Response(unavailable().body(), status_code=500, media_type="application/json")
+
+        app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
+        return app
+
+    async def _checks(self) -> dict[str, str]:
+        checks = {"nats": "ok" if self.nc is not None and self.nc.is_connected else "not connected"}
+        try:
+            async with self.pool.connection() as conn:
+                await conn.execute("SELECT 1")
+            checks["postgres"] = "ok"
+        except Exception:
+            checks["postgres"] = "not answering"
+        return checks
+
+
+class _McpGate:
+    """MCP over HTTP answers only with a valid token, for that token's instance."""
+
+    def __init__(self, app, web: WebApp) -> None:
+        self.app = app
+        self.web = web
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            instance = await self.web.gate.instance_for(bearer(HTTPConnection(scope)))
+        except WebError as exc:
+            await _error(exc, {"WWW-Authenticate": "Bearer"})(scope, receive, send)
+            return
+        token = MCP_INSTANCE.set(instance)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            MCP_INSTANCE.reset(token)
+
+
+DESCRIPTION = (
+    "Seedline's wire contract over HTTP, for one instance per bearer token "
+    "(`Authorization: Bearer <token>`; an operator creates tokens with `seedline tokens "
+    "create --instance <instance>`). Every error is `{\"ok\": false, \"error\": {\"code\", "
+    "\"message\"}}`. The console is at /console and MCP over HTTP at /mcp."
+)
+
+
+def openapi_document(app: FastAPI) -> dict:
+    """FastAPI's document with the msgspec types as its components."""
+    from fastapi.openapi.utils import get_openapi
+
+    if app.openapi_schema is None:
+        document = get_openapi(title=app.title, version=app.version,
+                               description=app.description, routes=app.routes)
+        document.setdefault("components", {}).setdefault("schemas", {}).update(wire.components())
+        document["components"]["securitySchemes"] = {
+            "bearer": {"type": "http", "scheme": "bearer"}}
+        document["security"] = [{"bearer": []}]
+        app.openapi_schema = document
+    return app.openapi_schema
+
+
+def create_app(settings: Settings) -> WebApp:
+    return WebApp(settings)

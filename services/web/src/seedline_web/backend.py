@@ -1,0 +1,280 @@
+"""The rest of Seedline as the wire contract shows it: request/reply APIs, the
+ingest subject, the presence bucket and the conversation events.
+
+Nothing here knows about HTTP, tokens or instances a caller may see; that is
+tenant.py. Every reply is decoded into the contract's own types, and every error
+reply becomes a WebError with the message the service wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import msgspec
+from nats.aio.client import Client
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js import JetStreamContext
+
+from seedline_contracts import subjects
+from seedline_contracts.codec import decode, encode
+from seedline_contracts.runner import RunnerPresence
+from seedline_contracts.tokens import TokenError, escape_token, unescape_token
+from seedline_contracts.sessions import (
+    BriefGetReply,
+    BriefGetRequest,
+    OpenReply,
+    OpenRequest,
+    RelocateRequest,
+    SessionsListReply,
+    SessionsListRequest,
+    StopReply,
+    StopRequest,
+)
+from seedline_contracts.timeline import (
+    AppendReply,
+    RejectedInput,
+    TimelineEntryIn,
+    TimelineReadReply,
+    TimelineReadRequest,
+)
+from seedline_core.notices import error_message
+from seedline_platform.logging import get_logger
+from seedline_platform.natsio import publish_window
+from seedline_platform.replay import last_seq, replay
+
+from .errors import WebError, unavailable
+
+log = get_logger(__name__)
+
+T = TypeVar("T")
+
+# Who answers each API, so an error can say which part of Seedline is not running.
+ANSWERED_BY = {
+    subjects.API_TIMELINE_APPEND: "timeline-writer",
+    subjects.API_TIMELINE_READ: "timeline-writer",
+    subjects.API_SESSIONS_OPEN: "continuity-resolver",
+    subjects.API_SESSIONS_RELOCATE: "continuity-resolver",
+    subjects.API_SESSIONS_STOP: "runner-gateway",
+    subjects.API_SESSIONS_LIST: "runner-gateway",
+    subjects.API_BRIEFS_GET: "seed-composer",
+}
+OWNER_CACHE_SIZE = 10_000
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Where a conversation the platform opened lives; it never changes."""
+
+    instance_id: str
+    repo: str
+
+
+class Backend:
+    def __init__(self, nc: Client, js: JetStreamContext, open_timeout: float,
+                 request_timeout: float = 10.0) -> None:
+        self.nc = nc
+        self.js = js
+        self._open_timeout = open_timeout
+        self._timeout = request_timeout
+        self._owners: OrderedDict[str, Owner] = OrderedDict()
+
+    @property
+    def max_payload(self) -> int:
+        """The largest message the NATS server carries (its max_payload)."""
+        return int(self.nc.max_payload or 1024 * 1024)
+
+    async def _call(self, subject: str, body: Any, reply_type: type[T], timeout: float) -> T:
+        service = ANSWERED_BY.get(subject, "service")
+        try:
+            msg = await self.nc.request(subject, encode(body), timeout=timeout)
+        except NoRespondersError:
+            raise WebError(
+                "unavailable",
+                f"The {service} is not running, so Seedline cannot answer this now; start it "
+                "(`seedline up` runs everything) and try again.",
+            ) from None
+        except NatsTimeout:
+            raise WebError(
+                "timeout",
+                f"The {service} did not answer within {timeout:g} seconds; try again in a moment.",
+            ) from None
+        except Exception as exc:  # the connection is away: NATS restarting, or closed
+            log.warning("request_failed", subject=subject, error=str(exc))
+            raise unavailable() from None
+        try:
+            raw = json.loads(msg.data)
+        except ValueError:
+            raw = None
+        if not isinstance(raw, dict):
+            log.warning("reply_unreadable", subject=subject)
+            raise unavailable()
+        if not raw.get("ok"):
+            error = raw.get("error") if isinstance(raw.get("error"), dict) else {}
+            code = str(error.get("code") or "unavailable")
+            raise WebError(code, str(error.get("message") or error_message(code)))
+        try:
+            return decode(msg.data, reply_type)
+        except msgspec.MsgspecError:
+            log.warning("reply_unexpected", subject=subject)
+            raise unavailable() from None
+
+    # -- request/reply APIs (CONTRACT.md 2.1, 2.3, 3, 4) ---------------------------------
+
+    async def append(self, entry: TimelineEntryIn) -> AppendReply:
+        return await self._call(subjects.API_TIMELINE_APPEND, entry, AppendReply, self._timeout)
+
+    async def read(self, request: TimelineReadRequest) -> TimelineReadReply:
+        return await self._call(subjects.API_TIMELINE_READ, request, TimelineReadReply,
+                                self._timeout)
+
+    async def open(self, request: OpenRequest) -> OpenReply:
+        reply = await self._call(subjects.API_SESSIONS_OPEN, request, OpenReply,
+                                 self._open_timeout + 5)
+        self._remember_owner(reply.session_id, Owner(request.instance_id, request.repo))
+        return reply
+
+    async def relocate(self, request: RelocateRequest) -> OpenReply:
+        return await self._call(subjects.API_SESSIONS_RELOCATE, request, OpenReply,
+                                self._open_timeout + 5)
+
+    async def stop(self, request: StopRequest) -> StopReply:
+        return await self._call(subjects.API_SESSIONS_STOP, request, StopReply, self._timeout)
+
+    async def live(self, instance_id: str) -> SessionsListReply:
+        return await self._call(subjects.API_SESSIONS_LIST,
+                                SessionsListRequest(instance_id=instance_id), SessionsListReply,
+                                self._timeout)
+
+    async def brief(self, session_id: str) -> BriefGetReply:
+        return await self._call(subjects.API_BRIEFS_GET, BriefGetRequest(session_id=session_id),
+                                BriefGetReply, self._timeout)
+
+    # -- ingest (CONTRACT.md 2.1) ---------------------------------------------------------
+
+    async def publish(self, entries: list[TimelineEntryIn]) -> list[tuple[int, bool]]:
+        """Publish with JetStream, Nats-Msg-Id = entry_id; (ingest seq, duplicate) each."""
+        messages = [(subjects.INGEST_TIMELINE, encode(e), {"Nats-Msg-Id": e.entry_id})
+                    for e in entries]
+        try:
+            acks = await publish_window(self.js, messages)
+        except NoRespondersError:
+            raise WebError(
+                "unavailable",
+                "The ingest stream is not there yet; start the timeline-writer (`seedline up` "
+                "runs everything) and publish again.",
+            ) from None
+        except Exception as exc:
+            log.warning("publish_failed", error=str(exc))
+            raise unavailable() from None
+        return [(int(ack.seq), bool(ack.duplicate)) for ack in acks]
+
+    # -- machines (CONTRACT.md 6) ---------------------------------------------------------
+
+    async def machines(self) -> list[RunnerPresence]:
+        """Every machine with a live presence key, by node id."""
+        try:
+            kv = await self.js.key_value(subjects.RUNNERS_BUCKET)
+            keys = await kv.keys()
+        except Exception as exc:
+            if type(exc).__name__ in ("NoKeysError", "BucketNotFoundError", "NotFoundError"):
+                return []
+            log.warning("presence_unreadable", error=str(exc))
+            raise unavailable() from None
+        found = []
+        for key in sorted(keys):
+            try:
+                entry = await kv.get(key)
+                if entry.value:
+                    found.append(decode(entry.value, RunnerPresence))
+            except Exception:
+                continue  # expired between the listing and the read, or unreadable
+        return found
+
+    # -- repos, from the timeline stream's own subject index ---------------------------------
+
+    async def repo_counts(self, instance_id: str) -> dict[str, int]:
+        """Entries per repo of an instance: the stream counts them per subject
+        (seedline.timeline.<instance>.<repo>.<session>.<kind>), so no table is needed."""
+        prefix = f"seedline.timeline.{escape_token(instance_id)}."
+        try:
+            info = await self.js.stream_info(subjects.TIMELINE_STREAM, subjects_filter=prefix + ">")
+        except Exception as exc:
+            log.warning("timeline_subjects_unreadable", error=str(exc))
+            raise unavailable() from None
+        counts: dict[str, int] = {}
+        for subject, count in (info.state.subjects or {}).items():
+            try:
+                repo = unescape_token(subject[len(prefix):].split(".", 1)[0])
+            except TokenError:
+                continue
+            counts[repo] = counts.get(repo, 0) + int(count)
+        return counts
+
+    # -- rejected input (CONTRACT.md 2.1) ----------------------------------------------------
+
+    async def rejected(self, scan: int) -> list[tuple[int, RejectedInput]]:
+        """The newest `scan` records of SEEDLINE_REJECTED, oldest first."""
+        try:
+            end = await last_seq(self.js, subjects.REJECTED_STREAM)
+        except Exception as exc:
+            if type(exc).__name__ == "NotFoundError":
+                return []
+            log.warning("rejected_unreadable", error=str(exc))
+            raise unavailable() from None
+        found = []
+        async for batch in replay(self.js, subjects.REJECTED_STREAM, "seedline.rejected.>",
+                                  max(1, end - scan + 1), end):
+            for msg in batch:
+                try:
+                    found.append((msg.metadata.sequence.stream, decode(msg.data, RejectedInput)))
+                except msgspec.MsgspecError:
+                    continue
+        return found
+
+    # -- which instance a conversation belongs to -------------------------------------------
+
+    def _remember_owner(self, session_id: str, owner: Owner) -> None:
+        self._owners[session_id] = owner
+        self._owners.move_to_end(session_id)
+        while len(self._owners) > OWNER_CACHE_SIZE:
+            self._owners.popitem(last=False)
+
+    async def last_event(self, session_id: str, event_type: str) -> dict | None:
+        """The conversation's newest event of a type, by a direct get on its subject."""
+        try:
+            subject = subjects.session_event_subject(session_id, event_type)
+        except ValueError:
+            return None
+        try:
+            msg = await self.js.get_last_msg(subjects.SESSIONS_STREAM, subject)
+        except Exception as exc:
+            if type(exc).__name__ in ("NotFoundError", "KeyNotFoundError"):
+                return None
+            log.warning("session_event_unreadable", error=str(exc))
+            raise unavailable() from None
+        try:
+            body = json.loads(msg.data)
+        except (ValueError, RecursionError):
+            return None
+        return body if isinstance(body, dict) else None
+
+    async def owner(self, session_id: str) -> Owner | None:
+        """The instance and repo of a conversation the platform opened, from its own events.
+
+        Every platform conversation starts with `open_requested`, which names both; a
+        direct get of the last message on that subject needs no consumer and no table.
+        """
+        if session_id in self._owners:
+            return self._owners[session_id]
+        body = await self.last_event(session_id, "open_requested")
+        if body is None or not isinstance(body.get("instance_id"), str) or not isinstance(
+            body.get("repo"), str
+        ):
+            return None
+        owner = Owner(body["instance_id"], body["repo"])
+        self._remember_owner(session_id, owner)
+        return owner

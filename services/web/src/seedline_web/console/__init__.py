@@ -1,0 +1,1 @@
+"""The web console: server-rendered pages, no build step, no script."""

@@ -1,0 +1,66 @@
+"""Request bodies larger than SEEDLINE_WEB_MAX_BODY_BYTES are refused with 413, naming
+the limit, before they are read into memory: at once when Content-Length says so,
+and as soon as a body sent without one grows past it."""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from .errors import WebError
+
+
+def body_too_large(limit: int) -> WebError:
+    return WebError(
+        "payload_too_large",
+        f"The request body is over the limit of {limit:,} bytes (SEEDLINE_WEB_MAX_BODY_BYTES); "
+        "send less at once, for example fewer entries per batch.",
+    )
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(send)
+            return
+        seen = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge()
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _TooLarge:
+            if not started:
+                await self._refuse(send)
+
+    async def _refuse(self, send: Send) -> None:
+        error = body_too_large(self.limit)
+        body = error.body()
+        await send({"type": "http.response.start", "status": 413, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})

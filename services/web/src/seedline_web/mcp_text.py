@@ -1,0 +1,146 @@
+"""What the MCP tools say, as plain text for a person (CONTRACT.md 3.3): the notice
+first, then the facts behind it. Pure functions of contract data."""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from seedline_contracts.sessions import BriefGetReply, BriefStats, LiveConversation, OpenReply
+from seedline_contracts.timeline import MAX_CONTENT_CHARS, TimelineRow
+
+from .tenant import Machine
+
+ENTRY_PREVIEW_CHARS = 600
+
+
+def machine_name(node_id: str, machines: Iterable[Machine]) -> str:
+    for machine in machines:
+        if machine.node_id == node_id:
+            return f"{machine.label} ({node_id})"
+    return node_id
+
+
+def receipt(brief: BriefStats | BriefGetReply | None) -> str:
+    if brief is None:
+        return "Brief: none was offered."
+    return (
+        f"Brief receipt: {brief.rows} entries, {brief.chars:,} characters of entry text, "
+        f"{brief.omitted_rows} earlier entries left out, up to seq {brief.until_seq}, "
+        f"sha256 {brief.sha256}."
+    )
+
+
+def open_text(reply: OpenReply, repo: str, machines: Sequence[Machine], moved: bool = False
+              ) -> str:
+    decided = reply.continuity
+    verb = "Moved" if moved else "Opened"
+    lines = [
+        reply.notice.mcp,
+        "",
+        f"{verb}: conversation {reply.session_id} on {repo}, machine "
+        f"{machine_name(reply.node_id, machines)}.",
+        f"Decision: {decided.mode} ({decided.reason_code}): {decided.reason}.",
+    ]
+    if decided.resume_from:
+        lines.append(f"Continuing from: conversation {decided.resume_from}.")
+    lines.append(f"Outcome, as the machine confirmed it: {reply.outcome}.")
+    lines.append(receipt(reply.brief))
+    return "\n".join(lines)
+
+
+def brief_text(session_id: str, brief: BriefGetReply) -> str:
+    return (
+        f"The brief last offered to conversation {session_id}, exactly as the engine read it.\n"
+        f"{receipt(brief)}\n\n{brief.text}"
+    )
+
+
+def _preview(content: str) -> str:
+    flat = content if len(content) <= ENTRY_PREVIEW_CHARS else (
+        content[:ENTRY_PREVIEW_CHARS] + f" … ({len(content) - ENTRY_PREVIEW_CHARS:,} more "
+        "characters)"
+    )
+    return flat.replace("\n", "\n    ")
+
+
+def timeline_text(repo: str, rows: Sequence[TimelineRow], has_more: bool,
+                  decisions: dict[str, str]) -> str:
+    """Oldest first, a line where each conversation begins, with how it was opened."""
+    if not rows:
+        return f"The timeline of {repo} has no entries yet."
+    lines = [f"Timeline of {repo}, {len(rows)} entries, oldest first"
+             + (" (older entries exist: pass before_seq to read them)." if has_more else ".")]
+    current = None
+    for row in rows:
+        if row.session_id != current:
+            current = row.session_id
+            lines.append("")
+            lines.append(f"── conversation {current} ──")
+            if current in decisions:
+                lines.append(f"   latest open: {decisions[current]}")
+        cut = f" (cut from {row.truncated_from:,} characters)" if row.truncated_from else ""
+        lines.append(f"#{row.seq} {row.at} {row.kind}{cut}: {_preview(row.content)}")
+    return "\n".join(lines)
+
+
+def conversations_text(live: Sequence[LiveConversation], machines: Sequence[Machine]) -> str:
+    if not live:
+        return "No conversation is live on this instance."
+    lines = [f"{len(live)} live conversation{'s' if len(live) != 1 else ''}:"]
+    for c in live:
+        lines.append(f"- {c.repo}: conversation {c.session_id}, engine {c.engine}, on "
+                     f"{machine_name(c.node_id, machines)}, last activity {c.last_activity_at}")
+    return "\n".join(lines)
+
+
+def machines_text(machines: Sequence[Machine]) -> str:
+    if not machines:
+        return ("No machine is online for this instance. Start one with "
+                "`seedline runner --node-id ID --label LABEL --engine ENGINE`.")
+    lines = [f"{len(machines)} machine{'s' if len(machines) != 1 else ''} online:"]
+    for m in machines:
+        hosts = ", ".join(m.live) if m.live else "nothing of this instance"
+        lines.append(f"- {m.label} ({m.node_id}): engines {', '.join(m.engines) or 'none'}; "
+                     f"hosts {hosts}")
+    return "\n".join(lines)
+
+
+def stop_text(session_id: str, stopped: bool) -> str:
+    if not stopped:
+        return f"Conversation {session_id} was not running, so nothing changed."
+    return (f"Stopped conversation {session_id}. The next message sent to its repo wakes a "
+            "conversation again, with a brief of what happened so far.")
+
+
+def message_text(repo: str, seq: int, effect: str) -> str:
+    return f"Your message is in the timeline of {repo} (seq {seq}). {effect}"
+
+
+# Errors the tools raise themselves; the backend's own come from seedline_core.notices.
+NO_MACHINE_ONLINE = ("No machine is online for this instance, so nothing can be opened; start "
+                     "`seedline runner` on one and try again.")
+NEVER_WORKED_ON = ("No machine has worked on {repo} yet, so a message cannot wake a "
+                   "conversation there; use open_conversation with this message as its "
+                   "instruction.")
+MESSAGE_TOO_LONG = ("The message is {chars:,} characters; the limit is "
+                    f"{MAX_CONTENT_CHARS:,}, so shorten it or split it into several.")
+EMPTY_MESSAGE = "The message is empty; write what you want the engine to do."
+
+
+def choose_machine(machines: Sequence[Machine]) -> str:
+    names = ", ".join(f"{m.label} ({m.node_id})" for m in machines)
+    return f"Several machines are online ({names}); say which one with the machine argument."
+
+
+def choose_engine(machine: str, engines: Sequence[str]) -> str:
+    return (f"The machine {machine} offers several engines ({', '.join(engines)}); say which "
+            "one with the engine argument.")
+
+
+def no_engine(machine: str) -> str:
+    return f"The machine {machine} offers no engine; start its runner with --engine."
+
+
+def engines_unknown(machine: str) -> str:
+    return (f"The machine {machine} is not online, so which engines it offers is not known; "
+            "start it, or name the engine with the engine argument.")

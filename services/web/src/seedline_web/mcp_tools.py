@@ -1,0 +1,199 @@
+"""The MCP server: the tools a person's agent uses to work with Seedline.
+
+One server definition for both transports; `tenant_of()` says whose instance a call
+is for (stdio: `--instance`; HTTP: the bearer token of that request). Each tool
+returns plain text that follows CONTRACT.md 3.3, or an error result with the
+sentence the platform wrote.
+"""
+
+# No `from __future__ import annotations` here: the SDK builds each tool's input schema
+# from its parameters' annotations, which must be real objects, not strings.
+import uuid
+from typing import Awaitable, Callable
+
+from mcp.server.mcpserver import MCPServer
+from mcp.types import CallToolResult, TextContent
+from pydantic import Field
+from typing_extensions import Annotated
+
+from seedline_contracts.sessions import OpenRequest
+from seedline_contracts.timeline import MAX_CONTENT_CHARS, TimelineEntryIn
+from seedline_platform.clock import now_text
+from seedline_platform.logging import get_logger
+
+from . import mcp_text
+from .choosing import Previous, choose
+from .errors import WebError
+from .tenant import Tenant
+
+log = get_logger(__name__)
+
+TenantOf = Callable[[], Awaitable[Tenant]]
+RECENT_ENTRIES = 200
+
+INSTRUCTIONS = (
+    "Seedline keeps the conversations of coding engines on each repo in a timeline that "
+    "outlives any one process. Open or continue a conversation with open_conversation, send "
+    "the person's next message with send_message, and read what happened with read_timeline. "
+    "Every reply says plainly whether the engine continued its own earlier conversation or was "
+    "given a brief reconstructed from the timeline."
+)
+
+Repo = Annotated[str, Field(description="The repo, as the timeline names it, e.g. "
+                                        "apps/chess-academy.")]
+ConversationId = Annotated[str, Field(description="The conversation's id, e.g. csess_21b8d1b9 "
+                                                  "(list_conversations or read_timeline show it).")]
+
+
+def _text(text: str, error: bool = False) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
+
+
+async def previous_on(tenant: Tenant, repo: str) -> Previous | None:
+    """The repo's live conversation, else the newest one the platform opened on it."""
+    for c in await tenant.live():
+        if c.repo == repo:
+            return Previous(c.session_id, c.node_id, c.engine, live=True)
+    page = await tenant.read(repo, limit=RECENT_ENTRIES)
+    seen: list[str] = []
+    for row in reversed(page.entries):
+        if row.session_id not in seen:
+            seen.append(row.session_id)
+    for session_id in seen:
+        opened = await tenant.backend.last_event(session_id, "opened")
+        plan = (opened or {}).get("plan") or {}
+        if plan.get("instance_id") == tenant.instance_id and plan.get("repo") == repo:
+            return Previous(session_id, str(plan["node_id"]), str(plan["engine"]), live=False)
+    return None
+
+
+def build_server(tenant_of: TenantOf) -> MCPServer:
+    server = MCPServer("seedline", instructions=INSTRUCTIONS, log_level="WARNING")
+
+    def tool(description: str):
+        def register(fn):
+            async def run(**kwargs) -> CallToolResult:
+                try:
+                    return _text(await fn(await tenant_of(), **kwargs))
+                except WebError as exc:
+                    return _text(exc.message, error=True)
+                except Exception:
+                    log.exception("tool_failed", tool=fn.__name__)
+                    return _text("Seedline could not do this right now; try again in a moment.",
+                                 error=True)
+
+            run.__name__ = fn.__name__
+            run.__signature__ = _without_tenant(fn)  # type: ignore[attr-defined]
+            server.add_tool(run, name=fn.__name__, description=description,
+                            structured_output=False)
+            return fn
+
+        return register
+
+    @tool("Open or continue a conversation on a repo. Seedline decides whether the engine can "
+          "continue its own earlier conversation there or starts fresh with a brief "
+          "reconstructed from the timeline, and the reply says which, why, and what the brief "
+          "held. If a conversation is already live on the repo, the new one takes over from it; "
+          "to keep talking to the live one, use send_message instead.")
+    async def open_conversation(
+        tenant: Tenant, repo: Repo,
+        instruction: Annotated[str | None, Field(description="The person's message that starts "
+                                                             "the conversation.")] = None,
+        engine: Annotated[str | None, Field(description="Engine to run, e.g. claude; defaults "
+                                                        "to the repo's last one.")] = None,
+        machine: Annotated[str | None, Field(description="Machine (node id) to run on; "
+                                                         "defaults to the repo's last one, or "
+                                                         "the only machine online.")] = None,
+        fresh: Annotated[bool, Field(description="Start fresh without continuing the engine's "
+                                                 "own earlier conversation.")] = False,
+    ) -> str:
+        online = await tenant.machines()
+        previous = None if machine and engine else await previous_on(tenant, repo)
+        node_id, chosen_engine = choose(machine, engine, previous, online)
+        reply = await tenant.open(OpenRequest(
+            instance_id=tenant.instance_id, repo=repo, engine=chosen_engine, node_id=node_id,
+            instruction=instruction, force_fresh=fresh))
+        return mcp_text.open_text(reply, repo, online)
+
+    @tool("Send the person's next message to a repo. It reaches the conversation live there as "
+          "its next turn; when none is live, it wakes one on the machine and engine that last "
+          "worked on the repo, with a brief of what happened so far.")
+    async def send_message(
+        tenant: Tenant, repo: Repo,
+        text: Annotated[str, Field(description="The message, as the person wrote it.")],
+    ) -> str:
+        if not text.strip():
+            raise WebError("invalid_request", mcp_text.EMPTY_MESSAGE)
+        if len(text) > MAX_CONTENT_CHARS:
+            raise WebError("invalid_request", mcp_text.MESSAGE_TOO_LONG.format(chars=len(text)))
+        previous = await previous_on(tenant, repo)
+        if previous is None:
+            raise WebError("not_found", mcp_text.NEVER_WORKED_ON.format(repo=repo))
+        online = await tenant.machines()
+        where = mcp_text.machine_name(previous.node_id, online)
+        reply = await tenant.append(TimelineEntryIn(
+            entry_id=f"mcp-{uuid.uuid4().hex}", instance_id=tenant.instance_id, repo=repo,
+            session_id=previous.session_id, kind="chat_user", content=text, at=now_text()))
+        effect = (f"It reaches the live conversation {previous.session_id} on {where} as its "
+                  "next turn." if previous.live else
+                  f"No conversation was live on the repo, so it wakes one on {where} with the "
+                  f"engine {previous.engine}; if that machine is offline, you will be told so.")
+        return mcp_text.message_text(repo, reply.seq, effect)
+
+    @tool("Read a repo's timeline, oldest first, with a line where each conversation begins.")
+    async def read_timeline(
+        tenant: Tenant, repo: Repo,
+        conversation_id: Annotated[str | None, Field(description="Only this conversation.")]
+        = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="How many of the newest "
+                                                               "entries.")] = 50,
+        before_seq: Annotated[int | None, Field(ge=1, description="Only entries older than "
+                                                                  "this seq.")] = None,
+    ) -> str:
+        page = await tenant.read(repo, conversation_id, before_seq, limit)
+        decisions = {}
+        for session_id in dict.fromkeys(r.session_id for r in page.entries):
+            opened = await tenant.backend.last_event(session_id, "opened")
+            reply = (opened or {}).get("reply") or {}
+            if ((opened or {}).get("plan") or {}).get("instance_id") == tenant.instance_id:
+                decisions[session_id] = (reply.get("notice") or {}).get("console", "")
+        return mcp_text.timeline_text(repo, page.entries, page.has_more, decisions)
+
+    @tool("Show the exact brief the engine of a conversation was last given, with its receipt "
+          "(entries, characters, what was left out, up to which seq, sha256).")
+    async def show_brief(tenant: Tenant, conversation_id: ConversationId) -> str:
+        return mcp_text.brief_text(conversation_id, await tenant.brief(conversation_id))
+
+    @tool("List the conversations live on this instance, with their repo, engine and machine.")
+    async def list_conversations(tenant: Tenant) -> str:
+        return mcp_text.conversations_text(await tenant.live(), await tenant.machines())
+
+    @tool("List the machines online for this instance: their labels, engines and what they "
+          "host now.")
+    async def list_machines(tenant: Tenant) -> str:
+        return mcp_text.machines_text(await tenant.machines())
+
+    @tool("Stop a live conversation. Its timeline stays; the next message to its repo wakes a "
+          "conversation again.")
+    async def stop_conversation(tenant: Tenant, conversation_id: ConversationId) -> str:
+        reply = await tenant.stop(conversation_id, "requested")
+        return mcp_text.stop_text(conversation_id, reply.stopped)
+
+    @tool("Move a conversation to another machine. The engine there starts fresh with a brief "
+          "of what happened so far, and the reply says what it was given.")
+    async def move_conversation(
+        tenant: Tenant, conversation_id: ConversationId,
+        machine: Annotated[str, Field(description="The machine (node id) to move it to.")],
+    ) -> str:
+        owner = await tenant.owner(conversation_id)
+        reply = await tenant.relocate(conversation_id, machine)
+        return mcp_text.open_text(reply, owner.repo, await tenant.machines(), moved=True)
+
+    return server
+
+
+def _without_tenant(fn):
+    import inspect
+
+    signature = inspect.signature(fn)
+    return signature.replace(parameters=list(signature.parameters.values())[1:])

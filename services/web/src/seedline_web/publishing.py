@@ -1,0 +1,139 @@
+"""Entries arriving over HTTP: checked at the edge, published for ingest, receipted.
+
+The edge refuses what the contract would reject anyway (a missing or mistyped
+field, an unknown kind, a name that is not a token) so the caller hears it now;
+the timeline-writer still validates everything, and what it refuses goes to the
+rejected stream. Content is never refused for its length alone: the receipt says
+when it will be cut, and to how many characters.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import msgspec
+
+from seedline_contracts.codec import encode
+from seedline_contracts.timeline import (
+    KINDS,
+    MAX_CONTENT_CHARS,
+    MAX_ENGINE_CHARS,
+    MAX_ENTRY_ID_CHARS,
+    TimelineEntryIn,
+)
+from seedline_contracts.tokens import has_control_characters
+
+from .errors import WebError
+from .tenant import name_problem
+
+MAX_BATCH = 1000
+
+
+class EntryBody(msgspec.Struct, forbid_unknown_fields=False):
+    """A timeline entry (CONTRACT.md 2.1); the instance comes from the token."""
+
+    entry_id: str
+    repo: str
+    session_id: str
+    kind: str
+    content: str
+    at: str | None = None
+    engine: str | None = None
+    instance_id: str | None = None
+
+
+class BatchBody(msgspec.Struct):
+    entries: list[EntryBody]
+
+
+class EntryReceipt(msgspec.Struct):
+    entry_id: str
+    accepted_for_ingest: bool
+    ingest_seq: int
+    duplicate: bool
+    content_chars: int
+    cut_to: int | None
+    message: str
+
+
+class PublishReply(msgspec.Struct):
+    entries: list[EntryReceipt]
+    ok: bool = True
+
+
+class AppendReceipt(msgspec.Struct):
+    """The synchronous append's reply (CONTRACT.md 2.1), with the cut said in words."""
+
+    seq: int
+    duplicate: bool
+    content_chars: int
+    cut_to: int | None
+    message: str
+    ok: bool = True
+
+
+def _refuse(index: int | None, field: str, problem: str) -> WebError:
+    where = f"entry {index}'s " if index is not None else "entry's "
+    return WebError("invalid_entry",
+                    f"The {where}{field} {problem}; correct it and publish it again.")
+
+
+def to_entry(body: EntryBody, instance_id: str, index: int | None = None) -> TimelineEntryIn:
+    """The contract's entry, or invalid_entry naming the field."""
+    if body.instance_id is not None and body.instance_id != instance_id:
+        raise WebError("not_permitted",
+                       f"The {'entry %d' % index if index is not None else 'entry'} names "
+                       "another instance; this token publishes only to its own.")
+    if not 1 <= len(body.entry_id) <= MAX_ENTRY_ID_CHARS or any(
+        c.isspace() for c in body.entry_id
+    ) or has_control_characters(body.entry_id):
+        raise _refuse(index, "entry_id", f"must be 1-{MAX_ENTRY_ID_CHARS} characters with no "
+                      "spaces or control characters")
+    for field in ("repo", "session_id"):
+        problem = name_problem(getattr(body, field))
+        if problem:
+            raise _refuse(index, field, problem)
+    if body.kind not in KINDS:
+        raise _refuse(index, "kind", "must be one of " + ", ".join(KINDS))
+    if body.engine is not None and not 1 <= len(body.engine) <= MAX_ENGINE_CHARS:
+        raise _refuse(index, "engine", f"must be 1-{MAX_ENGINE_CHARS} characters, or null")
+    return TimelineEntryIn(entry_id=body.entry_id, instance_id=instance_id, repo=body.repo,
+                           session_id=body.session_id, kind=body.kind, content=body.content,
+                           at=body.at, engine=body.engine)
+
+
+def check_payload(entries: Sequence[TimelineEntryIn], max_payload: int) -> None:
+    """Each entry must fit in one NATS message; say so, naming the limit, when one does not."""
+    for index, entry in enumerate(entries):
+        size = len(encode(entry))
+        if size > max_payload:
+            which = f"Entry {index} ({entry.entry_id[:40]})" if len(entries) > 1 else "The entry"
+            raise WebError(
+                "payload_too_large",
+                f"{which} is {size:,} bytes as JSON, over the NATS server's max_payload of "
+                f"{max_payload:,} bytes; entries cannot be larger than that, so send less "
+                "content.",
+            )
+
+
+def cut_note(content: str) -> tuple[int, int | None, str]:
+    """(characters, what it will be cut to or None, the sentence saying so)."""
+    chars = len(content)
+    if chars <= MAX_CONTENT_CHARS:
+        return chars, None, "Accepted for ingest."
+    return chars, MAX_CONTENT_CHARS, (
+        f"Accepted for ingest; its content of {chars:,} characters will be cut to its first "
+        f"{MAX_CONTENT_CHARS:,}."
+    )
+
+
+def receipts(entries: Sequence[TimelineEntryIn], acks: Sequence[tuple[int, bool]]
+             ) -> list[EntryReceipt]:
+    out = []
+    for entry, (seq, duplicate) in zip(entries, acks):
+        chars, cut_to, message = cut_note(entry.content)
+        if duplicate:
+            message = ("Already received: an entry with this entry_id was published moments ago, "
+                       "and the first one stands.")
+        out.append(EntryReceipt(entry.entry_id, True, seq, duplicate, chars, cut_to, message))
+    return out

@@ -1,0 +1,52 @@
+"""The operator's path to the token table: what `seedline tokens` runs. It opens the
+database the web process uses, with the web's own table code, so the table keeps one
+owner whether or not the web process is running."""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import AsyncIterator
+
+from seedline_platform import pg
+from seedline_platform.settings import Settings
+
+from .tenant import name_problem
+from .tokens import TokenRecord, TokenStore
+
+
+class TokenAdminError(ValueError):
+    """A request an operator can correct; the message says how."""
+
+
+@asynccontextmanager
+async def token_store(settings: Settings) -> AsyncIterator[TokenStore]:
+    pool = await pg.open_pool(settings.database_url, "seedline-tokens", max_size=1)
+    try:
+        store = TokenStore(pool)
+        await store.setup()
+        yield store
+    finally:
+        await pool.close()
+
+
+async def create_token(settings: Settings, instance_id: str, label: str) -> tuple[TokenRecord,
+                                                                                   str]:
+    problem = name_problem(instance_id)
+    if problem:
+        raise TokenAdminError(f"--instance {problem}; give the instance's name, e.g. bd43f4de.")
+    async with token_store(settings) as store:
+        return await store.create(instance_id, label)
+
+
+async def list_tokens(settings: Settings, instance_id: str | None) -> list[TokenRecord]:
+    async with token_store(settings) as store:
+        return await store.list(instance_id)
+
+
+async def revoke_token(settings: Settings, token_id: str) -> TokenRecord:
+    async with token_store(settings) as store:
+        record = await store.revoke(token_id)
+    if record is None:
+        raise TokenAdminError(f"No token with the id {token_id!r}; `seedline tokens list` shows "
+                              "the ids.")
+    return record

@@ -1,0 +1,122 @@
+"""The HTTP API end to end: publish, open, brief, stop, and the notices stream."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import timedelta
+
+import pytest
+
+from seedline_contracts.timeline import MAX_CONTENT_CHARS
+from seedline_core.notices import wording_violations
+from seedline_platform.clock import utc_now
+
+from .conftest import INSTANCE, REPO
+
+pytestmark = pytest.mark.servers
+
+
+def entry(n: int, **over) -> dict:
+    body = {"entry_id": f"http-{n}", "repo": REPO, "session_id": "csess_earlier",
+            "kind": "chat_assistant", "content": f"earlier work number {n}",
+            "at": "2026-08-17T10:00:00Z", "engine": "scripted"}
+    body.update(over)
+    return body
+
+
+async def read_all(client, min_seq: int | None = None) -> dict:
+    params = {"repo": REPO, "limit": 1000}
+    if min_seq:
+        params["min_seq"] = min_seq
+    reply = await client.get(f"/v1/instances/{INSTANCE}/timeline", params=params)
+    assert reply.status_code == 200, reply.text
+    return reply.json()
+
+
+async def test_publish_open_brief_and_stop_through_http(system, web):
+    await system.start_runner()
+    async with web.client(web.token) as client:
+        one = await client.post(f"/v1/instances/{INSTANCE}/entries", json=entry(1))
+        assert one.status_code == 202, one.text
+        assert one.json()["entries"][0]["message"] == "Accepted for ingest."
+        long = entry(3, content="x" * (MAX_CONTENT_CHARS + 5000))
+        batch = await client.post(f"/v1/instances/{INSTANCE}/entries/batch",
+                                  json={"entries": [entry(2), long]})
+        assert batch.status_code == 202, batch.text
+        receipts = batch.json()["entries"]
+        assert [r["entry_id"] for r in receipts] == ["http-2", "http-3"]
+        assert receipts[0]["cut_to"] is None
+        assert receipts[1]["cut_to"] == MAX_CONTENT_CHARS
+        assert "105,000 characters will be cut to its first 100,000" in receipts[1]["message"]
+
+        async def three_entries():
+            return len((await read_all(client))["entries"]) == 3
+
+        await system.wait_for(three_entries)
+        rows = (await read_all(client))["entries"]
+        assert [r["entry_id"] for r in rows] == ["http-1", "http-2", "http-3"]
+        assert rows[2]["truncated_from"] == MAX_CONTENT_CHARS + 5000
+
+        opened = await client.post(f"/v1/instances/{INSTANCE}/conversations", json={
+            "repo": REPO, "engine": "scripted", "node_id": "mac-mini-1",
+            "instruction": "What were we doing?"})
+        assert opened.status_code == 200, opened.text
+        reply = opened.json()
+        assert reply["ok"] and reply["outcome"] == "briefed"
+        assert reply["continuity"]["reason_code"] == "past_window"
+        assert not wording_violations(reply["notice"]["mcp"])
+        session_id = reply["session_id"]
+
+        brief = await client.get(f"/v1/conversations/{session_id}/brief")
+        assert brief.status_code == 200, brief.text
+        assert brief.json()["sha256"] == reply["brief"]["sha256"]
+        assert "earlier work number 1" in brief.json()["text"]
+
+        live = await client.get(f"/v1/instances/{INSTANCE}/conversations")
+        assert [c["session_id"] for c in live.json()["conversations"]] == [session_id]
+
+        machines = (await client.get(f"/v1/instances/{INSTANCE}/machines")).json()["machines"]
+        assert [(m["node_id"], m["label"], m["live"]) for m in machines] == [
+            ("mac-mini-1", "Mac mini", [session_id])]
+
+        stopped = await client.post(f"/v1/conversations/{session_id}/stop", json={})
+        assert stopped.status_code == 200, stopped.text
+        assert stopped.json() == {"stopped": True, "ok": True}
+        live = await client.get(f"/v1/instances/{INSTANCE}/conversations")
+        assert live.json()["conversations"] == []
+
+
+async def test_the_notices_stream_delivers_a_stopped_idle_notice(system, web):
+    await system.start_runner()
+    async with web.client(web.token) as client:
+        opened = await client.post(f"/v1/instances/{INSTANCE}/conversations", json={
+            "repo": REPO, "engine": "scripted", "node_id": "mac-mini-1"})
+        session_id = opened.json()["session_id"]
+        events: list[tuple[str, dict]] = []
+        ready = asyncio.Event()
+
+        async def listen():
+            async with client.stream("GET", f"/v1/instances/{INSTANCE}/notifications") as resp:
+                assert resp.status_code == 200
+                assert resp.headers["content-type"].startswith("text/event-stream")
+                kind = None
+                async for line in resp.aiter_lines():
+                    if line == ": ready":
+                        ready.set()
+                    elif line.startswith("event: "):
+                        kind = line[len("event: "):]
+                    elif line.startswith("data: "):
+                        events.append((kind, json.loads(line[len("data: "):])))
+                        return
+
+        listener = asyncio.create_task(listen())
+        await asyncio.wait_for(ready.wait(), 10)
+        # The gateway's own reaper, seeing the clock seven hours on (the default idle
+        # stop is six hours).
+        await system.gateway.reaper.stop_idle(now=utc_now() + timedelta(hours=7))
+        await asyncio.wait_for(listener, 15)
+    ((kind, notice),) = events
+    assert kind == "stopped_idle"
+    assert notice["session_id"] == session_id
+    assert "next message" in notice["text"] and not wording_violations(notice["text"])
