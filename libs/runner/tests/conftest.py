@@ -20,6 +20,7 @@ import pytest
 from nats.aio.client import Client
 
 from seedline_runner.engines import ClaudeEngine
+from seedline_runner.engines.base import EngineOutput
 
 NATS_SERVER = Path(sys.executable).parent / "nats-server"
 WAIT_SECONDS = 10.0
@@ -71,6 +72,22 @@ async def nc(nats_url: str) -> AsyncIterator[Client]:
         yield client
     finally:
         await client.close()
+
+
+class Emitted(list):
+    """An engine's ``emit`` callback that keeps what it was given, in order."""
+
+    async def __call__(self, output: EngineOutput) -> None:
+        self.append(output)
+
+    def contents(self) -> list[str]:
+        return [output.content for output in self]
+
+
+@pytest.fixture
+def emitted() -> Callable[[], Emitted]:
+    """A new collecting ``emit`` per call: ``out = emitted()``."""
+    return Emitted
 
 
 # A chat completions endpoint -------------------------------------------------
@@ -156,7 +173,8 @@ async def chat_standin() -> AsyncIterator[ChatStandIn]:
 # it keeps transcripts under $CLAUDE_CONFIG_DIR/projects/<encoded cwd>/<id>.jsonl.
 #   faithful:  resumes an id whose transcript exists, else starts a new id
 #   forgetful: always starts a new id, even when the transcript exists
-#   strict:    refuses a resume whose transcript is missing, as Claude Code does
+#   strict:    refuses a resume whose transcript is missing as Claude Code 2.1 does: exit 1
+#              and a result line carrying the requested id, with no init line
 _FAKE_CLAUDE = r'''#!{python}
 import json, os, pathlib, re, sys, uuid
 
@@ -176,6 +194,10 @@ while i < len(args):
     i += 1
 if prompt is None:
     prompt = sys.stdin.read()
+
+def emit(message):
+    print(json.dumps(message), flush=True)
+
 with open(os.environ["FAKE_CLAUDE_LOG"], "a") as log:
     log.write(json.dumps({{"argv": args, "prompt": prompt, "resume": resume}}) + "\n")
 if os.environ.get("FAKE_CLAUDE_FAIL"):
@@ -189,16 +211,16 @@ if resume is not None:
     if MODE != "forgetful" and (folder / (resume + ".jsonl")).exists():
         session = resume
     elif MODE == "strict":
-        print("No conversation found with session ID: " + resume, file=sys.stderr)
+        refusal = "No conversation found with session ID: " + resume
+        emit({{"type": "result", "subtype": "error_during_execution", "is_error": True,
+               "num_turns": 0, "session_id": resume, "errors": [refusal]}})
+        print(refusal, file=sys.stderr)
         sys.exit(1)
 session = session or str(uuid.uuid4())
 transcript = folder / (session + ".jsonl")
 earlier = transcript.read_text().splitlines() if transcript.exists() else []
 with transcript.open("a") as out:
     out.write(json.dumps({{"prompt": prompt}}) + "\n")
-
-def emit(message):
-    print(json.dumps(message), flush=True)
 
 emit({{"type": "system", "subtype": "init", "session_id": session, "tools": ["Bash"]}})
 emit({{"type": "assistant", "session_id": session, "message": {{"content": [

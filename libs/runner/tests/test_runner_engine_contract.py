@@ -28,15 +28,18 @@ class EngineContract:
 
         assert started.resumed is False
 
-    async def test_a_turn_answers_in_timeline_kinds_and_leaves_the_conversation_alone(self, engine):
+    async def test_a_turn_emits_timeline_kinds_and_leaves_the_conversation_alone(
+        self, engine, emitted
+    ):
         await engine.start("c1", None)
         conversation = Conversation("c1", [SeedMessage(role="user", content="earlier")])
         before = list(conversation.messages)
+        out = emitted()
 
-        result = await engine.run_turn(conversation, "hello there")
+        result = await engine.run_turn(conversation, "hello there", out)
 
-        assert {o.kind for o in result.outputs} <= TIMELINE_KINDS
-        assert any(o.kind == "chat_assistant" and o.content for o in result.outputs)
+        assert {o.kind for o in out} <= TIMELINE_KINDS
+        assert any(o.kind == "chat_assistant" and o.content for o in out)
         assert conversation.messages == before
         assert result.resumed in (None, False)
 

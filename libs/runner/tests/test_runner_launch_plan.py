@@ -50,19 +50,40 @@ def launch(**overrides) -> LaunchRequest:
     return LaunchRequest(**{**fields, **overrides})
 
 
+LABEL = "Your Mac mini"
+
+
 def test_a_known_engine_with_usable_ids_is_taken():
-    assert launch_refusal(launch(), {"scripted"}) is None
+    assert launch_refusal(launch(), {"scripted"}, label=LABEL) is None
 
 
 def test_an_unknown_engine_is_refused_naming_what_the_machine_offers():
-    reason = launch_refusal(launch(engine="codex"), {"scripted", "claude"})
+    reason = launch_refusal(launch(engine="codex"), {"scripted", "claude"}, label=LABEL)
 
-    assert reason == "This machine has no engine called 'codex'; it offers: claude, scripted."
+    assert reason == "Your Mac mini has no engine called 'codex'; it offers: claude, scripted."
+
+
+def test_a_machine_that_serves_some_instances_refuses_the_others_naming_itself():
+    served = ["team-a", "team-b"]
+
+    taken = launch_refusal(launch(instance_id="team-b"), {"scripted"}, label=LABEL,
+                           instances=served)
+    refused = launch_refusal(launch(), {"scripted"}, label=LABEL, instances=served)
+
+    assert taken is None
+    assert refused == (
+        "Your Mac mini serves only instances team-a, team-b, not bd43f4de; "
+        "open the conversation on a machine of that instance."
+    )
+
+
+def test_a_machine_that_lists_no_instances_serves_every_instance():
+    assert launch_refusal(launch(instance_id="any"), {"scripted"}, label=LABEL) is None
 
 
 @pytest.mark.parametrize("field_name", ["session_id", "instance_id", "repo"])
 def test_an_empty_id_is_refused_naming_the_field(field_name):
-    reason = launch_refusal(launch(**{field_name: ""}), {"scripted"})
+    reason = launch_refusal(launch(**{field_name: ""}), {"scripted"}, label=LABEL)
 
     assert reason is not None and field_name in reason
     assert "session " not in reason.replace("session_id", "")

@@ -145,9 +145,11 @@ async def test_presence_is_put_under_the_node_key_with_its_engines(js, start_run
         node_id=NODE,
         label="Your Mac mini",
         engines=["scripted", "openai"],
-        protocol=1,
+        protocol=2,
         seed_capable=True,
         stateless_engines=["openai"],
+        live=[],
+        instances=[],
     )
     config = status.stream_info.config
     settings = (config.max_age, config.max_msgs_per_subject, config.storage)
@@ -323,7 +325,7 @@ async def test_a_malformed_launch_is_refused_and_the_runner_carries_on(nc, start
 
 async def test_an_engine_that_cannot_start_refuses_the_launch(nc, start_runner):
     class Unstartable(ScriptedEngine):
-        async def start(self, conversation_id, resume_key):
+        async def start(self, conversation_id, resume_key, workdir=None):
             raise EngineError("the model is not installed")
 
     await start_runner({"scripted": Unstartable()})
@@ -362,11 +364,11 @@ class GatedEngine(ScriptedEngine):
         self.gate = asyncio.Event()
         self.holding = asyncio.Event()
 
-    async def run_turn(self, conversation, prompt):
+    async def run_turn(self, conversation, prompt, emit):
         if not self.holding.is_set():
             self.holding.set()
             await self.gate.wait()
-        return await super().run_turn(conversation, prompt)
+        return await super().run_turn(conversation, prompt, emit)
 
 
 async def test_turns_run_in_order_one_at_a_time(nc, js, start_runner):
@@ -415,11 +417,11 @@ async def test_a_malformed_turn_is_refused(nc, start_runner, body):
 class FailsOnce(ScriptedEngine):
     failed = False
 
-    async def run_turn(self, conversation, prompt):
+    async def run_turn(self, conversation, prompt, emit):
         if not self.failed:
             self.failed = True
             raise EngineError("The model is overloaded.")
-        return await super().run_turn(conversation, prompt)
+        return await super().run_turn(conversation, prompt, emit)
 
 
 async def test_a_failing_turn_is_recorded_and_the_next_one_still_runs(nc, js, start_runner):

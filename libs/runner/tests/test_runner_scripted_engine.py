@@ -8,43 +8,46 @@ BRIEF = "The previous conversation has ended. We were adding castling."
 BRIEF_SHA = hashlib.sha256(BRIEF.encode()).hexdigest()
 
 
-async def test_its_reply_names_the_context_size_and_the_seed_it_received():
+async def test_its_reply_names_the_context_size_and_the_seed_it_received(emitted):
     engine = ScriptedEngine()
     await engine.start("c1", None)
     prompt = frame_first_prompt(BRIEF, "What were we doing?")
+    out = emitted()
 
-    result = await engine.run_turn(Conversation("c1"), prompt)
+    await engine.run_turn(Conversation("c1"), prompt, out)
 
-    assert [o.content for o in result.outputs] == [
+    assert out.contents() == [
         "scripted reply to: What were we doing? "
         f"(context: {len(prompt)} characters, seed sha256 {BRIEF_SHA})"
     ]
 
 
-async def test_its_reply_says_when_it_received_no_seed():
+async def test_its_reply_says_when_it_received_no_seed(emitted):
     engine = ScriptedEngine()
     await engine.start("c1", None)
+    out = emitted()
 
-    result = await engine.run_turn(Conversation("c1"), "x" * 100)
+    await engine.run_turn(Conversation("c1"), "x" * 100, out)
 
-    assert result.outputs[0].content == (
+    assert out[0].content == (
         f"scripted reply to: {'x' * 60} (context: 100 characters, no seed)"
     )
 
 
-async def test_it_resumes_a_conversation_it_issued_and_carries_its_context():
+async def test_it_resumes_a_conversation_it_issued_and_carries_its_context(emitted):
     engine = ScriptedEngine(resumable=True)
     first = await engine.start("c1", None)
-    await engine.run_turn(Conversation("c1"), "first message")
+    await engine.run_turn(Conversation("c1"), "first message", emitted())
     await engine.end("c1")
+    out = emitted()
 
     again = await engine.start("c2", first.engine_session_id)
-    result = await engine.run_turn(Conversation("c2"), "second")
+    result = await engine.run_turn(Conversation("c2"), "second", out)
 
     assert (again.resumed, again.engine_session_id) == (True, first.engine_session_id)
     assert result.engine_session_id == first.engine_session_id
-    assert "context: 0" not in result.outputs[0].content
-    assert f"(context: {len('second')} characters" not in result.outputs[0].content
+    assert "context: 0" not in out[0].content
+    assert f"(context: {len('second')} characters" not in out[0].content
 
 
 async def test_a_non_resumable_engine_starts_over_even_with_its_own_key():
@@ -57,10 +60,10 @@ async def test_a_non_resumable_engine_starts_over_even_with_its_own_key():
     assert again.engine_session_id != first.engine_session_id
 
 
-async def test_it_records_every_prompt_it_was_given():
+async def test_it_records_every_prompt_it_was_given(emitted):
     engine = ScriptedEngine()
     await engine.start("c1", None)
-    await engine.run_turn(Conversation("c1"), "one")
-    await engine.run_turn(Conversation("c1"), "two")
+    await engine.run_turn(Conversation("c1"), "one", emitted())
+    await engine.run_turn(Conversation("c1"), "two", emitted())
 
     assert engine.prompts == [("c1", "one"), ("c1", "two")]

@@ -1,7 +1,7 @@
 from seedline_contracts.timeline import MAX_ENTRY_ID_CHARS
 
 from seedline_runner.engines.base import EngineOutput
-from seedline_runner.timeline_out import LAUNCH_STEP, entry_id, timeline_entries, turn_step
+from seedline_runner.timeline_out import LAUNCH_STEP, entry_id, timeline_entry, turn_step
 
 
 def test_entry_ids_are_the_same_every_time_and_differ_per_step_and_output():
@@ -26,16 +26,22 @@ def test_an_id_too_long_or_with_spaces_becomes_a_digest_that_is_still_determinis
     assert entry_id(long_session, LAUNCH_STEP, 0) != entry_id(long_session, LAUNCH_STEP, 1)
 
 
-def test_entries_carry_the_launch_ids_and_the_engine_name():
-    entries = timeline_entries(
-        instance_id="bd43f4de",
-        repo="apps/chess-academy",
-        session_id="csess_1",
-        engine="scripted",
-        step=turn_step(9227),
-        outputs=[EngineOutput("chat_assistant", "hi"), EngineOutput("outcome", "done")],
-        at="2026-08-17T10:00:00.000Z",
-    )
+def test_an_entry_carries_its_place_in_the_step_and_the_launch_ids():
+    entries = [
+        timeline_entry(
+            instance_id="bd43f4de",
+            repo="apps/chess-academy",
+            session_id="csess_1",
+            engine="scripted",
+            step=turn_step(9227),
+            index=index,
+            output=output,
+            at="2026-08-17T10:00:00.000Z",
+        )
+        for index, output in enumerate(
+            [EngineOutput("chat_assistant", "hi"), EngineOutput("outcome", "done")]
+        )
+    ]
 
     assert [(e.entry_id, e.kind, e.content) for e in entries] == [
         ("csess_1:turn-9227:0", "chat_assistant", "hi"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import signal
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -37,17 +38,46 @@ def runner(
     engine: list[str] = typer.Option(
         ["scripted"],
         "--engine",
-        help="Engine to offer (scripted, claude, openai); repeat for more.",
+        help="Engine to offer (scripted, claude, codex, openai); repeat for more.",
+    ),
+    instances: Optional[str] = typer.Option(
+        None,
+        "--instances",
+        help="Serve only these instances, comma-separated (default: every instance).",
+    ),
+    repos_dir: Optional[Path] = typer.Option(
+        None,
+        "--repos-dir",
+        help="Folder holding the checkouts: repo apps/x runs in DIR/apps/x.",
+    ),
+    repos_map: Optional[Path] = typer.Option(
+        None,
+        "--repos-map",
+        help='TOML or JSON file mapping repos that live elsewhere: "apps/x" = "/src/x".',
+    ),
+    claude_bin: str = typer.Option(
+        "claude", "--claude-bin", help="The Claude Code executable (engine claude)."
+    ),
+    claude_arg: list[str] = typer.Option(
+        [], "--claude-arg", help="Extra argument for every claude run; repeat for more."
+    ),
+    codex_bin: str = typer.Option(
+        "codex", "--codex-bin", help="The Codex executable (engine codex)."
+    ),
+    codex_arg: list[str] = typer.Option(
+        [], "--codex-arg", help="Extra argument for every codex exec run; repeat for more."
     ),
 ) -> None:
     """Run this machine as a runner that hosts engines.
 
     Announces itself in the seedline_runners bucket and serves launches, turns and
-    stops until Ctrl-C or SIGTERM.
+    stops until Ctrl-C or SIGTERM. With --repos-dir or --repos-map each conversation
+    runs in its repo's checkout, and a repo this machine does not have is refused.
     """
     check_name("--node-id", node_id, "mac-mini-1")
     if not all(name.strip() for name in engine):
         raise UsageProblem("--engine must not be empty; for example --engine scripted.")
+    served = _instances(instances)
     run_runner = _run_runner_function()
     settings = load_settings(ctx)
     asyncio.run(nats_answers(settings))
@@ -57,7 +87,19 @@ def runner(
         "Ctrl-C stops it."
     )
     try:
-        result = run_runner(settings.nats_url, node_id, label, list(engine))
+        result = run_runner(
+            settings.nats_url,
+            node_id,
+            label,
+            list(engine),
+            instances=served,
+            repos_dir=repos_dir,
+            repos_map=repos_map,
+            claude_executable=claude_bin,
+            claude_args=tuple(claude_arg),
+            codex_executable=codex_bin,
+            codex_args=tuple(codex_arg),
+        )
         if inspect.isawaitable(result):
             asyncio.run(_until_signalled(result))
     except KeyboardInterrupt:
@@ -65,6 +107,17 @@ def runner(
     except ValueError as exc:
         # The runner checks its engines before it connects: an unknown name, a missing setting.
         raise UsageProblem(str(exc)) from None
+
+
+def _instances(value: Optional[str]) -> list[str]:
+    if value is None:
+        return []
+    names = [name.strip() for name in value.split(",")]
+    if not all(names):
+        raise UsageProblem("--instances takes names separated by commas, e.g. --instances a,b.")
+    for name in names:
+        check_name("--instances", name, "bd43f4de")
+    return names
 
 
 async def _until_signalled(awaitable) -> None:

@@ -1,8 +1,10 @@
 """Seedline runner SDK: presence, launches, turns, engine adapters, conversation store."""
 
 from .cli import run_runner
+from .checkouts import Checkouts
 from .engines import (
     ClaudeEngine,
+    CodexEngine,
     Engine,
     EngineError,
     EngineOutput,
@@ -15,7 +17,9 @@ from .runner import Runner
 from .store import Conversation, ConversationStore, SeedMessage, seed_if_empty
 
 __all__ = [
+    "Checkouts",
     "ClaudeEngine",
+    "CodexEngine",
     "Conversation",
     "ConversationStore",
     "Engine",

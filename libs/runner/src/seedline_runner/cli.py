@@ -6,12 +6,14 @@ import asyncio
 import signal
 from collections.abc import Sequence
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 import nats
 
 from seedline_contracts.subjects import runner_inbox_prefix
 
+from .checkouts import load_checkouts
 from .engines.registry import EngineOptions, build_engines
 from .runner import DEFAULT_PRESENCE_INTERVAL_SECONDS, Runner
 
@@ -26,19 +28,26 @@ async def run_runner(
     *,
     presence_interval: float = DEFAULT_PRESENCE_INTERVAL_SECONDS,
     stop_signals: bool = True,
+    instances: Sequence[str] = (),
+    repos_dir: str | Path | None = None,
+    repos_map: str | Path | None = None,
     **engine_options: Any,
 ) -> None:
     """Serve ``node_id`` until cancelled (or SIGTERM/SIGINT), then stop cleanly.
 
+    ``instances``: the only instances this machine serves (empty: every instance).
+    ``repos_dir`` / ``repos_map``: where each repo is checked out (see checkouts.py).
     ``engine_options`` are the fields of ``EngineOptions`` (``scripted_resumable``,
-    ``claude_executable``, ``claude_workdir``, ``claude_args``, ``openai_base_url``,
-    ``openai_model``, ``openai_api_key_env``, ``openai_system_prompt``).
+    ``claude_executable``, ``claude_workdir``, ``claude_args``, ``codex_executable``,
+    ``codex_args``, ``openai_base_url``, ``openai_model``, ``openai_api_key_env``,
+    ``openai_system_prompt``). A ValueError says what in them cannot be used.
     """
     unknown = set(engine_options) - _ENGINE_OPTION_NAMES
     if unknown:
         raise TypeError(f"unknown engine options: {', '.join(sorted(unknown))}")
     if not engine_names:
         raise ValueError("A runner needs at least one engine.")
+    checkouts = load_checkouts(repos_dir, repos_map)
     engines = build_engines(engine_names, EngineOptions(**engine_options))
     # Credentials ride in the URL (nats://user:password@host:4222); the inbox
     # prefix is the one a least-privilege runner user may subscribe to.
@@ -49,7 +58,15 @@ async def run_runner(
         max_reconnect_attempts=-1,
     )
     try:
-        runner = Runner(nc, node_id, label, engines, presence_interval=presence_interval)
+        runner = Runner(
+            nc,
+            node_id,
+            label,
+            engines,
+            presence_interval=presence_interval,
+            instances=instances,
+            checkouts=checkouts,
+        )
         await _serve_until_stopped(runner, stop_signals)
     finally:
         for engine in engines.values():

@@ -9,7 +9,7 @@ not land after all, the engine is cold and the brief goes with the next message.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from seedline_contracts.runner import LaunchRequest
@@ -45,17 +45,29 @@ def plan_seed(seed_text: str | None, started: StartResult, *, stateless: bool) -
     return SeedPlan(resumed=False, brief_for_first_prompt=brief)
 
 
-def launch_refusal(request: LaunchRequest, engine_names: Collection[str]) -> str | None:
-    """Why this machine cannot take the launch, in words a person can act on; None if it can."""
+def launch_refusal(
+    request: LaunchRequest,
+    engine_names: Collection[str],
+    *,
+    label: str,
+    instances: Sequence[str] = (),
+) -> str | None:
+    """Why this machine cannot take the launch, in words a person can act on; None if it can.
+
+    ``instances``: the only instances this machine serves (empty: every instance).
+    """
     for field_name in ("session_id", "instance_id", "repo"):
         try:
             escape_token(getattr(request, field_name))
         except TokenError as error:
             return f"The launch's {field_name} cannot be used: it {error}."
+    if instances and request.instance_id not in instances:
+        return (
+            f"{label} serves only instance{'s' if len(instances) > 1 else ''} "
+            f"{', '.join(instances)}, not {request.instance_id}; "
+            "open the conversation on a machine of that instance."
+        )
     if request.engine not in engine_names:
         offered = ", ".join(sorted(engine_names)) or "none"
-        return (
-            f"This machine has no engine called {request.engine!r}; "
-            f"it offers: {offered}."
-        )
+        return f"{label} has no engine called {request.engine!r}; it offers: {offered}."
     return None

@@ -17,7 +17,7 @@ from .engines.base import Engine, EngineOutput, TurnResult, join_replies
 from .framing import frame_first_prompt
 from .publishing import Publisher
 from .store import Conversation
-from .timeline_out import timeline_entries
+from .timeline_out import timeline_entry
 
 log = structlog.get_logger(__name__)
 
@@ -78,20 +78,27 @@ class ConversationWorker:
     async def _run(self, live: LiveConversation, step: Step) -> None:
         brief = live.pending_brief
         prompt = frame_first_prompt(brief, step.content) if brief is not None else step.content
+        emitted: list[EngineOutput] = []
+
+        async def emit(output: EngineOutput) -> None:
+            # Published before the engine reads on: what a dying machine loses is
+            # only what the engine had not yet said.
+            index = len(emitted)
+            emitted.append(output)
+            await self._publish(live, step, index, output)
+
         try:
-            result = await live.engine.run_turn(live.conversation, prompt)
+            result = await live.engine.run_turn(live.conversation, prompt, emit)
         except asyncio.CancelledError:
             raise
         except Exception as error:
-            await self._publish(live, step, [_failure_outcome(live.engine_name, error)])
+            await emit(_failure_outcome(live.engine_name, error))
             return
         # Spent only once a turn carrying it has been answered; a failed turn keeps it.
         live.pending_brief = None
-        live.conversation.append_exchange(prompt, join_replies(result.outputs))
-        outputs = list(result.outputs)
+        live.conversation.append_exchange(prompt, join_replies(emitted))
         if self._resume_turned_out_cold(live, result):
-            outputs.append(_cold_resume_note(live.engine_name))
-        await self._publish(live, step, outputs)
+            await emit(_cold_resume_note(live.engine_name))
         await self._note_engine_session(live, result.engine_session_id)
 
     def _resume_turned_out_cold(self, live: LiveConversation, result: TurnResult) -> bool:
@@ -105,17 +112,18 @@ class ConversationWorker:
         return False
 
     async def _publish(
-        self, live: LiveConversation, step: Step, outputs: list[EngineOutput]
+        self, live: LiveConversation, step: Step, index: int, output: EngineOutput
     ) -> None:
         request = live.request
-        await self._publisher.entries(
-            timeline_entries(
+        await self._publisher.entry(
+            timeline_entry(
                 instance_id=request.instance_id,
                 repo=request.repo,
                 session_id=request.session_id,
                 engine=live.engine_name,
                 step=step.step_id,
-                outputs=outputs,
+                index=index,
+                output=output,
                 at=self._clock(),
             )
         )

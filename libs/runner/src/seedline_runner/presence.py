@@ -1,13 +1,16 @@
 """Telling the platform this machine is online: a KV key refreshed on a timer.
 
 The bucket's TTL turns a key that stops being refreshed into "offline", so a
-machine that dies without saying goodbye is still seen as gone.
+machine that dies without saying goodbye is still seen as gone. The presence also
+lists the conversations the machine hosts now (protocol 2); it is put again right
+after each accepted launch and each stop, so the platform's reconciliation sees
+what the machine really hosts without waiting for the timer.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 
 import structlog
 from nats.js import JetStreamContext
@@ -15,7 +18,7 @@ from nats.js.api import KeyValueConfig, StorageType
 from nats.js.errors import BucketNotFoundError
 from nats.js.kv import KeyValue
 from seedline_contracts.codec import encode
-from seedline_contracts.runner import RunnerPresence
+from seedline_contracts.runner import PROTOCOL_VERSION, RunnerPresence
 from seedline_contracts.subjects import (
     PRESENCE_INTERVAL_SECONDS,
     RUNNERS_BUCKET,
@@ -28,14 +31,21 @@ from .engines.base import Engine
 log = structlog.get_logger(__name__)
 
 
-def presence_of(node_id: str, label: str, engines: Mapping[str, Engine]) -> RunnerPresence:
+def presence_of(
+    node_id: str,
+    label: str,
+    engines: Mapping[str, Engine],
+    live: Sequence[str],
+    instances: Sequence[str] = (),
+) -> RunnerPresence:
     return RunnerPresence(
         node_id=node_id,
         label=label,
         engines=list(engines),
         stateless_engines=[name for name, engine in engines.items() if engine.stateless],
-        # Protocol 1 until the presence reports the conversations this machine hosts.
-        protocol=1,
+        protocol=PROTOCOL_VERSION,
+        live=list(live),
+        instances=list(instances),
     )
 
 
@@ -58,30 +68,44 @@ async def bind_runners_bucket(js: JetStreamContext) -> KeyValue:
 
 
 class PresenceHeartbeat:
-    def __init__(self, js: JetStreamContext, presence: RunnerPresence, interval: float) -> None:
+    def __init__(
+        self,
+        js: JetStreamContext,
+        node_id: str,
+        presence: Callable[[], RunnerPresence],
+        interval: float,
+    ) -> None:
         if not 0 < interval <= PRESENCE_INTERVAL_SECONDS:
             raise ValueError(
                 f"presence_interval must be more than 0 and at most {PRESENCE_INTERVAL_SECONDS} s"
             )
         self._js = js
-        self._key = presence_key(presence.node_id)
-        self._body = encode(presence)
+        self._key = presence_key(node_id)
+        self._presence = presence
         self._interval = interval
         self._kv: KeyValue | None = None
         self._task: asyncio.Task[None] | None = None
+        # One put at a time, each built when it is made: a put from the timer can never
+        # land after a later put and undo what that one said.
+        self._putting = asyncio.Lock()
+        self._stopped = False
 
     async def beat(self) -> bool:
-        """Put the presence once; False (and logged) when it could not be put."""
-        try:
-            if self._kv is None:
-                self._kv = await bind_runners_bucket(self._js)
-            await self._kv.put(self._key, self._body)
-        except Exception as error:
-            log.warning("presence_not_put", key=self._key, error=str(error))
-            return False
-        return True
+        """Put the presence as it is now; False (and logged) when it could not be put."""
+        async with self._putting:
+            if self._stopped:
+                return False
+            try:
+                if self._kv is None:
+                    self._kv = await bind_runners_bucket(self._js)
+                await self._kv.put(self._key, encode(self._presence()))
+            except Exception as error:
+                log.warning("presence_not_put", key=self._key, error=str(error))
+                return False
+            return True
 
     async def start(self) -> None:
+        self._stopped = False
         await self.beat()
         self._task = asyncio.create_task(self._loop(), name=f"presence:{self._key}")
 
@@ -91,12 +115,14 @@ class PresenceHeartbeat:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
-        if self._kv is None:
-            return
-        try:
-            await self._kv.delete(self._key)
-        except Exception as error:
-            log.warning("presence_not_deleted", key=self._key, error=str(error))
+        async with self._putting:
+            self._stopped = True
+            if self._kv is None:
+                return
+            try:
+                await self._kv.delete(self._key)
+            except Exception as error:
+                log.warning("presence_not_deleted", key=self._key, error=str(error))
 
     async def _loop(self) -> None:
         while True:

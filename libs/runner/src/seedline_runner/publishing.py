@@ -2,8 +2,9 @@
 
 Entries go to the ingest stream with JetStream so each one is acknowledged;
 a failed publish is retried with the same ``Nats-Msg-Id``, which the stream
-deduplicates. Entries of one turn are published one after the other because
-the timeline keeps them in the order they reach the ingest stream.
+deduplicates. Entries are published one after the other, each acknowledged
+before the next, because the timeline keeps them in the order they reach the
+ingest stream.
 """
 
 from __future__ import annotations
@@ -39,10 +40,6 @@ class Publisher:
         self._events_subject = runner_subject(node_id, "events")
         self._retry_delays = tuple(retry_delays)
 
-    async def entries(self, entries: Sequence[TimelineEntryIn]) -> None:
-        for entry in entries:
-            await self._entry(entry)
-
     async def event(self, event: RunnerEvent) -> None:
         try:
             await self._nc.publish(self._events_subject, encode(event))
@@ -55,7 +52,8 @@ class Publisher:
                 error=str(error),
             )
 
-    async def _entry(self, entry: TimelineEntryIn) -> None:
+    async def entry(self, entry: TimelineEntryIn) -> None:
+        """Publish one entry and wait for its acknowledgement (retried with the same id)."""
         payload = self._fitting_payload(entry)
         headers = {"Nats-Msg-Id": entry.entry_id}
         for attempt, delay in enumerate((*self._retry_delays, None)):

@@ -1,13 +1,15 @@
 """The runner process: presence, launches, turns and stops for one machine.
 
 Launch replies are sent as soon as the engine has started, before the first
-instruction runs: the platform is waiting on that reply to answer a person.
+instruction runs: the platform is waiting on that reply to answer a person. Right
+after an accepted launch and after each stop, the presence is put again with the
+conversations this machine now hosts.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -26,6 +28,7 @@ from seedline_contracts.runner import (
 from seedline_contracts.subjects import runner_subject
 from seedline_contracts.tokens import escape_token
 
+from .checkouts import Checkouts
 from .clock import utc_now
 from .engines.base import Engine
 from .framing import background
@@ -53,20 +56,28 @@ class Runner:
         store: ConversationStore | None = None,
         clock: Callable[[], str] = utc_now,
         publish_retry_delays: tuple[float, ...] = RETRY_DELAYS_SECONDS,
+        instances: Sequence[str] = (),
+        checkouts: Checkouts = Checkouts(),
     ) -> None:
         escape_token(node_id)  # refuses a node id that cannot name subjects
         self.node_id = node_id
         self.label = label
         self.engines = dict(engines)
+        self.instances = list(instances)
+        self.checkouts = checkouts
         self.store = store if store is not None else ConversationStore()
         self._nc = nc
         js = nc.jetstream()
         self._clock = clock
         self._publisher = Publisher(nc, js, node_id, retry_delays=publish_retry_delays)
         self._worker = ConversationWorker(self._publisher, clock)
-        presence = presence_of(node_id, label, self.engines)
-        self._presence = PresenceHeartbeat(js, presence, presence_interval)
         self._live: dict[str, LiveConversation] = {}
+        self._presence = PresenceHeartbeat(
+            js,
+            node_id,
+            lambda: presence_of(node_id, label, self.engines, list(self._live), self.instances),
+            presence_interval,
+        )
         self._subscriptions: list[Subscription] = []
         self._started = False
 
@@ -133,6 +144,7 @@ class Runner:
             return  # stopped while the reply was on its way
         # Only now does the first instruction start: the reply goes out before any engine work.
         self._worker.start(launched)
+        await self._presence.beat()
         if launched.engine_session_id is not None:
             await self._publisher.event(
                 RunnerEvent(
@@ -148,7 +160,9 @@ class Runner:
             request = decode(msg.data, LaunchRequest)
         except msgspec.DecodeError as error:
             return _launch_refused(f"The launch request could not be read: {error}."), None
-        refusal = launch_refusal(request, self.engines)
+        refusal = launch_refusal(
+            request, self.engines, label=self.label, instances=self.instances
+        ) or self.checkouts.refusal(request.repo, self.label)
         if refusal is not None:
             return _launch_refused(refusal), None
         already = self._live.get(request.session_id)
@@ -162,8 +176,9 @@ class Runner:
     ) -> tuple[LaunchReply, LiveConversation | None]:
         engine = self.engines[request.engine]
         resume_key = request.resume.engine_session_id if request.resume else None
+        workdir = self.checkouts.locate(request.repo)
         try:
-            started = await engine.start(request.session_id, resume_key)
+            started = await engine.start(request.session_id, resume_key, workdir)
         except Exception as error:
             refusal = f"{request.engine} could not be started on this machine: {error}"
             return _launch_refused(refusal), None
@@ -242,6 +257,8 @@ class Runner:
             return
         stopped = await self._end(request.session_id)
         await _answer(msg, {"stopped": stopped})
+        if stopped:
+            await self._presence.beat()
 
     async def _end(self, session_id: str) -> bool:
         live = self._live.pop(session_id, None)

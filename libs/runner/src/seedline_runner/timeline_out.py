@@ -1,15 +1,15 @@
 """What a runner publishes to the timeline, built without any I/O.
 
-Entry ids are a pure function of (conversation, step, part) so that publishing
-the same output again, after a retry or a redelivered turn, is recognised as a
-duplicate by the ingest stream and the timeline-writer.
+Entry ids are a pure function of (conversation, step, part): the part is the
+output's place in its step, in the order the engine emitted it. Publishing the same
+output again, after a retry or a redelivered turn, is so recognised as a duplicate
+by the ingest stream and the timeline-writer.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
 
 from seedline_contracts.timeline import MAX_ENTRY_ID_CHARS, TimelineEntryIn
 
@@ -30,26 +30,25 @@ def entry_id(session_id: str, step: str, part: int | str) -> str:
     return "runner-" + hashlib.sha256(plain.encode("utf-8")).hexdigest()
 
 
-def timeline_entries(
+def timeline_entry(
     *,
     instance_id: str,
     repo: str,
     session_id: str,
     engine: str,
     step: str,
-    outputs: Sequence[EngineOutput],
+    index: int,
+    output: EngineOutput,
     at: str,
-) -> list[TimelineEntryIn]:
-    return [
-        TimelineEntryIn(
-            entry_id=entry_id(session_id, step, index),
-            instance_id=instance_id,
-            repo=repo,
-            session_id=session_id,
-            kind=output.kind,
-            content=output.content,
-            at=at,
-            engine=engine,
-        )
-        for index, output in enumerate(outputs)
-    ]
+) -> TimelineEntryIn:
+    """The ``index``-th output of one step, as the entry that carries it."""
+    return TimelineEntryIn(
+        entry_id=entry_id(session_id, step, index),
+        instance_id=instance_id,
+        repo=repo,
+        session_id=session_id,
+        kind=output.kind,
+        content=output.content,
+        at=at,
+        engine=engine,
+    )

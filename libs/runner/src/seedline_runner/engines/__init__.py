@@ -1,12 +1,15 @@
 """Engine adapters: one interface, one small module per engine."""
 
-from .base import Engine, EngineError, EngineOutput, StartResult, TurnResult
+from .base import Emit, Engine, EngineError, EngineOutput, StartResult, TurnResult
 from .claude import ClaudeEngine
+from .codex import CodexEngine
 from .openai import OpenAIChatEngine
 from .scripted import ScriptedEngine
 
 __all__ = [
     "ClaudeEngine",
+    "CodexEngine",
+    "Emit",
     "Engine",
     "EngineError",
     "EngineOutput",

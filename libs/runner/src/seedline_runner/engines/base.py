@@ -1,15 +1,24 @@
 """The one interface every engine adapter implements.
 
-An engine may claim at start that it picked up its earlier conversation, but
-only a turn can prove it for some engines (the Claude Code CLI reports the
-conversation it actually ran on). So both answers are explicit: ``StartResult``
-says what the engine can confirm before any turn, and ``TurnResult.resumed``
-says whether the turn really ran on the conversation that was asked for.
+Output as it happens. An engine hands each thing it says or does to the ``emit``
+callback the moment it has it (an assistant message, a tool call, a tool result),
+and awaits it: the runner publishes that output before the engine reads on, so a
+machine that dies mid-turn loses at most what it had not yet emitted, and the order
+of publishing is the order of emission. ``run_turn`` returns only what is known at
+the end of the turn.
+
+An engine may claim at start that it picked up its earlier conversation, but only a
+turn can prove it for some engines (a CLI reports the conversation it actually ran
+on). So both answers are explicit: ``StartResult`` says what the engine can confirm
+before any turn, and ``TurnResult.resumed`` says whether the turn really ran on the
+conversation that was asked for.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 from ..store import Conversation
@@ -23,6 +32,10 @@ class EngineOutput:
     content: str
 
 
+# Called once per output, in order; the engine awaits it before it reads on.
+Emit = Callable[[EngineOutput], Awaitable[None]]
+
+
 @dataclass(frozen=True)
 class StartResult:
     # True only when the engine has confirmed its own earlier conversation is there.
@@ -32,7 +45,6 @@ class StartResult:
 
 @dataclass(frozen=True)
 class TurnResult:
-    outputs: list[EngineOutput] = field(default_factory=list)
     # The engine's own conversation id after this turn (None: it keeps none).
     engine_session_id: str | None = None
     # Whether this turn ran on the conversation the engine was asked to resume:
@@ -50,12 +62,21 @@ class Engine(Protocol):
     # Keeps no conversation of its own: the runner's store supplies it every turn.
     stateless: bool
 
-    async def start(self, conversation_id: str, resume_key: str | None) -> StartResult:
-        """Bind ``conversation_id``, picking up ``resume_key`` when it really exists."""
+    async def start(
+        self, conversation_id: str, resume_key: str | None, workdir: Path | None = None
+    ) -> StartResult:
+        """Bind ``conversation_id``, picking up ``resume_key`` when it really exists.
+
+        ``workdir`` is the checkout the conversation works in (None: the current
+        directory); engines that keep transcripts per project keep them per checkout.
+        """
         ...
 
-    async def run_turn(self, conversation: Conversation, prompt: str) -> TurnResult:
-        """Answer ``prompt``. ``conversation`` holds the turns before it and is not changed."""
+    async def run_turn(self, conversation: Conversation, prompt: str, emit: Emit) -> TurnResult:
+        """Answer ``prompt``, emitting each output as it happens.
+
+        ``conversation`` holds the turns before it and is not changed.
+        """
         ...
 
     async def end(self, conversation_id: str) -> None:

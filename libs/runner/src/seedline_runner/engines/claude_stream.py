@@ -1,9 +1,16 @@
 """Reading the Claude Code CLI's ``--output-format stream-json`` lines (pure).
 
-One JSON object per line: a ``system``/``init`` line naming the conversation
-id, ``assistant`` lines with text and tool calls, ``user`` lines carrying tool
-results, and a final ``result`` line. Anything else is ignored, so a newer CLI
-that adds line types does not break the adapter.
+One JSON object per line, written as the CLI goes: a ``system``/``init`` line naming
+the conversation it runs on, ``assistant`` lines (one content block each: text or a
+tool call), ``user`` lines carrying tool results, and a final ``result`` line.
+``feed`` turns each line into the outputs it holds, so they can be published as they
+arrive. Line types this module does not know (a newer CLI adds some) are noted in
+``unknown_types`` and otherwise skipped.
+
+Only the ``init`` line says which conversation the CLI really runs on. The ``result``
+line is no proof: Claude Code 2.1 refuses ``--resume`` of a conversation it cannot
+find with exit code 1 and a ``result`` line that carries the *requested* id,
+``is_error: true`` and no ``init`` line at all.
 """
 
 from __future__ import annotations
@@ -13,58 +20,73 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .base import EngineOutput
+from .json_lines import parse_object
+
+# Line types that carry nothing for the timeline; known, so not reported as new.
+_QUIET_TYPES = frozenset({"system", "stream_event", "rate_limit_event"})
 
 
 @dataclass
 class ClaudeStream:
-    outputs: list[EngineOutput] = field(default_factory=list)
+    # The conversation the CLI runs on, from its init line; None until that line.
     session_id: str | None = None
     finished: bool = False
     failed: bool = False
+    # The CLI's own error messages from its result line.
+    errors: list[str] = field(default_factory=list)
+    unknown_types: set[str] = field(default_factory=set)
+    _last_reply: str = ""
 
-    def feed(self, line: str) -> None:
-        message = _parse(line)
+    def feed(self, line: str) -> list[EngineOutput]:
+        message = parse_object(line)
         if message is None:
-            return
+            return []
         kind = message.get("type")
         if kind == "system" and message.get("subtype") == "init":
-            self._note_session(message)
-        elif kind == "assistant":
-            self._read_assistant(message)
-        elif kind == "user":
-            self._read_tool_results(message)
-        elif kind == "result":
-            self._read_result(message)
+            session_id = message.get("session_id")
+            if isinstance(session_id, str) and session_id:
+                self.session_id = session_id
+            return []
+        if kind == "assistant":
+            return self._read_assistant(message)
+        if kind == "user":
+            return self._read_tool_results(message)
+        if kind == "result":
+            return [self._read_result(message)]
+        if kind not in _QUIET_TYPES:
+            self.unknown_types.add(str(kind))
+        return []
 
-    def _note_session(self, message: dict[str, Any]) -> None:
-        session_id = message.get("session_id")
-        if isinstance(session_id, str) and session_id:
-            self.session_id = session_id
-
-    def _read_assistant(self, message: dict[str, Any]) -> None:
+    def _read_assistant(self, message: dict[str, Any]) -> list[EngineOutput]:
+        outputs = []
         for block in _content_blocks(message):
             if block.get("type") == "text":
                 text = block.get("text")
                 if isinstance(text, str) and text.strip():
-                    self.outputs.append(EngineOutput("chat_assistant", text))
+                    self._last_reply = text.strip()
+                    outputs.append(EngineOutput("chat_assistant", text))
             elif block.get("type") == "tool_use":
-                self.outputs.append(
-                    EngineOutput("command", command_text(block.get("name"), block.get("input")))
-                )
+                text = command_text(block.get("name"), block.get("input"))
+                outputs.append(EngineOutput("command", text))
+        return outputs
 
-    def _read_tool_results(self, message: dict[str, Any]) -> None:
+    def _read_tool_results(self, message: dict[str, Any]) -> list[EngineOutput]:
+        outputs = []
         for block in _content_blocks(message):
             if block.get("type") == "tool_result":
                 text = tool_result_text(block.get("content"))
                 if text:
-                    self.outputs.append(EngineOutput("terminal", text))
+                    outputs.append(EngineOutput("terminal", text))
+        return outputs
 
-    def _read_result(self, message: dict[str, Any]) -> None:
-        self._note_session(message)
+    def _read_result(self, message: dict[str, Any]) -> EngineOutput:
         self.finished = True
         subtype = message.get("subtype") if isinstance(message.get("subtype"), str) else "unknown"
         self.failed = subtype != "success" or message.get("is_error") is True
-        self.outputs.append(EngineOutput("outcome", self._outcome_text(message, subtype)))
+        errors = message.get("errors")
+        if isinstance(errors, list):
+            self.errors = [e for e in errors if isinstance(e, str) and e]
+        return EngineOutput("outcome", self._outcome_text(message, subtype))
 
     def _outcome_text(self, message: dict[str, Any], subtype: str) -> str:
         details = []
@@ -77,15 +99,11 @@ class ClaudeStream:
         text = subtype + (f" ({', '.join(details)})" if details else "")
         result = message.get("result")
         # The result usually repeats the last reply word for word; keep it only when it differs.
-        if isinstance(result, str) and result.strip() and result.strip() != self._last_reply():
+        if isinstance(result, str) and result.strip() and result.strip() != self._last_reply:
             text += "\n" + result
+        for error in self.errors:
+            text += "\n" + error
         return text
-
-    def _last_reply(self) -> str:
-        for output in reversed(self.outputs):
-            if output.kind == "chat_assistant":
-                return output.content.strip()
-        return ""
 
 
 def command_text(name: Any, tool_input: Any) -> str:
@@ -111,16 +129,6 @@ def tool_result_text(content: Any) -> str:
         return "\n".join(parts)
     return ""
 
-
-def _parse(line: str) -> dict[str, Any] | None:
-    line = line.strip()
-    if not line.startswith("{"):
-        return None
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def _content_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:

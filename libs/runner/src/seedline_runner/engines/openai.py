@@ -8,12 +8,13 @@ multi-turn memory.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from ..store import Conversation, SeedMessage
-from .base import EngineError, EngineOutput, StartResult, TurnResult
+from .base import Emit, EngineError, EngineOutput, StartResult, TurnResult
 
 _ERROR_DETAIL_CHARS = 300
 
@@ -70,10 +71,12 @@ class OpenAIChatEngine:
         self._owns_client = client is None
         self._client = client or httpx.AsyncClient(timeout=timeout)
 
-    async def start(self, conversation_id: str, resume_key: str | None) -> StartResult:
+    async def start(
+        self, conversation_id: str, resume_key: str | None, workdir: Path | None = None
+    ) -> StartResult:
         return StartResult(resumed=False, engine_session_id=None)
 
-    async def run_turn(self, conversation: Conversation, prompt: str) -> TurnResult:
+    async def run_turn(self, conversation: Conversation, prompt: str, emit: Emit) -> TurnResult:
         body = request_body(self._model, self._system_prompt, conversation, prompt)
         try:
             response = await self._client.post(self._url, json=body, headers=self._headers())
@@ -91,7 +94,9 @@ class OpenAIChatEngine:
                 "The chat endpoint answered with something other than JSON."
             ) from None
         text = reply_text(answer)
-        return TurnResult(outputs=[EngineOutput("chat_assistant", text)] if text else [])
+        if text:
+            await emit(EngineOutput("chat_assistant", text))
+        return TurnResult()
 
     async def end(self, conversation_id: str) -> None:
         return None

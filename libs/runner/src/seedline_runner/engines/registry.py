@@ -9,18 +9,23 @@ from pathlib import Path
 
 from .base import Engine
 from .claude import ClaudeEngine
+from .codex import DEFAULT_CODEX_ARGS, CodexEngine
 from .openai import OpenAIChatEngine
 from .scripted import ScriptedEngine
 
-ENGINE_NAMES = ("scripted", "claude", "openai")
+ENGINE_NAMES = ("scripted", "claude", "codex", "openai")
 
 
 @dataclass(frozen=True)
 class EngineOptions:
     scripted_resumable: bool = True
     claude_executable: str = "claude"
+    # Where Claude Code runs when the launch names no checkout (no --repos-dir/--repos-map).
     claude_workdir: str | Path | None = None
     claude_args: Sequence[str] = field(default_factory=tuple)
+    codex_executable: str = "codex"
+    # Added after the runner's own --skip-git-repo-check.
+    codex_args: Sequence[str] = field(default_factory=tuple)
     # Default from SEEDLINE_OPENAI_BASE_URL / SEEDLINE_OPENAI_MODEL when not given.
     openai_base_url: str | None = None
     openai_model: str | None = None
@@ -47,6 +52,11 @@ def build_engine(name: str, options: EngineOptions = EngineOptions()) -> Engine:
             executable=options.claude_executable,
             workdir=options.claude_workdir,
             extra_args=options.claude_args,
+        )
+    if name == "codex":
+        return CodexEngine(
+            executable=options.codex_executable,
+            extra_args=[*DEFAULT_CODEX_ARGS, *options.codex_args],
         )
     if name == "openai":
         base_url = options.openai_base_url or os.environ.get("SEEDLINE_OPENAI_BASE_URL")

@@ -11,10 +11,11 @@ from __future__ import annotations
 import hashlib
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..framing import split_background
 from ..store import Conversation
-from .base import EngineError, EngineOutput, StartResult, TurnResult
+from .base import Emit, EngineError, EngineOutput, StartResult, TurnResult
 
 _QUOTED_CHARS = 60
 
@@ -45,7 +46,9 @@ class ScriptedEngine:
         self._own: dict[str, _OwnConversation] = {}
         self._bound: dict[str, str] = {}
 
-    async def start(self, conversation_id: str, resume_key: str | None) -> StartResult:
+    async def start(
+        self, conversation_id: str, resume_key: str | None, workdir: Path | None = None
+    ) -> StartResult:
         if self.resumable and resume_key is not None and resume_key in self._own:
             self._bound[conversation_id] = resume_key
             return StartResult(resumed=True, engine_session_id=resume_key)
@@ -54,7 +57,7 @@ class ScriptedEngine:
         self._bound[conversation_id] = engine_session_id
         return StartResult(resumed=False, engine_session_id=engine_session_id)
 
-    async def run_turn(self, conversation: Conversation, prompt: str) -> TurnResult:
+    async def run_turn(self, conversation: Conversation, prompt: str, emit: Emit) -> TurnResult:
         engine_session_id = self._bound.get(conversation.conversation_id)
         if engine_session_id is None:
             raise EngineError("The scripted engine was given a turn before it was started.")
@@ -65,10 +68,8 @@ class ScriptedEngine:
         _, instruction = split_background(prompt)
         reply = scripted_reply(instruction, sum(len(t) for t in own.texts), seed_sha256)
         own.texts.append(reply)
-        return TurnResult(
-            outputs=[EngineOutput(kind="chat_assistant", content=reply)],
-            engine_session_id=engine_session_id,
-        )
+        await emit(EngineOutput(kind="chat_assistant", content=reply))
+        return TurnResult(engine_session_id=engine_session_id)
 
     async def end(self, conversation_id: str) -> None:
         # Its own conversation stays, so a later launch can resume it.
