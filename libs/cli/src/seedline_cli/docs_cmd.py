@@ -1,4 +1,5 @@
-"""`seedline docs`: the published contract (AsyncAPI document and JSON Schemas)."""
+"""`seedline docs`: the published contract (AsyncAPI document and JSON Schemas) and the
+HTTP API's OpenAPI document."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Optional
 import typer
 
 from seedline_contracts.asyncapi import SCHEMA_DIR, published_files
+from seedline_web.openapi import published_files as web_published_files
 
 from .console import err, out
 from .errors import OperationFailed, UsageProblem, reports_errors
@@ -54,19 +56,19 @@ def docs(
     out_dir: Optional[Path] = typer.Option(
         None,
         "--out",
-        help="Write asyncapi.json and schema/NAME.json into this folder (the repo keeps them "
-        "in docs).",
+        help="Write asyncapi.json, schema/NAME.json and openapi.json into this folder (the "
+        "repo keeps them in docs).",
     ),
     check: bool = typer.Option(
         False, "--check", help="Write nothing; exit 1 when the files in --out are out of date."
     ),
 ) -> None:
-    """Print or write the published contract: an AsyncAPI 3.0 document and JSON Schemas.
+    """Print or write the published contract: an AsyncAPI 3.0 document and JSON Schemas,
+    and the HTTP API's OpenAPI document.
 
-    Both are generated from the contracts library. Without --out the AsyncAPI document
-    goes to stdout.
+    All are generated from the code. Without --out the AsyncAPI document goes to stdout.
     """
-    files = published_files()
+    files = {**published_files(), **web_published_files()}
     if out_dir is None:
         if check:
             raise UsageProblem("--check needs --out, the folder to compare, e.g. --out docs.")
@@ -95,6 +97,6 @@ def docs(
         raise OperationFailed(f"Cannot write the published contract to {out_dir}: {exc}.") from None
     note = f"; removed {len(removed)} schema(s) of messages that no longer exist" if removed else ""
     out.print(
-        f"Wrote {out_dir / 'asyncapi.json'} and {len(files) - 1} schemas to "
-        f"{out_dir / SCHEMA_DIR}/{note}."
+        f"Wrote {out_dir / 'asyncapi.json'}, {out_dir / 'openapi.json'} and {len(files) - 2} "
+        f"schemas to {out_dir / SCHEMA_DIR}/{note}."
     )

@@ -28,6 +28,7 @@ from .console import pages
 from .errors import WebError, unavailable
 from .limits import BodyLimit
 from .mcp_tools import build_server
+from .openapi import openapi_document
 from .opens import OpensProjection
 from .tenant import Tenant
 from .tokens import TokenStore
@@ -240,21 +241,6 @@ DESCRIPTION = (
     "create --instance <instance>`). Every error is `{\"ok\": false, \"error\": {\"code\", "
     "\"message\"}}`. The console is at /console and MCP over HTTP at /mcp."
 )
-
-
-def openapi_document(app: FastAPI) -> dict:
-    """FastAPI's document with the msgspec types as its components."""
-    from fastapi.openapi.utils import get_openapi
-
-    if app.openapi_schema is None:
-        document = get_openapi(title=app.title, version=app.version,
-                               description=app.description, routes=app.routes)
-        document.setdefault("components", {}).setdefault("schemas", {}).update(wire.components())
-        document["components"]["securitySchemes"] = {
-            "bearer": {"type": "http", "scheme": "bearer"}}
-        document["security"] = [{"bearer": []}]
-        app.openapi_schema = document
-    return app.openapi_schema
 
 
 def create_app(settings: Settings) -> WebApp:
