@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 
 import pytest
@@ -16,7 +17,7 @@ def closed_port_env(tmp_path) -> dict[str, str]:
 
 
 # The flags every single-entry publish needs, before the one each test gets wrong.
-ONE_ENTRY = ("publish", "--instance", "i", "--repo", "r", "--session", "s")
+ONE_ENTRY = ("publish", "--instance", "i", "--repo", "r", "--conversation", "s")
 
 
 def test_an_empty_repo_name_is_a_usage_error(seedline):
@@ -63,7 +64,7 @@ def test_an_unparseable_at_is_a_usage_error(seedline):
             "i",
             "--repo",
             "r",
-            "--session",
+            "--conversation",
             "s",
             "--kind",
             "system",
@@ -80,8 +81,14 @@ def test_commands_exit_3_when_nats_is_not_running(seedline, closed_port_env, arg
     result = seedline(*args, env=closed_port_env)
     assert result.exit_code == 3, result.output
     url = closed_port_env["SEEDLINE_NATS_URL"]
-    assert f"Cannot reach NATS at {url}." in result.stderr
-    assert "`make run` (or `seedline up`), or set SEEDLINE_NATS_URL" in result.stderr
+    if "--json" in args:
+        error = json.loads(result.stdout)["error"]
+        assert error["code"] == "unavailable" and not result.stderr
+        message = error["message"]
+    else:
+        message = result.stderr
+    assert f"Cannot reach NATS at {url}." in message
+    assert "`make run` (or `seedline up`), or set SEEDLINE_NATS_URL" in message
 
 
 def test_the_nats_url_option_overrides_the_environment(seedline, closed_port_env):

@@ -18,6 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from seedline_cli.up_processes import port_is_free
+from seedline_core.notices import wording_violations
 from seedline_devtools.embedded import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.servers]
@@ -168,3 +170,116 @@ def test_up_runs_the_system_and_stops_cleanly_on_ctrl_c(seedline, home, tmp_path
     _, alive = psutil.wait_procs(processes_using(home), timeout=10)
     assert not alive, [p.info["cmdline"] for p in alive]
     assert not (home / "postgres" / "postmaster.pid").exists()
+
+
+def start_up(home: Path, cwd: Path, nats_port: int, monitor_port: int) -> subprocess.Popen:
+    env = {**os.environ, "SEEDLINE_HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    env.pop("SEEDLINE_NATS_URL", None)
+    env.pop("SEEDLINE_DATABASE_URL", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "seedline_cli", "up", "--nats-port", str(nats_port),
+         "--monitor-port", str(monitor_port)],
+        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+def read_until_exit_or_ready(lines: queue.Queue, seen: list[str], timeout: float) -> bool:
+    """True when the process printed its ready line, False when it exited first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=0.5)
+        except queue.Empty:
+            continue
+        if line is None:
+            return False
+        seen.append(line)
+        if READY_LINE in line:
+            return True
+    raise AssertionError(f"neither ready nor exited within {timeout:g} s:\n" + "".join(seen))
+
+
+def start_markers(logs: Path) -> dict[str, int]:
+    """How many times `seedline up` started each process whose log is in this folder."""
+    return {
+        path.name: path.read_text(errors="replace").count("--- started by seedline up")
+        for path in sorted(logs.glob("*.log"))
+        if path.is_file() and not path.is_symlink()
+    }
+
+
+def postgres_answers(home: Path) -> bool:
+    import psycopg
+
+    try:
+        with psycopg.connect(
+            f"postgresql://postgres@/seedline?host={home / 'postgres'}", connect_timeout=3
+        ) as conn:
+            return conn.execute("SELECT 1").fetchone() == (1,)
+    except psycopg.Error:
+        return False
+
+
+def test_a_second_up_on_the_same_folder_names_the_holder_and_touches_nothing(
+    seedline, home, tmp_path
+):
+    first_ports = (free_port(), free_port())
+    second_ports = (free_port(), free_port())
+    first = start_up(home, tmp_path, *first_ports)
+    first_lines: queue.Queue = queue.Queue()
+    first_seen: list[str] = []
+    threading.Thread(target=_lines, args=(first.stdout, first_lines), daemon=True).start()
+    second = None
+    try:
+        wait_for_line(first_lines, first_seen, READY_LINE, timeout=180)
+        config_before = (home / "nats" / "nats.conf").read_bytes()
+        markers_before = start_markers(home / "logs")
+        files_before = sorted(p.name for p in home.iterdir())
+
+        second = start_up(home, tmp_path, *second_ports)
+        second_lines: queue.Queue = queue.Queue()
+        second_seen: list[str] = []
+        threading.Thread(target=_lines, args=(second.stdout, second_lines), daemon=True).start()
+        started = read_until_exit_or_ready(second_lines, second_seen, timeout=180)
+        if started:
+            # The defect: it ran a second system on the same data. Ctrl-C it as a person would.
+            second.send_signal(signal.SIGINT)
+        code = second.wait(60)
+        output = "".join(second_seen)
+
+        assert not started, "the second seedline up started a system:\n" + output
+        assert code == 1, output
+        assert f"pid {first.pid}" in output, output
+        assert f"NATS port {first_ports[0]}" in output, output
+        assert "started at 20" in output, output
+        assert "Stop it (Ctrl-C in its terminal" in output, output
+        assert not wording_violations(output), output
+        # Touching nothing: no server, no config or log written for the second one.
+        assert port_is_free(second_ports[0]) and port_is_free(second_ports[1])
+        assert (home / "nats" / "nats.conf").read_bytes() == config_before
+        assert start_markers(home / "logs") == markers_before
+        assert sorted(p.name for p in home.iterdir()) == files_before
+
+        # The first system still works: its Postgres answers and its services stay up.
+        assert first.poll() is None, "".join(first_seen)
+        assert postgres_answers(home)
+        env = {"SEEDLINE_NATS_URL": f"nats://127.0.0.1:{first_ports[0]}", "SEEDLINE_HOME": str(home)}
+        published = seedline("publish", "--instance", "demo", "--repo", "apps/hello",
+                             "--conversation", "after-second", "--kind", "chat_user",
+                             "--content", "still here", "--json", env=env)
+        assert published.exit_code == 0, published.output
+        opened = seedline("open", "--instance", "demo", "--repo", "apps/hello", "--engine",
+                          "scripted", "--node", "demo-runner", "--json", env=env)
+        assert opened.exit_code == 0, opened.output
+        assert first.poll() is None, "".join(first_seen)
+    finally:
+        if second is not None and second.poll() is None:
+            second.kill()
+        first.send_signal(signal.SIGINT)
+        try:
+            first_code = first.wait(60)
+        finally:
+            if first.poll() is None:
+                first.kill()
+    wait_for_line(first_lines, first_seen, "Stopped.", timeout=5)
+    assert first_code == 0, "".join(first_seen)

@@ -38,3 +38,10 @@ def check_name(flag: str, value: str, example: str) -> str:
 def safe_url(url: str) -> str:
     """A connection URL with any password hidden, fit to print."""
     return re.sub(r"(://[^:/@]+:)[^@]*@", r"\1***@", url)
+
+
+def conversation_flag(conversation: str | None, old_flag: str | None) -> str | None:
+    """--conversation, or --session, its older name, kept working for scripts."""
+    if conversation is not None and old_flag is not None and conversation != old_flag:
+        raise UsageProblem("Give the conversation once, with --conversation.")
+    return conversation if conversation is not None else old_flag

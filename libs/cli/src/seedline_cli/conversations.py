@@ -69,11 +69,18 @@ def open_conversation(
     if json_out:
         print_json(reply)
         return
+    print_open_reply(reply)
+
+
+def print_open_reply(reply: dict) -> None:
+    """The notice a person would see, then the decision and the brief's receipt."""
     notice = reply.get("notice") or {}
     if notice.get("console"):
         out.print(f"[{TONE_STYLES.get(notice.get('tone'), '')}]{escape(notice['console'])}[/]")
     continuity = reply.get("continuity") or {}
     table = Table(show_header=False, box=None)
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")
     table.add_row("conversation", escape(reply["session_id"]))
     table.add_row("machine", escape(reply["node_id"]))
     table.add_row("outcome", escape(reply["outcome"]))

@@ -1,4 +1,4 @@
-"""`seedline sessions`: the live conversations, where they run and how long they have idled."""
+"""`seedline conversations`: the live conversations, where they run and how long they have idled."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from seedline_contracts import subjects
-from seedline_platform.clock import parse_rfc3339
+from seedline_contracts.times import parse_rfc3339
 from seedline_platform.settings import Settings
 
 from .config import check_name, load_settings
-from .console import out, print_json
+from .console import add_id_column, add_text_column, out, print_json
 from .errors import reports_errors
 from .nats_client import call, connected
 from .runners_cmd import age_text, read_presence
@@ -45,7 +45,7 @@ def _idle_seconds(last_activity_at: str, now: datetime) -> float | None:
 
 
 @reports_errors
-def sessions(
+def conversations(
     ctx: typer.Context,
     instance: Optional[str] = typer.Option(
         None, "--instance", help="Only the conversations of this instance."
@@ -76,11 +76,12 @@ def sessions(
         )
         return
     table = Table(title=f"{len(conversations)} live conversation(s)", title_justify="left")
-    columns = ["conversation", "repo", "machine", "engine", "idle"]
+    add_id_column(table, "conversation", [row.get("session_id", "") for row in conversations])
+    columns = ["repo", "machine", "engine", "idle"]
     if instance is None:
-        columns.insert(1, "instance")
+        columns.insert(0, "instance")
     for column in columns:
-        table.add_column(column)
+        add_text_column(table, column)
     for row in conversations:
         node = row.get("node_id", "")
         if node in online:

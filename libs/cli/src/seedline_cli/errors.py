@@ -7,8 +7,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import typer
+from typer._click.exceptions import ClickException
 
-from .console import err
+from .console import err, print_json
 
 OK = 0
 FAILED = 1
@@ -22,10 +23,13 @@ F = TypeVar("F", bound=Callable)
 
 class CliError(Exception):
     exit_code = FAILED
+    code = "failed"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, code: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        if code is not None:
+            self.code = code
 
 
 class OperationFailed(CliError):
@@ -34,24 +38,52 @@ class OperationFailed(CliError):
 
 class UsageProblem(CliError):
     exit_code = USAGE
+    code = "invalid_request"
 
 
 class Unreachable(CliError):
     exit_code = UNREACHABLE
+    code = "unavailable"
+
+
+def report(exc: CliError, as_json: bool) -> None:
+    """An error for a person on stderr, or the contract's error reply on stdout for --json."""
+    if as_json:
+        print_json({"ok": False, "error": {"code": exc.code, "message": exc.message}})
+    else:
+        err.print(f"[bold red]Error:[/] {_escape(exc.message)}")
 
 
 def reports_errors(command: F) -> F:
-    """Turn a CliError into its message on stderr and its exit code."""
+    """Turn a CliError, or anything unexpected, into one message and its exit code.
+
+    With --json (a ``json_out`` parameter) the message is JSON on stdout, so a script
+    reading stdout always gets JSON; the exit code is the same either way.
+    """
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
+        as_json = bool(kwargs.get("json_out"))
         try:
             return command(*args, **kwargs)
         except CliError as exc:
-            err.print(f"[bold red]Error:[/] {_escape(exc.message)}")
+            report(exc, as_json)
             raise typer.Exit(exc.exit_code) from None
+        except (typer.Exit, typer.Abort, KeyboardInterrupt, ClickException):
+            raise
+        except Exception as exc:  # no traceback reaches a person
+            report(unexpected(exc), as_json)
+            raise typer.Exit(FAILED) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def unexpected(exc: BaseException) -> CliError:
+    return CliError(
+        f"Something unexpected went wrong ({type(exc).__name__}: {exc}). Run the command "
+        "again; if it happens again, report it with the command you ran.",
+        code="internal_error",
+    )
 
 
 def _escape(text: str) -> str:

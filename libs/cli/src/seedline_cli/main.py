@@ -6,17 +6,21 @@ from typing import Optional
 
 import typer
 
+from .app_group import SeedlineGroup
 from .bench_cmd import bench
 from .conversations import brief, open_conversation
+from .conversations_cmd import conversations
 from .docs_cmd import docs
 from .mcp_cmd import mcp
+from .notices_cmd import notices
 from .publish import publish
 from .rebuild_cmd import rebuild
+from .rejected_cmd import rejected
 from .relocate_cmd import relocate
 from .runner_cmd import runner
 from .runners_cmd import runners
 from .schema_cmd import schema
-from .sessions_cmd import sessions
+from .status_cmd import status
 from .stop_cmd import stop
 from .timeline_cmd import timeline
 from .tokens_cmd import tokens
@@ -24,6 +28,7 @@ from .up import up
 
 app = typer.Typer(
     name="seedline",
+    cls=SeedlineGroup,
     help="Seedline: conversations for coding agents that outlive their processes.",
     no_args_is_help=True,
     add_completion=False,
@@ -50,11 +55,15 @@ app.command("publish")(publish)
 app.command("timeline")(timeline)
 app.command("open")(open_conversation)
 app.add_typer(brief, name="brief")
-app.command("sessions")(sessions)
+app.command("conversations")(conversations)
+app.command("sessions", hidden=True)(conversations)  # the older name, for scripts
 app.command("relocate")(relocate)
 app.command("stop")(stop)
 app.command("runner")(runner)
 app.command("runners")(runners)
+app.command("status")(status)
+app.add_typer(rejected, name="rejected")
+app.command("notices")(notices)
 app.command("schema")(schema)
 app.command("docs")(docs)
 app.command("mcp")(mcp)

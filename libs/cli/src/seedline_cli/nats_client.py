@@ -10,13 +10,19 @@ from typing import Any
 
 import nats
 from nats.aio.client import Client
-from nats.errors import NoRespondersError
+from nats.errors import (
+    ConnectionClosedError,
+    NoRespondersError,
+    OutboundBufferLimitError,
+    StaleConnectionError,
+)
 from nats.errors import TimeoutError as NatsTimeout
 
 from seedline_contracts.codec import encode
 from seedline_platform.settings import Settings
 
 from .errors import START_HINT, OperationFailed, Unreachable, UsageProblem
+from .sizes import size_text
 
 CONNECT_TIMEOUT = 6.0
 
@@ -61,16 +67,21 @@ async def connected(settings: Settings, name: str = "seedline-cli") -> AsyncIter
 
 class ReplyError(OperationFailed):
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code)
 
 
 async def call(
     nc: Client, subject: str, body: dict[str, Any], *, service: str, timeout: float = 10.0
 ) -> dict[str, Any]:
     """Send a request and return the ``ok`` reply; an error reply raises with its message."""
+    payload = encode(body)
+    if len(payload) > nc.max_payload:
+        raise UsageProblem(
+            f"The request is {size_text(len(payload))}, over this NATS server's max payload of "
+            f"{size_text(nc.max_payload)}; send less at once."
+        )
     try:
-        msg = await nc.request(subject, encode(body), timeout=timeout)
+        msg = await nc.request(subject, payload, timeout=timeout)
     except NoRespondersError:
         raise Unreachable(
             f"Nothing answers on {subject}: the {service} is not running. {START_HINT}."
@@ -79,6 +90,11 @@ async def call(
         raise Unreachable(
             f"The {service} did not answer on {subject} within {timeout:g} s. Check that it is "
             "running (logs are under SEEDLINE_HOME/logs with `seedline up`) and try again."
+        ) from None
+    except (ConnectionClosedError, StaleConnectionError, OutboundBufferLimitError):
+        raise Unreachable(
+            f"The connection to NATS closed before the {service} answered on {subject}; "
+            "check that nats-server still runs and try again."
         ) from None
     try:
         reply = json.loads(msg.data)
@@ -93,6 +109,6 @@ async def call(
         code = str(error.get("code", "unknown"))
         message = str(error.get("message", "the request failed"))
         if code == "invalid_request":
-            raise UsageProblem(message)
+            raise UsageProblem(message, code)
         raise ReplyError(code, message)
     return reply

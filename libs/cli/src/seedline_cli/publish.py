@@ -1,32 +1,32 @@
-"""`seedline publish`: one entry from flags, or many from a JSONL file."""
+"""`seedline publish`: one entry from flags, or many from a JSONL file (publish_file.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
 import typer
-from nats.errors import NoRespondersError
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
 from seedline_contracts import subjects
-from seedline_contracts.timeline import KINDS
-from seedline_platform.clock import now_text, parse_rfc3339
-from seedline_platform.natsio import publish_window
+from seedline_contracts.codec import encode
+from seedline_contracts.normalise import Accepted, normalise
+from seedline_contracts.timeline import KINDS, MAX_CONTENT_CHARS
+from seedline_contracts.times import now_text, parse_rfc3339
 from seedline_platform.settings import Settings
-from seedline_timeline_writer.normalise import Accepted, normalise
 
-from .config import check_name, load_settings
-from .console import err, out, print_json
-from .errors import START_HINT, OperationFailed, Unreachable, UsageProblem, reports_errors
+from .config import check_name, conversation_flag, load_settings
+from .console import out, print_json
+from .errors import UsageProblem, reports_errors
 from .ids import new_entry_id
 from .nats_client import call, connected
+from .publish_file import DEFAULT_WINDOW, publish_file, report_file
+from .sizes import size_text
 
-DEFAULT_WINDOW = 256
+# NATS itself takes no message over 64 MiB, whatever a server's max_payload says.
+MAX_CONTENT_FILE_BYTES = 64 << 20
 
 
 @reports_errors
@@ -36,9 +36,10 @@ def publish(
         None, "--instance", help="Instance the entry belongs to."
     ),
     repo: Optional[str] = typer.Option(None, "--repo", help="Repository, e.g. apps/chess-academy."),
-    session: Optional[str] = typer.Option(
-        None, "--session", help="Conversation id the entry belongs to."
+    conversation: Optional[str] = typer.Option(
+        None, "--conversation", help="Conversation id the entry belongs to."
     ),
+    old_flag: Optional[str] = typer.Option(None, "--session", hidden=True),
     kind: Optional[str] = typer.Option(None, "--kind", help=f"One of: {', '.join(KINDS)}."),
     content: Optional[str] = typer.Option(None, "--content", help="The entry's text."),
     content_file: Optional[Path] = typer.Option(
@@ -71,6 +72,7 @@ def publish(
     every line goes to seedline.ingest.timeline; bad lines are reported and skipped
     (exit code 1 when any was).
     """
+    conversation = conversation_flag(conversation, old_flag)
     settings = load_settings(ctx)
     if file is not None:
         given = [
@@ -78,7 +80,7 @@ def publish(
             for name, value in [
                 ("--instance", instance),
                 ("--repo", repo),
-                ("--session", session),
+                ("--conversation", conversation),
                 ("--kind", kind),
                 ("--content", content),
                 ("--content-file", content_file),
@@ -92,15 +94,17 @@ def publish(
             raise UsageProblem(
                 f"--file takes every field from the file's lines; leave out {', '.join(given)}."
             )
-        summary = asyncio.run(_publish_file(settings, file, window))
-        _report_file(summary, file, json_out)
+        summary = asyncio.run(publish_file(settings, file, window))
+        report_file(summary, file, json_out)
         if summary.skipped:
             raise typer.Exit(1)
         return
     body = _entry_from_flags(
-        instance, repo, session, kind, content, content_file, entry_id, at, engine
+        instance, repo, conversation, kind, content, content_file, entry_id, at, engine
     )
     reply = asyncio.run(_append(settings, body))
+    length = len(body["content"])
+    truncated_from = length if length > MAX_CONTENT_CHARS and not reply["duplicate"] else None
     if json_out:
         print_json(
             {
@@ -108,6 +112,7 @@ def publish(
                 "entry_id": body["entry_id"],
                 "seq": reply["seq"],
                 "duplicate": reply["duplicate"],
+                "truncated_from": truncated_from,
             }
         )
     elif reply["duplicate"]:
@@ -117,17 +122,23 @@ def publish(
         )
     else:
         out.print(f"Stored entry {escape(body['entry_id'])} as seq {reply['seq']}.")
+        if truncated_from is not None:
+            out.print(
+                f"[yellow]Its content was cut to {MAX_CONTENT_CHARS:,} characters from "
+                f"{truncated_from:,}[/] (an entry keeps at most {MAX_CONTENT_CHARS:,}; the "
+                "original length is recorded with it)."
+            )
 
 
 def _entry_from_flags(
-    instance, repo, session, kind, content, content_file, entry_id, at, engine
+    instance, repo, conversation, kind, content, content_file, entry_id, at, engine
 ) -> dict:
     missing = [
         flag
         for flag, value in [
             ("--instance", instance),
             ("--repo", repo),
-            ("--session", session),
+            ("--conversation", conversation),
             ("--kind", kind),
         ]
         if value is None
@@ -136,7 +147,7 @@ def _entry_from_flags(
         raise UsageProblem(f"Missing {', '.join(missing)}; or publish a JSONL file with --file.")
     check_name("--instance", instance, "bd43f4de")
     check_name("--repo", repo, "apps/chess-academy")
-    check_name("--session", session, "csess_21b8d1b9")
+    check_name("--conversation", conversation, "csess_21b8d1b9")
     if kind not in KINDS:
         raise UsageProblem(f"--kind {kind!r} is not one of {', '.join(KINDS)}.")
     if (content is None) == (content_file is None):
@@ -154,7 +165,7 @@ def _entry_from_flags(
         "entry_id": entry_id if entry_id is not None else new_entry_id(),
         "instance_id": instance,
         "repo": repo,
-        "session_id": session,
+        "session_id": conversation,
         "kind": kind,
         "content": content,
     }
@@ -162,122 +173,49 @@ def _entry_from_flags(
         body["at"] = at
     if engine is not None:
         body["engine"] = engine
-    result = normalise(_encode(body), now_text())
+    result = normalise(encode(body), now_text())
     if not isinstance(result, Accepted):
         raise UsageProblem(result.message)
     return body
 
 
-def _encode(body: dict) -> bytes:
-    from seedline_contracts.codec import encode
-
-    return encode(body)
-
-
 def _read_content(path: Path) -> str:
+    name = "-" if str(path) == "-" else str(path)
     try:
-        if str(path) == "-":
-            return sys.stdin.read()
-        return path.read_text(encoding="utf-8")
+        if name == "-":
+            data = sys.stdin.buffer.read(MAX_CONTENT_FILE_BYTES + 1)
+        elif path.is_dir():
+            raise UsageProblem(f"--content-file {name} is a folder; give a file, or - for stdin.")
+        else:
+            with path.open("rb") as handle:
+                data = handle.read(MAX_CONTENT_FILE_BYTES + 1)
     except OSError as exc:
-        raise UsageProblem(f"Cannot read --content-file {path}: {exc.strerror}.") from None
-    except UnicodeDecodeError:
-        raise UsageProblem(f"--content-file {path} is not UTF-8 text.") from None
+        raise UsageProblem(f"Cannot read --content-file {name}: {exc.strerror}.") from None
+    if len(data) > MAX_CONTENT_FILE_BYTES:
+        raise UsageProblem(
+            f"--content-file {name} is over {size_text(MAX_CONTENT_FILE_BYTES)}, more than NATS "
+            f"carries in one message. An entry keeps at most {MAX_CONTENT_CHARS:,} characters: "
+            "publish the part that matters, or split it into several entries."
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageProblem(
+            f"--content-file {name} is not UTF-8 text (byte 0x{data[exc.start]:02X} at offset "
+            f"{exc.start:,} cannot be read). Convert it first, for example with "
+            "`iconv -f latin1 -t utf-8`."
+        ) from None
 
 
 async def _append(settings: Settings, body: dict) -> dict:
+    payload = encode(body)
     async with connected(settings) as nc:
+        if len(payload) > nc.max_payload:
+            raise UsageProblem(
+                f"The entry is {size_text(len(payload))} as JSON, over this NATS server's max "
+                f"payload of {size_text(nc.max_payload)}, so it cannot be sent. Its content is "
+                f"{len(body['content']):,} characters and an entry keeps at most "
+                f"{MAX_CONTENT_CHARS:,} (longer content is cut, its length recorded): publish "
+                "the part that matters, or split it into several entries."
+            )
         return await call(nc, subjects.API_TIMELINE_APPEND, body, service="timeline-writer")
-
-
-@dataclass
-class FileSummary:
-    published: int = 0
-    duplicates: int = 0
-    skipped: list[tuple[int, str]] = field(default_factory=list)
-
-
-async def _publish_file(settings: Settings, path: Path, window: int) -> FileSummary:
-    try:
-        size = path.stat().st_size
-        handle = path.open("rb")
-    except OSError as exc:
-        raise UsageProblem(f"Cannot read --file {path}: {exc.strerror}.") from None
-    summary = FileSummary()
-    async with connected(settings) as nc:
-        js = nc.jetstream()
-        progress = Progress(
-            TextColumn("[progress.description]{task.description}"),
-            BarColumn(),
-            TaskProgressColumn(),
-            TimeRemainingColumn(),
-            console=err,
-            transient=True,
-            disable=not err.is_terminal,
-        )
-        with handle, progress:
-            task = progress.add_task(f"Publishing {path.name}", total=size or None)
-            pending: list[tuple[str, bytes, dict]] = []
-            for line_number, raw in enumerate(handle, start=1):
-                progress.advance(task, len(raw))
-                line = raw.strip()
-                if not line:
-                    continue
-                result = normalise(line, now_text())
-                if not isinstance(result, Accepted):
-                    summary.skipped.append((line_number, result.message))
-                    progress.console.print(
-                        f"[yellow]line {line_number}:[/] {escape(result.message)}; skipped"
-                    )
-                    continue
-                pending.append(
-                    (subjects.INGEST_TIMELINE, line, {"Nats-Msg-Id": result.entry.entry_id})
-                )
-                if len(pending) >= window:
-                    await _flush(js, pending, summary)
-            await _flush(js, pending, summary)
-    return summary
-
-
-async def _flush(js, pending: list, summary: FileSummary) -> None:
-    if not pending:
-        return
-    try:
-        acks = await publish_window(js, pending)
-    except NoRespondersError:
-        raise Unreachable(
-            f"No stream takes {subjects.INGEST_TIMELINE} yet: the timeline-writer creates it "
-            f"when it starts. {START_HINT}."
-        ) from None
-    except Exception as exc:
-        raise OperationFailed(
-            f"Publishing stopped after {summary.published} entries ({type(exc).__name__}: {exc}). "
-            "Publishing the file again is safe: entries are deduplicated by entry_id."
-        ) from None
-    summary.published += len(acks)
-    summary.duplicates += sum(1 for ack in acks if ack.duplicate)
-    pending.clear()
-
-
-def _report_file(summary: FileSummary, path: Path, json_out: bool) -> None:
-    if json_out:
-        print_json(
-            {
-                "ok": not summary.skipped,
-                "published": summary.published,
-                "duplicates": summary.duplicates,
-                "skipped": [{"line": n, "error": message} for n, message in summary.skipped],
-            }
-        )
-        return
-    text = f"Published {summary.published} entries from {escape(str(path))}"
-    if summary.duplicates:
-        text += f" ({summary.duplicates} had been published already)"
-    out.print(text + ".")
-    if summary.skipped:
-        lines = ", ".join(str(n) for n, _ in summary.skipped)
-        out.print(
-            f"[yellow]Skipped {len(summary.skipped)} bad line(s): {lines}.[/] "
-            "Fix them and publish the file again; entries already stored are not duplicated."
-        )
-    out.print("The timeline-writer stores them in order; read them back with `seedline timeline`.")

@@ -5,21 +5,19 @@ from __future__ import annotations
 import asyncio
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from seedline_contracts import subjects
 from seedline_platform.settings import Settings
 
 from .config import check_name, load_settings
-from .console import out, print_json
+from .console import print_json
+from .conversations import print_open_reply
 from .errors import reports_errors
 from .nats_client import ReplyError, call, connected
 
-TONE_STYLES = {"info": "green", "warning": "yellow"}
 HINTS = {
     "runner_offline": "`seedline runners` lists the machines online now.",
-    "not_found": "`seedline sessions` lists the live conversations and their ids.",
+    "not_found": "`seedline conversations` lists the live conversations and their ids.",
 }
 
 
@@ -59,21 +57,4 @@ def relocate(
     if json_out:
         print_json(reply)
         return
-    notice = reply.get("notice") or {}
-    if notice.get("console"):
-        out.print(f"[{TONE_STYLES.get(notice.get('tone'), '')}]{escape(notice['console'])}[/]")
-    continuity = reply.get("continuity") or {}
-    brief = reply.get("brief")
-    table = Table(show_header=False, box=None)
-    table.add_row("conversation", escape(reply["session_id"]))
-    table.add_row("machine", escape(reply["node_id"]))
-    table.add_row("outcome", escape(reply["outcome"]))
-    table.add_row("decision", escape(f"{continuity.get('mode')}: {continuity.get('reason')}"))
-    table.add_row(
-        "brief",
-        "none"
-        if brief is None
-        else f"{brief['rows']} entries, {brief['chars']} characters, "
-        f"{brief['omitted_rows']} left out, up to seq {brief['until_seq']}",
-    )
-    out.print(table)
+    print_open_reply(reply)

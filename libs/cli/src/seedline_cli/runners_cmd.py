@@ -12,11 +12,11 @@ from rich.markup import escape
 from rich.table import Table
 
 from seedline_contracts import subjects
-from seedline_platform.clock import format_utc
+from seedline_contracts.times import format_utc
 from seedline_platform.settings import Settings
 
 from .config import load_settings
-from .console import out, print_json
+from .console import add_id_column, add_text_column, out, print_json
 from .errors import START_HINT, Unreachable, reports_errors
 from .nats_client import connected
 
@@ -81,6 +81,9 @@ def _row(key: str, value: bytes, created: datetime | None) -> dict:
         "label": str(body.get("label") or node_id),
         "engines": list(body.get("engines") or []),
         "stateless_engines": list(body.get("stateless_engines") or []),
+        # Protocol 2 (CONTRACT 4.1): the conversations it hosts now, the instances it serves.
+        "live": [str(s) for s in body.get("live") or []] if "live" in body else None,
+        "instances": [str(i) for i in body.get("instances") or []],
         "protocol": body.get("protocol"),
         "seed_capable": body.get("seed_capable"),
         "heartbeat_at": format_utc(created) if created else None,
@@ -116,8 +119,9 @@ def runners(
         )
         return
     table = Table(title=f"{len(rows)} runner machine(s) online", title_justify="left")
-    for column in ("machine", "label", "engines", "stateless engines", "last heartbeat"):
-        table.add_column(column)
+    add_id_column(table, "machine", [row["node_id"] for row in rows])
+    for column in ("label", "engines", "stateless engines", "hosts", "last heartbeat"):
+        add_text_column(table, column)
     for row in rows:
         age = row["heartbeat_age_seconds"]
         table.add_row(
@@ -125,6 +129,16 @@ def runners(
             escape(row["label"]) if row["readable"] else "[yellow]unreadable presence[/]",
             escape(", ".join(row["engines"]) or "-"),
             escape(", ".join(row["stateless_engines"]) or "-"),
+            hosts_text(row),
             "-" if age is None else f"{age_text(age)} ago",
         )
     out.print(table)
+
+
+def hosts_text(row: dict) -> str:
+    """What a machine hosts, as its presence says: its live conversations and instances."""
+    live = row.get("live")
+    text = "-" if live is None else (f"{len(live)} conversation(s)" if live else "nothing")
+    if row.get("instances"):
+        text += f"; only {escape(', '.join(row['instances']))}"
+    return text

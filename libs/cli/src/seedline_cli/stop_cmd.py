@@ -32,8 +32,8 @@ async def _stop(settings: Settings, conversation: str, reason: str) -> dict:
             if exc.code == "not_found":
                 raise ReplyError(
                     exc.code,
-                    f"{exc.message} `seedline sessions` lists the live conversations and their "
-                    "ids.",
+                    f"{exc.message} `seedline conversations` lists the live conversations and "
+                    "their ids.",
                 ) from None
             raise
 
@@ -58,7 +58,16 @@ def stop(
         raise UsageProblem(f"--reason is {len(reason)} characters; keep it to {MAX_REASON_CHARS}.")
     settings = load_settings(ctx)
     reply = asyncio.run(_stop(settings, conversation, reason))
+    # Contract 1.1: `stopped` says whether it was live; a reply without it is from a gateway
+    # that answers only for live conversations.
+    stopped = bool(reply.get("stopped", True))
     if json_out:
-        print_json({**reply, "session_id": conversation, "reason": reason})
+        print_json({**reply, "stopped": stopped, "session_id": conversation, "reason": reason})
         return
-    out.print(f"Stopped conversation {escape(conversation)} ({escape(reason)}).")
+    if stopped:
+        out.print(f"Stopped conversation {escape(conversation)} ({escape(reason)}).")
+    else:
+        out.print(
+            f"Conversation {escape(conversation)} was not running, so there was nothing to stop. "
+            "`seedline conversations` lists the live ones."
+        )

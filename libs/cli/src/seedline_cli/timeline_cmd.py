@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 from typing import Optional
 
 import typer
@@ -13,10 +12,11 @@ from seedline_contracts import subjects
 from seedline_contracts.timeline import MAX_READ_LIMIT
 from seedline_platform.settings import Settings
 
-from .config import check_name, load_settings
+from .config import check_name, conversation_flag, load_settings
 from .console import out, print_json
 from .errors import reports_errors
 from .nats_client import call, connected
+from .timeline_opens import OpenMark, first_decisions, interleave, read_marks
 
 KIND_STYLES = {
     "chat_user": "bold cyan",
@@ -34,7 +34,10 @@ def timeline(
     ctx: typer.Context,
     instance: str = typer.Option(..., "--instance", help="Instance to read."),
     repo: str = typer.Option(..., "--repo", help="Repository to read, e.g. apps/chess-academy."),
-    session: Optional[str] = typer.Option(None, "--session", help="Only this conversation."),
+    conversation: Optional[str] = typer.Option(
+        None, "--conversation", help="Only this conversation."
+    ),
+    old_flag: Optional[str] = typer.Option(None, "--session", hidden=True),
     limit: int = typer.Option(
         100, "--limit", min=1, help="How many of the newest entries to show."
     ),
@@ -48,16 +51,18 @@ def timeline(
 ) -> None:
     """Read a repo's timeline, oldest first.
 
-    A rule line names each conversation where the next one begins, with the
-    continuity decision that opened it when the platform opened it.
+    A rule line names each conversation where it begins. Each open the platform made is
+    drawn where it happened, with the continuity decision made then; a wake or a
+    relocation is a line of its own.
     """
+    conversation = conversation_flag(conversation, old_flag)
     check_name("--instance", instance, "bd43f4de")
     check_name("--repo", repo, "apps/chess-academy")
-    if session is not None:
-        check_name("--session", session, "csess_21b8d1b9")
+    if conversation is not None:
+        check_name("--conversation", conversation, "csess_21b8d1b9")
     settings = load_settings(ctx)
-    entries, has_more, reasons = asyncio.run(
-        _read(settings, instance, repo, session, limit, before_seq, min_seq)
+    entries, has_more, marks, older_seq = asyncio.run(
+        _read(settings, instance, repo, conversation, limit, before_seq, min_seq)
     )
     if json_out:
         print_json(
@@ -65,96 +70,94 @@ def timeline(
                 "ok": True,
                 "instance_id": instance,
                 "repo": repo,
-                "session_id": session,
+                "session_id": conversation,
                 "entries": entries,
                 "has_more": has_more,
-                "continuity": reasons,
+                "continuity": first_decisions(marks),
+                "opens": [
+                    m.to_json() for m in interleave(entries, marks, older_seq, before_seq)
+                    if isinstance(m, OpenMark)
+                ],
             }
         )
         return
-    _render(entries, has_more, instance, repo, session, reasons)
+    _render(interleave(entries, marks, older_seq, before_seq), has_more, instance, repo,
+            conversation)
 
 
 async def _read(
     settings: Settings,
     instance: str,
     repo: str,
-    session: str | None,
+    conversation: str | None,
     limit: int,
     before_seq: int | None,
     min_seq: int | None,
-) -> tuple[list[dict], bool, dict[str, dict]]:
-    """The newest ``limit`` entries, fetched a page at a time from newest to oldest,
-    and the continuity decision of each conversation among them that the platform opened."""
+) -> tuple[list[dict], bool, list[OpenMark], int | None]:
+    """The newest ``limit`` entries, fetched a page at a time from newest to oldest; the
+    opens of the conversations among them; the seq of the entry just older than them."""
     entries: list[dict] = []
     has_more = False
     async with connected(settings) as nc:
-        while len(entries) < limit:
+
+        async def page(before: int | None, size: int, wait_for: int | None) -> dict:
             body = {
                 "instance_id": instance,
                 "repo": repo,
-                "session_id": session,
-                "before_seq": before_seq,
-                "limit": min(limit - len(entries), MAX_READ_LIMIT),
+                "session_id": conversation,
+                "before_seq": before,
+                "limit": size,
             }
-            if min_seq is not None:
-                body["min_seq"] = min_seq
-            reply = await call(nc, subjects.API_TIMELINE_READ, body, service="timeline-writer")
-            page = reply["entries"]
-            entries = page + entries
+            if wait_for is not None:
+                body["min_seq"] = wait_for
+            return await call(nc, subjects.API_TIMELINE_READ, body, service="timeline-writer")
+
+        while len(entries) < limit:
+            reply = await page(before_seq if not entries else entries[0]["seq"],
+                               min(limit - len(entries), MAX_READ_LIMIT),
+                               min_seq if not entries else None)
+            entries = reply["entries"] + entries
             has_more = bool(reply["has_more"])
-            if not has_more or not page:
+            if not has_more or not reply["entries"]:
                 break
-            before_seq = page[0]["seq"]
-            min_seq = None
-        reasons = await _continuity_of(nc, {e["session_id"] for e in entries})
-    return entries, has_more, reasons
-
-
-async def _continuity_of(nc, session_ids: set[str]) -> dict[str, dict]:
-    """The last continuity_decided event of each conversation, read from SEEDLINE_SESSIONS."""
-    js = nc.jetstream()
-    found: dict[str, dict] = {}
-    for session_id in sorted(session_ids):
-        try:
-            msg = await js.get_last_msg(
-                subjects.SESSIONS_STREAM, subjects.session_event_subject(session_id, "continuity_decided")
-            )
-        except Exception:
-            continue  # seen only in the timeline, or the stream is not readable from here
-        found[session_id] = json.loads(msg.data)["continuity"]
-    return found
+        older_seq = None
+        if has_more and entries:
+            older = (await page(entries[0]["seq"], 1, None))["entries"]
+            older_seq = older[-1]["seq"] if older else None
+        marks = await read_marks(nc, {e["session_id"] for e in entries})
+    return entries, has_more, marks, older_seq
 
 
 def _render(
-    entries: list[dict], has_more: bool, instance: str, repo: str, session: str | None,
-    reasons: dict[str, dict],
+    items: list[dict | OpenMark], has_more: bool, instance: str, repo: str,
+    conversation: str | None,
 ) -> None:
+    entries = [item for item in items if not isinstance(item, OpenMark)]
     if not entries:
-        scope = f"conversation {session} of " if session else ""
+        scope = f"conversation {conversation} of " if conversation else ""
         out.print(Text(f"No entries for {scope}{repo} on instance {instance}."))
         return
     current = None
-    for entry in entries:
-        if entry["session_id"] != current:
-            current = entry["session_id"]
+    for item in items:
+        if item_conversation(item) != current:
+            current = item_conversation(item)
             out.rule(Text(f"conversation {current}"), style="dim")
-            if current in reasons:
-                decided = reasons[current]
-                out.print(Text(f"opened {decided['mode']}: {decided['reason']}", style="dim italic"))
+        if isinstance(item, OpenMark):
+            out.print(Text(item.text(), style="dim italic"))
+            continue
         header = Text.assemble(
-            (f"#{entry['seq']}", "bold"),
+            (f"#{item['seq']}", "bold"),
             "  ",
-            (entry["at"], "dim"),
+            (item["at"], "dim"),
             "  ",
-            (entry["kind"], KIND_STYLES.get(entry["kind"], "")),
+            (item["kind"], KIND_STYLES.get(item["kind"], "")),
         )
-        if entry.get("engine"):
-            header.append(f"  {entry['engine']}", style="dim")
-        if entry.get("truncated_from"):
-            header.append(f"  (cut from {entry['truncated_from']} characters)", style="yellow")
+        if item.get("engine"):
+            header.append(f"  {item['engine']}", style="dim")
+        if item.get("truncated_from"):
+            header.append(f"  (cut from {item['truncated_from']:,} characters)", style="yellow")
         out.print(header)
-        out.print(Text(entry["content"]), style="", soft_wrap=False)
+        out.print(Text(item["content"]), style="", soft_wrap=False)
         out.print()
     if has_more:
         out.print(
@@ -163,3 +166,7 @@ def _render(
                 style="dim",
             )
         )
+
+
+def item_conversation(item: dict | OpenMark) -> str:
+    return item.session_id if isinstance(item, OpenMark) else item["session_id"]

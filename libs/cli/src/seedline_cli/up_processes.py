@@ -16,7 +16,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from seedline_platform.clock import now_text
+from seedline_contracts.times import now_text
+from seedline_devtools.embedded import free_port
 
 SERVICES = ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway")
 DEMO_RUNNER = "demo-runner"
@@ -88,8 +89,17 @@ class Child:
     log_path: Path
     proc: asyncio.subprocess.Process | None = field(default=None, repr=False)
     ready: bool = False
+    # A service serves /healthz, /readyz and /metrics; on one machine each needs its own port.
+    http_port: int | None = None
+
+    @property
+    def health_url(self) -> str | None:
+        return None if self.http_port is None else f"http://127.0.0.1:{self.http_port}/readyz"
 
     async def start(self, env: dict[str, str]) -> None:
+        if self.http_port is not None:
+            env = {**env, "SEEDLINE_HTTP_HOST": "127.0.0.1",
+                   "SEEDLINE_HTTP_PORT": str(self.http_port)}
         with open(self.log_path, "ab") as log:
             log.write(f"--- started by seedline up at {now_text()}\n".encode())
             log.flush()
@@ -139,7 +149,7 @@ class Child:
 
 
 def service_child(name: str, logs: Path) -> Child:
-    return Child(name, [str(bin_dir() / name)], logs / f"{name}.log")
+    return Child(name, [str(bin_dir() / name)], logs / f"{name}.log", http_port=free_port())
 
 
 def runner_child(logs: Path) -> Child:

@@ -1,0 +1,240 @@
+"""What `seedline status` looks at, each seen from outside as a client would.
+
+Services are found by NATS service discovery ($SRV.PING, as `nats micro ls` does).
+Against services that do not answer it yet, readiness falls back to the probes
+`seedline up` uses (a timeline read; a subscription seen on the monitor's connz).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from nats.aio.client import Client
+from nats.js.errors import NotFoundError
+
+from seedline_contracts import subjects
+from seedline_contracts.streams import ALL_STREAMS
+from seedline_platform.natsio import check_durability
+from seedline_platform.settings import Settings
+
+from .config import safe_url
+from .runners_cmd import read_presence
+from .up_probes import is_ready
+from .up_processes import SERVICES
+
+DISCOVERY_WAIT = 0.75
+STATS_WAIT = 0.5
+
+
+@dataclass
+class ServiceState:
+    name: str
+    up: bool
+    instances: int = 0
+    version: str | None = None
+    requests: int | None = None
+    errors: int | None = None
+    last_error: str | None = None
+    checked_by: str = "service discovery"
+
+
+@dataclass
+class Status:
+    nats_url: str
+    server_version: str | None
+    max_payload: int
+    sync_interval: str | None
+    durability_problems: list[str]
+    streams: list[dict]
+    services: list[ServiceState]
+    consumers: list[dict]
+    machines: list[dict]
+    postgres: dict
+    problems: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "ok": not self.problems,
+            "problems": self.problems,
+            "nats": {"url": self.nats_url, "up": True, "version": self.server_version,
+                     "max_payload": self.max_payload},
+            "durability": {"sync_interval": self.sync_interval,
+                           "problems": self.durability_problems},
+            "postgres": self.postgres,
+            "streams": self.streams,
+            "services": [s.__dict__ for s in self.services],
+            "consumers": self.consumers,
+            "machines": self.machines,
+        }
+
+
+async def gather(nc: Client, subject: str, wait: float, enough: int | None = None) -> list[dict]:
+    """Every JSON reply to one publish that arrives within ``wait`` seconds."""
+    replies: list[dict] = []
+    done = asyncio.Event()
+
+    async def on_reply(msg) -> None:
+        try:
+            body = json.loads(msg.data)
+        except ValueError:
+            return
+        if isinstance(body, dict):
+            replies.append(body)
+        if enough is not None and len(replies) >= enough:
+            done.set()
+
+    inbox = nc.new_inbox()
+    sub = await nc.subscribe(inbox, cb=on_reply)
+    try:
+        await nc.publish(subject, b"", reply=inbox)
+        try:
+            await asyncio.wait_for(done.wait(), wait)
+        except TimeoutError:
+            pass
+    finally:
+        await sub.unsubscribe()
+    return replies
+
+
+async def services(nc: Client, monitor_url: str) -> list[ServiceState]:
+    pings = await gather(nc, "$SRV.PING", DISCOVERY_WAIT)
+    if not pings:
+        return [
+            ServiceState(name, await is_ready(name, nc, monitor_url),
+                         checked_by="no service answers $SRV.PING; readiness probe")
+            for name in SERVICES
+        ]
+    found: list[ServiceState] = []
+    names = list(SERVICES) + sorted({p.get("name", "") for p in pings} - set(SERVICES) - {""})
+    for name in names:
+        mine = [p for p in pings if p.get("name") == name]
+        state = ServiceState(name, bool(mine), len(mine),
+                             mine[0].get("version") if mine else None)
+        if mine:
+            stats = await gather(nc, f"$SRV.STATS.{name}", STATS_WAIT, enough=len(mine))
+            endpoints = [e for s in stats for e in s.get("endpoints") or []]
+            state.requests = sum(int(e.get("num_requests") or 0) for e in endpoints)
+            state.errors = sum(int(e.get("num_errors") or 0) for e in endpoints)
+            state.last_error = next(
+                (str(e["last_error"]) for e in endpoints if e.get("last_error")), None
+            )
+        found.append(state)
+    return found
+
+
+async def streams_and_consumers(nc: Client) -> tuple[list[dict], list[dict]]:
+    js = nc.jetstream()
+    streams: list[dict] = []
+    consumers: list[dict] = []
+    for spec in ALL_STREAMS:
+        try:
+            info = await js.stream_info(spec.name)
+        except NotFoundError:
+            streams.append({"name": spec.name, "exists": False, "messages": None})
+            continue
+        streams.append({"name": spec.name, "exists": True, "messages": info.state.messages,
+                        "last_seq": info.state.last_seq})
+        for consumer in await js.consumers_info(spec.name):
+            if not consumer.config.durable_name:
+                continue
+            pending, acking = consumer.num_pending or 0, consumer.num_ack_pending or 0
+            consumers.append({
+                "stream": spec.name, "consumer": consumer.config.durable_name,
+                "num_pending": pending, "num_ack_pending": acking, "lag": pending + acking,
+            })
+    return streams, consumers
+
+
+def _varz(monitor_url: str) -> dict | None:
+    try:
+        with urllib.request.urlopen(monitor_url.rstrip("/") + "/varz", timeout=2) as resp:
+            return json.load(resp)
+    except Exception:
+        return None
+
+
+def sync_interval(varz: dict | None) -> str | None:
+    """'always', or the interval between fsyncs; None when the monitor cannot be read."""
+    if varz is None:
+        return None
+    config = (varz.get("jetstream") or {}).get("config") or {}
+    if config.get("sync_always"):
+        return "always"
+    nanos = config.get("sync_interval")
+    return f"{nanos / 1e9:g} s" if isinstance(nanos, (int, float)) else "unknown"
+
+
+async def machines(nc: Client, live_by_node: dict[str, list[str]]) -> list[dict]:
+    try:
+        rows = await read_presence(nc)
+    except Exception:
+        return []
+    for row in rows:
+        # The machine's own word (presence `live`, protocol 2), else the gateway's record.
+        if row.get("live") is None:
+            row["live"] = live_by_node.get(row["node_id"], [])
+    return rows
+
+
+async def live_by_node(nc: Client) -> dict[str, list[str]] | None:
+    try:
+        msg = await nc.request(subjects.API_SESSIONS_LIST, b"{}", timeout=3)
+        reply = json.loads(msg.data)
+    except Exception:
+        return None
+    found: dict[str, list[str]] = {}
+    for row in reply.get("conversations") or []:
+        found.setdefault(row.get("node_id", ""), []).append(row.get("session_id", ""))
+    return found
+
+
+async def postgres(settings: Settings, explicit: bool) -> dict:
+    """Checked when its place is known: SEEDLINE_DATABASE_URL, or the embedded one of
+    SEEDLINE_HOME. A CLI on another machine often cannot reach it, and that is no fault."""
+    url = safe_url(settings.database_url)
+    if not explicit and not (settings.home / "postgres").is_dir():
+        return {"checked": False, "url": url, "up": None}
+    import psycopg
+
+    try:
+        conn = await psycopg.AsyncConnection.connect(settings.database_url, connect_timeout=3)
+    except Exception as exc:
+        return {"checked": True, "url": url, "up": False, "error": str(exc).strip()[:300]}
+    await conn.close()
+    return {"checked": True, "url": url, "up": True}
+
+
+async def collect(nc: Client, settings: Settings, database_explicit: bool) -> Status:
+    varz = await asyncio.to_thread(_varz, settings.nats_monitor_url)
+    durability = await check_durability(nc, nc.jetstream(), settings.nats_monitor_url)
+    stream_rows, consumer_rows = await streams_and_consumers(nc)
+    service_rows = await services(nc, settings.nats_monitor_url)
+    hosted = await live_by_node(nc)
+    status = Status(
+        nats_url=settings.nats_url,
+        server_version=(nc._server_info or {}).get("version"),
+        max_payload=nc.max_payload,
+        sync_interval=sync_interval(varz),
+        durability_problems=list(durability.problems),
+        streams=stream_rows,
+        services=service_rows,
+        consumers=consumer_rows,
+        machines=await machines(nc, hosted or {}),
+        postgres=await postgres(settings, database_explicit),
+    )
+    status.problems = problems_of(status)
+    return status
+
+
+def problems_of(status: Status) -> list[str]:
+    """What is down. Weaker durability and consumer lag are shown, never counted as down."""
+    found = [f"stream {s['name']} does not exist" for s in status.streams if not s["exists"]]
+    found += [f"{s.name} is not running" for s in status.services
+              if not s.up and s.name in SERVICES]
+    if status.postgres.get("checked") and not status.postgres.get("up"):
+        found.append(f"Postgres at {status.postgres['url']} does not answer")
+    return found

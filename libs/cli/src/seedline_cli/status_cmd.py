@@ -1,0 +1,122 @@
+"""`seedline status`: is everything up, and how far behind is each consumer."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from .config import load_settings
+from .console import add_id_column, add_text_column, out, print_json
+from .errors import FAILED, reports_errors
+from .nats_client import connected
+from .runners_cmd import age_text, hosts_text
+from .sizes import size_text
+from .status_checks import Status, collect
+
+UP = "[green]up[/]"
+DOWN = "[bold red]down[/]"
+WARN = "[yellow]warning[/]"
+
+
+@reports_errors
+def status(
+    ctx: typer.Context,
+    json_out: bool = typer.Option(False, "--json", help="Print the status as JSON."),
+) -> None:
+    """Check the running system: NATS, services, consumer lag, machines online.
+
+    Shows nats-server and its JetStream durability (sync_interval), each service, each
+    durable consumer's lag, Postgres when its place is known, and the machines online with
+    what they host. Exit code 1 when anything is down, 3 when NATS cannot be reached.
+    """
+    settings = load_settings(ctx)
+    explicit = bool(os.environ.get("SEEDLINE_DATABASE_URL"))
+
+    async def run() -> Status:
+        async with connected(settings, name="seedline-status") as nc:
+            return await collect(nc, settings, explicit)
+
+    result = asyncio.run(run())
+    if json_out:
+        print_json(result.to_json())
+    else:
+        render(result)
+    if result.problems:
+        raise typer.Exit(FAILED)
+
+
+def render(s: Status) -> None:
+    table = Table(show_header=False, box=None)
+    table.add_column(no_wrap=True)
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")
+    table.add_row("nats-server", UP, escape(
+        f"{s.nats_url}, version {s.server_version or 'unknown'}, "
+        f"max payload {size_text(s.max_payload)}"))
+    sync = s.sync_interval or "unknown (the monitoring endpoint cannot be read)"
+    table.add_row("durability", UP if not s.durability_problems else WARN,
+                  escape("; ".join([f"sync_interval {sync}", *s.durability_problems])))
+    pg = s.postgres
+    if pg["checked"]:
+        table.add_row("postgres", UP if pg["up"] else DOWN,
+                      escape(pg["url"] + ("" if pg["up"] else f": {pg.get('error', '')}")))
+    else:
+        table.add_row("postgres", "[dim]not checked[/]",
+                      escape(f"{pg['url']} (set SEEDLINE_DATABASE_URL to check it from here)"))
+    for stream in s.streams:
+        table.add_row(stream["name"], UP if stream["exists"] else DOWN,
+                      f"{stream['messages']:,} messages" if stream["exists"]
+                      else "does not exist: the services create it when they start")
+    for svc in s.services:
+        if svc.up:
+            detail = f"{svc.instances} running" if svc.instances else "answers"
+            if svc.requests is not None:
+                detail += f", {svc.requests:,} requests, {svc.errors:,} errors"
+            if svc.last_error:
+                detail += f" (last: {svc.last_error})"
+        else:
+            detail = "not running"
+        table.add_row(escape(svc.name), UP if svc.up else DOWN,
+                      escape(f"{detail}; checked by {svc.checked_by}"))
+    out.print(table)
+    _render_consumers(s.consumers)
+    _render_machines(s.machines)
+    if s.problems:
+        out.print(f"[bold red]{len(s.problems)} problem(s):[/] {escape('; '.join(s.problems))}.")
+        out.print("Service logs are under SEEDLINE_HOME/logs when `seedline up` runs them.")
+    else:
+        out.print("[bold green]Everything is up.[/]")
+
+
+def _render_consumers(consumers: list[dict]) -> None:
+    if not consumers:
+        return
+    table = Table(title="Consumers (lag: not yet delivered + awaiting ack)", title_justify="left")
+    add_id_column(table, "consumer", [c["consumer"] for c in consumers])
+    for column in ("stream", "pending", "awaiting ack", "lag"):
+        add_text_column(table, column)
+    for c in consumers:
+        table.add_row(escape(c["consumer"]), c["stream"], f"{c['num_pending']:,}",
+                      f"{c['num_ack_pending']:,}", f"{c['lag']:,}")
+    out.print(table)
+
+
+def _render_machines(machines: list[dict]) -> None:
+    if not machines:
+        out.print("No runner machine is online.")
+        return
+    table = Table(title=f"{len(machines)} machine(s) online", title_justify="left")
+    add_id_column(table, "machine", [m["node_id"] for m in machines])
+    for column in ("label", "engines", "hosts", "last heartbeat"):
+        add_text_column(table, column)
+    for m in machines:
+        age = m.get("heartbeat_age_seconds")
+        hosted = escape(", ".join(m["live"])) if m.get("live") else hosts_text(m)
+        table.add_row(escape(m["node_id"]), escape(m["label"]),
+                      escape(", ".join(m["engines"]) or "-"), hosted,
+                      "-" if age is None else f"{age_text(age)} ago")
+    out.print(table)
