@@ -86,6 +86,8 @@ CREATE TABLE IF NOT EXISTS timeline_entries (
 CREATE INDEX IF NOT EXISTS timeline_entries_repo ON timeline_entries (instance_id, repo, seq);
 CREATE INDEX IF NOT EXISTS timeline_entries_session
     ON timeline_entries (instance_id, repo, session_id, seq);
+CREATE INDEX IF NOT EXISTS timeline_entries_kind
+    ON timeline_entries (instance_id, repo, kind, seq);
 
 -- continuity-resolver (seedline_continuity_resolver.projection.DDL)
 CREATE TABLE IF NOT EXISTS conversations (

@@ -10,7 +10,7 @@ from __future__ import annotations
 import msgspec
 
 from .errors import ErrorBody
-from .sessions import BriefStats, Continuity, OpenReply
+from .sessions import BriefStats, BriefSummary, Continuity, OpenReply
 
 
 class LaunchPlan(msgspec.Struct):
@@ -62,6 +62,7 @@ class SeedComposed(_Event, tag="seed_composed"):
     # The brief's exact text (1.1): the launch is made from this event, and a
     # replay checks these bytes.
     text: str | None = None
+    summary: BriefSummary | None = None
 
 
 class Opened(_Event, tag="opened"):

@@ -39,6 +39,21 @@ class BriefBudget(msgspec.Struct):
     chars: int
 
 
+class BriefSummary(msgspec.Struct):
+    """A model's summary of entries a brief leaves out (optional, off by default).
+
+    Recorded in seed_composed so the receipt says exactly what the engine was given and
+    a replay shows the same summary instead of asking the model again.
+    """
+
+    model: str
+    sha256: str
+    text: str
+    entries: int
+    first_seq: int
+    last_seq: int
+
+
 class BriefStats(msgspec.Struct):
     rows: int
     chars: int

@@ -122,9 +122,14 @@ def _brief_budgets(env: Mapping[str, str]) -> tuple[tuple[str, Budget], ...]:
             ("characters", budget.chars, MIN_BUDGET.chars, MAX_BUDGET.chars),
         ):
             if not low <= got <= high:
+                why = (
+                    "room for the person's instructions and the newest entry"
+                    if got < low
+                    else "a brief that travels in one message"
+                )
                 raise SettingsError(
-                    f"{name}: the {what} of {engine} must be between {low} and {high}, not {got}"
-                    " (a brief needs room for the person's instructions and its newest entry)"
+                    f"{name}: the {what} of {engine} must be between {low} and {high} "
+                    f"({why}), not {got}"
                 )
         budgets[engine] = budget
     return tuple(budgets.items())

@@ -26,7 +26,8 @@ class ComposerApp(ServiceApp):
         await pg.apply_schema(self.pool, "timeline", timeline_table.DDL)
         store = BriefStore(self.pool)
         await store.setup()
-        self.composer = Composer(self.js, self._reader or PostgresTimelineReader(self.pool), store)
+        self.composer = Composer(self.js, self._reader or PostgresTimelineReader(self.pool), store,
+                                 self.settings)
         self.consume(stream=subjects.SESSIONS_STREAM, durable="seed-composer",
                      filter_subjects=[subjects.session_event_filter("continuity_decided")],
                      handle=self.composer.handle_decisions,

@@ -11,15 +11,17 @@ from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.errors import error_reply
 from seedline_contracts.events import ContinuityDecided, SeedComposed
-from seedline_contracts.sessions import BriefGetRequest, BriefStats
+from seedline_contracts.sessions import BriefGetRequest
 from seedline_core.notices import error_message
 from seedline_platform import natsio
 from seedline_platform.clock import now_text
 from seedline_platform.logging import get_logger
+from seedline_platform.settings import Settings
 
 from .briefs import BriefStore
-from .composing import compose_for
+from .composing import brief_stats, compose_for, summary_record
 from .reader import TimelineReader
+from .summary import summarizer_from
 
 log = get_logger(__name__)
 
@@ -27,23 +29,32 @@ log = get_logger(__name__)
 class Composer:
     """Handles continuity_decided events and briefs.get requests."""
 
-    def __init__(self, js, reader: TimelineReader, store: BriefStore) -> None:
+    def __init__(
+        self, js, reader: TimelineReader, store: BriefStore, settings: Settings | None = None
+    ) -> None:
         self._js = js
         self.reader = reader
         self._store = store
+        self._settings = settings or Settings()
+        self._summarizer = summarizer_from(self._settings)
 
     async def handle_decisions(self, msgs: Sequence[Msg]) -> None:
         out = []
         for msg in msgs:
             decision = decode(msg.data, ContinuityDecided)
-            brief = await compose_for(decision, self.reader)
+            budget = self._settings.brief_budget(decision.plan.engine)
+            brief = await compose_for(decision, self.reader, budget, self._summarizer)
             if brief is not None:
                 await self._store.save(decision.session_id, msg.metadata.sequence.stream, brief)
+            # The receipt records the budget, the text and any summary, so a replay
+            # rebuilds these bytes whatever the settings are by then.
             event = SeedComposed(
                 session_id=decision.session_id,
                 at=now_text(),
-                brief=BriefStats(**brief.stats()) if brief else None,
+                brief=brief_stats(brief) if brief else None,
                 plan=decision.plan,
+                text=brief.text if brief else None,
+                summary=summary_record(brief) if brief else None,
             )
             # The msg id makes a redelivered decision publish its seed_composed once.
             msg_id = f"seed_composed:{msg.metadata.sequence.stream}"

@@ -1,39 +1,191 @@
-"""Turn a continuity decision into a brief: read, compose (pure), store, record."""
+"""Turn a continuity decision into a brief: read, compose (pure), and replay a recorded one."""
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+import hashlib
+from collections.abc import Awaitable, Callable, Iterator
 
-from seedline_contracts.events import ContinuityDecided
-from seedline_core.brief import MAX_ROWS, Brief, BriefRow, compose_brief
+from seedline_contracts.events import ContinuityDecided, SeedComposed
+from seedline_contracts.sessions import BriefBudget, BriefStats, BriefSummary
+from seedline_core.brief import (
+    DEFAULT_BUDGET,
+    INSTRUCTION_ROWS,
+    SUMMARY_MAX_CHARS,
+    Brief,
+    BriefRow,
+    Budget,
+    Summary,
+    compose_brief,
+    usable_budget,
+)
 
 from .reader import TimelineReader
+from .summary import Summarizer
+
+INSTRUCTION_KIND = "chat_user"
+# How many of the entries a brief leaves out (the newest of them) a summary is made from.
+SUMMARY_INPUT_ROWS = 200
 
 
-class _Counting:
-    """An iterator that notes whether the walk asked for more rows than it had."""
+class _Window:
+    """The newest rows (of one kind, or all), read in a window that widens when a walk
+    reads all of it: the walk is pure and synchronous, so it is given what was read."""
 
-    def __init__(self, rows: Sequence[BriefRow]) -> None:
-        self._rows = rows
-        self.exhausted = False
+    def __init__(self, read: Callable[[int], Awaitable[list[BriefRow]]], first: int, lazy: bool):
+        self._read = read
+        self._first = first
+        # A lazy window reads nothing until a walk asks for a row.
+        self.limit = 0 if lazy else first
+        self._fetched = 0
+        self.rows: list[BriefRow] = []
+        self._exhausted = False
 
-    def __iter__(self) -> Iterator[BriefRow]:
-        yield from self._rows
-        self.exhausted = True
+    async def ready(self) -> None:
+        if self.limit != self._fetched:
+            self.rows = await self._read(self.limit)
+            self._fetched = self.limit
+
+    def walk(self) -> Iterator[BriefRow]:
+        self._exhausted = False
+        yield from self.rows
+        self._exhausted = True
+
+    def widen(self) -> bool:
+        """Whether the last walk wanted more rows than were read; if so, read more next time."""
+        if not self._exhausted or len(self.rows) < self.limit:
+            return False
+        self.limit = self.limit * 4 if self.limit else self._first
+        return True
 
 
-async def compose_for(decision: ContinuityDecided, reader: TimelineReader) -> Brief | None:
-    """The brief a decision offers, or None. clean_slate and force_fresh read nothing."""
-    plan = decision.plan
-    if plan.clean_slate or decision.seed_source is None or decision.until_seq is None:
-        return None
-    # The walk keeps at most MAX_ROWS rows and looks one further; it needs more
-    # only when some rows are malformed, and then the read is widened.
-    limit = MAX_ROWS + 1
-    while True:
-        rows = await reader.newest_first(plan.instance_id, plan.repo, decision.until_seq, limit)
-        walk = _Counting(rows)
-        brief = compose_brief(walk, decision.until_seq, decision.entries_upto)
-        if not walk.exhausted or len(rows) < limit:
+class _Composition:
+    """One decision's brief, composed as often as needed from rows read once."""
+
+    def __init__(self, decision: ContinuityDecided, reader: TimelineReader, budget: Budget):
+        plan = decision.plan
+        self._decision = decision
+        self._reader = reader
+        self.budget = usable_budget(budget)
+        until = decision.until_seq
+
+        def read(kind: str | None) -> Callable[[int], Awaitable[list[BriefRow]]]:
+            return lambda limit: reader.newest_first(
+                plan.instance_id, plan.repo, until, limit, kind
+            )
+
+        # The record walk reads one row past its last kept one, and the instructions walk
+        # reads those inside the record and one more, or the part's ten and one more.
+        self._record = _Window(read(None), self.budget.rows + 1, lazy=False)
+        first = max(self.budget.rows, INSTRUCTION_ROWS) + 1
+        self._instructions = _Window(read(INSTRUCTION_KIND), first, lazy=True)
+        self._instructions_upto: int | None = None
+
+    async def brief(self, summary: Summary | None = None) -> Brief | None:
+        decision = self._decision
+        while True:
+            await self._record.ready()
+            await self._instructions.ready()
+            brief = compose_brief(
+                self._record.walk(), decision.until_seq, decision.entries_upto,
+                self._instructions.walk(), self._instructions_upto or 0, self.budget, summary,
+            )
+            widened = [self._record.widen(), self._instructions.widen()]
+            if any(widened):
+                continue
+            # Only a brief with an instructions part says how many instructions it leaves
+            # out, so only then are they counted.
+            counted = self._instructions_upto is not None
+            if brief is not None and brief.has_instructions_part and not counted:
+                plan = decision.plan
+                self._instructions_upto = await self._reader.count(
+                    plan.instance_id, plan.repo, decision.until_seq, INSTRUCTION_KIND
+                )
+                continue
             return brief
-        limit *= 4
+
+
+def _offers_brief(decision: ContinuityDecided) -> bool:
+    plan = decision.plan
+    return not (plan.clean_slate or decision.seed_source is None or decision.until_seq is None)
+
+
+async def compose_for(
+    decision: ContinuityDecided,
+    reader: TimelineReader,
+    budget: Budget = DEFAULT_BUDGET,
+    summarizer: Summarizer | None = None,
+) -> Brief | None:
+    """The brief a decision offers, or None. clean_slate and force_fresh read nothing.
+
+    With a summarizer, entries the brief leaves out are summarised by a model and the
+    summary is shown, labelled; a summary that cannot be had leaves the brief as it is.
+    """
+    if not _offers_brief(decision):
+        return None
+    composition = _Composition(decision, reader, budget)
+    brief = await composition.brief()
+    if brief is None or summarizer is None or brief.omitted_rows == 0:
+        return brief
+    left_out = await _left_out(decision, reader, brief)
+    text = await summarizer.summarize(left_out) if left_out else None
+    if not text:
+        return brief
+    summary = Summary(
+        model=summarizer.model,
+        text=text[:SUMMARY_MAX_CHARS],
+        entries=len(left_out),
+        first_seq=left_out[-1].seq,
+        last_seq=left_out[0].seq,
+    )
+    return await composition.brief(summary)
+
+
+async def _left_out(
+    decision: ContinuityDecided, reader: TimelineReader, brief: Brief
+) -> list[BriefRow]:
+    """The newest entries older than the record that the instructions part does not hold."""
+    plan = decision.plan
+    held = {entry.seq for entry in brief.entries}
+    rows = await reader.newest_first(
+        plan.instance_id, plan.repo, brief.oldest_in_record - 1, SUMMARY_INPUT_ROWS
+    )
+    return [row for row in rows if row.seq not in held]
+
+
+async def recompose(
+    decision: ContinuityDecided, composed: SeedComposed, reader: TimelineReader
+) -> Brief | None:
+    """The brief a recorded seed_composed offered, rebuilt from the timeline with the
+    recorded budget and summary: no setting and no model is consulted."""
+    if not _offers_brief(decision):
+        return None
+    stats = composed.brief
+    recorded = stats.budget if stats is not None else None
+    # A seed_composed without a budget predates budgets: it used the default one.
+    budget = Budget(recorded.rows, recorded.chars) if recorded is not None else DEFAULT_BUDGET
+    summary = None
+    if composed.summary is not None:
+        record = composed.summary
+        summary = Summary(record.model, record.text, record.entries, record.first_seq,
+                          record.last_seq)
+    return await _Composition(decision, reader, budget).brief(summary)
+
+
+def brief_stats(brief: Brief) -> BriefStats:
+    """The wire receipt of a brief, with the budget it was composed with."""
+    budget = BriefBudget(rows=brief.budget.rows, chars=brief.budget.chars)
+    return BriefStats(**brief.stats(), budget=budget)
+
+
+def summary_record(brief: Brief) -> BriefSummary | None:
+    summary = brief.summary
+    if summary is None:
+        return None
+    return BriefSummary(
+        model=summary.model,
+        sha256=hashlib.sha256(summary.text.encode("utf-8")).hexdigest(),
+        text=summary.text,
+        entries=summary.entries,
+        first_seq=summary.first_seq,
+        last_seq=summary.last_seq,
+    )
