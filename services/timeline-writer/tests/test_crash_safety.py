@@ -26,8 +26,23 @@ from seedline_platform.consumer import BatchConsumer
 from seedline_platform.replay import last_seq, replay
 from seedline_devtools.testing import request, running
 from seedline_timeline_writer.app import create_app
+from seedline_platform.publishing import JetStreamPublisher
+from seedline_timeline_writer.ingest import IngestHandler
+from seedline_timeline_writer.launches import InMemoryLaunchFeed, InMemoryLaunchRegistry, LaunchCheck
 from seedline_timeline_writer.store import PostgresTimelineStore
+from seedline_timeline_writer.stream import JetStreamTimeline
 from seedline_timeline_writer.writer import TimelineWriter
+
+
+def ingest_for(js, store) -> IngestHandler:
+    """The writer's ingest path as its app wires it, on this test's store."""
+    writer = TimelineWriter(JetStreamTimeline(js), store)
+    launches = LaunchCheck(InMemoryLaunchRegistry(), InMemoryLaunchFeed())
+    return IngestHandler(writer, launches, JetStreamPublisher(js))
+
+
+async def park_rejected(js, msg, reason: str) -> None:
+    await natsio.park_message(js, msg, reason, subjects.REJECTED_TIMELINE)
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]
 
@@ -224,7 +239,7 @@ async def test_a_message_that_keeps_failing_is_parked_as_poison_and_the_rest_flo
     pool = await pg.open_pool(settings.database_url, "poison-test")
     store = PostgresTimelineStore(pool)
     await store.setup()
-    writer = TimelineWriter(js, store)
+    ingest = ingest_for(js, store)
     poison = json.dumps(entry(3)).encode()
     attempts = Counter()
 
@@ -233,12 +248,12 @@ async def test_a_message_that_keeps_failing_is_parked_as_poison_and_the_rest_flo
             if msg.data == poison:
                 attempts["poison"] += 1
                 raise ValueError("this entry breaks the handler")
-        await writer.handle_ingest(msgs)
+        await ingest.handle(msgs)
 
     max_deliver = 3
     consumer = BatchConsumer(
         js, stream=subjects.INGEST_STREAM, durable="poison-test",
-        filter_subjects=[subjects.INGEST_TIMELINE], handle=handle, park=writer.park,
+        filter_subjects=[subjects.INGEST_TIMELINE], handle=handle, park=lambda msg, reason: park_rejected(js, msg, reason),
         batch_size=16, max_deliver=max_deliver,
     )
     await consumer.start()
@@ -352,10 +367,11 @@ async def test_an_outage_between_stream_and_projection_still_projects_the_batch(
     pool = await pg.open_pool(settings.database_url, "outage-test")
     store = StoreThatLosesOneCommit(pool)
     await store.setup()
-    writer = TimelineWriter(js, store)
+    ingest = ingest_for(js, store)
     consumer = BatchConsumer(
         js, stream=subjects.INGEST_STREAM, durable="outage-test",
-        filter_subjects=[subjects.INGEST_TIMELINE], handle=writer.handle_ingest, park=writer.park,
+        filter_subjects=[subjects.INGEST_TIMELINE], handle=ingest.handle,
+        park=lambda msg, reason: park_rejected(js, msg, reason),
     )
     await consumer.start()
     task = asyncio.create_task(consumer.run())

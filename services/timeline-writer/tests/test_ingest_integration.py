@@ -214,3 +214,68 @@ async def test_a_timeline_stream_without_atomic_batches_is_written_message_by_me
         assert [r["entry_id"] for r in rows] == [f"e-{n}" for n in range(1, 6)]
         assert not (await js.stream_info(subjects.TIMELINE_STREAM)).config.allow_atomic
     await nc.close()
+
+
+async def _record_launch(js, session_id: str, node_id: str, instance_id="bd43f4de",
+                         repo="apps/chess-academy") -> None:
+    """What the seed-composer records before the gateway launches on `node_id`."""
+    from seedline_contracts.codec import encode
+    from seedline_contracts.events import LaunchPlan, SeedComposed
+    from seedline_contracts.sessions import Continuity
+
+    plan = LaunchPlan(instance_id, repo, "scripted", node_id,
+                      Continuity("fresh", None, "no_previous", "there is none"), None, None, False)
+    event = SeedComposed(session_id=session_id, at="2026-12-01T10:00:00Z", brief=None, plan=plan)
+    await js.publish(subjects.session_event_subject(session_id, "seed_composed"), encode(event))
+
+
+async def _rejected(js) -> list[dict]:
+    info = await js.stream_info(subjects.REJECTED_STREAM)
+    return [json.loads((await js.get_msg(subjects.REJECTED_STREAM, s)).data)
+            for s in range(1, info.state.last_seq + 1)]
+
+
+async def test_runner_scoped_ingest_takes_only_the_conversations_launched_on_that_machine(settings):
+    async with running(create_app(settings)):
+        nc = await nats.connect(settings.nats_url)
+        js = nc.jetstream()
+        mac = subjects.ingest_runner_subject("mac-mini-1")
+        # Recorded a moment before the machine's first output: read before refusing.
+        await _record_launch(js, "csess_live", "mac-mini-1")
+        await js.publish(mac, json.dumps(entry(1, session_id="csess_live", kind="command")).encode())
+        await js.publish(mac, json.dumps(entry(2, session_id="csess_other")).encode())
+        await js.publish(mac, json.dumps(entry(3, session_id="csess_live")).encode())  # chat_user
+        await js.publish(subjects.ingest_runner_subject("linux-box"),
+                         json.dumps(entry(4, session_id="csess_live", kind="terminal")).encode())
+        await js.publish(mac, json.dumps(entry(5, session_id="csess_live", instance_id="other",
+                                               kind="terminal")).encode())
+        await js.publish(subjects.INGEST_TIMELINE, json.dumps(entry(6)).encode())
+        rows = await wait_for(lambda: _read_when(nc, 2))
+        assert [r["entry_id"] for r in rows] == ["e-1", "e-6"]
+        rejected = await wait_for(lambda: _rejected_when(js, 4))
+        assert [r["reason_code"] for r in rejected] == ["not_permitted"] * 4
+        assert "chat_user" in rejected[1]["message"]
+        await nc.close()
+
+
+async def _read_when(nc, count: int):
+    rows = await read_all(nc)
+    return rows if len(rows) >= count else None
+
+
+async def _rejected_when(js, count: int):
+    rows = await _rejected(js)
+    return rows if len(rows) >= count else None
+
+
+async def test_an_at_in_year_one_or_a_nul_in_a_read_are_input_errors_not_outages(settings):
+    async with running(create_app(settings)):
+        nc = await nats.connect(settings.nats_url)
+        reply = await request(nc, subjects.API_TIMELINE_APPEND, entry(1, at="0001-01-01T00:00:00Z"))
+        assert reply["error"]["code"] == "invalid_entry" and "at" in reply["error"]["message"]
+        for field in ("repo", "instance_id", "session_id"):
+            query = {"instance_id": "bd43f4de", "repo": "apps/x", field: "a\x00b"}
+            reply = await request(nc, subjects.API_TIMELINE_READ, query)
+            assert reply["error"]["code"] == "invalid_request", reply
+            assert field in reply["error"]["message"]
+        await nc.close()

@@ -60,7 +60,7 @@ async def projected_at_least(url: str, count: int, timeout: float = 30.0) -> lis
 async def applied(url: str) -> int:
     async with await psycopg.AsyncConnection.connect(url) as conn:
         cur = await conn.execute(
-            "SELECT applied_seq FROM projection_offsets WHERE projection = 'timeline'"
+            "SELECT applied_seq FROM timeline_offsets WHERE projection = 'timeline'"
         )
         return (await cur.fetchone())[0]
 

@@ -100,7 +100,9 @@ async def missing_objects(conn: psycopg.AsyncConnection, ddl: str) -> list[str]:
     return missing
 
 
-async def apply_schema(pool: AsyncConnectionPool, name: str, ddl: str) -> None:
+async def apply_schema(
+    pool: AsyncConnectionPool, name: str, ddl: str, shared_offsets: bool = True
+) -> None:
     """Create the service's tables, or check they exist when this role may not.
 
     Under the least-privilege roles of deploy/postgres-roles.sql the schema is
@@ -114,7 +116,7 @@ async def apply_schema(pool: AsyncConnectionPool, name: str, ddl: str) -> None:
     async with pool.connection() as conn:
         cur = await conn.execute("SELECT has_schema_privilege(current_schema(), 'CREATE')")
         if not (await cur.fetchone())[0]:
-            missing = await missing_objects(conn, OFFSETS_SQL + ddl)
+            missing = await missing_objects(conn, (OFFSETS_SQL if shared_offsets else "") + ddl)
             if missing:
                 raise SchemaNotReady(
                     f"{name}: {', '.join(missing)} missing, and this database role may not create "
@@ -123,7 +125,8 @@ async def apply_schema(pool: AsyncConnectionPool, name: str, ddl: str) -> None:
             return
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key("seedline:schema"),))
-            await conn.execute(OFFSETS_SQL)
+            if shared_offsets:
+                await conn.execute(OFFSETS_SQL)
             await conn.execute(ddl)
 
 

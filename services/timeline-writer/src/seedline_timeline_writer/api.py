@@ -7,26 +7,33 @@ from nats.aio.msg import Msg
 
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.errors import error_reply
+from seedline_contracts.normalise import Accepted, normalise
 from seedline_contracts.timeline import (
     MAX_READ_LIMIT,
     AppendReply,
     TimelineReadReply,
     TimelineReadRequest,
 )
+from seedline_contracts.times import now_text
 from seedline_contracts.tokens import name_problem
 from seedline_core.notices import error_message
-from seedline_platform.clock import now_text
-from seedline_platform.pg import is_transient
+from seedline_platform.consumer import is_outage
 
-from .normalise import Accepted, normalise
-from .store import TimelineStore, wait_until_applied
+from .store import TimelineStore
 from .writer import TimelineWriter
 
 MIN_SEQ_WAIT_SECONDS = 5.0
 
 
+def _unavailable() -> bytes:
+    return encode(error_reply("unavailable", error_message("unavailable")))
+
+
 class TimelineApi:
-    def __init__(self, writer: TimelineWriter, store: TimelineStore, min_seq_wait: float = MIN_SEQ_WAIT_SECONDS):
+    def __init__(
+        self, writer: TimelineWriter, store: TimelineStore,
+        min_seq_wait: float = MIN_SEQ_WAIT_SECONDS,
+    ) -> None:
         self._writer = writer
         self._store = store
         self._min_seq_wait = min_seq_wait
@@ -38,8 +45,8 @@ class TimelineApi:
         try:
             (appended,) = await self._writer.append_entries([result.entry])
         except Exception as exc:
-            if is_transient(exc) or "timeout" in type(exc).__name__.lower():
-                return encode(error_reply("unavailable", error_message("unavailable")))
+            if is_outage(exc):
+                return _unavailable()
             raise
         return encode(AppendReply(seq=appended.seq, duplicate=appended.duplicate))
 
@@ -57,8 +64,8 @@ class TimelineApi:
             return encode(error_reply("invalid_request", "limit must be at least 1."))
         limit = min(request.limit, MAX_READ_LIMIT)
         try:
-            if request.min_seq is not None and not await wait_until_applied(
-                self._store, request.min_seq, self._min_seq_wait
+            if request.min_seq is not None and not await self._store.wait_until_applied(
+                request.min_seq, self._min_seq_wait
             ):
                 return encode(error_reply(
                     "not_yet_visible",
@@ -66,7 +73,7 @@ class TimelineApi:
                 ))
             rows, has_more = await self._store.read(request, limit)
         except Exception as exc:
-            if is_transient(exc):
-                return encode(error_reply("unavailable", error_message("unavailable")))
+            if is_outage(exc):
+                return _unavailable()
             raise
         return encode(TimelineReadReply(entries=rows, has_more=has_more))

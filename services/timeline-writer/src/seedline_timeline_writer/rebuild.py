@@ -25,11 +25,12 @@ from seedline_contracts import subjects
 from seedline_contracts.codec import decode
 from seedline_contracts.streams import TIMELINE
 from seedline_contracts.timeline import TimelineEntry
-from seedline_platform import natsio, pg, timeline_table
+from seedline_platform import natsio
 from seedline_platform.replay import last_seq, replay
 from seedline_platform.settings import Settings
 
-from .store import PostgresTimelineStore, copy_entries
+from .schema import OFFSETS, TIMELINE_PROJECTION
+from .store import PostgresTimelineStore, copy_entries, digest
 
 Progress = Callable[[int, int], None]  # (entries replayed, entries to replay)
 NAME = "timeline-rebuild"
@@ -78,14 +79,14 @@ async def _rebuild(
     conn: psycopg.AsyncConnection, js: JetStreamContext, progress: Progress | None
 ) -> tuple[str, str, int]:
     async with conn.transaction():
-        await pg.lock_offset(conn, timeline_table.PROJECTION)
+        await OFFSETS.lock(conn, TIMELINE_PROJECTION)
         # Both digests are taken under the offset lock, so rows a writer adds
         # meanwhile cannot make equal projections look different.
-        before, _ = await timeline_table.digest(conn)
+        before, _ = await digest(conn)
         await conn.execute("TRUNCATE timeline_entries")
         await conn.execute(
-            "UPDATE projection_offsets SET applied_seq = 0 WHERE projection = %s",
-            (timeline_table.PROJECTION,),
+            f"UPDATE {OFFSETS.table} SET applied_seq = 0 WHERE projection = %s",
+            (TIMELINE_PROJECTION,),
         )
         end = await last_seq(js, subjects.TIMELINE_STREAM)
         ordinals: dict[tuple[str, str], int] = {}
@@ -107,6 +108,6 @@ async def _rebuild(
                 f"the timeline stream answered up to seq {reached} of {end}; "
                 "nothing was changed, run the rebuild again"
             )
-        await pg.set_offset(conn, timeline_table.PROJECTION, end)
-        after, rows = await timeline_table.digest(conn)
+        await OFFSETS.set(conn, TIMELINE_PROJECTION, end)
+        after, rows = await digest(conn)
     return before, after, rows

@@ -1,18 +1,24 @@
-"""Where the timeline projection lives: a port, its Postgres adapter and a fake.
+"""Where the timeline projection is written: the port, its Postgres adapter and a fake.
 
-Both adapters pass the same contract tests (tests/test_store_contract.py).
+Both adapters pass the same contract tests (tests/test_store_contract.py). Reads for
+other services go through seedline_timeline_view; this port is the owner's.
 """
 
 from __future__ import annotations
 
-import asyncio
+import hashlib
 from typing import Protocol, Sequence
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from seedline_contracts.timeline import TimelineEntry, TimelineReadRequest, TimelineRow
-from seedline_platform import pg, timeline_table
+from seedline_platform import pg
+from seedline_timeline_view import InMemoryTimelineView, PostgresTimelineView
+from seedline_timeline_view.memory import row_of
+from seedline_timeline_view.postgres import REPO_HEAD_SQL, ROW_COLUMNS, TABLE
+
+from .schema import COLUMNS, DDL, OFFSETS, TIMELINE_PROJECTION
 
 Stored = tuple[int, TimelineEntry]  # (seq, entry)
 
@@ -22,81 +28,66 @@ class TimelineStore(Protocol):
 
     async def known(self, entry_ids: Sequence[str]) -> dict[str, int]:
         """The seq of each entry_id already stored."""
+        ...
 
     async def append(self, stored: Sequence[Stored]) -> None:
         """Store entries in seq order; seqs at or below applied_seq are ignored."""
+        ...
 
     async def read(self, request: TimelineReadRequest, limit: int) -> tuple[list[TimelineRow], bool]:
         """The newest `limit` rows below before_seq, ascending, and whether older ones exist."""
+        ...
+
+    async def wait_until_applied(self, seq: int, timeout: float) -> bool: ...
 
 
-def _row(seq: int, e: TimelineEntry) -> TimelineRow:
-    return TimelineRow(seq, e.entry_id, e.session_id, e.kind, e.content, e.at, e.engine, e.truncated_from)
-
-
-class InMemoryTimelineStore:
-    """For unit tests: same behaviour as the Postgres adapter, in a dict."""
-
-    def __init__(self) -> None:
-        self.rows: dict[int, TimelineEntry] = {}
-        self.by_entry_id: dict[str, int] = {}
-        self._applied = 0
-
-    async def applied_seq(self) -> int:
-        return self._applied
+class InMemoryTimelineStore(InMemoryTimelineView):
+    """For unit tests: the writer's port and the readers' view over one dict."""
 
     async def known(self, entry_ids: Sequence[str]) -> dict[str, int]:
-        return {e: self.by_entry_id[e] for e in entry_ids if e in self.by_entry_id}
+        by_id = {e.entry_id: s for s, e in self.entries.items()}
+        return {e: by_id[e] for e in entry_ids if e in by_id}
 
     async def append(self, stored: Sequence[Stored]) -> None:
         for seq, entry in sorted(stored, key=lambda p: p[0]):
-            if seq <= self._applied:
-                continue
-            self.rows[seq] = entry
-            self.by_entry_id[entry.entry_id] = seq
-            self._applied = seq
+            self.apply(seq, entry)
 
     async def read(self, request: TimelineReadRequest, limit: int) -> tuple[list[TimelineRow], bool]:
         matching = [
-            (seq, e)
-            for seq, e in sorted(self.rows.items())
-            if e.instance_id == request.instance_id
-            and e.repo == request.repo
+            (s, e) for s, e in sorted(self.entries.items())
+            if e.instance_id == request.instance_id and e.repo == request.repo
             and (request.session_id is None or e.session_id == request.session_id)
-            and (request.before_seq is None or seq < request.before_seq)
+            and (request.before_seq is None or s < request.before_seq)
         ]
         page = matching[-limit:] if limit else []
-        return [_row(s, e) for s, e in page], len(matching) > len(page)
+        return [row_of(s, e) for s, e in page], len(matching) > len(page)
 
 
-class PostgresTimelineStore:
+class PostgresTimelineStore(PostgresTimelineView):
     def __init__(self, pool: AsyncConnectionPool) -> None:
+        super().__init__(pool)
         self._pool = pool
 
     async def setup(self) -> None:
-        await pg.apply_schema(self._pool, "timeline", timeline_table.DDL)
-
-    async def applied_seq(self) -> int:
-        async with self._pool.connection() as conn:
-            return await pg.read_offset(conn, timeline_table.PROJECTION)
+        await pg.apply_schema(self._pool, "timeline-writer", DDL, shared_offsets=False)
 
     async def known(self, entry_ids: Sequence[str]) -> dict[str, int]:
         if not entry_ids:
             return {}
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                "SELECT entry_id, seq FROM timeline_entries WHERE entry_id = ANY(%s)", (list(entry_ids),)
+                f"SELECT entry_id, seq FROM {TABLE} WHERE entry_id = ANY(%s)", (list(entry_ids),)
             )
             return {e: int(s) for e, s in await cur.fetchall()}
 
     async def append(self, stored: Sequence[Stored]) -> None:
         async with self._pool.connection() as conn, conn.transaction():
-            applied = await pg.lock_offset(conn, timeline_table.PROJECTION)
+            applied = await OFFSETS.lock(conn, TIMELINE_PROJECTION)
             fresh = sorted((p for p in stored if p[0] > applied), key=lambda p: p[0])
             if not fresh:
                 return
             await copy_entries(conn, fresh)
-            await pg.set_offset(conn, timeline_table.PROJECTION, fresh[-1][0])
+            await OFFSETS.set(conn, TIMELINE_PROJECTION, fresh[-1][0])
 
     async def read(self, request: TimelineReadRequest, limit: int) -> tuple[list[TimelineRow], bool]:
         clauses = ["instance_id = %s", "repo = %s"]
@@ -110,7 +101,7 @@ class PostgresTimelineStore:
         params.append(limit + 1)
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                f"SELECT {timeline_table.ROW_COLUMNS} FROM timeline_entries"
+                f"SELECT {ROW_COLUMNS} FROM {TABLE}"
                 f" WHERE {' AND '.join(clauses)} ORDER BY seq DESC LIMIT %s",
                 params,
             )
@@ -133,12 +124,11 @@ async def copy_entries(
     """
     ordinals = {} if ordinals is None else ordinals
     for key in {(e.instance_id, e.repo) for _, e in fresh} - ordinals.keys():
-        head = await timeline_table.repo_head(conn, *key)
-        ordinals[key] = head.entries if head else 0
+        cur = await conn.execute(REPO_HEAD_SQL, (*key, 2**63 - 1))
+        head = await cur.fetchone()
+        ordinals[key] = int(head[1]) if head else 0
     async with conn.cursor() as cur:
-        async with cur.copy(
-            f"COPY timeline_entries ({', '.join(timeline_table.COLUMNS)}) FROM STDIN"
-        ) as copy:
+        async with cur.copy(f"COPY {TABLE} ({', '.join(COLUMNS)}) FROM STDIN") as copy:
             for seq, e in fresh:
                 key = (e.instance_id, e.repo)
                 ordinals[key] += 1
@@ -148,13 +138,15 @@ async def copy_entries(
                 )
 
 
-async def wait_until_applied(store: TimelineStore, seq: int, timeout: float) -> bool:
-    """Read-your-writes: poll the projection until it has reached seq."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        if await store.applied_seq() >= seq:
-            return True
-        if loop.time() >= deadline:
-            return False
-        await asyncio.sleep(0.01)
+async def digest(conn: psycopg.AsyncConnection) -> tuple[str, int]:
+    """sha256 over every row in seq order, and the row count: equal digests, equal projections."""
+    h = hashlib.sha256()
+    count = 0
+    async with conn.cursor() as cur:
+        async with cur.copy(
+            f"COPY (SELECT {', '.join(COLUMNS)} FROM {TABLE} ORDER BY seq) TO STDOUT"
+        ) as copy:
+            async for chunk in copy:
+                h.update(chunk)
+                count += bytes(chunk).count(b"\n")
+    return h.hexdigest(), count

@@ -11,26 +11,13 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Sequence
 
-from nats.aio.msg import Msg
-from nats.js import JetStreamContext
-
-from seedline_contracts import subjects
-from seedline_contracts.codec import decode, encode
 from seedline_contracts.timeline import TimelineEntry
-from seedline_platform.clock import now_text
 from seedline_platform.logging import get_logger
-from seedline_platform.natsio import (
-    AtomicBatchRefused,
-    park_message,
-    publish_atomic,
-    publish_window,
-)
-from seedline_platform.replay import last_seq, replay
 
-from .normalise import Accepted, normalise, rejected_record
 from .store import TimelineStore
+from .stream import TimelineStream
 
 log = get_logger(__name__)
 
@@ -41,17 +28,10 @@ class AppendResult:
     duplicate: bool
 
 
-def _subject(entry: TimelineEntry) -> str:
-    return subjects.timeline_subject(entry.instance_id, entry.repo, entry.session_id, entry.kind)
-
-
 class TimelineWriter:
-    def __init__(
-        self, js: JetStreamContext, store: TimelineStore, clock: Callable[[], str] = now_text
-    ) -> None:
-        self._js = js
+    def __init__(self, stream: TimelineStream, store: TimelineStore) -> None:
+        self._stream = stream
         self._store = store
-        self._clock = clock
         # One append at a time: dedupe-then-publish must not interleave, or two
         # copies of an entry could both look new.
         self._lock = asyncio.Lock()
@@ -63,13 +43,11 @@ class TimelineWriter:
     async def catch_up(self) -> int:
         """Project stream entries that a crash left unprojected. Returns how many."""
         start = await self._store.applied_seq() + 1
-        end = await last_seq(self._js, subjects.TIMELINE_STREAM)
+        end = await self._stream.last_seq()
         count = 0
-        async for msgs in replay(self._js, subjects.TIMELINE_STREAM, subjects.TIMELINE_ALL, start, end):
-            await self._store.append(
-                [(m.metadata.sequence.stream, decode(m.data, TimelineEntry)) for m in msgs]
-            )
-            count += len(msgs)
+        async for stored in self._stream.since(start, end):
+            await self._store.append(stored)
+            count += len(stored)
         if count:
             log.info("timeline_caught_up", entries=count, through_seq=end)
         return count
@@ -87,52 +65,14 @@ class TimelineWriter:
                     known[entry.entry_id] = 0  # claimed by this batch
                     fresh.append(entry)
             self._unsettled = True
-            published = await self._publish(fresh)
-            for seq, entry, _ in published:
+            appended = await self._stream.append(fresh)
+            for (seq, _), entry in zip(appended, fresh):
                 known[entry.entry_id] = seq
-            await self._store.append([(seq, entry) for seq, entry, dup in published if not dup])
+            await self._store.append(
+                [(seq, entry) for (seq, dup), entry in zip(appended, fresh) if not dup]
+            )
             self._unsettled = False
             fresh_ids = {id(e) for e in fresh}
             return [
                 AppendResult(known[e.entry_id], duplicate=id(e) not in fresh_ids) for e in entries
             ]
-
-    async def _publish(self, fresh: Sequence[TimelineEntry]) -> list[tuple[int, TimelineEntry, bool]]:
-        """Append to the stream; returns (seq, entry, already stored) for each entry.
-
-        One atomic batch when the stream allows it (one commit instead of one fsync
-        per entry). When the server refuses the batch (a Nats-Msg-Id still in its
-        duplicate window after a crash, or atomic batches off), nothing of it was
-        stored and each entry is published on its own, duplicates reported per entry.
-        """
-        messages = [(_subject(e), encode(e), {"Nats-Msg-Id": e.entry_id}) for e in fresh]
-        if not messages:
-            return []
-        try:
-            seqs = await publish_atomic(self._js, messages)
-            return [(seq, entry, False) for seq, entry in zip(seqs, fresh)]
-        except AtomicBatchRefused as refused:
-            log.info("atomic_batch_refused", reason=str(refused), size=len(messages))
-        acks = await publish_window(self._js, messages)
-        return [(ack.seq, entry, bool(ack.duplicate)) for entry, ack in zip(fresh, acks)]
-
-    async def handle_ingest(self, msgs: Sequence[Msg]) -> None:
-        """A batch from SEEDLINE_INGEST: append what is valid, park what is not."""
-        received_at = self._clock()
-        accepted: list[TimelineEntry] = []
-        rejected: list[tuple[str, bytes, None]] = []
-        for msg in msgs:
-            result = normalise(msg.data, received_at)
-            if isinstance(result, Accepted):
-                accepted.append(result.entry)
-            else:
-                record = rejected_record(result, msg.data, received_at, msg.metadata.sequence.stream)
-                rejected.append((subjects.REJECTED_TIMELINE, encode(record), None))
-        if accepted:
-            await self.append_entries(accepted)
-        if rejected:
-            await publish_window(self._js, rejected)
-            log.info("ingest_rejected", count=len(rejected))
-
-    async def park(self, msg: Msg, reason: str) -> None:
-        await park_message(self._js, msg, reason, subjects.REJECTED_TIMELINE)

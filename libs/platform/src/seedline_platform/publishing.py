@@ -1,0 +1,61 @@
+"""Publishing to the streams: one small port, its JetStream adapter and a fake.
+
+Every message goes out with a window of pending acks (DESIGN.md rule 5) and the
+current trace context in its headers, so a consumer's span joins the same trace.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from nats.js import JetStreamContext
+
+from .natsio import publish_window
+from .observability import trace_headers
+
+Outgoing = tuple[str, bytes, dict[str, str] | None]  # subject, payload, headers
+
+
+class Publisher(Protocol):
+    async def publish(self, messages: Sequence[Outgoing]) -> list[int]:
+        """Store every message, in order; their stream sequences."""
+        ...
+
+
+class JetStreamPublisher:
+    def __init__(self, js: JetStreamContext) -> None:
+        self._js = js
+
+    async def publish(self, messages: Sequence[Outgoing]) -> list[int]:
+        if not messages:
+            return []
+        acks = await publish_window(
+            self._js, [(subject, payload, trace_headers(headers)) for subject, payload, headers
+                       in messages]
+        )
+        return [ack.seq for ack in acks]
+
+
+class RecordingPublisher:
+    """For unit tests: keeps what was published, numbered like a stream."""
+
+    def __init__(self) -> None:
+        self.messages: list[Outgoing] = []
+        self._msg_ids: set[str] = set()
+
+    async def publish(self, messages: Sequence[Outgoing]) -> list[int]:
+        seqs = []
+        for subject, payload, headers in messages:
+            msg_id = (headers or {}).get("Nats-Msg-Id")
+            if msg_id is not None and msg_id in self._msg_ids:
+                seqs.append(0)
+                continue
+            if msg_id is not None:
+                self._msg_ids.add(msg_id)
+            self.messages.append((subject, payload, headers))
+            seqs.append(len(self.messages))
+        return seqs
+
+    def on(self, subject_prefix: str) -> list[bytes]:
+        return [p for s, p, _ in self.messages if s.startswith(subject_prefix)]

@@ -1,0 +1,93 @@
+"""One contract for every TimelineView adapter: the in-memory fake and Postgres.
+
+Each adapter is filled through its owner's write path (the timeline-writer's store),
+then asked the same questions.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from seedline_contracts.timeline import TimelineEntry
+from seedline_platform import pg
+from seedline_timeline_view import RepoHead, TimelineView
+from seedline_timeline_writer.store import InMemoryTimelineStore, PostgresTimelineStore
+
+
+def entry(n: int, repo: str = "apps/x", instance: str = "inst-a", kind: str = "terminal",
+          session: str = "csess_1") -> TimelineEntry:
+    return TimelineEntry(f"e-{n}", instance, repo, session, kind, f"content {n}",
+                         "2026-12-01T10:00:00Z", None, None)
+
+
+ROWS = [
+    (1, entry(1)), (2, entry(2, kind="chat_user")), (3, entry(3, repo="apps/y")),
+    (4, entry(4, instance="inst-b")), (5, entry(5)), (6, entry(6, kind="chat_user")),
+    (7, entry(7, session="csess_2")),
+]
+
+
+class TimelineViewContract:
+    """Subclasses provide `view` (a TimelineView) and `write(rows)` (the owner's write)."""
+
+    view: TimelineView
+
+    async def write(self, rows) -> None:
+        raise NotImplementedError
+
+    async def test_repo_head_is_the_newest_entry_of_that_instance_and_repo(self):
+        await self.write(ROWS)
+        assert await self.view.repo_head("inst-a", "apps/x") == RepoHead(7, 5)
+        assert await self.view.repo_head("inst-a", "apps/x", before_seq=6) == RepoHead(5, 3)
+        assert await self.view.repo_head("inst-b", "apps/x") == RepoHead(4, 1)
+        assert await self.view.repo_head("inst-a", "apps/none") is None
+
+    async def test_newest_first_stays_in_its_repo_and_honours_until_limit_and_kind(self):
+        await self.write(ROWS)
+        rows = await self.view.newest_first("inst-a", "apps/x", until_seq=6, limit=10)
+        assert [r.seq for r in rows] == [6, 5, 2, 1]
+        assert [r.seq for r in await self.view.newest_first("inst-a", "apps/x", 7, 2)] == [7, 6]
+        users = await self.view.newest_first("inst-a", "apps/x", 7, 10, kind="chat_user")
+        assert [(r.seq, r.kind) for r in users] == [(6, "chat_user"), (2, "chat_user")]
+        assert rows[0].session_id == "csess_1" and rows[0].content == "content 6"
+
+    async def test_entry_by_seq_and_the_applied_seq(self):
+        assert await self.view.applied_seq() == 0
+        await self.write(ROWS)
+        assert (await self.view.entry(3)).repo == "apps/y"
+        assert await self.view.entry(99) is None
+        assert await self.view.applied_seq() == 7
+
+    async def test_wait_until_applied_returns_once_the_seq_is_there_and_times_out_otherwise(self):
+        await self.write(ROWS[:2])
+        assert not await self.view.wait_until_applied(3, timeout=0.05)
+        waiting = asyncio.create_task(self.view.wait_until_applied(3, timeout=5))
+        await asyncio.sleep(0.05)
+        await self.write(ROWS[2:3])
+        assert await waiting
+
+
+class TestInMemoryTimelineView(TimelineViewContract):
+    @pytest.fixture(autouse=True)
+    def _view(self):
+        self.view = InMemoryTimelineStore()
+
+    async def write(self, rows) -> None:
+        await self.view.append(rows)
+
+
+@pytest.mark.servers
+class TestPostgresTimelineView(TimelineViewContract):
+    @pytest.fixture(autouse=True)
+    async def _view(self, database_url):
+        pool = await pg.open_pool(database_url, "view-contract")
+        store = PostgresTimelineStore(pool)
+        await store.setup()
+        self.view = store
+        yield
+        await pool.close()
+
+    async def write(self, rows) -> None:
+        await self.view.append(rows)

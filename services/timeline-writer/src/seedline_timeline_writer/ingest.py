@@ -1,0 +1,122 @@
+"""A batch from SEEDLINE_INGEST: append what is valid and permitted, reject the rest.
+
+Two kinds of producer publish there (CONTRACT.md 2.1 and 6): trusted ones on
+``seedline.ingest.timeline``, and runner machines on ``seedline.ingest.runner.<node>``,
+whose entries are accepted only for a conversation launched on that node and never
+as ``chat_user`` (a person's words never come from a machine). Refused input is never
+lost: it goes to SEEDLINE_REJECTED with its reason and the message is acknowledged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from nats.aio.msg import Msg
+
+from seedline_contracts import subjects
+from seedline_contracts.codec import encode
+from seedline_contracts.normalise import Accepted, Refusal, normalise, rejected_record
+from seedline_contracts.timeline import TimelineEntry
+from seedline_contracts.times import now_text
+from seedline_contracts.tokens import TokenError, unescape_token
+from seedline_platform.logging import get_logger
+from seedline_platform.publishing import Publisher
+
+from .launches import Launch, LaunchCheck
+from .writer import TimelineWriter
+
+log = get_logger(__name__)
+
+_RUNNER_PREFIX = "seedline.ingest.runner."
+
+
+def runner_node(subject: str) -> str | None:
+    """The machine a runner-scoped ingest subject names, or None for a trusted subject."""
+    if not subject.startswith(_RUNNER_PREFIX):
+        return None
+    try:
+        return unescape_token(subject[len(_RUNNER_PREFIX):])
+    except TokenError:
+        return ""
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    msg: Msg
+    entry: TimelineEntry
+    node: str | None
+
+
+class IngestHandler:
+    def __init__(
+        self, writer: TimelineWriter, launches: LaunchCheck, rejects: Publisher,
+        clock: Callable[[], str] = now_text, count_reject: Callable[[str], None] | None = None,
+    ) -> None:
+        self._writer = writer
+        self._launches = launches
+        self._rejects = rejects
+        self._clock = clock
+        self._count_reject = count_reject or (lambda reason: None)
+
+    async def handle(self, msgs: Sequence[Msg]) -> None:
+        received_at = self._clock()
+        candidates: list[_Candidate] = []
+        refused: list[tuple[Msg, Refusal]] = []
+        for msg in msgs:
+            result = normalise(msg.data, received_at)
+            if isinstance(result, Accepted):
+                candidates.append(_Candidate(msg, result.entry, runner_node(msg.subject)))
+            else:
+                refused.append((msg, result))
+        accepted, not_permitted = await self._check_runner_entries(candidates)
+        refused += not_permitted
+        if accepted:
+            await self._writer.append_entries(accepted)
+        if refused:
+            await self._rejects.publish([
+                (subjects.REJECTED_TIMELINE,
+                 encode(rejected_record(refusal, msg.data, received_at,
+                                        msg.metadata.sequence.stream)), None)
+                for msg, refusal in refused
+            ])
+            for _, refusal in refused:
+                self._count_reject(refusal.reason_code)
+            log.info("ingest_rejected", count=len(refused))
+
+    async def _check_runner_entries(
+        self, candidates: list[_Candidate]
+    ) -> tuple[list[TimelineEntry], list[tuple[Msg, Refusal]]]:
+        asked = {
+            Launch(c.node, c.entry.instance_id, c.entry.repo, c.entry.session_id)
+            for c in candidates if c.node and c.entry.kind != "chat_user"
+        }
+        permitted = await self._launches.permitted(asked) if asked else set()
+        accepted: list[TimelineEntry] = []
+        refused: list[tuple[Msg, Refusal]] = []
+        for c in candidates:
+            if c.node is None:
+                accepted.append(c.entry)
+                continue
+            problem = _runner_problem(c, permitted)
+            if problem is None:
+                accepted.append(c.entry)
+            else:
+                refused.append((c.msg, Refusal("not_permitted", problem)))
+        return accepted, refused
+
+
+def _runner_problem(c: _Candidate, permitted: set[Launch]) -> str | None:
+    if not c.node:
+        return "the subject does not name a machine; publish to seedline.ingest.runner.<node>"
+    if c.entry.kind == "chat_user":
+        return (
+            "a machine may not publish chat_user entries: those are a person's words; "
+            "publish them to seedline.ingest.timeline from the person's side"
+        )
+    if Launch(c.node, c.entry.instance_id, c.entry.repo, c.entry.session_id) not in permitted:
+        return (
+            f"conversation {c.entry.session_id} of {c.entry.repo} was never launched on "
+            f"machine {c.node}; a machine publishes only the conversations it was given"
+        )
+    return None

@@ -1,0 +1,159 @@
+"""Which conversations the platform launched on which machine (CONTRACT.md 6, 1.1).
+
+Runner-scoped ingest is accepted only for a conversation launched on that node. The
+launch is known from its ``seed_composed`` event, recorded in SEEDLINE_SESSIONS before
+the gateway sends the launch request, so a machine's first output is never early:
+when an entry names a launch the registry does not hold yet, the writer first reads
+SEEDLINE_SESSIONS up to its end (``LaunchFeed``) and only then refuses.
+
+Launches are a set (inserting one twice changes nothing), so the durable consumer may
+apply them in any order; the catch-up keeps its own mark of how far it has read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import NamedTuple, Protocol
+
+from nats.js import JetStreamContext
+from psycopg_pool import AsyncConnectionPool
+
+from seedline_contracts import subjects
+from seedline_contracts.codec import decode
+from seedline_contracts.events import SeedComposed
+from seedline_platform.replay import last_seq, replay
+
+from .schema import LAUNCHES_PROJECTION, OFFSETS
+
+
+class Launch(NamedTuple):
+    node_id: str
+    instance_id: str
+    repo: str
+    session_id: str
+
+
+def launch_of(event: SeedComposed) -> Launch:
+    plan = event.plan
+    return Launch(plan.node_id, plan.instance_id, plan.repo, event.session_id)
+
+
+class LaunchRegistry(Protocol):
+    async def record(self, launches: Iterable[Launch]) -> None: ...
+
+    async def permitted(self, launches: set[Launch]) -> set[Launch]:
+        """The launches of `launches` that the platform made."""
+        ...
+
+    async def read_mark(self) -> int:
+        """How far (sessions stream seq) the catch-up has read."""
+        ...
+
+    async def set_mark(self, seq: int) -> None: ...
+
+
+class LaunchFeed(Protocol):
+    async def since(self, seq: int) -> tuple[list[Launch], int]:
+        """Launches recorded after stream seq `seq`, and the stream's end."""
+        ...
+
+
+class PostgresLaunchRegistry:
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
+
+    async def record(self, launches: Iterable[Launch]) -> None:
+        rows = list(launches)
+        if not rows:
+            return
+        async with self._pool.connection() as conn, conn.cursor() as cur:
+            await cur.executemany(
+                "INSERT INTO runner_launches (node_id, instance_id, repo, session_id)"
+                " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                rows,
+            )
+
+    async def permitted(self, launches: set[Launch]) -> set[Launch]:
+        if not launches:
+            return set()
+        nodes, instances, repos, sessions = (list(column) for column in zip(*launches))
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT l.node_id, l.instance_id, l.repo, l.session_id FROM runner_launches l"
+                " JOIN unnest(%s::text[], %s::text[], %s::text[], %s::text[])"
+                " AS k(node_id, instance_id, repo, session_id) USING"
+                " (node_id, instance_id, repo, session_id)",
+                (nodes, instances, repos, sessions),
+            )
+            return {Launch(*row) for row in await cur.fetchall()}
+
+    async def read_mark(self) -> int:
+        async with self._pool.connection() as conn:
+            return await OFFSETS.read(conn, LAUNCHES_PROJECTION)
+
+    async def set_mark(self, seq: int) -> None:
+        async with self._pool.connection() as conn, conn.transaction():
+            await OFFSETS.lock(conn, LAUNCHES_PROJECTION)
+            await OFFSETS.set(conn, LAUNCHES_PROJECTION, seq)
+
+
+class InMemoryLaunchRegistry:
+    def __init__(self) -> None:
+        self.launches: set[Launch] = set()
+        self.mark = 0
+
+    async def record(self, launches: Iterable[Launch]) -> None:
+        self.launches.update(launches)
+
+    async def permitted(self, launches: set[Launch]) -> set[Launch]:
+        return launches & self.launches
+
+    async def read_mark(self) -> int:
+        return self.mark
+
+    async def set_mark(self, seq: int) -> None:
+        self.mark = max(self.mark, seq)
+
+
+class SessionsLaunchFeed:
+    """Reads seed_composed events from SEEDLINE_SESSIONS, in order, with no consumer state."""
+
+    def __init__(self, js: JetStreamContext) -> None:
+        self._js = js
+
+    async def since(self, seq: int) -> tuple[list[Launch], int]:
+        end = await last_seq(self._js, subjects.SESSIONS_STREAM)
+        found: list[Launch] = []
+        async for msgs in replay(
+            self._js, subjects.SESSIONS_STREAM, subjects.session_event_filter("seed_composed"),
+            seq + 1, end,
+        ):
+            found.extend(launch_of(decode(m.data, SeedComposed)) for m in msgs)
+        return found, end
+
+
+class InMemoryLaunchFeed:
+    def __init__(self) -> None:
+        self.events: list[Launch | None] = []  # index + 1 is the stream seq
+
+    async def since(self, seq: int) -> tuple[list[Launch], int]:
+        later = self.events[seq:]
+        return [launch for launch in later if launch is not None], len(self.events)
+
+
+class LaunchCheck:
+    """Answers "did the platform launch this conversation on this machine?"."""
+
+    def __init__(self, registry: LaunchRegistry, feed: LaunchFeed) -> None:
+        self._registry = registry
+        self._feed = feed
+
+    async def permitted(self, launches: set[Launch]) -> set[Launch]:
+        known = await self._registry.permitted(launches)
+        if known == launches:
+            return known
+        # Not known yet: read SEEDLINE_SESSIONS to its end before refusing anything.
+        found, end = await self._feed.since(await self._registry.read_mark())
+        await self._registry.record(found)
+        await self._registry.set_mark(end)
+        return known | (launches & set(found)) | await self._registry.permitted(launches - known)

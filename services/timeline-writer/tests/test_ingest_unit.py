@@ -1,0 +1,121 @@
+"""The ingest path on fakes: validation, dedupe, runner-scoped permission, rejects."""
+
+from __future__ import annotations
+
+import json
+
+from seedline_contracts import subjects
+from seedline_devtools.fakes import FakeMsg
+from seedline_platform.publishing import RecordingPublisher
+from seedline_timeline_writer.ingest import IngestHandler
+from seedline_timeline_writer.launches import (
+    InMemoryLaunchFeed,
+    InMemoryLaunchRegistry,
+    Launch,
+    LaunchCheck,
+)
+from seedline_timeline_writer.store import InMemoryTimelineStore
+from seedline_timeline_writer.stream import InMemoryTimelineStream
+from seedline_timeline_writer.writer import TimelineWriter
+
+NOW = "2026-12-01T10:00:00Z"
+MAC = subjects.ingest_runner_subject("mac-mini-1")
+
+
+def body(n: int, **over) -> bytes:
+    entry = {"entry_id": f"e-{n}", "instance_id": "inst-a", "repo": "apps/x",
+             "session_id": "csess_1", "kind": "chat_assistant", "content": f"reply {n}"}
+    entry.update(over)
+    return json.dumps(entry).encode()
+
+
+class Harness:
+    def __init__(self) -> None:
+        self.store = InMemoryTimelineStore()
+        self.stream = InMemoryTimelineStream()
+        self.registry = InMemoryLaunchRegistry()
+        self.feed = InMemoryLaunchFeed()
+        self.rejects = RecordingPublisher()
+        self.writer = TimelineWriter(self.stream, self.store)
+        self.ingest = IngestHandler(
+            self.writer, LaunchCheck(self.registry, self.feed), self.rejects, clock=lambda: NOW
+        )
+
+    async def feed_msgs(self, *msgs: FakeMsg) -> None:
+        await self.ingest.handle(list(msgs))
+
+    def stored_ids(self) -> list[str]:
+        return [e.entry_id for e in self.stream.entries]
+
+    def reasons(self) -> list[str]:
+        return [json.loads(p)["reason_code"] for p in self.rejects.on(subjects.REJECTED_TIMELINE)]
+
+
+async def test_trusted_entries_are_appended_in_order_and_duplicates_once():
+    h = Harness()
+    await h.feed_msgs(FakeMsg(body(1)), FakeMsg(body(2)), FakeMsg(body(1, content="again")))
+    await h.feed_msgs(FakeMsg(body(2)))
+    assert h.stored_ids() == ["e-1", "e-2"]
+    assert (await h.store.entry(1)).content == "reply 1"
+
+
+async def test_a_runner_entry_of_a_conversation_never_launched_there_is_not_permitted():
+    h = Harness()
+    h.registry.launches.add(Launch("other-box", "inst-a", "apps/x", "csess_1"))
+    await h.feed_msgs(FakeMsg(body(1), subject=MAC))
+    assert h.stored_ids() == [] and h.reasons() == ["not_permitted"]
+
+
+async def test_a_runner_entry_of_its_own_launch_is_accepted_but_never_a_chat_user():
+    h = Harness()
+    h.registry.launches.add(Launch("mac-mini-1", "inst-a", "apps/x", "csess_1"))
+    await h.feed_msgs(FakeMsg(body(1), subject=MAC), FakeMsg(body(2, kind="chat_user"), subject=MAC))
+    assert h.stored_ids() == ["e-1"] and h.reasons() == ["not_permitted"]
+
+
+async def test_the_same_session_id_of_another_instance_is_another_conversation():
+    h = Harness()
+    h.registry.launches.add(Launch("mac-mini-1", "inst-a", "apps/x", "csess_1"))
+    await h.feed_msgs(FakeMsg(body(1, instance_id="inst-b"), subject=MAC))
+    assert h.reasons() == ["not_permitted"]
+
+
+async def test_a_launch_not_yet_recorded_is_read_from_the_sessions_stream_before_refusing():
+    h = Harness()
+    h.feed.events = [None, Launch("mac-mini-1", "inst-a", "apps/x", "csess_1")]
+    await h.feed_msgs(FakeMsg(body(1), subject=MAC))
+    assert h.stored_ids() == ["e-1"] and h.reasons() == []
+    assert h.registry.mark == 2
+    await h.feed_msgs(FakeMsg(body(2), subject=MAC))  # now known without reading again
+    assert h.stored_ids() == ["e-1", "e-2"]
+
+
+async def test_bad_input_is_rejected_with_its_reason_and_nothing_else_is_lost():
+    h = Harness()
+    await h.feed_msgs(
+        FakeMsg(b"not json"), FakeMsg(body(1, at="0001-01-01T00:00:00Z")),
+        FakeMsg(body(2, repo="a\x00b")), FakeMsg(body(3)),
+    )
+    assert h.stored_ids() == ["e-3"]
+    assert h.reasons() == ["not_json", "invalid_entry", "bad_token"]
+
+
+async def test_an_append_that_failed_after_reaching_the_stream_is_projected_on_retry():
+    h = Harness()
+    original = h.store.append
+    calls = {"n": 0}
+
+    async def loses_first_commit(stored):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise ConnectionError("Postgres went away")
+        await original(stored)
+
+    h.store.append = loses_first_commit
+    try:
+        await h.feed_msgs(FakeMsg(body(1)))
+    except ConnectionError:
+        pass
+    await h.feed_msgs(FakeMsg(body(1)), FakeMsg(body(2)))
+    assert h.stored_ids() == ["e-1", "e-2"]
+    assert [s for s in sorted(h.store.entries)] == [1, 2]
