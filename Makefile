@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 RUN := $(UV) run --frozen --no-sync
 
-.PHONY: run test test-faults bench install lint clean schema
+.PHONY: run test test-faults bench install lint clean schema engines
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -20,8 +20,29 @@ install: $(VENV)/.installed
 run: install
 	$(RUN) seedline up
 
+# The real engine CLIs that tests/engines drives, pinned, installed with npm into
+# ./.tools/engines (README: Engines). Without npm those tests are skipped, and say so.
+CLAUDE_CODE_VERSION := 2.1.332
+CODEX_VERSION := 0.171.0
+ENGINES_DIR := .tools/engines
+ENGINES_STAMP := $(ENGINES_DIR)/.installed-claude-$(CLAUDE_CODE_VERSION)-codex-$(CODEX_VERSION)
+
+engines:
+	@if ! command -v npm >/dev/null 2>&1; then \
+		echo "npm not found: the tests of the real engine CLIs will be skipped"; \
+	elif [ ! -f $(ENGINES_STAMP) ]; then $(MAKE) --no-print-directory $(ENGINES_STAMP); fi
+
+$(ENGINES_STAMP):
+	mkdir -p $(ENGINES_DIR)
+	npm install --prefix $(ENGINES_DIR) --no-audit --no-fund --loglevel=error \
+		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) @openai/codex@$(CODEX_VERSION)
+	$(ENGINES_DIR)/node_modules/.bin/claude --version
+	$(ENGINES_DIR)/node_modules/.bin/codex --version
+	rm -f $(ENGINES_DIR)/.installed-*
+	touch $@
+
 # pytest exits 5 when it collected no tests: that is a failure, not a pass.
-test: install
+test: install engines
 	$(RUN) pytest -q -p no:cacheprovider; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
 

@@ -63,7 +63,7 @@ def test_a_refused_resume_names_the_requested_id_but_is_no_conversation():
 
 def test_lines_that_are_not_understood_are_skipped_and_new_types_noted():
     stream = ClaudeStream()
-    given = ["", "not json", "[1, 2]", '{"type": "stream_event"}',
+    given = ["", "not json", "[1, 2]", '{"type": "system", "subtype": "status"}',
              '{"type": "tool_progress", "elapsed": 3}', json.dumps(INIT)]
 
     outputs = [stream.feed(line) for line in given]

@@ -22,8 +22,8 @@ from typing import Any
 from .base import EngineOutput
 from .json_lines import parse_object
 
-# Line types that carry nothing for the timeline; known, so not reported as new.
-_QUIET_TYPES = frozenset({"system", "stream_event", "rate_limit_event"})
+# System lines other than init (status, compaction, hooks) carry nothing for the timeline.
+_QUIET_TYPES = frozenset({"system"})
 
 
 @dataclass
