@@ -15,8 +15,8 @@ from seedline_contracts.codec import decode
 from seedline_contracts.runner import RunnerPresence
 from seedline_contracts.subjects import RUNNERS_BUCKET, presence_key, runner_subject
 
-from seedline_runner import ConversationStore, Runner, run_runner
-from seedline_runner.engines import EngineError, OpenAIChatEngine, ScriptedEngine
+from seedline_runner import Checkouts, ConversationStore, Runner, run_runner
+from seedline_runner.engines import EngineError, EngineOutput, OpenAIChatEngine, ScriptedEngine
 from seedline_runner.framing import background, frame_first_prompt
 
 pytestmark = pytest.mark.servers
@@ -117,7 +117,7 @@ async def published(js, at_least: int) -> list[dict[str, Any]]:
     entries = []
     for seq in range(1, await count() + 1):
         message = await js.get_msg(OBSERVED_INGEST, seq)
-        assert message.subject == "seedline.ingest.timeline"
+        assert message.subject == f"seedline.ingest.runner.{NODE}"
         msg_id = (message.headers or {}).get("Nats-Msg-Id")
         entries.append({**json.loads(message.data), "msg_id": msg_id})
     return entries
@@ -619,4 +619,120 @@ async def test_a_warm_conversation_in_the_store_is_not_seeded_again(
         "add castling",
         "castling is in",
         "What now?",
+    ]
+
+
+# Protocol 2: what the machine hosts, for whom, and where ------------------------
+
+
+async def presence_puts(js):
+    """Every presence value put from now on, decoded, in order."""
+    kv = await js.key_value(RUNNERS_BUCKET)
+    watcher = await kv.watch(presence_key(NODE), include_history=False)
+    seen: list[RunnerPresence] = []
+
+    async def follow():
+        async for entry in watcher:
+            if entry is not None and entry.value:
+                seen.append(decode(entry.value, RunnerPresence))
+
+    task = asyncio.create_task(follow())
+    return seen, task
+
+
+async def test_presence_lists_a_conversation_from_its_launch_until_its_stop(
+    nc, js, start_runner
+):
+    runner = await start_runner({"scripted": ScriptedEngine()}, presence_interval=10)
+    seen, follower = await presence_puts(js)
+
+    await ask(nc, "launch", launch_body("csess_1"))
+    await eventually(lambda: any(p.live == ["csess_1"] for p in seen))
+    listed = list(seen)
+    await ask(nc, "stop", {"session_id": "csess_1", "reason": "idle"})
+    await eventually(lambda: seen and seen[-1].live == [])
+    follower.cancel()
+
+    assert runner.live_conversations == []
+    assert [p.live for p in listed][-1] == ["csess_1"]
+    assert seen[-1].live == [] and seen[-1].protocol == 2
+
+
+async def test_a_machine_for_some_instances_says_so_and_refuses_the_others(
+    nc, js, start_runner
+):
+    await start_runner({"scripted": ScriptedEngine()}, instances=["team-a", "bd43f4de"])
+    kv = await js.key_value(RUNNERS_BUCKET)
+
+    presence = decode((await kv.get(presence_key(NODE))).value, RunnerPresence)
+    taken = await ask(nc, "launch", launch_body("csess_1"))
+    other = {**launch_body("csess_2"), "instance_id": "someone-else"}
+    refused = await ask(nc, "launch", other)
+
+    assert presence.instances == ["team-a", "bd43f4de"]
+    assert taken["accepted"] is True
+    assert refused["accepted"] is False
+    assert "Your Mac mini" in refused["reason"] and "someone-else" in refused["reason"]
+    assert_person_facing(refused["reason"])
+
+
+class RecordsCheckouts(ScriptedEngine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.workdirs: list = []
+
+    async def start(self, conversation_id, resume_key, workdir=None):
+        self.workdirs.append(workdir)
+        return await super().start(conversation_id, resume_key, workdir)
+
+
+async def test_each_conversation_runs_in_its_repos_checkout_and_a_missing_one_is_refused(
+    nc, start_runner, tmp_path
+):
+    (tmp_path / "repos" / "apps" / "chess-academy").mkdir(parents=True)
+    elsewhere = tmp_path / "src" / "site"
+    elsewhere.mkdir(parents=True)
+    engine = RecordsCheckouts()
+    checkouts = Checkouts(repos_dir=tmp_path / "repos", mapping={"web/site": elsewhere})
+    await start_runner({"scripted": engine}, checkouts=checkouts)
+
+    in_folder = await ask(nc, "launch", launch_body("csess_1"))
+    mapped = await ask(nc, "launch", {**launch_body("csess_2"), "repo": "web/site"})
+    missing = await ask(nc, "launch", {**launch_body("csess_3"), "repo": "apps/go-club"})
+
+    assert in_folder["accepted"] is True and mapped["accepted"] is True
+    assert engine.workdirs == [tmp_path / "repos" / "apps" / "chess-academy", elsewhere]
+    assert missing["accepted"] is False
+    assert "apps/go-club" in missing["reason"] and "Your Mac mini" in missing["reason"]
+    assert_person_facing(missing["reason"])
+
+
+class SaysThenWaits(ScriptedEngine):
+    """Emits a first output, then holds the turn until the test opens the gate."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+
+    async def run_turn(self, conversation, prompt, emit):
+        await emit(EngineOutput("command", "Bash: make test"))
+        await self.gate.wait()
+        return await super().run_turn(conversation, prompt, emit)
+
+
+async def test_output_is_published_as_the_engine_emits_it_not_at_the_end_of_the_turn(
+    nc, js, start_runner
+):
+    engine = SaysThenWaits()
+    await start_runner({"scripted": engine})
+
+    await ask(nc, "launch", launch_body(instruction="run the tests"))
+    during = await published(js, 1)
+    engine.gate.set()
+    after = await published(js, 2)
+
+    assert [(e["kind"], e["entry_id"]) for e in during] == [("command", "csess_1:launch:0")]
+    assert [(e["kind"], e["entry_id"]) for e in after] == [
+        ("command", "csess_1:launch:0"),
+        ("chat_assistant", "csess_1:launch:1"),
     ]

@@ -1,8 +1,10 @@
 """Publishing timeline entries and runner events.
 
-Entries go to the ingest stream with JetStream so each one is acknowledged;
-a failed publish is retried with the same ``Nats-Msg-Id``, which the stream
-deduplicates. Entries are published one after the other, each acknowledged
+Entries go to this machine's own ingest subject, ``seedline.ingest.runner.<node>``
+(CONTRACT.md 6): the timeline-writer takes from there only entries of conversations
+the platform launched on this machine. They are published with JetStream so each
+one is acknowledged; a failed publish is retried with the same ``Nats-Msg-Id``,
+which the stream deduplicates. Entries are published one after the other, each acknowledged
 before the next, because the timeline keeps them in the order they reach the
 ingest stream.
 """
@@ -18,7 +20,7 @@ from nats.aio.client import Client
 from nats.js import JetStreamContext
 from seedline_contracts.codec import encode
 from seedline_contracts.runner import RunnerEvent
-from seedline_contracts.subjects import INGEST_TIMELINE, runner_subject
+from seedline_contracts.subjects import ingest_runner_subject, runner_subject
 from seedline_contracts.timeline import MAX_CONTENT_CHARS, TimelineEntryIn
 
 log = structlog.get_logger(__name__)
@@ -38,6 +40,7 @@ class Publisher:
         self._nc = nc
         self._js = js
         self._events_subject = runner_subject(node_id, "events")
+        self._ingest_subject = ingest_runner_subject(node_id)
         self._retry_delays = tuple(retry_delays)
 
     async def event(self, event: RunnerEvent) -> None:
@@ -58,7 +61,7 @@ class Publisher:
         headers = {"Nats-Msg-Id": entry.entry_id}
         for attempt, delay in enumerate((*self._retry_delays, None)):
             try:
-                await self._js.publish(INGEST_TIMELINE, payload, headers=headers)
+                await self._js.publish(self._ingest_subject, payload, headers=headers)
                 return
             except Exception as error:
                 if delay is None:
