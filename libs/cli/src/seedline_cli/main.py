@@ -11,6 +11,7 @@ from .bench_cmd import bench
 from .conversations import brief, open_conversation
 from .conversations_cmd import conversations
 from .docs_cmd import docs
+from .eval_cmd import eval_app
 from .mcp_cmd import mcp
 from .notices_cmd import notices
 from .publish import publish
@@ -70,6 +71,7 @@ app.command("mcp")(mcp)
 app.add_typer(tokens, name="tokens")
 app.add_typer(rebuild, name="rebuild")
 app.command("bench")(bench)
+app.add_typer(eval_app, name="eval")
 
 if __name__ == "__main__":
     app()
