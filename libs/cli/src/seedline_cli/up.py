@@ -25,6 +25,7 @@ from seedline_devtools.embedded import (
     EmbeddedServerError,
     NatsProcess,
     PostgresProcess,
+    free_port,
     nats_config,
     start_postgres,
 )
@@ -37,7 +38,9 @@ from .up_lock import DataFolderLock
 from .up_probes import is_ready
 from .up_processes import (
     DEMO_RUNNER,
+    DEFAULT_WEB_PORT,
     SERVICES,
+    WEB,
     Child,
     command_hint,
     port_is_free,
@@ -88,9 +91,19 @@ def up(
                 f"Port {port} on 127.0.0.1 is already in use (is Seedline or another nats-server "
                 f"already running?). Stop that process, or choose another port with {flag}."
             )
+    web_port = settings.web_port
+    if not port_is_free(web_port):
+        if os.environ.get("SEEDLINE_WEB_PORT"):
+            raise OperationFailed(
+                f"Port {web_port} on 127.0.0.1 (SEEDLINE_WEB_PORT, for the HTTP API, console "
+                "and MCP) is already in use. Stop that process, or choose another port."
+            )
+        web_port = free_port()
+        out.print(f"Port {settings.web_port} is in use, so the web process listens on {web_port}.")
     lock.acquire(nats_port, monitor_port)
     try:
-        system = System(home, nats_port, monitor_port, not no_runner, ready_timeout, lock)
+        system = System(home, nats_port, monitor_port, not no_runner, ready_timeout, lock,
+                        web_port=web_port)
         code = asyncio.run(system.run())
     finally:
         lock.release()
@@ -105,6 +118,7 @@ class System:
     with_runner: bool
     ready_timeout: float
     lock: DataFolderLock
+    web_port: int = DEFAULT_WEB_PORT
     nats: NatsProcess | None = None
     postgres: PostgresProcess | None = None
     database_url: str = ""
@@ -195,7 +209,7 @@ class System:
                 self.missing.append(name)
             else:
                 (first if name == "timeline-writer" else rest).append(
-                    service_child(name, self.logs)
+                    service_child(name, self.logs, self.web_port)
                 )
         if self.with_runner:
             if runner_available():
@@ -207,6 +221,7 @@ class System:
     def _environment(self) -> dict[str, str]:
         env = dict(os.environ)
         env.update(
+            SEEDLINE_WEB_PORT=str(self.web_port),
             SEEDLINE_NATS_URL=self.nats.url,
             SEEDLINE_NATS_MONITOR_URL=self.nats.monitor_url,
             SEEDLINE_DATABASE_URL=self.database_url,
@@ -228,7 +243,8 @@ class System:
                         return child
                 for child in stage:
                     if not child.ready:
-                        child.ready = await is_ready(child.name, nc, self.nats.monitor_url)
+                        child.ready = await is_ready(child.name, nc, self.nats.monitor_url,
+                                                     child.health_url)
                 if all(c.ready for c in stage):
                     return None
                 if asyncio.get_running_loop().time() > deadline:
@@ -308,7 +324,16 @@ class System:
                 f"  {cli} open --instance demo --repo apps/hello --engine scripted "
                 "--node demo-runner 'What were we doing?'"
             )
+        if WEB in ready:
+            self._print_web_addresses(cli)
         out.print(f"Logs: {self.logs}/<name>.log")
+
+    def _print_web_addresses(self, cli: str) -> None:
+        base = f"http://127.0.0.1:{self.web_port}"
+        out.print(f"  {cli} tokens create --instance demo   [dim]# a token for the web process[/]")
+        out.print(f"HTTP API: {base}/v1  (OpenAPI: {base}/openapi.json, reference: {base}/docs)")
+        out.print(f"Console: {base}/console")
+        out.print(f"MCP over HTTP: {base}/mcp  (over stdio: {cli} mcp --instance demo)")
 
     async def _shutdown(self) -> None:
         await asyncio.gather(*(child.stop() for child in self.children if child.running))

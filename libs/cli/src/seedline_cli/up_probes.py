@@ -11,7 +11,7 @@ from nats.aio.client import Client
 from seedline_contracts import subjects
 from seedline_contracts.codec import encode
 
-from .up_processes import DEMO_RUNNER
+from .up_processes import DEMO_RUNNER, WEB
 
 
 async def timeline_answers(nc: Client) -> bool:
@@ -51,7 +51,17 @@ async def runner_present(nc: Client, node_id: str = DEMO_RUNNER) -> bool:
         return False
 
 
-async def is_ready(name: str, nc: Client, monitor_url: str) -> bool:
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as resp:
+            return resp.status == 200
+    except Exception:
+        return False
+
+
+async def is_ready(name: str, nc: Client, monitor_url: str, health_url: str | None = None) -> bool:
+    if name == WEB and health_url:
+        return await asyncio.to_thread(_answers, health_url)
     if name == "timeline-writer":
         return await timeline_answers(nc)
     if name == DEMO_RUNNER:

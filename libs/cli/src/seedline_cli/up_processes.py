@@ -19,7 +19,12 @@ from pathlib import Path
 from seedline_contracts.times import now_text
 from seedline_devtools.embedded import free_port
 
-SERVICES = ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway")
+SERVICES = (
+    "timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway", "seedline-web",
+)
+# The HTTP API, console and MCP over HTTP: /healthz and /readyz are on its own port.
+WEB = "seedline-web"
+DEFAULT_WEB_PORT = 8080
 DEMO_RUNNER = "demo-runner"
 STOP_GRACE_SECONDS = 10.0
 
@@ -148,8 +153,9 @@ class Child:
         return text.splitlines()[-lines:]
 
 
-def service_child(name: str, logs: Path) -> Child:
-    return Child(name, [str(bin_dir() / name)], logs / f"{name}.log", http_port=free_port())
+def service_child(name: str, logs: Path, web_port: int = DEFAULT_WEB_PORT) -> Child:
+    port = web_port if name == WEB else free_port()
+    return Child(name, [str(bin_dir() / name)], logs / f"{name}.log", http_port=port)
 
 
 def runner_child(logs: Path) -> Child:
