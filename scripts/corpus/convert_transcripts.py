@@ -31,7 +31,7 @@ from pathlib import Path
 
 Row = list[str]  # [kind, content]
 
-AIDER_SESSION = re.compile(r"^# aider chat started at (.*)$", re.MULTILINE)
+AIDER_SECTION = re.compile(r"^# aider chat started at (.*)$", re.MULTILINE)
 # Commands the person types that address the model rather than aider itself.
 AIDER_CHAT_COMMANDS = ("/ask ", "/code ", "/architect ")
 # Text aider writes in the person's place.
@@ -96,7 +96,7 @@ def aider_rows(section: str) -> list[Row]:
 
 def aider_transcripts(history: str) -> list[tuple[str, list[Row]]]:
     """Sections of real work (enough rows and instructions), spread over their sizes."""
-    starts = list(AIDER_SESSION.finditer(history))
+    starts = list(AIDER_SECTION.finditer(history))
     sections = []
     for index, start in enumerate(starts):
         end = starts[index + 1].start() if index + 1 < len(starts) else len(history)
@@ -199,7 +199,7 @@ def _block_text(content: object) -> str:
 
 
 def claude_code_rows(lines: list[str]) -> list[Row]:
-    """A Claude Code session file (~/.claude/projects/*/<id>.jsonl), its main thread."""
+    """A Claude Code transcript (~/.claude/projects/*/<id>.jsonl), its main thread."""
     rows: list[Row] = []
     for line in lines:
         try:
@@ -287,7 +287,7 @@ def main() -> None:
     parser.add_argument("--aider", type=Path, required=True, help="an aider chat history")
     parser.add_argument("--swe-agent", type=Path, required=True, help="a SWE-agent checkout")
     parser.add_argument("--claude-code", type=Path, nargs="*", default=[],
-                        help="Claude Code session files")
+                        help="Claude Code transcripts (JSON Lines)")
     parser.add_argument("--codex", type=Path, nargs="*", default=[], help="Codex rollout files")
     parser.add_argument("--out", type=Path, required=True, help="folder to write into")
     args = parser.parse_args()
