@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 RUN := $(UV) run --frozen --no-sync
 
-.PHONY: run test test-faults bench install lint clean schema engines
+.PHONY: run test test-faults bench install lint clean schema engines chromium
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -41,8 +41,19 @@ $(ENGINES_STAMP):
 	rm -f $(ENGINES_DIR)/.installed-*
 	touch $@
 
+# Debian's chromium for the console's browser test (tests/web), installed with apt-get when
+# this runs as root; otherwise that test is skipped, and says why.
+chromium:
+	@if [ ! -x /usr/bin/chromium ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing Debian's chromium for the console's browser test"; \
+			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				chromium >/dev/null; } || echo "chromium did not install: the browser test will be skipped"; \
+		else echo "chromium is missing and needs root with apt-get: the browser test will be skipped"; fi; \
+	fi
+
 # pytest exits 5 when it collected no tests: that is a failure, not a pass.
-test: install engines
+test: install engines chromium
 	$(RUN) pytest -q -p no:cacheprovider; rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
 
