@@ -12,6 +12,7 @@ from .conversations import brief, open_conversation
 from .conversations_cmd import conversations
 from .docs_cmd import docs
 from .eval_cmd import eval_app
+from .import_cmd import importer
 from .mcp_cmd import mcp
 from .notices_cmd import notices
 from .publish import publish
@@ -53,6 +54,7 @@ def root(
 
 app.command("up")(up)
 app.command("publish")(publish)
+app.add_typer(importer, name="import")
 app.command("timeline")(timeline)
 app.command("open")(open_conversation)
 app.add_typer(brief, name="brief")

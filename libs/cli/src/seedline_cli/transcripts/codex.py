@@ -1,0 +1,214 @@
+"""Codex rollout files (``~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl``).
+
+Each line is ``{"timestamp", "type", "payload"}`` (newer Codex also numbers its lines
+with an ``ordinal``). ``session_meta`` names the thread and its working directory;
+``response_item`` lines are what the model saw and said (messages, tool calls and
+their output, reasoning); ``event_msg`` lines are the CLI's events, among them
+``user_message``, the person's message exactly as typed. Early rollouts have the
+items themselves as lines, without the wrapper.
+
+What the person typed comes from ``user_message`` events when the file has them,
+since the model's copy of a user message can carry Codex's own context; otherwise
+from the user messages the model saw, less that context. Entry ids are
+``codex:<thread id>:<ordinal or line number>:<part>``: a rollout only ever grows,
+and a resumed thread appends to the same file.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from seedline_runner.engines.json_lines import parse_object
+
+from . import Item, NumberedLines, Transcript, fill_times, stable_id
+
+ENGINE = "codex"
+# Codex's own context, sent to the model as user messages.
+_CONTEXT_MARKS = (
+    "<environment_context>",
+    "<user_instructions>",
+    "<permissions instructions>",
+    "<skills_instructions>",
+    "<turn_aborted>",
+    "# AGENTS.md instructions",
+)
+_ITEM_TYPES = frozenset(
+    {"message", "function_call", "function_call_output", "custom_tool_call",
+     "custom_tool_call_output", "local_shell_call", "reasoning", "web_search_call"}
+)
+
+
+def parse(lines: NumberedLines) -> Transcript:
+    transcript = Transcript(engine=ENGINE)
+    records: list[tuple[int, dict[str, Any]]] = []
+    for number, line in lines:
+        if line is None:
+            transcript.malformed.append((number, "the line is too long to read"))
+        elif line.strip():
+            record = parse_object(line)
+            if record is None:
+                transcript.malformed.append((number, "not a JSON object"))
+            else:
+                records.append((number, record))
+    typed_messages = any(
+        record.get("type") == "event_msg" and _payload(record).get("type") == "user_message"
+        for _, record in records
+    )
+    items: list[Item] = []
+    for number, record in records:
+        at = transcript.time_of(record)
+        items.extend(_items(transcript, number, record, typed_messages, at))
+    transcript.items = fill_times(items)
+    return transcript
+
+
+def _payload(record: dict[str, Any]) -> dict[str, Any]:
+    payload = record.get("payload")
+    if isinstance(payload, dict):
+        return payload
+    # An early rollout: the line is the item (or the session's metadata) itself.
+    return record if "payload" not in record else {}
+
+
+def _items(
+    transcript: Transcript,
+    number: int,
+    record: dict[str, Any],
+    typed_messages: bool,
+    at: str | None,
+) -> list[Item]:
+    kind, payload = record.get("type"), _payload(record)
+    if kind == "session_meta" or (kind is None and "instructions" in record):
+        _note_identity(transcript, payload)
+        return []
+    if kind == "event_msg":
+        if payload.get("type") == "user_message" and typed_messages:
+            parts = [("chat_user", _text(payload.get("message")))]
+            return _made(transcript, number, record, parts, at)
+        transcript.skip("Codex's own events")
+        return []
+    if kind in _ITEM_TYPES:
+        payload = record  # early rollout
+    elif kind != "response_item":
+        transcript.skip(f"Codex's own {kind or 'untyped'} lines")
+        return []
+    parts = _response_item(transcript, payload, typed_messages)
+    return _made(transcript, number, record, parts, at)
+
+
+def _note_identity(transcript: Transcript, meta: dict[str, Any]) -> None:
+    thread_id, cwd = meta.get("id"), meta.get("cwd")
+    if transcript.session_id is None and isinstance(thread_id, str) and thread_id:
+        transcript.session_id = thread_id
+    if transcript.cwd is None and isinstance(cwd, str) and cwd:
+        transcript.cwd = cwd
+
+
+def _made(
+    transcript: Transcript,
+    number: int,
+    record: dict[str, Any],
+    parts: list[tuple[str, str]],
+    at: str | None,
+) -> list[Item]:
+    ordinal = record.get("ordinal")
+    place = ordinal if isinstance(ordinal, int) else f"line-{number}"
+    session_id = transcript.session_id or "unknown"
+    items = []
+    for index, (kind, text) in enumerate(parts):
+        if not text.strip():
+            transcript.skip("empty text")
+            continue
+        items.append(Item(stable_id(ENGINE, session_id, place, index), kind, text, at))
+    return items
+
+
+def _response_item(
+    transcript: Transcript, item: dict[str, Any], typed_messages: bool
+) -> list[tuple[str, str]]:
+    kind = item.get("type")
+    if kind == "message":
+        return _message(transcript, item, typed_messages)
+    if kind in ("function_call", "custom_tool_call", "local_shell_call"):
+        return [("command", _call_text(item))]
+    if kind in ("function_call_output", "custom_tool_call_output"):
+        return [("terminal", _output_text(item.get("output")))]
+    if kind == "web_search_call":
+        action = item.get("action")
+        query = action.get("query") if isinstance(action, dict) else None
+        return [("command", f"web_search: {_text(query)}".rstrip(": "))]
+    if kind == "reasoning":
+        transcript.skip("the model's reasoning")
+        return []
+    transcript.skip(f"{kind or 'untyped'} items")
+    return []
+
+
+def _message(
+    transcript: Transcript, item: dict[str, Any], typed_messages: bool
+) -> list[tuple[str, str]]:
+    role = item.get("role")
+    texts = _texts(item.get("content"))
+    if role == "assistant":
+        return [("chat_assistant", text) for text in texts]
+    if role != "user":
+        transcript.skip("instructions to the model")
+        return []
+    if typed_messages:
+        transcript.skip("the model's copy of a person's message")
+        return []
+    parts = []
+    for text in texts:
+        if text.lstrip().startswith(_CONTEXT_MARKS):
+            transcript.skip("Codex's own context")
+        else:
+            parts.append(("chat_user", text))
+    return parts
+
+
+def _texts(content: Any) -> list[str]:
+    if isinstance(content, str):
+        return [content]
+    return [
+        part["text"]
+        for part in content or []
+        if isinstance(part, dict) and isinstance(part.get("text"), str)
+        and part.get("type") in ("input_text", "output_text", "text")
+    ]
+
+
+def _call_text(item: dict[str, Any]) -> str:
+    name = _text(item.get("name")) or _text(item.get("type"))
+    raw = item.get("arguments", item.get("input", item.get("action")))
+    arguments = raw
+    if isinstance(raw, str):
+        try:
+            arguments = json.loads(raw)
+        except ValueError:
+            return f"{name}: {raw}"
+    if isinstance(arguments, dict):
+        command = arguments.get("cmd", arguments.get("command"))
+        if isinstance(command, list) and all(isinstance(part, str) for part in command):
+            command = " ".join(command)
+        if isinstance(command, str):
+            return f"{name}: {command}"
+    if arguments in (None, {}, ""):
+        return name
+    return f"{name} {json.dumps(arguments, ensure_ascii=False, sort_keys=True)}"
+
+
+def _output_text(output: Any) -> str:
+    if isinstance(output, str):
+        # Some Codex versions wrap a shell's output as JSON: {"output": ..., "metadata": ...}.
+        wrapped = parse_object(output) if output.lstrip().startswith("{") else None
+        if wrapped is not None and isinstance(wrapped.get("output"), str):
+            return wrapped["output"]
+        return output
+    if isinstance(output, dict) and isinstance(output.get("output"), str):
+        return output["output"]
+    return json.dumps(output, ensure_ascii=False) if output else ""
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
