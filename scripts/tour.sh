@@ -29,9 +29,10 @@ seedline() { "$bin/seedline" "$@"; }
 
 echo "# seedline up is running (embedded NATS, Postgres, four services, demo runner)"
 step seedline runners
-step seedline publish --instance demo --repo apps/hello --session first-chat --kind chat_user \
+step seedline status
+step seedline publish --instance demo --repo apps/hello --conversation first-chat --kind chat_user \
   --content "Add a README with install steps" --entry-id tour-1
-step seedline publish --instance demo --repo apps/hello --session first-chat --kind chat_assistant \
+step seedline publish --instance demo --repo apps/hello --conversation first-chat --kind chat_assistant \
   --content "Added README.md: install with make, run with make run." --entry-id tour-2
 opened=$(seedline open --instance demo --repo apps/hello --engine scripted --node demo-runner \
   --json "What were we doing?")
@@ -40,14 +41,15 @@ echo "$opened" | "$bin/python" -c 'import json,sys; r=json.load(sys.stdin); prin
 conversation=$(echo "$opened" | "$bin/python" -c 'import json,sys; print(json.load(sys.stdin)["session_id"])')
 step seedline brief show "$conversation"
 step seedline stop "$conversation" --reason "the person went home"
-step seedline publish --instance demo --repo apps/hello --session first-chat --kind chat_user \
+step seedline publish --instance demo --repo apps/hello --conversation first-chat --kind chat_user \
   --content "Next: add a license file" --entry-id tour-3
 sleep 2
-step seedline sessions
+step seedline conversations
 "$bin/seedline" runner --node-id laptop-2 --label "Laptop" --engine scripted > "$home/runner2.log" 2>&1 &
 second_runner=$!
 for _ in $(seq 1 40); do seedline runners --json | grep -q laptop-2 && break; sleep 0.25; done
-woken=$(seedline sessions --json | "$bin/python" -c 'import json,sys; print(json.load(sys.stdin)["conversations"][0]["session_id"])')
+woken=$(seedline conversations --json | "$bin/python" -c 'import json,sys; print(json.load(sys.stdin)["conversations"][0]["session_id"])')
 step seedline relocate "$woken" --node laptop-2
 sleep 1
 step seedline timeline --instance demo --repo apps/hello
+step seedline rejected

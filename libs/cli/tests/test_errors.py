@@ -105,9 +105,11 @@ def test_a_read_with_no_timeline_writer_running_exits_3(seedline, nats_server, t
     env = {"SEEDLINE_NATS_URL": nats_server.url, "SEEDLINE_HOME": str(tmp_path)}
     result = seedline("timeline", "--instance", "i", "--repo", "r", "--json", env=env)
     assert result.exit_code == 3
+    error = json.loads(result.stdout)["error"]
+    assert error["code"] == "unavailable"
     assert (
         "Nothing answers on seedline.api.timeline.read: the timeline-writer is not running"
-        in result.stderr
+        in error["message"]
     )
 
 

@@ -263,7 +263,8 @@ def test_a_second_up_on_the_same_folder_names_the_holder_and_touches_nothing(
         # The first system still works: its Postgres answers and its services stay up.
         assert first.poll() is None, "".join(first_seen)
         assert postgres_answers(home)
-        env = {"SEEDLINE_NATS_URL": f"nats://127.0.0.1:{first_ports[0]}", "SEEDLINE_HOME": str(home)}
+        env = {"SEEDLINE_NATS_URL": f"nats://127.0.0.1:{first_ports[0]}",
+               "SEEDLINE_HOME": str(home)}
         published = seedline("publish", "--instance", "demo", "--repo", "apps/hello",
                              "--conversation", "after-second", "--kind", "chat_user",
                              "--content", "still here", "--json", env=env)

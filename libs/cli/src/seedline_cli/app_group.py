@@ -22,25 +22,50 @@ JSON_FLAG = "--json"
 
 
 def not_utf8(args: Sequence[str]) -> UsageProblem | None:
-    for position, arg in enumerate(args, start=1):
+    for index, arg in enumerate(args):
         try:
             arg.encode("utf-8")
         except UnicodeEncodeError as exc:
-            byte = ord(arg[exc.start]) - 0xDC00 if 0xDC80 <= ord(arg[exc.start]) <= 0xDCFF else None
-            what = f"its byte 0x{byte:02X}" if byte is not None else "a character"
+            code = ord(arg[exc.start])
+            what = f"byte 0x{code - 0xDC00:02X}" if 0xDC80 <= code <= 0xDCFF else "a character"
             readable = arg.encode("utf-8", errors="replace").decode("utf-8")
+            previous = args[index - 1] if index else ""
+            name = (f"The value of {previous}" if previous.startswith("-")
+                    else f"Argument {index + 1}")
             return UsageProblem(
-                f"Argument {position} ({readable!r}) is not UTF-8 text: {what} at position "
-                f"{exc.start} cannot be read. Seedline takes names and content as UTF-8 only; "
-                "convert it first (for example with iconv) or pass it with --content-file."
+                f"{name} ({readable!r}) is not UTF-8 text: its {what} at position {exc.start} "
+                "cannot be read. Seedline takes names and content as UTF-8 only; convert it "
+                "first (for example with iconv), or pass content with --content-file."
             )
     return None
 
 
-def takes_json(command: Command | None) -> bool:
-    return command is not None and any(
-        JSON_FLAG in getattr(param, "opts", ()) for param in command.params
+def invoked_command(root: Command, args: Sequence[str]) -> Command:
+    """The command the arguments name (`brief show ...` names show), found without parsing
+    them: a parse error may be what is being reported."""
+    command = root
+    tokens = iter(args)
+    for arg in tokens:
+        if arg.startswith("-"):
+            if _takes_value(command, arg):
+                next(tokens, None)
+            continue
+        commands = getattr(command, "commands", None)
+        if not commands or arg not in commands:
+            break
+        command = commands[arg]
+    return command
+
+
+def _takes_value(command: Command, flag: str) -> bool:
+    return any(
+        flag in getattr(param, "opts", ()) and not getattr(param, "is_flag", False)
+        for param in command.params
     )
+
+
+def takes_json(command: Command) -> bool:
+    return any(JSON_FLAG in getattr(param, "opts", ()) for param in command.params)
 
 
 class SeedlineGroup(TyperGroup):
@@ -58,8 +83,7 @@ class SeedlineGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except UsageError as exc:
-            failing = exc.ctx.command if exc.ctx is not None else None
-            if JSON_FLAG in self._args and takes_json(failing):
+            if JSON_FLAG in self._args and takes_json(invoked_command(self, self._args)):
                 report(UsageProblem(exc.format_message()), as_json=True)
                 sys.exit(exc.exit_code)
             raise

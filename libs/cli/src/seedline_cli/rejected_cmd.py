@@ -81,7 +81,9 @@ def decoded_raw(body: dict) -> tuple[str, bool]:
         return data.decode("utf-8", errors="backslashreplace"), False
 
 
-async def _newest(settings: Settings, limit: int, before_seq: int | None) -> tuple[list[dict], bool]:
+async def _newest(
+    settings: Settings, limit: int, before_seq: int | None
+) -> tuple[list[dict], bool]:
     async with connected(settings) as nc:
         first, last = await _bounds(nc)
         seq = last if before_seq is None else min(last, before_seq - 1)

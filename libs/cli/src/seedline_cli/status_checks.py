@@ -117,6 +117,9 @@ async def services(nc: Client, monitor_url: str) -> list[ServiceState]:
         if mine:
             stats = await gather(nc, f"$SRV.STATS.{name}", STATS_WAIT, enough=len(mine))
             endpoints = [e for s in stats for e in s.get("endpoints") or []]
+            if not endpoints:
+                found.append(state)
+                continue
             state.requests = sum(int(e.get("num_requests") or 0) for e in endpoints)
             state.errors = sum(int(e.get("num_errors") or 0) for e in endpoints)
             state.last_error = next(

@@ -20,6 +20,7 @@ from .status_checks import Status, collect
 UP = "[green]up[/]"
 DOWN = "[bold red]down[/]"
 WARN = "[yellow]warning[/]"
+OK = "[green]ok[/]"
 
 
 @reports_errors
@@ -58,7 +59,7 @@ def render(s: Status) -> None:
         f"{s.nats_url}, version {s.server_version or 'unknown'}, "
         f"max payload {size_text(s.max_payload)}"))
     sync = s.sync_interval or "unknown (the monitoring endpoint cannot be read)"
-    table.add_row("durability", UP if not s.durability_problems else WARN,
+    table.add_row("durability", OK if not s.durability_problems else WARN,
                   escape("; ".join([f"sync_interval {sync}", *s.durability_problems])))
     pg = s.postgres
     if pg["checked"]:

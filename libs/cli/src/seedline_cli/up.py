@@ -313,6 +313,7 @@ class System:
         if self.home != Path(".seedline").resolve():
             # Commands that open the database (rebuild) find it through SEEDLINE_HOME.
             out.print(f"  export SEEDLINE_HOME={shlex.quote(str(self.home))}")
+        out.print(f"  {cli} status")
         out.print(
             f"  {cli} publish --instance demo --repo apps/hello --conversation first-chat "
             "--kind chat_user --content 'Add a README'"

@@ -1,0 +1,93 @@
+"""Where the timeline draws each open: pure placement, from events shaped as in CONTRACT 7."""
+
+from __future__ import annotations
+
+import io
+
+from seedline_cli.publish_file import capped_lines
+from seedline_cli.timeline_opens import first_decisions, interleave, marks_from_events
+
+
+def decided(session, until_seq, reason_code, *, relocation_from=None, wake_seq=None, node="m1"):
+    return {
+        "type": "continuity_decided", "session_id": session, "at": "2026-12-01T10:00:00Z",
+        "until_seq": until_seq,
+        "continuity": {"mode": "fresh", "resume_from": None, "reason_code": reason_code,
+                       "reason": f"because {reason_code}"},
+        "plan": {"node_id": node, "relocation_from": relocation_from, "wake_seq": wake_seq},
+    }
+
+
+def opened(session, outcome):
+    return {"type": "opened", "session_id": session, "reply": {"outcome": outcome}}
+
+
+def entry(seq, session):
+    return {"seq": seq, "session_id": session, "kind": "chat_user", "content": str(seq)}
+
+
+def test_each_open_keeps_the_decision_made_then_and_a_relocation_is_its_own_mark():
+    marks = marks_from_events([
+        {"type": "open_requested", "session_id": "c1"},
+        decided("c1", 2, "no_previous"),
+        opened("c1", "briefed"),
+        {"type": "engine_bound", "session_id": "c1"},
+        decided("c1", 5, "other_machine", relocation_from="m1", node="m2"),
+        {"type": "relocated", "session_id": "c1", "from_node_id": "m1", "to_node_id": "m2"},
+        opened("c1", "briefed"),
+    ])
+    assert [(m.kind, m.after_seq, m.continuity["reason_code"], m.outcome) for m in marks] == [
+        ("open", 2, "no_previous", "briefed"),
+        ("relocation", 5, "other_machine", "briefed"),
+    ]
+    assert marks[1].from_node_id == "m1" and marks[1].node_id == "m2"
+    assert first_decisions(marks)["c1"]["reason_code"] == "no_previous"
+    assert marks[0].text() == "opened fresh: because no_previous · outcome briefed"
+    assert marks[1].text().startswith("relocated to m2, fresh: because other_machine")
+
+
+def test_a_failed_open_and_a_wake_say_so():
+    failed = marks_from_events([
+        decided("c2", 0, "no_previous"),
+        {"type": "open_failed", "session_id": "c2",
+         "error": {"code": "runner_offline", "message": "Your Mac mini is offline."}},
+    ])
+    assert failed[0].text().endswith("· failed: Your Mac mini is offline.")
+    woken = marks_from_events([decided("c3", 6, "no_resume_key", wake_seq=7)])
+    assert (woken[0].kind, woken[0].after_seq) == ("wake", 7)
+    assert woken[0].text().startswith("woken by #7, fresh:")
+    assert woken[0].text().endswith("no answer from the machine yet")
+
+
+def test_marks_go_between_the_entries_they_came_between():
+    marks = marks_from_events([decided("c1", 2, "no_previous"), opened("c1", "briefed"),
+                               decided("c1", 4, "other_machine", relocation_from="m1")])
+    entries = [entry(1, "old"), entry(2, "old"), entry(3, "c1"), entry(4, "c1"), entry(5, "c1")]
+    order = [item["seq"] if isinstance(item, dict) else item.kind
+             for item in interleave(entries, marks, None, None)]
+    assert order == [1, 2, "open", 3, 4, "relocation", 5]
+
+
+def test_a_mark_past_the_last_entry_shows_only_when_nothing_newer_lies_outside_the_view():
+    marks = marks_from_events([decided("c1", 5, "no_previous")])
+    entries = [entry(4, "old"), entry(5, "old")]
+    assert interleave(entries, marks, None, None)[-1].kind == "open"
+    assert interleave(entries, marks, None, 6)[-1].kind == "open"
+    assert all(isinstance(i, dict) for i in interleave(entries, marks, None, 5))
+
+
+def test_a_mark_older_than_the_view_is_left_to_the_older_page():
+    marks = marks_from_events([decided("a", 1, "no_previous"), decided("b", 7, "past_window")])
+    entries = [entry(9, "b"), entry(10, "b")]
+    shown = [i.session_id for i in interleave(entries, marks, 7, None) if not isinstance(i, dict)]
+    assert shown == ["b"]
+    shown = [i.session_id for i in interleave(entries, marks, None, None)
+             if not isinstance(i, dict)]
+    assert shown == ["a", "b"]
+
+
+def test_capped_lines_keeps_lines_up_to_the_limit_and_only_measures_longer_ones():
+    data = b"short\n" + b"x" * 50 + b"\n" + b"y" * 10 + b"\nlast"
+    lines = list(capped_lines(io.BytesIO(data), limit=20))
+    assert lines == [(1, b"short\n", 6), (2, None, 51), (3, b"y" * 10 + b"\n", 11),
+                     (4, b"last", 4)]
