@@ -35,27 +35,33 @@ class BodyLimit:
             await self._refuse(send)
             return
         seen = 0
+        over = False
         started = False
 
         async def limited_receive() -> Message:
-            nonlocal seen
+            nonlocal seen, over
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
                 if seen > self.limit:
+                    over = True
                     raise _TooLarge()
             return message
 
-        async def tracking_send(message: Message) -> None:
+        async def guarded_send(message: Message) -> None:
+            # Once the body is too large, what the app says about the interrupted read (a
+            # framework's 500) is not sent: the 413 below is the answer.
             nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
+            if not over:
+                started = started or message["type"] == "http.response.start"
+                await send(message)
 
         try:
-            await self.app(scope, limited_receive, tracking_send)
+            await self.app(scope, limited_receive, guarded_send)
         except _TooLarge:
-            if not started:
-                await self._refuse(send)
+            pass
+        if over and not started:
+            await self._refuse(send)
 
     async def _refuse(self, send: Send) -> None:
         error = body_too_large(self.limit)

@@ -1,0 +1,153 @@
+"""The web process's pure parts: choosing a machine, placing opens in the timeline,
+the body limit, and which rejected records an instance may see."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from starlette.applications import Starlette
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from seedline_contracts.sessions import BriefStats, Continuity, NoticeBody, OpenReply
+from seedline_contracts.timeline import RejectedInput, TimelineRow
+from seedline_web.choosing import Previous, choose
+from seedline_web.console import render
+from seedline_web.errors import WebError
+from seedline_web.limits import BodyLimit
+from seedline_web.notifications import sse_event
+from seedline_web.opens import OpenRecord
+from seedline_web.tenant import Machine, names_instance
+
+MAC = Machine("mac-mini-1", "Mac mini", ["claude", "codex"], [], True)
+BOX = Machine("linux-1", "Linux box", ["scripted"], [], True)
+
+
+# -- choosing where an MCP open runs -------------------------------------------------------
+
+
+def test_the_repos_last_machine_and_engine_are_the_default():
+    previous = Previous("csess_1", "mac-mini-1", "codex", live=False)
+    assert choose(None, None, previous, [MAC, BOX]) == ("mac-mini-1", "codex")
+    assert choose("linux-1", None, previous, [MAC, BOX]) == ("linux-1", "scripted")
+    assert choose(None, "claude", previous, [MAC, BOX]) == ("mac-mini-1", "claude")
+
+
+def test_without_history_the_only_machine_online_and_its_only_engine_are_used():
+    assert choose(None, None, None, [BOX]) == ("linux-1", "scripted")
+
+
+@pytest.mark.parametrize("machine, engine, online, code, words", [
+    (None, None, [], "runner_offline", "No machine is online"),
+    (None, None, [MAC, BOX], "invalid_request", "Several machines are online"),
+    ("mac-mini-1", None, [MAC], "invalid_request", "offers several engines (claude, codex)"),
+    ("gone-1", None, [MAC], "runner_offline", "gone-1 is not online"),
+])
+def test_an_open_it_cannot_place_says_what_to_name(machine, engine, online, code, words):
+    with pytest.raises(WebError) as caught:
+        choose(machine, engine, None, online)
+    assert caught.value.code == code and words in caught.value.message
+
+
+# -- the console places each open where it was decided -------------------------------------
+
+
+def row(seq: int, session: str) -> TimelineRow:
+    return TimelineRow(seq, f"e{seq}", session, "chat_user", f"entry {seq}", "2026-12-01T10:00:00Z",
+                       None, None)
+
+
+def opened(seq: int, session: str, until_seq: int | None, reason: str) -> render.OpenView:
+    reply = OpenReply(session, "mac-mini-1", False, True, "briefed",
+                      Continuity("fresh", None, "past_window", reason),
+                      BriefStats(3, 81, 0, until_seq or 0, "ab" * 32),
+                      NoticeBody("chat", f"console notice {reason}", "mcp", "warning"))
+    record = OpenRecord(seq, session, "apps/x", "mac-mini-1", "scripted", "2026-12-01T10:00:00Z",
+                        None, until_seq, reply, None, None, None)
+    return render.OpenView(record, "the brief <text> & all")
+
+
+def test_each_open_sits_after_the_newest_entry_its_decision_saw():
+    rows = [row(1, "old"), row(2, "old"), row(3, "a"), row(4, "a"), row(5, "b")]
+    html = render.timeline(rows, [opened(10, "a", 2, "first"), opened(20, "b", 4, "second")],
+                           {"mac-mini-1": "Mac mini"})
+    order = [html.index(mark) for mark in (
+        'data-conversation="old"', "entry 2", "console notice first", "entry 3", "entry 4",
+        "console notice second", "entry 5")]
+    assert order == sorted(order)
+    # One boundary per conversation: the open's card begins it, its entries follow.
+    assert html.count('class="boundary"') == 3
+    assert "the brief &lt;text&gt; &amp; all" in html
+    assert "Opened on Mac mini" in html
+
+
+def test_an_open_after_the_last_entry_comes_last_and_a_failed_open_says_why():
+    failed = OpenRecord(30, "c", "apps/x", "gone-1", "scripted", "2026-12-01T10:00:00Z", None, 5,
+                        None, "runner_offline", "Your Linux box is offline.", None)
+    html = render.timeline([row(5, "b")], [render.OpenView(failed, None)], {})
+    assert html.index("entry 5") < html.index("The open failed: Your Linux box is offline.")
+
+
+def test_data_is_escaped_everywhere():
+    html = render.timeline([row(1, "<script>")], [], {})
+    assert "<script>" not in html and "&lt;script&gt;" in html
+
+
+# -- the body limit ---------------------------------------------------------------------------
+
+
+async def _echo(request):
+    return PlainTextResponse(str(len(await request.body())))
+
+
+def _call(app, body: bytes, with_length: bool) -> tuple[int, bytes]:
+    sent: list[dict] = []
+    chunks = [body[i:i + 1000] for i in range(0, len(body), 1000)] or [b""]
+
+    async def receive():
+        chunk = chunks.pop(0)
+        return {"type": "http.request", "body": chunk, "more_body": bool(chunks)}
+
+    async def send(message):
+        sent.append(message)
+
+    headers = [(b"content-length", str(len(body)).encode())] if with_length else []
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": headers,
+             "query_string": b"", "http_version": "1.1", "scheme": "http", "server": ("x", 80),
+             "root_path": ""}
+    asyncio.run(app(scope, receive, send))
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+
+@pytest.mark.parametrize("with_length", [True, False])
+def test_a_body_over_the_limit_is_413_naming_it_and_one_under_it_passes(with_length):
+    app = BodyLimit(Starlette(routes=[Route("/", _echo, methods=["POST"])]), limit=5000)
+    assert _call(app, b"x" * 5000, with_length) == (200, b"5000")
+    status, body = _call(app, b"x" * 5001, with_length)
+    assert status == 413
+    error = json.loads(body)["error"]
+    assert error["code"] == "payload_too_large" and "5,000 bytes" in error["message"]
+
+
+# -- rejected records and notices -------------------------------------------------------------
+
+
+def rejected(raw: str, encoding: str = "utf-8") -> RejectedInput:
+    return RejectedInput("invalid_entry", "why", raw, encoding, "2026-12-01T10:00:00Z", 1)
+
+
+def test_a_rejected_record_belongs_to_the_instance_its_raw_json_names():
+    assert names_instance(rejected(json.dumps({"instance_id": "a", "kind": "x"})), "a")
+    assert not names_instance(rejected(json.dumps({"instance_id": "b"})), "a")
+    assert not names_instance(rejected("not json at all"), "a")
+    assert not names_instance(rejected("eyJpbnN0YW5jZV9pZCI6ICJhIn0=", "base64"), "a")
+    assert not names_instance(rejected("[" * 100_000), "a")
+
+
+def test_an_event_keeps_its_framing_whatever_the_notice_holds():
+    text = sse_event("stopped_idle\ndata: forged", {"text": "two\nlines"})
+    assert text.splitlines() == ["event: stopped_idledataforged",
+                                 'data: {"text": "two\\nlines"}', ""]
