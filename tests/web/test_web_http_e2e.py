@@ -6,6 +6,7 @@ import asyncio
 import json
 from datetime import timedelta
 
+import httpx
 import pytest
 
 from seedline_contracts.timeline import MAX_CONTENT_CHARS
@@ -120,3 +121,43 @@ async def test_the_notices_stream_delivers_a_stopped_idle_notice(system, web):
     assert kind == "stopped_idle"
     assert notice["session_id"] == session_id
     assert "next message" in notice["text"] and not wording_violations(notice["text"])
+
+
+async def test_refusals_say_what_to_fix_and_name_the_limits(system):
+    import dataclasses
+
+    from seedline_devtools.embedded import free_port
+    from seedline_devtools.testing import running
+    from seedline_web.app import create_app
+
+    # A body limit above the NATS server's max_payload (4 MiB here), to reach that check.
+    settings = dataclasses.replace(system.settings, web_port=free_port(),
+                                   web_max_body_bytes=8 * 1024 * 1024)
+    async with running(create_app(settings)) as app:
+        _, token = await app.tokens.create(INSTANCE)
+        async with httpx.AsyncClient(base_url=app.url, timeout=30,
+                                     headers={"Authorization": f"Bearer {token}"}) as client:
+            url = f"/v1/instances/{INSTANCE}/entries"
+            huge = await client.post(url, json=entry(1, content="x" * 5_000_000))
+            too_big = await client.post(url, content=b'{"entries": [' + b" " * 9_000_000 + b"]}")
+            bad_at = await client.post(url, json=entry(2, at="yesterday"))
+            bad_kind = await client.post(f"{url}/batch", json={"entries": [
+                entry(3), entry(4, kind="speech")]})
+            not_utf8 = await client.post(url, content=b"\xff\xfe{}")
+            empty = await client.post(f"{url}/batch", json={"entries": []})
+            nothing_published = await read_all(client)
+    assert huge.status_code == 413
+    assert "max_payload of 4,194,304 bytes" in huge.json()["error"]["message"]
+    assert too_big.status_code == 413
+    assert "limit of 8,388,608 bytes (SEEDLINE_WEB_MAX_BODY_BYTES)" in too_big.json()["error"][
+        "message"]
+    assert bad_at.status_code == 400 and "at 'yesterday' is not an RFC 3339 time" in bad_at.json()[
+        "error"]["message"]
+    assert bad_kind.status_code == 400
+    assert bad_kind.json()["error"]["message"].startswith("Entry 1 was not accepted: kind 'speech'")
+    assert not_utf8.status_code == 400 and not_utf8.json()["error"]["code"] == "not_json"
+    assert empty.status_code == 400 and "1 to 1,000 entries" in empty.json()["error"]["message"]
+    # A refused batch publishes none of its entries.
+    assert nothing_published["entries"] == []
+    for reply in (huge, too_big, bad_at, bad_kind, not_utf8, empty):
+        assert not wording_violations(reply.json()["error"]["message"])

@@ -11,7 +11,7 @@ from rich.table import Table
 
 from .config import load_settings
 from .console import out, print_json
-from .errors import UsageProblem, reports_errors
+from .errors import OperationFailed, UsageProblem, reports_errors
 from .preflight import postgres_answers
 
 tokens = typer.Typer(help="API tokens for the HTTP API, the console and MCP over HTTP.",
@@ -25,12 +25,14 @@ def _record(record) -> dict:
 
 
 def _run(ctx: typer.Context, work):
-    from seedline_web.token_admin import TokenAdminError
+    from seedline_web.token_admin import TokenAdminError, UnknownToken
 
     settings = load_settings(ctx)
     asyncio.run(postgres_answers(settings))
     try:
         return asyncio.run(work(settings))
+    except UnknownToken as exc:
+        raise OperationFailed(str(exc)) from None
     except TokenAdminError as exc:
         raise UsageProblem(str(exc)) from None
 

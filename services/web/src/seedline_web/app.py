@@ -179,10 +179,10 @@ class WebApp:
 
         @app.exception_handler(RequestValidationError)
         async def on_invalid(_request: Request, exc: RequestValidationError) -> Response:
-            fields = sorted({str(e.get("loc", ("", "?"))[-1]) for e in exc.errors()})
-            return _error(WebError("invalid_request",
-                                   f"The request has a missing or invalid value in "
-                                   f"{', '.join(fields)}; correct it and send it again."))
+            problems = "; ".join(f"{e.get('loc', ('', '?'))[-1]}: {str(e.get('msg', '')).lower()}"
+                                 for e in exc.errors())
+            return _error(WebError("invalid_request", f"The request's parameters are not valid "
+                                   f"({problems}); correct them and send it again."))
 
         @app.exception_handler(StarletteHTTPException)
         async def on_http(_request: Request, exc: StarletteHTTPException) -> Response:

@@ -9,6 +9,7 @@ reply becomes a WebError with the message the service wrote.
 from __future__ import annotations
 
 import json
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -66,6 +67,13 @@ OWNER_CACHE_SIZE = 10_000
 
 
 @dataclass(frozen=True)
+class OpenedHere:
+    session_id: str
+    node_id: str
+    engine: str
+
+
+@dataclass(frozen=True)
 class Owner:
     """Where a conversation the platform opened lives; it never changes."""
 
@@ -81,6 +89,8 @@ class Backend:
         self._open_timeout = open_timeout
         self._timeout = request_timeout
         self._owners: OrderedDict[str, Owner] = OrderedDict()
+        # The newest open this process made per (instance, repo), with when it was answered.
+        self._opened_here: OrderedDict[tuple[str, str], tuple[OpenedHere, float]] = OrderedDict()
 
     @property
     def max_payload(self) -> int:
@@ -135,7 +145,20 @@ class Backend:
         reply = await self._call(subjects.API_SESSIONS_OPEN, request, OpenReply,
                                  self._open_timeout + 5)
         self._remember_owner(reply.session_id, Owner(request.instance_id, request.repo))
+        key = (request.instance_id, request.repo)
+        self._opened_here[key] = (OpenedHere(reply.session_id, reply.node_id, request.engine),
+                                  time.monotonic())
+        self._opened_here.move_to_end(key)
+        while len(self._opened_here) > OWNER_CACHE_SIZE:
+            self._opened_here.popitem(last=False)
         return reply
+
+    def opened_here(self, instance_id: str, repo: str, within: float) -> OpenedHere | None:
+        """The open this process made on the repo less than `within` seconds ago."""
+        found = self._opened_here.get((instance_id, repo))
+        if found is None or time.monotonic() - found[1] > within:
+            return None
+        return found[0]
 
     async def relocate(self, request: RelocateRequest) -> OpenReply:
         return await self._call(subjects.API_SESSIONS_RELOCATE, request, OpenReply,

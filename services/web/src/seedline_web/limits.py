@@ -17,6 +17,9 @@ def body_too_large(limit: int) -> WebError:
     )
 
 
+DRAIN_LIMIT_BYTES = 64 * 1024 * 1024
+
+
 class _TooLarge(Exception):
     pass
 
@@ -32,17 +35,19 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await self._refuse(send)
+            await self._refuse(receive, send, more=True)
             return
         seen = 0
         over = False
+        more = True
         started = False
 
         async def limited_receive() -> Message:
-            nonlocal seen, over
+            nonlocal seen, over, more
             message = await receive()
             if message["type"] == "http.request":
                 seen += len(message.get("body", b""))
+                more = message.get("more_body", False)
                 if seen > self.limit:
                     over = True
                     raise _TooLarge()
@@ -61,9 +66,18 @@ class BodyLimit:
         except _TooLarge:
             pass
         if over and not started:
-            await self._refuse(send)
+            await self._refuse(receive, send, more)
 
-    async def _refuse(self, send: Send) -> None:
+    async def _refuse(self, receive: Receive, send: Send, more: bool) -> None:
+        # The rest of the body is read and dropped (up to a bound) before answering: a
+        # client still sending when the connection closes would not see the 413 at all.
+        dropped = 0
+        while more and dropped <= DRAIN_LIMIT_BYTES:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            dropped += len(message.get("body", b""))
+            more = message.get("more_body", False)
         error = body_too_large(self.limit)
         body = error.body()
         await send({"type": "http.response.start", "status": 413, "headers": [

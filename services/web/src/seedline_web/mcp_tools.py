@@ -8,6 +8,7 @@ sentence the platform wrote.
 
 # No `from __future__ import annotations` here: the SDK builds each tool's input schema
 # from its parameters' annotations, which must be real objects, not strings.
+import asyncio
 import uuid
 from typing import Awaitable, Callable
 
@@ -30,6 +31,7 @@ log = get_logger(__name__)
 
 TenantOf = Callable[[], Awaitable[Tenant]]
 RECENT_ENTRIES = 200
+JUST_OPENED_SECONDS = 10.0
 
 INSTRUCTIONS = (
     "Seedline keeps the conversations of coding engines on each repo in a timeline that "
@@ -51,19 +53,30 @@ def _text(text: str, error: bool = False) -> CallToolResult:
 
 async def previous_on(tenant: Tenant, repo: str) -> Previous | None:
     """The repo's live conversation, else the newest one the platform opened on it."""
-    for c in await tenant.live():
-        if c.repo == repo:
-            return Previous(c.session_id, c.node_id, c.engine, live=True)
+    live = await _live_on(tenant, repo)
+    if live is not None:
+        return live
+    recent = tenant.backend.opened_here(tenant.instance_id, repo, within=JUST_OPENED_SECONDS)
+    if recent is not None:
+        # The gateway may list a conversation a moment after its open was answered.
+        for _ in range(10):
+            await asyncio.sleep(0.2)
+            if (live := await _live_on(tenant, repo)) is not None:
+                return live
+        return Previous(recent.session_id, recent.node_id, recent.engine, live=False)
     page = await tenant.read(repo, limit=RECENT_ENTRIES)
-    seen: list[str] = []
-    for row in reversed(page.entries):
-        if row.session_id not in seen:
-            seen.append(row.session_id)
-    for session_id in seen:
+    for session_id in dict.fromkeys(row.session_id for row in reversed(page.entries)):
         opened = await tenant.backend.last_event(session_id, "opened")
         plan = (opened or {}).get("plan") or {}
         if plan.get("instance_id") == tenant.instance_id and plan.get("repo") == repo:
             return Previous(session_id, str(plan["node_id"]), str(plan["engine"]), live=False)
+    return None
+
+
+async def _live_on(tenant: Tenant, repo: str) -> Previous | None:
+    for c in await tenant.live():
+        if c.repo == repo:
+            return Previous(c.session_id, c.node_id, c.engine, live=True)
     return None
 
 

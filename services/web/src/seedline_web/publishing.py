@@ -1,9 +1,8 @@
 """Entries arriving over HTTP: checked at the edge, published for ingest, receipted.
 
-The edge refuses what the contract would reject anyway (a missing or mistyped
-field, an unknown kind, a name that is not a token) so the caller hears it now;
-the timeline-writer still validates everything, and what it refuses goes to the
-rejected stream. Content is never refused for its length alone: the receipt says
+The edge runs the contract's own validation (seedline_contracts.normalise), so what
+the timeline-writer would reject is refused now, with the same reason; the writer
+still validates everything it receives. Content is never refused for its length alone: the receipt says
 when it will be cut, and to how many characters.
 """
 
@@ -14,17 +13,11 @@ from typing import Sequence
 import msgspec
 
 from seedline_contracts.codec import encode
-from seedline_contracts.timeline import (
-    KINDS,
-    MAX_CONTENT_CHARS,
-    MAX_ENGINE_CHARS,
-    MAX_ENTRY_ID_CHARS,
-    TimelineEntryIn,
-)
-from seedline_contracts.tokens import has_control_characters
+from seedline_contracts.normalise import Refusal, normalise
+from seedline_contracts.timeline import MAX_CONTENT_CHARS, TimelineEntryIn
+from seedline_contracts.times import now_text
 
 from .errors import WebError
-from .tenant import name_problem
 
 MAX_BATCH = 1000
 
@@ -72,34 +65,21 @@ class AppendReceipt(msgspec.Struct):
     ok: bool = True
 
 
-def _refuse(index: int | None, field: str, problem: str) -> WebError:
-    where = f"entry {index}'s " if index is not None else "entry's "
-    return WebError("invalid_entry",
-                    f"The {where}{field} {problem}; correct it and publish it again.")
-
-
 def to_entry(body: EntryBody, instance_id: str, index: int | None = None) -> TimelineEntryIn:
-    """The contract's entry, or invalid_entry naming the field."""
+    """The contract's entry, or the writer's own refusal (invalid_entry or bad_token) now."""
+    which = f"Entry {index}" if index is not None else "The entry"
     if body.instance_id is not None and body.instance_id != instance_id:
         raise WebError("not_permitted",
-                       f"The {'entry %d' % index if index is not None else 'entry'} names "
-                       "another instance; this token publishes only to its own.")
-    if not 1 <= len(body.entry_id) <= MAX_ENTRY_ID_CHARS or any(
-        c.isspace() for c in body.entry_id
-    ) or has_control_characters(body.entry_id):
-        raise _refuse(index, "entry_id", f"must be 1-{MAX_ENTRY_ID_CHARS} characters with no "
-                      "spaces or control characters")
-    for field in ("repo", "session_id"):
-        problem = name_problem(getattr(body, field))
-        if problem:
-            raise _refuse(index, field, problem)
-    if body.kind not in KINDS:
-        raise _refuse(index, "kind", "must be one of " + ", ".join(KINDS))
-    if body.engine is not None and not 1 <= len(body.engine) <= MAX_ENGINE_CHARS:
-        raise _refuse(index, "engine", f"must be 1-{MAX_ENGINE_CHARS} characters, or null")
-    return TimelineEntryIn(entry_id=body.entry_id, instance_id=instance_id, repo=body.repo,
-                           session_id=body.session_id, kind=body.kind, content=body.content,
-                           at=body.at, engine=body.engine)
+                       f"{which} names another instance; this token publishes only to its own.")
+    entry = TimelineEntryIn(entry_id=body.entry_id, instance_id=instance_id, repo=body.repo,
+                            session_id=body.session_id, kind=body.kind, content=body.content,
+                            at=body.at, engine=body.engine)
+    checked = normalise(encode(entry), now_text())
+    if isinstance(checked, Refusal):
+        raise WebError(checked.reason_code,
+                       f"{which} was not accepted: {checked.message}; correct it and publish it "
+                       "again.")
+    return entry
 
 
 def check_payload(entries: Sequence[TimelineEntryIn], max_payload: int) -> None:

@@ -29,29 +29,16 @@ from seedline_contracts.timeline import (
     TimelineReadReply,
     TimelineReadRequest,
 )
-from seedline_contracts.tokens import TokenError, escape_token, has_control_characters
+from seedline_contracts.tokens import name_problem
 
 from .backend import Backend, Owner
 from .errors import WebError, not_found
 
 
-def name_problem(value: object) -> str | None:
-    """Why a value cannot be an instance, repo, conversation or machine name, or None."""
-    if not isinstance(value, str) or value == "":
-        return "must not be empty"
-    if has_control_characters(value):
-        return "contains a control character"
-    try:
-        escape_token(value)
-    except TokenError as exc:
-        return str(exc)
-    return None
-
-
 def check_name(field: str, value: object) -> str:
     problem = name_problem(value)
     if problem is not None:
-        raise WebError("invalid_request", f"The {field} {problem}; correct it and send it again.")
+        raise WebError("invalid_request", f"The {field} cannot be used as a name: it {problem}.")
     return value  # type: ignore[return-value]
 
 

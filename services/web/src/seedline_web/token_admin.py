@@ -7,15 +7,19 @@ from __future__ import annotations
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
+from seedline_contracts.tokens import name_problem
 from seedline_platform import pg
 from seedline_platform.settings import Settings
 
-from .tenant import name_problem
 from .tokens import TokenRecord, TokenStore
 
 
 class TokenAdminError(ValueError):
     """A request an operator can correct; the message says how."""
+
+
+class UnknownToken(TokenAdminError):
+    """No token has that id."""
 
 
 @asynccontextmanager
@@ -47,6 +51,6 @@ async def revoke_token(settings: Settings, token_id: str) -> TokenRecord:
     async with token_store(settings) as store:
         record = await store.revoke(token_id)
     if record is None:
-        raise TokenAdminError(f"No token with the id {token_id!r}; `seedline tokens list` shows "
+        raise UnknownToken(f"No token with the id {token_id!r}; `seedline tokens list` shows "
                               "the ids.")
     return record

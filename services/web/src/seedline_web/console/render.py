@@ -114,7 +114,8 @@ def receipt(brief: BriefStats | None) -> str:
         return '<p class="receipt none">No brief was offered.</p>'
     cells = (("entries", f"{brief.rows}"), ("characters", f"{brief.chars:,}"),
              ("earlier entries left out", f"{brief.omitted_rows}"),
-             ("up to seq", f"{brief.until_seq}"), ("sha256", f"<code>{escape(brief.sha256)}</code>"))
+             ("up to seq", f"{brief.until_seq}"),
+             ("sha256", f"<code>{escape(brief.sha256)}</code>"))
     return ('<table class="receipt"><caption>Brief receipt</caption><tbody>'
             + "".join(f'<tr><th>{k}</th><td data-field="{k}">{v}</td></tr>' for k, v in cells)
             + "</tbody></table>")
@@ -202,7 +203,8 @@ def timeline(rows: Sequence[TimelineRow], opens: Sequence[OpenView], labels: dic
 
 
 def repo_page(instance_id: str, repo: str, body: str, older: int | None) -> str:
-    more = (f'<p class="older"><a href="/console/repo?{urlencode({"repo": repo, "before_seq": older})}'
-            '">Older entries</a></p>' if older else "")
+    query = urlencode({"repo": repo, "before_seq": older})
+    more = (f'<p class="older"><a href="/console/repo?{query}">Older entries</a></p>'
+            if older else "")
     return page(repo, f'<p><a href="/console">Overview</a></p><h1>{escape(repo)}</h1>'
                 f'<section id="timeline">{more}{body}</section>', instance_id)
