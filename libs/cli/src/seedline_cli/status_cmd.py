@@ -112,8 +112,10 @@ def _render_machines(machines: list[dict]) -> None:
         return
     table = Table(title=f"{len(machines)} machine(s) online", title_justify="left")
     add_id_column(table, "machine", [m["node_id"] for m in machines])
-    for column in ("label", "engines", "hosts", "last heartbeat"):
-        add_text_column(table, column)
+    add_text_column(table, "label")
+    add_text_column(table, "engines")
+    add_id_column(table, "hosts", [i for m in machines for i in m.get("live") or []])
+    add_text_column(table, "last heartbeat")
     for m in machines:
         age = m.get("heartbeat_age_seconds")
         hosted = escape(", ".join(m["live"])) if m.get("live") else hosts_text(m)
