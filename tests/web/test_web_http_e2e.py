@@ -1,17 +1,12 @@
-"""The HTTP API end to end: publish, open, brief, stop, and the notices stream."""
+"""The HTTP API end to end: publish, open, brief, stop, and what it refuses."""
 
 from __future__ import annotations
-
-import asyncio
-import json
-from datetime import timedelta
 
 import httpx
 import pytest
 
 from seedline_contracts.timeline import MAX_CONTENT_CHARS
 from seedline_core.notices import wording_violations
-from seedline_platform.clock import utc_now
 
 from .conftest import INSTANCE, REPO
 
@@ -86,41 +81,6 @@ async def test_publish_open_brief_and_stop_through_http(system, web):
         assert stopped.json() == {"stopped": True, "ok": True}
         live = await client.get(f"/v1/instances/{INSTANCE}/conversations")
         assert live.json()["conversations"] == []
-
-
-async def test_the_notices_stream_delivers_a_stopped_idle_notice(system, web):
-    await system.start_runner()
-    async with web.client(web.token) as client:
-        opened = await client.post(f"/v1/instances/{INSTANCE}/conversations", json={
-            "repo": REPO, "engine": "scripted", "node_id": "mac-mini-1"})
-        session_id = opened.json()["session_id"]
-        events: list[tuple[str, dict]] = []
-        ready = asyncio.Event()
-
-        async def listen():
-            async with client.stream("GET", f"/v1/instances/{INSTANCE}/notifications") as resp:
-                assert resp.status_code == 200
-                assert resp.headers["content-type"].startswith("text/event-stream")
-                kind = None
-                async for line in resp.aiter_lines():
-                    if line == ": ready":
-                        ready.set()
-                    elif line.startswith("event: "):
-                        kind = line[len("event: "):]
-                    elif line.startswith("data: "):
-                        events.append((kind, json.loads(line[len("data: "):])))
-                        return
-
-        listener = asyncio.create_task(listen())
-        await asyncio.wait_for(ready.wait(), 10)
-        # The gateway's own reaper, seeing the clock seven hours on (the default idle
-        # stop is six hours).
-        await system.gateway.reaper.stop_idle(now=utc_now() + timedelta(hours=7))
-        await asyncio.wait_for(listener, 15)
-    ((kind, notice),) = events
-    assert kind == "stopped_idle"
-    assert notice["session_id"] == session_id
-    assert "next message" in notice["text"] and not wording_violations(notice["text"])
 
 
 async def test_refusals_say_what_to_fix_and_name_the_limits(system):

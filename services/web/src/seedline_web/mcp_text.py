@@ -68,7 +68,8 @@ def timeline_text(repo: str, rows: Sequence[TimelineRow], has_more: bool,
     """Oldest first, a line where each conversation begins, with how it was opened."""
     if not rows:
         return f"The timeline of {repo} has no entries yet."
-    lines = [f"Timeline of {repo}, {len(rows)} entries, oldest first"
+    count = f"{len(rows)} entr{'y' if len(rows) == 1 else 'ies'}"
+    lines = [f"Timeline of {repo}, {count}, oldest first"
              + (" (older entries exist: pass before_seq to read them)." if has_more else ".")]
     current = None
     for row in rows:
