@@ -121,3 +121,14 @@ async def test_refusals_say_what_to_fix_and_name_the_limits(system):
     assert nothing_published["entries"] == []
     for reply in (huge, too_big, bad_at, bad_kind, not_utf8, empty):
         assert not wording_violations(reply.json()["error"]["message"])
+
+
+async def test_metrics_count_answers_by_route_never_by_id(system, web):
+    async with web.client(web.token) as client:
+        await client.get("/v1/conversations/csess_secret_id/brief")
+        await client.get(f"/v1/instances/{INSTANCE}/timeline", params={"repo": REPO})
+        metrics = (await client.get("/metrics")).text
+    assert 'route="/v1/conversations/{session_id}/brief",status="404"' in metrics
+    assert 'route="/v1/instances/{instance_id}/timeline",status="200"' in metrics
+    assert "csess_secret_id" not in metrics and INSTANCE not in metrics
+    assert "seedline_web_notification_streams 0.0" in metrics

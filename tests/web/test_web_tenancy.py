@@ -103,3 +103,4 @@ async def test_no_token_or_a_revoked_one_is_refused(system, web):
         made_up = await client.get(f"/v1/instances/{INSTANCE}/machines")
     assert made_up.status_code == 401
     assert all(not wording_violations(r.json()["error"]["message"]) for r in (reply, gone, made_up))
+

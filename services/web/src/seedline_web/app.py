@@ -8,6 +8,7 @@ import contextvars
 from contextlib import asynccontextmanager, nullcontext
 
 import uvicorn
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
@@ -27,6 +28,7 @@ from .backend import Backend
 from .console import pages
 from .errors import WebError, unavailable
 from .limits import BodyLimit
+from .metrics import Measured, WebMetrics
 from .mcp_tools import build_server
 from .openapi import openapi_document
 from .opens import OpensProjection
@@ -68,9 +70,11 @@ class WebApp:
         self.tokens: TokenStore | None = None
         self.opens: OpensProjection | None = None
         self.open_streams = 0
+        self.metrics = WebMetrics()
+        self.metrics.streams.set_function(lambda: self.open_streams)
         self.mcp = build_server(self._mcp_tenant)
         self.fastapi = self._build_fastapi()
-        self.asgi = BodyLimit(self.fastapi, settings.web_max_body_bytes)
+        self.asgi = Measured(BodyLimit(self.fastapi, settings.web_max_body_bytes), self.metrics)
         self._server: uvicorn.Server | None = None
         self._serving: asyncio.Task | None = None
 
@@ -171,6 +175,11 @@ class WebApp:
             checks = await self._checks()
             ok = all(v == "ok" for v in checks.values())
             return http_api.json_response(wire.Health(ok=ok, checks=checks), 200 if ok else 503)
+
+        @app.get("/metrics", include_in_schema=False)
+        async def metrics() -> Response:
+            return Response(generate_latest(self.metrics.registry),
+                            media_type=CONTENT_TYPE_LATEST)
 
         @app.exception_handler(WebError)
         async def on_web_error(_request: Request, exc: WebError) -> Response:
