@@ -426,13 +426,14 @@ def test_timeline_draws_each_open_with_the_decision_made_then(seedline, env):
                   "Next: a license", "--json")
     wake_seq = json.loads(message.stdout)["seq"]
     reading = read_until(seedline, env, lambda r: len(r["opens"]) >= 3
-                         and r["opens"][-1]["outcome"] is not None)
+                         and all(o["outcome"] for o in r["opens"]))
 
     opens = reading["opens"]
     assert [(o["kind"], o["session_id"] == conversation) for o in opens] == [
         ("open", True), ("relocation", True), ("wake", False)]
     assert [o["continuity"]["reason_code"] for o in opens][:2] == ["no_previous", "other_machine"]
     assert opens[2]["after_seq"] == wake_seq
+    assert all(o["outcome"] for o in opens), opens  # each as the machine answered it
     assert reading["continuity"][conversation]["reason_code"] == "no_previous"
 
     text = run(seedline, env, "timeline", "--instance", INSTANCE, "--repo", REPO).stdout

@@ -46,6 +46,18 @@ def test_each_open_keeps_the_decision_made_then_and_a_relocation_is_its_own_mark
     assert marks[1].text().startswith("relocated to m2, fresh: because other_machine")
 
 
+def test_a_relocation_answered_in_its_relocated_event_has_its_outcome():
+    marks = marks_from_events([
+        decided("c1", 2, "no_previous"), opened("c1", "briefed"),
+        {**decided("c1", 4, "other_machine", node="m2"),
+         "plan": {"node_id": "m2", "relocation": True, "relocation_from": None}},
+        {"type": "relocated", "session_id": "c1", "from_node_id": "m1", "to_node_id": "m2",
+         "reply": {"outcome": "briefed"}},
+    ])
+    assert [(m.kind, m.outcome, m.from_node_id) for m in marks] == [
+        ("open", "briefed", None), ("relocation", "briefed", "m1")]
+
+
 def test_a_failed_open_and_a_wake_say_so():
     failed = marks_from_events([
         decided("c2", 0, "no_previous"),

@@ -1,7 +1,7 @@
 """Where the timeline draws each open, wake and relocation, with the decision made then.
 
 Every open attempt of a conversation is a continuity_decided event in SEEDLINE_SESSIONS,
-followed by opened or open_failed. Its ``until_seq`` is the newest repo entry when the
+followed by opened, relocated (a relocation's answer) or open_failed. Its ``until_seq`` is the newest repo entry when the
 decision was made, so the line goes just after that entry; a wake goes after the message
 that woke it. A later relocation of the same conversation is a line of its own at its own
 place, and never changes what the earlier lines say.
@@ -58,7 +58,7 @@ def marks_from_events(events: list[dict]) -> list[OpenMark]:
         kind = event.get("type")
         if kind == "continuity_decided":
             plan = event.get("plan") or {}
-            if plan.get("relocation_from"):
+            if plan.get("relocation") or plan.get("relocation_from"):
                 what, after = "relocation", event.get("until_seq") or 0
             elif plan.get("wake_seq"):
                 what, after = "wake", plan["wake_seq"]
@@ -70,7 +70,10 @@ def marks_from_events(events: list[dict]) -> list[OpenMark]:
                 node_id=plan.get("node_id", ""), from_node_id=plan.get("relocation_from"),
             ))
         elif marks and kind == "relocated":
+            # 1.1: the relocated event carries the machine's reply; before, opened did.
             marks[-1].from_node_id = event.get("from_node_id") or marks[-1].from_node_id
+            if event.get("reply") and marks[-1].outcome is None:
+                marks[-1].outcome = event["reply"].get("outcome")
         elif marks and kind == "opened" and marks[-1].outcome is None:
             marks[-1].outcome = (event.get("reply") or {}).get("outcome")
         elif marks and kind == "open_failed" and marks[-1].error is None:
