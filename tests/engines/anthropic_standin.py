@@ -82,6 +82,10 @@ class AnthropicStandIn:
         """Requests that carried the conversation (the CLI's side requests have no tools)."""
         return [r for r in self.requests if r.get("tools")]
 
+    def prompts_seen(self) -> list[list[str]]:
+        """The person's prompts each conversation request carried, request by request."""
+        return [prompts_in(request) for request in self.conversation_requests()]
+
     def start(self) -> AnthropicStandIn:
         standin = self
 

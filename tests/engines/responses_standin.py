@@ -88,6 +88,10 @@ class ResponsesStandIn:
     base_url: str = ""
     _server: ThreadingHTTPServer | None = None
 
+    def prompts_seen(self) -> list[list[str]]:
+        """The person's prompts each request carried, request by request."""
+        return [prompts_in(request) for request in self.requests]
+
     def start(self) -> ResponsesStandIn:
         standin = self
 
