@@ -204,3 +204,20 @@ def test_the_older_names_still_work_but_are_not_shown(seedline):
     for command in ("publish", "timeline"):
         text = seedline(command, "--help", env={"COLUMNS": "200"}).output
         assert "--conversation" in text and "--session" not in text
+
+
+def test_a_name_with_a_control_character_is_refused_before_anything_is_sent(seedline, closed):
+    result = seedline("timeline", "--instance", "i", "--repo", "r", "--conversation", "x\ty",
+                      env=closed)
+    assert result.exit_code == 2
+    assert "--conversation contains a control character; remove it." in result.stderr
+
+
+def test_up_on_a_data_folder_it_cannot_create_says_so(seedline, tmp_path):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    result = seedline("up", "--nats-port", str(free_port()), "--monitor-port", str(free_port()),
+                      env={"SEEDLINE_HOME": str(blocked / "home")})
+    assert result.exit_code == 1
+    assert f"Cannot use {blocked / 'home'} as the data folder" in result.stderr
+    assert "SEEDLINE_HOME" in result.stderr

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from contextlib import AsyncExitStack
@@ -527,3 +530,29 @@ def test_status_exits_1_and_names_what_is_down(seedline, nats_server, tmp_path):
     assert table.exit_code == 1
     assert "problem(s):" in table.stdout and "runner-gateway is not running" in table.stdout
     assert_plain_words(table.stdout)
+
+
+# -- notices from the platform --------------------------------------------------------------
+
+
+def test_notices_follow_prints_the_platforms_own_notice_when_a_machine_leaves(seedline, env):
+    system = system_of(env)
+    runner = system.start_runner("mac-mini-1", "Mac mini")
+    conversation = open_one(seedline, env)
+    follow = subprocess.Popen(
+        [sys.executable, "-m", "seedline_cli", "notices", "--instance", INSTANCE, "--follow",
+         "--count", "1", "--json"],
+        env={**os.environ, **{k: v for k, v in env.items() if not k.startswith("_")}},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert "Following the notices" in follow.stderr.readline()
+        system._in_loop(runner.stop())  # the machine withdraws its presence
+        out, err = follow.communicate(timeout=90)
+    finally:
+        follow.kill()
+    assert follow.returncode == 0, err
+    notice = json.loads(out)
+    assert notice["kind"] in ("runner_offline", "runner_restarted"), notice
+    assert notice["session_id"] == conversation and notice["node_id"] == "mac-mini-1"
+    assert "Mac mini" in notice["text"] and not wording_violations(notice["text"])

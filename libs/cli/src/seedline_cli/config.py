@@ -7,7 +7,7 @@ import re
 
 import typer
 
-from seedline_contracts.tokens import TokenError, escape_token
+from seedline_contracts.tokens import name_problem
 from seedline_platform.settings import Settings, SettingsError
 
 from .errors import UsageProblem
@@ -28,10 +28,9 @@ def check_name(flag: str, value: str, example: str) -> str:
     """A value that becomes a subject token (instance, repo, conversation, machine)."""
     if value == "":
         raise UsageProblem(f"{flag} must not be empty; give a name such as {example}.")
-    try:
-        escape_token(value)
-    except TokenError as exc:
-        raise UsageProblem(f"{flag} {exc}.") from None
+    problem = name_problem(value)  # the contract's one rule for names
+    if problem is not None:
+        raise UsageProblem(f"{flag} {problem}.")
     return value
 
 

@@ -108,7 +108,7 @@ async def services(nc: Client, monitor_url: str) -> list[ServiceState]:
     if not pings:
         return [
             ServiceState(name, await is_ready(name, nc, monitor_url),
-                         checked_by="no service answers $SRV.PING; readiness probe")
+                         checked_by="readiness probe (no service answers $SRV.PING)")
             for name in SERVICES
         ]
     found: list[ServiceState] = []
@@ -133,6 +133,7 @@ async def services(nc: Client, monitor_url: str) -> list[ServiceState]:
 
 
 async def streams_and_consumers(nc: Client) -> tuple[list[dict], list[dict]]:
+    """Each stream's size, or that it is missing; each durable consumer's lag."""
     js = nc.jetstream()
     streams: list[dict] = []
     consumers: list[dict] = []
@@ -216,8 +217,11 @@ async def postgres(settings: Settings, explicit: bool) -> dict:
 
 async def collect(nc: Client, settings: Settings, database_explicit: bool) -> Status:
     varz = await asyncio.to_thread(_varz, settings.nats_monitor_url)
-    durability = await check_durability(nc, nc.jetstream(), settings.nats_monitor_url)
     stream_rows, consumer_rows = await streams_and_consumers(nc)
+    existing = {s["name"] for s in stream_rows if s["exists"]}
+    # A missing stream is down, not weak: its own row says so.
+    durability = await check_durability(nc, nc.jetstream(), settings.nats_monitor_url,
+                                        [spec for spec in ALL_STREAMS if spec.name in existing])
     service_rows = await services(nc, settings.nats_monitor_url)
     hosted = await live_by_node(nc)
     status = Status(

@@ -78,14 +78,19 @@ class DataFolderLock:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
             return
+        except OSError as exc:
+            raise self._unusable(exc) from None
         try:
             self._refuse_if_taken(fd)
         finally:
             os.close(fd)  # also drops the probe's own lock, when it got one
 
     def acquire(self, nats_port: int, monitor_port: int) -> None:
-        self.home.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            self.home.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise self._unusable(exc) from None
         try:
             self._refuse_if_taken(fd)
         except BaseException:
@@ -123,6 +128,12 @@ class DataFolderLock:
                 f"nats-server (pid {left.nats_pid}, port {left.nats_port}) still runs on this "
                 f"folder's data. Stop it with `kill {left.nats_pid}` and start again."
             )
+
+    def _unusable(self, exc: OSError) -> OperationFailed:
+        return OperationFailed(
+            f"Cannot use {self.home} as the data folder ({exc.strerror}): choose another with "
+            "SEEDLINE_HOME."
+        )
 
     def _held_message(self, holder: Holder | None) -> str:
         who = holder.describe() if holder else "it is still starting"
