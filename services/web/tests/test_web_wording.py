@@ -50,9 +50,8 @@ MACHINES = [Machine("mac-mini-1", "Mac mini", ["claude", "codex"], [], True),
 
 def error_texts() -> list[str]:
     texts = [
-        errors.not_found().message, errors.invalid("repo").message, errors.unavailable().message,
+        errors.not_found().message, errors.unavailable().message,
         errors.unauthorized().message, errors.other_instance("bd43f4de").message,
-        errors.too_large(5_000_000, 4_194_304, "entry").message,
         limits.body_too_large(4_194_304).message,
         mcp_text.NO_MACHINE_ONLINE, mcp_text.NEVER_WORKED_ON.format(repo="apps/x"),
         mcp_text.MESSAGE_TOO_LONG.format(chars=200_000), mcp_text.EMPTY_MESSAGE,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import socket
 from contextlib import asynccontextmanager, nullcontext
 
 import uvicorn
@@ -57,6 +58,20 @@ class _QuietServer(uvicorn.Server):
         return nullcontext()
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    try:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        listening = socket.create_server((host, port), family=family)
+    except OSError as exc:
+        why = (exc.strerror or str(exc)).split(" (")[0]
+        raise RuntimeError(
+            f"cannot listen on {host}:{port} ({why}); stop what uses that port or set "
+            "SEEDLINE_WEB_PORT (and SEEDLINE_WEB_HOST) to another"
+        ) from None
+    listening.setblocking(False)
+    return listening
+
+
 class WebApp:
     name = NAME
 
@@ -93,15 +108,16 @@ class WebApp:
         await self.opens.setup()
         self.backend = Backend(self.nc, self.js, s.open_timeout_seconds)
         self.gate = Gate(self.tokens, self.backend)
-        config = uvicorn.Config(self.asgi, host=s.web_host, port=s.web_port, log_config=None,
-                                access_log=False, lifespan="on", timeout_graceful_shutdown=5)
+        # Bound here, not by uvicorn, which would exit the whole process on a busy port.
+        listening = _listen(s.web_host, s.web_port)
+        config = uvicorn.Config(self.asgi, log_config=None, access_log=False, lifespan="on",
+                                timeout_graceful_shutdown=5)
         self._server = _QuietServer(config)
-        self._serving = asyncio.create_task(self._server.serve())
+        self._serving = asyncio.create_task(self._server.serve(sockets=[listening]))
         while not self._server.started:
             if self._serving.done():
-                self._serving.result()  # raises why it could not listen
-                raise RuntimeError(f"the web process could not listen on {s.web_host}:"
-                                   f"{s.web_port}")
+                self._serving.result()  # raises why it stopped
+                raise RuntimeError("the web process stopped while starting")
             await asyncio.sleep(0.02)
         log.info("ready", url=self.url)
 

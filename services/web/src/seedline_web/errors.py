@@ -50,10 +50,6 @@ def not_found(what: str = "conversation") -> WebError:
     return WebError("not_found", error_message("not_found", what=what))
 
 
-def invalid(field: str) -> WebError:
-    return WebError("invalid_request", error_message("invalid_request", field=field))
-
-
 def unavailable() -> WebError:
     return WebError("unavailable", error_message("unavailable"))
 
@@ -71,11 +67,4 @@ def other_instance(instance_id: str) -> WebError:
         "not_permitted",
         f"This token is for another instance, not {instance_id}; use a token created for it with "
         f"`seedline tokens create --instance {instance_id}`.",
-    )
-
-
-def too_large(size: int, limit: int, what: str) -> WebError:
-    return WebError(
-        "payload_too_large",
-        f"The {what} is {size:,} bytes, over the limit of {limit:,} bytes; send less at once.",
     )

@@ -10,7 +10,6 @@ decision's `until_seq` and the brief's text recorded just before it.
 from __future__ import annotations
 
 import asyncio
-import json
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -213,6 +212,3 @@ def _record(row: tuple) -> OpenRecord:
     return OpenRecord(int(event_seq), session_id, repo, node_id, engine, at, relocation_from,
                       until_seq, parsed, error_code, error_message, brief_text)
 
-
-def reply_json(record: OpenRecord) -> dict | None:
-    return json.loads(encode(record.reply)) if record.reply else None
