@@ -3,8 +3,8 @@
 Built from SEEDLINE_SESSIONS with an ephemeral consumer that keeps nothing on the
 server; the applied stream sequence is stored in the same transaction as the
 rows (DESIGN.md rule 2), so a restart resumes where it stopped and a redelivery
-changes nothing. An open is the `opened` (or `open_failed`) event, joined with the
-decision's `until_seq` and the brief's text recorded just before it.
+changes nothing. An open is a decision (`continuity_decided`, with the brief's text from
+`seed_composed`) joined with its answer: `opened`, `relocated` or `open_failed`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,13 @@ from psycopg_pool import AsyncConnectionPool
 
 from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
-from seedline_contracts.events import ContinuityDecided, Opened, OpenFailed, SeedComposed
+from seedline_contracts.events import (
+    ContinuityDecided,
+    Opened,
+    OpenFailed,
+    Relocated,
+    SeedComposed,
+)
 from seedline_contracts.sessions import OpenReply
 from seedline_platform import pg
 from seedline_platform.logging import get_logger
@@ -34,10 +40,16 @@ PROJECTION = "seedline-web-opens"
 BATCH = 256
 
 DDL = """
-CREATE TABLE IF NOT EXISTS web_open_pending (
+CREATE TABLE IF NOT EXISTS web_open_decisions (
     session_id text PRIMARY KEY,
+    instance_id text NOT NULL,
+    repo text NOT NULL,
+    node_id text NOT NULL,
+    engine text NOT NULL,
+    relocation_from text,
     until_seq bigint,
-    brief_text text
+    brief_text text,
+    answered boolean NOT NULL DEFAULT false
 );
 CREATE TABLE IF NOT EXISTS web_opens (
     event_seq bigint PRIMARY KEY,
@@ -74,6 +86,9 @@ class OpenRecord:
     error_code: str | None
     error_message: str | None
     brief_text: str | None
+
+
+ANSWERS = {"opened": Opened, "relocated": Relocated, "open_failed": OpenFailed}
 
 
 def _event_type(msg: Msg) -> str:
@@ -142,36 +157,45 @@ class OpensProjection:
             await pg.set_offset(conn, PROJECTION, newest)
 
     async def _apply_one(self, conn, seq: int, msg: Msg) -> None:
+        """A decision is kept until its answer: `opened`, `relocated` carrying the reply
+        (1.1), or `open_failed`; the first answer to a decision is its open."""
         kind = _event_type(msg)
         if kind == "continuity_decided":
             event = decode(msg.data, ContinuityDecided)
+            plan = event.plan
             await conn.execute(
-                "INSERT INTO web_open_pending (session_id, until_seq, brief_text)"
-                " VALUES (%s, %s, NULL) ON CONFLICT (session_id) DO UPDATE"
-                " SET until_seq = EXCLUDED.until_seq, brief_text = NULL",
-                (event.session_id, event.until_seq),
+                "INSERT INTO web_open_decisions VALUES (%s, %s, %s, %s, %s, %s, %s, NULL, false)"
+                " ON CONFLICT (session_id) DO UPDATE SET instance_id = EXCLUDED.instance_id,"
+                " repo = EXCLUDED.repo, node_id = EXCLUDED.node_id, engine = EXCLUDED.engine,"
+                " relocation_from = EXCLUDED.relocation_from, until_seq = EXCLUDED.until_seq,"
+                " brief_text = NULL, answered = false",
+                (event.session_id, plan.instance_id, plan.repo, plan.node_id, plan.engine,
+                 plan.relocation_from, event.until_seq),
             )
         elif kind == "seed_composed":
             composed = decode(msg.data, SeedComposed)
             await conn.execute(
-                "UPDATE web_open_pending SET brief_text = %s WHERE session_id = %s",
+                "UPDATE web_open_decisions SET brief_text = %s WHERE session_id = %s",
                 (composed.text, composed.session_id),
             )
-        elif kind in ("opened", "open_failed"):
-            event = decode(msg.data, Opened if kind == "opened" else OpenFailed)
-            plan = event.plan
-            reply = encode(event.reply).decode() if kind == "opened" else None
+        elif kind in ANSWERS:
+            event = decode(msg.data, ANSWERS[kind])
+            reply = getattr(event, "reply", None)
             error = getattr(event, "error", None)
+            if reply is None and error is None:
+                return  # a relocated event of before 1.1: its opened event is the answer
             await conn.execute(
-                "INSERT INTO web_opens SELECT %s, %s, %s, %s, %s, %s, %s, %s,"
-                " (SELECT until_seq FROM web_open_pending WHERE session_id = %s),"
-                " %s, %s, %s,"
-                " (SELECT brief_text FROM web_open_pending WHERE session_id = %s)"
+                "INSERT INTO web_opens SELECT %s, session_id, instance_id, repo, node_id, engine,"
+                " %s, relocation_from, until_seq, %s, %s, %s, brief_text"
+                " FROM web_open_decisions WHERE session_id = %s AND NOT answered"
                 " ON CONFLICT (event_seq) DO NOTHING",
-                (seq, event.session_id, plan.instance_id, plan.repo, plan.node_id, plan.engine,
-                 event.at, plan.relocation_from, event.session_id, reply,
+                (seq, event.at, encode(reply).decode() if reply else None,
                  error.code if error else None, error.message if error else None,
                  event.session_id),
+            )
+            await conn.execute(
+                "UPDATE web_open_decisions SET answered = true WHERE session_id = %s",
+                (event.session_id,),
             )
 
     async def catch_up(self, timeout: float = 2.0) -> bool:

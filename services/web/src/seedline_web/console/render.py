@@ -132,8 +132,10 @@ class OpenView:
 def open_card(view: OpenView, labels: dict[str, str]) -> str:
     o = view.record
     where = escape(labels.get(o.node_id, o.node_id))
-    verb = (f"Moved to {where} from {escape(labels.get(o.relocation_from, o.relocation_from))}"
-            if o.relocation_from else f"Opened on {where}")
+    if o.relocation_from:
+        verb = f"Moved to {where} from {escape(labels.get(o.relocation_from, o.relocation_from))}"
+    else:
+        verb = f"Opened on {where}" if o.reply is not None else f"Tried to open on {where}"
     head = (f'<p class="open-head">{verb} with <code>{escape(o.engine)}</code> at '
             f'{escape(o.at)} · conversation <code>{escape(o.session_id)}</code></p>')
     if o.reply is None:

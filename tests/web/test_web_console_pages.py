@@ -1,0 +1,66 @@
+"""The console's pages over plain HTTP: each open as decided then (a relocation and a
+failed open included), and nothing of another instance."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+
+import httpx
+import pytest
+
+from seedline_core.notices import wording_violations
+
+from .conftest import INSTANCE, OTHER, REPO
+
+pytestmark = pytest.mark.servers
+
+
+def text(html: str) -> str:
+    return unescape(re.sub(r"<[^>]+>", " ", html))
+
+
+async def test_a_relocation_and_a_failed_open_are_shown_where_they_happened(system, web):
+    await system.start_runner()
+    await system.start_runner("linux-1", "Linux box")
+    async with web.client(web.token) as api:
+        opened = (await api.post(f"/v1/instances/{INSTANCE}/conversations", json={
+            "repo": REPO, "engine": "scripted", "node_id": "mac-mini-1",
+            "instruction": "Add castling."})).json()
+        moved = (await api.post(f"/v1/conversations/{opened['session_id']}/relocate",
+                                json={"node_id": "linux-1"})).json()
+        failed = await api.post(f"/v1/instances/{INSTANCE}/conversations", json={
+            "repo": REPO, "engine": "scripted", "node_id": "ghost-box"})
+    assert moved["continuity"]["reason_code"] == "other_machine", moved
+    assert failed.status_code == 409
+
+    async with httpx.AsyncClient(base_url=web.url, timeout=30) as browser:
+        login = await browser.post("/console/login", data={"token": web.token})
+        assert login.status_code == 303 and "HttpOnly" in login.headers["set-cookie"]
+        assert "SameSite=lax" in login.headers["set-cookie"]
+        page = await browser.get("/console/repo", params={"repo": REPO})
+    assert page.status_code == 200
+    assert "default-src 'none'" in page.headers["content-security-policy"]
+    heads = re.findall(r'<p class="open-head">(.*?)</p>', page.text)
+    assert [text(h).split(" with ")[0].strip() for h in heads] == [
+        "Opened on Mac mini", "Moved to Linux box from Mac mini", "Tried to open on ghost-box"]
+    body = text(page.text)
+    assert opened["notice"]["console"] in body and moved["notice"]["console"] in body
+    assert failed.json()["error"]["message"] in body
+    assert moved["brief"]["sha256"] in body and not wording_violations(body)
+
+
+async def test_the_console_shows_only_the_tokens_instance(system, web):
+    await system.append(1, content="ours: the board renders")
+    await system.append(2, content="theirs: a private plan", instance_id=OTHER)
+    async with httpx.AsyncClient(base_url=web.url, timeout=30) as browser:
+        assert (await browser.get("/console", params={"token": "slt_wrong"})).status_code == 401
+        redirect = await browser.get("/console", params={"token": web.other_token})
+        assert redirect.status_code == 303 and redirect.headers["location"] == "/console"
+        overview = await browser.get("/console")
+        page = await browser.get("/console/repo", params={"repo": REPO})
+        await browser.post("/console/logout")
+        after = await browser.get("/console/repo", params={"repo": REPO})
+    assert f"Instance {OTHER}" in text(overview.text) and REPO in overview.text
+    assert "theirs: a private plan" in page.text and "ours: the board" not in page.text
+    assert "Log in" in after.text and "a private plan" not in after.text
