@@ -69,7 +69,10 @@ async def previous_on(tenant: Tenant, repo: str) -> Previous | None:
         opened = await tenant.backend.last_event(session_id, "opened")
         plan = (opened or {}).get("plan") or {}
         if plan.get("instance_id") == tenant.instance_id and plan.get("repo") == repo:
-            return Previous(session_id, str(plan["node_id"]), str(plan["engine"]), live=False)
+            # A relocation moved it after it opened: the machine it went to is the last one.
+            moved = await tenant.backend.last_event(session_id, "relocated") or {}
+            node_id = moved.get("to_node_id") or plan["node_id"]
+            return Previous(session_id, str(node_id), str(plan["engine"]), live=False)
     return None
 
 
