@@ -46,6 +46,16 @@ anthropic_standin = _load("anthropic_standin")
 responses_standin = _load("responses_standin")
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    # Every test skipped for want of the CLIs is folded into one line of the summary,
+    # instead of one line per test.
+    report = (yield).get_result()
+    longrepr = report.longrepr
+    if report.skipped and isinstance(longrepr, tuple) and longrepr[2].endswith(SKIP_REASON):
+        report.longrepr = (str(Path(__file__).relative_to(REPO_ROOT)), 0, longrepr[2])
+
+
 def engine_cli(name: str) -> Path:
     configured = os.environ.get(f"SEEDLINE_{name.upper()}_BIN")
     path = Path(configured) if configured else ENGINE_BIN / name

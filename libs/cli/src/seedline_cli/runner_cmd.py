@@ -78,13 +78,19 @@ def runner(
     if not all(name.strip() for name in engine):
         raise UsageProblem("--engine must not be empty; for example --engine scripted.")
     served = _instances(instances)
+    checkouts = _checkouts(repos_dir, repos_map)
     run_runner = _run_runner_function()
     settings = load_settings(ctx)
     asyncio.run(nats_answers(settings))
     label = label or node_id
+    where = ""
+    if checkouts.repos_dir is not None:
+        where += f"; conversations run in their checkouts under {checkouts.repos_dir}"
+    if checkouts.mapping:
+        where += f"; {len(checkouts.mapping)} repo(s) mapped elsewhere"
     err.print(
-        f"Runner {escape(node_id)} ({escape(label)}) with engines {escape(', '.join(engine))}; "
-        "Ctrl-C stops it."
+        f"Runner {escape(node_id)} ({escape(label)}) with engines {escape(', '.join(engine))}"
+        f"{escape(where)}; Ctrl-C stops it."
     )
     try:
         result = run_runner(
@@ -93,8 +99,7 @@ def runner(
             label,
             list(engine),
             instances=served,
-            repos_dir=repos_dir,
-            repos_map=repos_map,
+            checkouts=checkouts,
             claude_executable=claude_bin,
             claude_args=tuple(claude_arg),
             codex_executable=codex_bin,
@@ -106,6 +111,15 @@ def runner(
         pass
     except ValueError as exc:
         # The runner checks its engines before it connects: an unknown name, a missing setting.
+        raise UsageProblem(str(exc)) from None
+
+
+def _checkouts(repos_dir: Optional[Path], repos_map: Optional[Path]):
+    from seedline_runner.checkouts import CheckoutsError, load_checkouts
+
+    try:
+        return load_checkouts(repos_dir, repos_map)
+    except CheckoutsError as exc:
         raise UsageProblem(str(exc)) from None
 
 

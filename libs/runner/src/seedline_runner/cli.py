@@ -6,14 +6,13 @@ import asyncio
 import signal
 from collections.abc import Sequence
 from dataclasses import fields
-from pathlib import Path
 from typing import Any
 
 import nats
 
 from seedline_contracts.subjects import runner_inbox_prefix
 
-from .checkouts import load_checkouts
+from .checkouts import Checkouts
 from .engines.registry import EngineOptions, build_engines
 from .runner import DEFAULT_PRESENCE_INTERVAL_SECONDS, Runner
 
@@ -29,14 +28,14 @@ async def run_runner(
     presence_interval: float = DEFAULT_PRESENCE_INTERVAL_SECONDS,
     stop_signals: bool = True,
     instances: Sequence[str] = (),
-    repos_dir: str | Path | None = None,
-    repos_map: str | Path | None = None,
+    checkouts: Checkouts = Checkouts(),
     **engine_options: Any,
 ) -> None:
     """Serve ``node_id`` until cancelled (or SIGTERM/SIGINT), then stop cleanly.
 
     ``instances``: the only instances this machine serves (empty: every instance).
-    ``repos_dir`` / ``repos_map``: where each repo is checked out (see checkouts.py).
+    ``checkouts``: where each repo is checked out (``load_checkouts``; default: the
+    current directory for every conversation).
     ``engine_options`` are the fields of ``EngineOptions`` (``scripted_resumable``,
     ``claude_executable``, ``claude_workdir``, ``claude_args``, ``codex_executable``,
     ``codex_args``, ``openai_base_url``, ``openai_model``, ``openai_api_key_env``,
@@ -47,7 +46,6 @@ async def run_runner(
         raise TypeError(f"unknown engine options: {', '.join(sorted(unknown))}")
     if not engine_names:
         raise ValueError("A runner needs at least one engine.")
-    checkouts = load_checkouts(repos_dir, repos_map)
     engines = build_engines(engine_names, EngineOptions(**engine_options))
     # Credentials ride in the URL (nats://user:password@host:4222); the inbox
     # prefix is the one a least-privilege runner user may subscribe to.
