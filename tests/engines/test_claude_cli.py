@@ -9,6 +9,7 @@ import uuid
 
 from structlog.testing import capture_logs
 
+from seedline_cli.transcripts import claude as claude_transcript
 from seedline_runner.engines import ClaudeEngine
 from seedline_runner.store import Conversation
 
@@ -167,3 +168,26 @@ async def test_line_types_the_adapter_does_not_know_are_logged_and_skipped(
     assert streamed[0] == plain[0]
     [warning] = [entry for entry in logs if entry["event"] == "claude_unknown_lines"]
     assert warning["types"] == ["stream_event"]
+
+
+async def test_the_transcript_the_cli_writes_imports_as_the_conversation_it_had(
+    claude, checkouts, emitted
+):
+    # The transcripts of this CLI version are not kept as files (they hold its system
+    # prompt): this one is written here, by the real CLI, and read back by the importer.
+    claude.standin.tool_commands = ["echo one"]
+    engine = engine_for(claude, "--allowedTools", "Bash")
+    await engine.start("c1", None, checkouts / REPO)
+    out = emitted()
+    result = await engine.run_turn(Conversation("c1"), "run the step", out)
+    [path] = claude.transcripts()
+
+    transcript = claude_transcript.parse(enumerate(path.read_text().splitlines(), start=1))
+
+    assert transcript.session_id == result.engine_session_id
+    assert transcript.cwd == str((checkouts / REPO).resolve())
+    assert transcript.malformed == []
+    said = [(o.kind, o.content) for o in out if o.kind != "outcome"]
+    assert [(item.kind, item.content) for item in transcript.items] == [
+        ("chat_user", "run the step"), *said
+    ]
