@@ -17,7 +17,8 @@ REAL_TURN = [
     '{"type":"item.started","item":{"id":"item_2","type":"command_execution","command":'
     '"/bin/bash -lc \'echo one\'","aggregated_output":"","exit_code":null,"status":"in_progress"}}',
     '{"type":"item.completed","item":{"id":"item_2","type":"command_execution","command":'
-    '"/bin/bash -lc \'echo one\'","aggregated_output":"one\\n","exit_code":0,"status":"completed"}}',
+    '"/bin/bash -lc \'echo one\'","aggregated_output":"one\\n","exit_code":0,'
+    '"status":"completed"}}',
     '{"type":"item.completed","item":{"id":"item_5","type":"agent_message",'
     '"text":"stand-in heard 1 prompt(s): run the steps"}}',
     '{"type":"turn.completed","usage":{"input_tokens":30,"cached_input_tokens":0,'

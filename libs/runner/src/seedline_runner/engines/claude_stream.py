@@ -130,7 +130,6 @@ def tool_result_text(content: Any) -> str:
     return ""
 
 
-
 def _content_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
     body = message.get("message")
     content = body.get("content") if isinstance(body, dict) else None
