@@ -63,7 +63,7 @@ async def _tenant(request: Request, instance_id: str | None = None):
 async def publish_one(instance_id: str, request: Request) -> Response:
     tenant = await _tenant(request, instance_id)
     entry = publishing.to_entry(parse(await request.body(), EntryBody), tenant.instance_id)
-    return await _publish(request, tenant, [entry])
+    return await _publish(tenant, [entry])
 
 
 @router.post(INSTANCE + "/entries/batch", status_code=202, response_class=Response,
@@ -77,10 +77,10 @@ async def publish_batch(instance_id: str, request: Request) -> Response:
                             f"entries, not {len(batch.entries):,}; split it and send again.")
     entries = [publishing.to_entry(body, tenant.instance_id, i)
                for i, body in enumerate(batch.entries)]
-    return await _publish(request, tenant, entries)
+    return await _publish(tenant, entries)
 
 
-async def _publish(request: Request, tenant, entries) -> Response:
+async def _publish(tenant, entries) -> Response:
     publishing.check_payload(entries, tenant.backend.max_payload)
     acks = await tenant.publish(entries)
     return json_response(PublishReply(publishing.receipts(entries, acks)), 202)
