@@ -158,10 +158,12 @@ async def test_opening_another_conversation_stops_the_live_one(system):
     assert runner.live_conversations == [second["session_id"]]
     stop = await system.request(subjects.API_SESSIONS_STOP, {"session_id": second["session_id"],
                                                             "reason": "done for today"})
-    assert stop == {"ok": True}
+    assert stop == {"ok": True, "stopped": True}
     assert runner.live_conversations == []
     again = await system.request(subjects.API_SESSIONS_STOP, {"session_id": second["session_id"]})
-    assert again["error"]["code"] == "not_found"
+    assert again == {"ok": True, "stopped": False}
+    never = await system.request(subjects.API_SESSIONS_STOP, {"session_id": "csess_nobody"})
+    assert never["error"]["code"] == "not_found"
 
 
 async def test_relocating_right_after_an_open_stops_the_first_machine(system):

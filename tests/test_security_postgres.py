@@ -19,51 +19,50 @@ import pytest
 
 from seedline_contracts import subjects
 from seedline_continuity_resolver.app import create_app as create_resolver
-from seedline_continuity_resolver.projection import DDL as RESOLVER_DDL
 from seedline_devtools import pg_roles
-from seedline_platform import pg, timeline_table
 from seedline_devtools.testing import request, running
 from seedline_runner.engines.scripted import ScriptedEngine
 from seedline_runner.runner import Runner
 from seedline_runner_gateway.app import create_app as create_gateway
-from seedline_runner_gateway.state import DDL as GATEWAY_DDL
 from seedline_seed_composer.app import create_app as create_composer
-from seedline_seed_composer.briefs import DDL as COMPOSER_DDL
 from seedline_timeline_writer.app import create_app as create_writer
 
 pytestmark = pytest.mark.servers
 
 ROLES = pg_roles.SERVICE_ROLES  # service name -> role
 PASSWORDS = {role: f"test-{role}" for role in ROLES.values()}
-SERVICE_DDL = (pg.OFFSETS_SQL, timeline_table.DDL, RESOLVER_DDL, COMPOSER_DDL, GATEWAY_DDL)
-TABLES = (
-    "projection_offsets", "timeline_entries", "conversations", "open_requests", "briefs",
-    "live_conversations", "machines", "last_opens",
-)
+SERVICE_DDL = tuple(pg_roles.service_ddl(service) for service in ROLES)
+OWNED = {
+    "timeline-writer": {"timeline_entries", "timeline_offsets", "runner_launches"},
+    "continuity-resolver": {"conversations", "open_requests", "resolver_offsets"},
+    "seed-composer": {"briefs"},
+    "runner-gateway": {"gateway_conversations", "machines", "last_opens", "gateway_offsets"},
+    "seedline-web": {"web_offsets", "web_open_decisions", "web_opens", "web_tokens"},
+}
+TABLES = tuple(sorted(set().union(*OWNED.values())))
 PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER")
+READ_PORT = {"timeline_entries": {"SELECT"}, "timeline_offsets": {"SELECT"}}
 
 # What each role may do, table by table; everything not listed is refused.
 EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
     "seedline_writer": {
         "timeline_entries": {"SELECT", "INSERT", "TRUNCATE"},
-        "projection_offsets": {"SELECT", "INSERT", "UPDATE"},
+        "timeline_offsets": {"SELECT", "INSERT", "UPDATE"},
+        "runner_launches": {"SELECT", "INSERT"},
     },
     "seedline_resolver": {
-        "timeline_entries": {"SELECT"},
-        "conversations": {"SELECT", "INSERT", "UPDATE", "TRUNCATE"},
+        **READ_PORT,
+        "conversations": {"SELECT", "INSERT", "UPDATE", "DELETE"},
         "open_requests": {"SELECT", "INSERT", "UPDATE"},
-        "projection_offsets": {"SELECT", "INSERT", "UPDATE", "DELETE"},
+        "resolver_offsets": {"SELECT", "INSERT", "UPDATE"},
     },
-    "seedline_composer": {
-        "timeline_entries": {"SELECT"},
-        "briefs": {"SELECT", "INSERT", "UPDATE"},
-        "projection_offsets": {"SELECT"},
-    },
+    "seedline_composer": {**READ_PORT, "briefs": {"SELECT", "INSERT", "UPDATE"}},
     "seedline_gateway": {
-        "live_conversations": {"SELECT", "INSERT", "UPDATE", "DELETE"},
-        "machines": {"SELECT", "INSERT", "UPDATE"},
-        "last_opens": {"SELECT", "INSERT", "UPDATE"},
-        "projection_offsets": {"SELECT"},
+        table: {"SELECT", "INSERT", "UPDATE"}
+        for table in ("gateway_conversations", "machines", "last_opens", "gateway_offsets")
+    },
+    "seedline_web": {
+        table: {"SELECT", "INSERT", "UPDATE", "DELETE"} for table in OWNED["seedline-web"]
     },
 }
 
@@ -167,45 +166,64 @@ def test_each_role_holds_exactly_the_grants_its_service_uses(roles_db):
                 assert held == EXPECTED_GRANTS[role].get(table, set()), (role, table)
 
 
+def test_the_committed_roles_file_is_the_generated_one():
+    assert pg_roles.roles_sql_path().read_text() == pg_roles.roles_sql(), (
+        "run `python -m seedline_devtools.pg_roles > deploy/postgres-roles.sql`"
+    )
+
+
+def test_no_service_applies_another_services_ddl():
+    """One owner per table (DESIGN.md rule 8): each DDL creates exactly its own tables."""
+    for service, tables in OWNED.items():
+        assert set(pg_roles.owned_tables(service)) == tables, service
+    owners = [table for tables in OWNED.values() for table in tables]
+    assert len(owners) == len(set(owners))  # no table has two owners
+    for role, tables in EXPECTED_GRANTS.items():
+        service = next(s for s, r in ROLES.items() if r == role)
+        writes = {t for t, privileges in tables.items() if privileges - {"SELECT"}}
+        assert writes <= OWNED[service], role  # a role writes only its own service's tables
+
+
 def test_a_service_cannot_read_or_write_another_services_tables(roles_db):
     with as_role(roles_db, "seedline_writer") as writer:
         writer.execute(
-            "INSERT INTO timeline_entries VALUES (1, 'e-1', 'i', 'r', 's', 'chat_user', 'x', 'now', NULL, NULL, 1)")
-        writer.execute("INSERT INTO projection_offsets VALUES ('timeline', 1)")
+            "INSERT INTO timeline_entries VALUES (1, 'e-1', 'i', 'r', 's', 'chat_user', 'x', 'now',"
+            " NULL, NULL, 1)")
+        writer.execute("INSERT INTO timeline_offsets VALUES ('timeline', 1)")
         for statement in ("UPDATE timeline_entries SET content = 'forged'",
-                          "DELETE FROM timeline_entries", "SELECT * FROM briefs"):
+                          "DELETE FROM timeline_entries", "SELECT * FROM briefs",
+                          "SELECT * FROM conversations"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 writer.execute(statement)
+    for reader in ("seedline_composer", "seedline_resolver"):
+        with as_role(roles_db, reader) as conn:
+            assert conn.execute("SELECT count(*) FROM timeline_entries").fetchone()[0] == 1
+            assert conn.execute("SELECT applied_seq FROM timeline_offsets").fetchone() == (1,)
+            for statement in (
+                "INSERT INTO timeline_entries VALUES (2, 'e-2', 'i', 'r', 's', 'chat_user', 'x',"
+                " 'now', NULL, NULL, 2)",
+                "UPDATE timeline_entries SET content = 'forged'",
+                "UPDATE timeline_offsets SET applied_seq = 99",
+                "SELECT * FROM runner_launches",
+                "SELECT * FROM gateway_conversations",
+            ):
+                with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                    conn.execute(statement)
     with as_role(roles_db, "seedline_composer") as composer:
-        assert composer.execute("SELECT count(*) FROM timeline_entries").fetchone()[0] == 1
-        for statement in (
-            "INSERT INTO timeline_entries VALUES (2, 'e-2', 'i', 'r', 's', 'chat_user', 'x', 'now', NULL, NULL, 2)",
-            "UPDATE timeline_entries SET content = 'forged'",
-            "UPDATE projection_offsets SET applied_seq = 99",
-            "SELECT * FROM conversations",
-        ):
-            with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                composer.execute(statement)
-    with as_role(roles_db, "seedline_gateway") as gateway:
-        for statement in ("SELECT * FROM briefs", "SELECT * FROM timeline_entries",
-                          "SELECT * FROM open_requests", "INSERT INTO projection_offsets VALUES ('gw', 1)"):
-            with pytest.raises(psycopg.errors.InsufficientPrivilege):
-                gateway.execute(statement)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            composer.execute("SELECT * FROM conversations")
     with as_role(roles_db, "seedline_resolver") as resolver:
-        # The resolver writes offsets, but only its own rows: moving the writer's
-        # would make the writer skip entries for ever.
-        assert resolver.execute("SELECT applied_seq FROM projection_offsets WHERE projection = 'timeline'"
-                                ).fetchone() == (1,)
-        assert resolver.execute("UPDATE projection_offsets SET applied_seq = 99").rowcount == 0
-        assert resolver.execute("DELETE FROM projection_offsets").rowcount == 0
-        with pytest.raises(psycopg.errors.InsufficientPrivilege):  # row-level security
-            resolver.execute("INSERT INTO projection_offsets VALUES ('timeline.shadow', 5)")
-        resolver.execute("INSERT INTO projection_offsets VALUES ('resolver.timeline', 5)")
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             resolver.execute("INSERT INTO briefs VALUES ('s', 1, 'forged', 1, 1, 0, 1, 'x')")
-    with psycopg.connect(roles_db) as conn:
-        assert conn.execute("SELECT applied_seq FROM projection_offsets WHERE projection = 'timeline'"
-                            ).fetchone() == (1,)
+    with as_role(roles_db, "seedline_gateway") as gateway:
+        for statement in ("SELECT * FROM briefs", "SELECT * FROM timeline_entries",
+                          "SELECT * FROM open_requests", "SELECT * FROM resolver_offsets"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                gateway.execute(statement)
+    with as_role(roles_db, "seedline_web") as web:
+        for statement in ("SELECT * FROM timeline_entries", "SELECT * FROM conversations"):
+            with pytest.raises(psycopg.errors.InsufficientPrivilege):
+                web.execute(statement)
 
 
 def _settings_for(settings, roles_db: str, service: str):
@@ -256,15 +274,22 @@ async def test_four_services_under_their_own_roles_complete_a_briefed_open(setti
         rows = await _wait_for(answered)
         assert f"seed sha256 {opened['brief']['sha256']}" in rows[0]["content"]
         with psycopg.connect(roles_db) as conn:
-            offsets = dict(conn.execute("SELECT projection, applied_seq FROM projection_offsets").fetchall())
-            live = conn.execute("SELECT session_id, node_id FROM live_conversations").fetchall()
+            offsets = {
+                table: dict(conn.execute(f"SELECT projection, applied_seq FROM {table}").fetchall())
+                for table in ("timeline_offsets", "resolver_offsets", "gateway_offsets")
+            }
+            live = conn.execute(
+                "SELECT session_id, node_id FROM gateway_conversations WHERE state = 'live'"
+            ).fetchall()
             logins = set(conn.execute(
                 "SELECT DISTINCT application_name, usename FROM pg_stat_activity"
                 " WHERE datname = current_database() AND application_name = ANY(%s)", (list(ROLES),)
             ).fetchall())
-        assert logins == set(ROLES.items())  # each service really is connected as its own role
-        assert set(offsets) == {"timeline", "resolver.timeline", "resolver.sessions"}
-        assert offsets["timeline"] >= 5 and live == [(opened["session_id"], "mac-mini-1")]
+        services = {s: r for s, r in ROLES.items() if s != "seedline-web"}
+        assert logins == set(services.items())  # each service really is connected as its own role
+        assert set(offsets["resolver_offsets"]) == {"timeline", "sessions"}
+        assert offsets["timeline_offsets"]["timeline"] >= 5
+        assert live == [(opened["session_id"], "mac-mini-1")]
 
 
 async def test_a_service_under_its_role_starts_without_running_ddl(settings, roles_db):

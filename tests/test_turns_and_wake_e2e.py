@@ -140,8 +140,7 @@ async def test_a_machine_that_vanishes_with_a_live_conversation_is_reported_by_i
         notices.append(json.loads(msg.data))
 
     await system.nc.subscribe(subjects.notify_subject("bd43f4de"), cb=on_notice)
-    await system.stop_runner("mac-mini-1")  # its presence key is gone
-    await system.gateway.reaper.notice_departed_machines()
+    await system.stop_runner("mac-mini-1")  # its presence key is deleted: seen on the watch
     await system.wait_for(lambda: _truthy(notices))
     (notice,) = notices
     assert notice["kind"] == "runner_offline" and notice["node_id"] == "mac-mini-1"

@@ -53,6 +53,12 @@ class TimelineViewContract:
         assert [(r.seq, r.kind) for r in users] == [(6, "chat_user"), (2, "chat_user")]
         assert rows[0].session_id == "csess_1" and rows[0].content == "content 6"
 
+    async def test_count_of_one_kind_up_to_a_seq(self):
+        await self.write(ROWS)
+        assert await self.view.count("inst-a", "apps/x", 7, "chat_user") == 2
+        assert await self.view.count("inst-a", "apps/x", 5, "chat_user") == 1
+        assert await self.view.count("inst-b", "apps/x", 7, "chat_user") == 0
+
     async def test_entry_by_seq_and_the_applied_seq(self):
         assert await self.view.applied_seq() == 0
         await self.write(ROWS)

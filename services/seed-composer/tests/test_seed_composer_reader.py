@@ -5,9 +5,15 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from seedline_platform import pg, timeline_table
+from seedline_platform import pg
 from seedline_seed_composer.composing import compose_for
-from seedline_seed_composer.reader import PostgresTimelineReader
+from seedline_seed_composer.reader import ViewReader
+from seedline_timeline_view import PostgresTimelineView
+from seedline_timeline_writer.schema import DDL as TIMELINE_DDL
+
+
+def PostgresTimelineReader(pool) -> ViewReader:  # noqa: N802 (reads like the adapter it is)
+    return ViewReader(PostgresTimelineView(pool))
 
 pytestmark = pytest.mark.servers
 
@@ -32,7 +38,7 @@ ANALYZE timeline_entries;
 @pytest.fixture
 async def pool(database_url):
     with psycopg.connect(database_url, autocommit=True) as conn:
-        conn.execute(timeline_table.DDL)
+        conn.execute(TIMELINE_DDL)
         conn.execute(FILL)
     pool = await pg.open_pool(database_url, "reader-test", max_size=2)
     try:

@@ -27,6 +27,8 @@ class LaunchPlan(msgspec.Struct):
     request_id: str | None = None
     relocation_from: str | None = None
     wake_seq: int | None = None
+    # A relocation (CONTRACT.md 4): the launch moves an existing conversation.
+    relocation: bool = False
 
 
 class _Event(msgspec.Struct, tag_field="type", kw_only=True):
@@ -84,6 +86,26 @@ class EngineBound(_Event, tag="engine_bound"):
 class Relocated(_Event, tag="relocated"):
     from_node_id: str | None
     to_node_id: str
+    # What the machine confirmed for the relocation's launch (1.1, additive).
+    reply: OpenReply | None = None
+    engine: str | None = None
+    engine_session_id: str | None = None
+
+
+class WakeRequested(_Event, tag="wake_requested"):
+    """A person's message reached a repo with no live conversation (CONTRACT.md 4).
+
+    Recorded by the runner-gateway with the new conversation's id; the resolver opens
+    it on the machine and engine of the repo's most recent successful open, with the
+    message at `wake_seq` as its instruction.
+    """
+
+    instance_id: str
+    repo: str
+    engine: str
+    node_id: str
+    wake_seq: int
+    request_id: str
 
 
 class Stopped(_Event, tag="stopped"):
@@ -106,6 +128,7 @@ SessionEvent = (
     | Relocated
     | Stopped
     | Reaped
+    | WakeRequested
 )
 
 EVENT_TYPES: tuple[type[_Event], ...] = (
@@ -118,6 +141,7 @@ EVENT_TYPES: tuple[type[_Event], ...] = (
     Relocated,
     Stopped,
     Reaped,
+    WakeRequested,
 )
 
 

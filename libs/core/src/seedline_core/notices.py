@@ -19,8 +19,11 @@ __all__ = [
     "Notice",
     "error_message",
     "offline_text",
+    "launch_refused_for_instance",
+    "not_woken_text",
     "open_notice",
     "runner_offline_notice_text",
+    "runner_restarted_text",
     "stopped_idle_text",
     "wording_violations",
 ]
@@ -182,6 +185,32 @@ def runner_offline_notice_text(label: str | None, node_id: str) -> str:
         f"{offline_text(label, node_id)} The conversation running on it has stopped; once "
         "the machine is back online, your next message continues it with a brief of what "
         "happened so far."
+    )
+
+
+def runner_restarted_text(label: str | None, node_id: str) -> str:
+    """A machine came back without the conversation it was running (CONTRACT.md 4.1)."""
+    return (
+        f"{_sentence_start(_machine(label, node_id))} restarted and is no longer running this "
+        "conversation, so it was stopped. Your next message continues it, with a brief of "
+        "what happened so far."
+    )
+
+
+def not_woken_text(repo: str) -> str:
+    """A message for a repo no machine has worked on yet (CONTRACT.md 4)."""
+    return (
+        f"No machine has worked on {repo} yet, so nothing was started for this message. "
+        "Open a conversation on it once, on the machine and engine you want; later messages "
+        "then continue there by themselves."
+    )
+
+
+def launch_refused_for_instance(label: str | None, node_id: str) -> str:
+    """A machine that serves only some instances was asked to launch for another."""
+    return (
+        f"{_sentence_start(_machine(label, node_id))} does not serve this instance; choose a "
+        "machine that does, or add the instance to its list"
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from types import SimpleNamespace
 
 
@@ -16,6 +17,7 @@ class FakeMsg:
     num_delivered: int = 1
     headers: dict[str, str] | None = None
     reply: str = ""
+    timestamp: datetime | None = None
     settled: list[str] = field(default_factory=list)
 
     @property
@@ -23,7 +25,7 @@ class FakeMsg:
         return SimpleNamespace(
             sequence=SimpleNamespace(stream=self.stream_seq, consumer=self.stream_seq),
             num_delivered=self.num_delivered,
-            timestamp=None,
+            timestamp=self.timestamp,
         )
 
     async def ack(self) -> None:

@@ -52,6 +52,9 @@ class InMemoryTimelineView:
         ]
         return rows[: max(0, limit)]
 
+    async def count(self, instance_id: str, repo: str, until_seq: int, kind: str) -> int:
+        return sum(1 for s, e in self._repo(instance_id, repo) if s <= until_seq and e.kind == kind)
+
     async def entry(self, seq: int) -> TimelineEntry | None:
         return self.entries.get(seq)
 

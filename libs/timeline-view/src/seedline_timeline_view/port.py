@@ -44,6 +44,10 @@ class TimelineView(Protocol):
         newest first."""
         ...
 
+    async def count(self, instance_id: str, repo: str, until_seq: int, kind: str) -> int:
+        """How many repo entries of `kind` have seq <= until_seq."""
+        ...
+
     async def entry(self, seq: int) -> TimelineEntry | None:
         """The entry stored at `seq`, or None."""
         ...

@@ -58,6 +58,15 @@ class PostgresTimelineView:
             rows = await cur.fetchall()
         return [TimelineRow(*row) for row in rows]
 
+    async def count(self, instance_id: str, repo: str, until_seq: int, kind: str) -> int:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                f"SELECT count(*) FROM {TABLE} WHERE instance_id = %s AND repo = %s"
+                " AND kind = %s AND seq <= %s",
+                (instance_id, repo, kind, until_seq),
+            )
+            return int((await cur.fetchone())[0])
+
     async def entry(self, seq: int) -> TimelineEntry | None:
         async with self._pool.connection() as conn:
             cur = await conn.execute(f"SELECT {_ENTRY_COLUMNS} FROM {TABLE} WHERE seq = %s", (seq,))

@@ -1,8 +1,8 @@
-"""Opens waiting for their outcome: one future per conversation id.
+"""Opens and relocations waiting for what the machine confirmed: one future per conversation.
 
-The gateway records `opened` or `open_failed` in SEEDLINE_SESSIONS; a plain
-subscription on those subjects wakes the waiting request at once. If the copy of
-the resolver that holds the request misses it, the request still ends: the
+The gateway records `opened`, `relocated` or `open_failed` in SEEDLINE_SESSIONS; a
+plain subscription on those subjects wakes the waiting request at once. If the copy
+of the resolver that holds the request misses it, the request still ends: the
 projection stores the reply and the waiter looks there before giving up.
 """
 
@@ -11,12 +11,23 @@ from __future__ import annotations
 import asyncio
 
 import msgspec
-from nats.aio.msg import Msg
 
 from seedline_contracts.codec import encode
-from seedline_contracts.events import OpenFailed, Opened, SessionEvent
+from seedline_contracts.events import OpenFailed, Opened, Relocated, SessionEvent
 
 _decoder = msgspec.json.Decoder(SessionEvent)
+SETTLING = ("opened", "relocated", "open_failed")
+
+
+def reply_of(event: object) -> bytes | None:
+    """The answer an event settles a waiting request with, or None."""
+    if isinstance(event, Opened):
+        return encode(event.reply)
+    if isinstance(event, Relocated) and event.reply is not None:
+        return encode(event.reply)
+    if isinstance(event, OpenFailed):
+        return encode({"ok": False, "error": event.error})
+    return None
 
 
 class PendingOpens:
@@ -31,15 +42,12 @@ class PendingOpens:
     def forget(self, session_id: str) -> None:
         self._waiting.pop(session_id, None)
 
-    async def on_event(self, msg: Msg) -> None:
+    def settle(self, data: bytes) -> None:
         try:
-            event = _decoder.decode(msg.data)
+            event = _decoder.decode(data)
         except msgspec.MsgspecError:
             return
         future = self._waiting.get(event.session_id)
-        if future is None or future.done():
-            return
-        if isinstance(event, Opened):
-            future.set_result(encode(event.reply))
-        elif isinstance(event, OpenFailed):
-            future.set_result(encode({"ok": False, "error": event.error}))
+        reply = reply_of(event)
+        if future is not None and not future.done() and reply is not None:
+            future.set_result(reply)

@@ -1,7 +1,8 @@
-"""Drop the conversation projection and replay both streams into it.
+"""Drop the conversation projection and replay both streams into it (DESIGN.md rule 3).
 
-The open_requests ledger is not a projection (it remembers which request ids
-were claimed), so it is kept; replies are re-applied to it idempotently.
+The open_requests ledger is not a projection (it holds which request ids were
+claimed), so it is kept; replies are re-applied to it idempotently. Equal digests
+before and after mean the projection was what the streams say.
 """
 
 from __future__ import annotations
@@ -13,52 +14,51 @@ from seedline_platform import natsio, pg
 from seedline_platform.replay import last_seq, replay
 from seedline_platform.settings import Settings
 
-from .projection import SESSIONS_PROJECTION, TIMELINE_PROJECTION, ConversationProjection
+from .app import lifecycle_steps, timeline_facts
+from .postgres_repository import OFFSETS, PostgresConversationRepository, digest_rows
+from .repository import SESSIONS, TIMELINE
 
-
-async def digest_conversations(pool) -> str:
-    import hashlib
-
-    h = hashlib.sha256()
-    async with pool.connection() as conn:
-        cur = await conn.execute(
-            "SELECT session_id, instance_id, repo, last_activity, activity_seq, entry_engine,"
-            " open_engine, node_id, resume_key, resume_node_id FROM conversations ORDER BY session_id"
-        )
-        for row in await cur.fetchall():
-            h.update(repr(row).encode())
-    return h.hexdigest()
+NAME = "seedline-rebuild"
 
 
 async def rebuild_conversations(
     settings: Settings, progress: Callable[[str, int], None] | None = None
 ) -> tuple[str, str]:
     """Returns the projection's digest before and after."""
-    nc = await natsio.connect(settings.nats_servers, "seedline-rebuild")
-    pool = await pg.open_pool(settings.database_url, "seedline-rebuild")
+    nc = await natsio.connect(settings.nats_servers, NAME)
+    pool = await pg.open_pool(settings.database_url, NAME)
     try:
         js = nc.jetstream()
-        projection = ConversationProjection(pool)
-        await projection.setup()
-        before = await digest_conversations(pool)
+        await PostgresConversationRepository(pool).setup()
         async with pool.connection() as conn, conn.transaction():
-            await conn.execute("TRUNCATE conversations")
-            await conn.execute(
-                "DELETE FROM projection_offsets WHERE projection = ANY(%s)",
-                ([TIMELINE_PROJECTION, SESSIONS_PROJECTION],),
-            )
-        for stream, subject, apply in (
-            (subjects.TIMELINE_STREAM, subjects.TIMELINE_ALL, projection.apply_timeline),
-            (subjects.SESSIONS_STREAM, subjects.SESSION_EVENTS_ALL, projection.apply_sessions),
-        ):
-            end = await last_seq(js, stream)
-            done = 0
-            async for msgs in replay(js, stream, subject, 1, end):
-                await apply(msgs)
-                done += len(msgs)
-                if progress:
-                    progress(stream, done)
-        return before, await digest_conversations(pool)
+            # The offsets stay locked to the end: a running resolver waits for the rebuild,
+            # then goes on above it. Readers see the old rows or the new ones.
+            for projection in (TIMELINE, SESSIONS):
+                await OFFSETS.lock(conn, projection)
+            repo = PostgresConversationRepository(pool, conn)
+            before = digest_rows(await repo.rows())
+            await repo.reset()
+            await _replay(js, repo, progress)
+            return before, digest_rows(await repo.rows())
     finally:
         await pool.close()
         await nc.close()
+
+
+async def _replay(js, repo, progress) -> None:
+    for stream, subject in (
+        (subjects.TIMELINE_STREAM, subjects.TIMELINE_ALL),
+        (subjects.SESSIONS_STREAM, subjects.SESSION_EVENTS_ALL),
+    ):
+        end = await last_seq(js, stream)
+        done = 0
+        async for msgs in replay(js, stream, subject, 1, end):
+            if stream == subjects.TIMELINE_STREAM:
+                await repo.apply_timeline(timeline_facts(msgs))
+            else:
+                await repo.apply_lifecycle(
+                    lifecycle_steps(msgs), msgs[-1].metadata.sequence.stream
+                )
+            done += len(msgs)
+            if progress:
+                progress(stream, done)

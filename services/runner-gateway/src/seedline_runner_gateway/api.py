@@ -1,15 +1,16 @@
-"""seedline.api.sessions.stop and .list, runner events: thin handlers."""
+"""seedline.api.sessions.stop and .list, and runner events: thin handlers."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
+
 import msgspec
-from nats.aio.client import Client
 from nats.aio.msg import Msg
-from nats.js import JetStreamContext
 
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.errors import error_reply
-from seedline_contracts.events import EngineBound, Stopped
+from seedline_contracts.events import EngineBound
 from seedline_contracts.runner import RunnerEvent
 from seedline_contracts.sessions import (
     LiveConversation,
@@ -18,41 +19,48 @@ from seedline_contracts.sessions import (
     StopReply,
     StopRequest,
 )
-from seedline_contracts.tokens import TokenError, unescape_token
+from seedline_contracts.times import format_utc, now_text
+from seedline_contracts.tokens import TokenError, name_problem, unescape_token
+from seedline_core import lifecycle as lc
 from seedline_core.notices import error_message
-from seedline_platform.clock import format_utc, now_text
 from seedline_platform.logging import get_logger
-from seedline_platform.natsio import publish_window
+from seedline_platform.publishing import Publisher
 
-from .launching import event_message
-from .machine_calls import stop_on_machine
 from .state import GatewayState
+from .stopping import Stopper, event_message
 
 log = get_logger(__name__)
 
 MAX_REASON_CHARS = 200
+MAX_ENGINE_SESSION_CHARS = 256
 
 
 class GatewayApi:
-    def __init__(self, nc: Client, js: JetStreamContext, state: GatewayState, timeout: float) -> None:
-        self._nc = nc
-        self._js = js
+    def __init__(
+        self, state: GatewayState, stopper: Stopper, publisher: Publisher,
+        caught_up: Callable[[], Awaitable[None]],
+    ) -> None:
         self._state = state
-        self._timeout = timeout
+        self._stopper = stopper
+        self._publisher = publisher
+        # Answers reflect every event recorded before the request (read your own writes).
+        self._caught_up = caught_up
 
     async def stop(self, msg: Msg) -> bytes:
         try:
             request = decode(msg.data, StopRequest)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             return encode(error_reply("invalid_request", f"The stop request is not valid: {exc}."))
-        live = await self._state.live(request.session_id)
-        if live is None:
-            return encode(error_reply("not_found", error_message("not_found", what="running conversation")))
-        reason = request.reason[:MAX_REASON_CHARS]
-        await stop_on_machine(self._nc, live.node_id, live.session_id, reason, self._timeout)
-        await publish_window(self._js, [event_message(Stopped(
-            session_id=live.session_id, at=now_text(), reason=reason, node_id=live.node_id))])
-        await self._state.end(live.session_id)
+        if name_problem(request.session_id):
+            return encode(error_reply(
+                "invalid_request", error_message("invalid_request", field="session_id")))
+        await self._caught_up()
+        held = await self._state.held(request.session_id)
+        if held is None:
+            return encode(error_reply("not_found", error_message("not_found", what="conversation")))
+        if held.state is not lc.State.LIVE:
+            return encode(StopReply(stopped=False))
+        await self._stopper.end(held, request.reason[:MAX_REASON_CHARS] or "requested")
         return encode(StopReply(stopped=True))
 
     async def list_live(self, msg: Msg) -> bytes:
@@ -60,22 +68,43 @@ class GatewayApi:
             request = decode(msg.data or b"{}", SessionsListRequest)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             return encode(error_reply("invalid_request", f"The list request is not valid: {exc}."))
+        if request.instance_id is not None and name_problem(request.instance_id):
+            return encode(error_reply(
+                "invalid_request", error_message("invalid_request", field="instance_id")))
+        await self._caught_up()
         rows = await self._state.all_live(request.instance_id)
         return encode(SessionsListReply(conversations=[
-            LiveConversation(r.session_id, r.instance_id, r.repo, r.node_id, r.engine,
-                             format_utc(r.opened_at), format_utc(r.last_activity))
-            for r in rows
+            LiveConversation(
+                h.session_id, h.conversation.instance_id, h.conversation.repo, h.node_id or "",
+                h.conversation.engine or "", h.conversation.confirmed_at or "",
+                format_utc(h.last_activity) if h.last_activity else "",
+            )
+            for h in rows
         ]))
 
+    async def _settled(self, session_id: str):
+        """The conversation once its open is folded in (a machine reports right after it)."""
+        for _ in range(100):
+            held = await self._state.held(session_id)
+            if held is not None and held.state is not lc.State.OPENING:
+                return held
+            await asyncio.sleep(0.02)
+        return held
+
     async def on_runner_event(self, msg: Msg) -> None:
-        """engine_bound becomes a SEEDLINE_SESSIONS event: the platform keeps the resume key."""
+        """engine_bound from the machine a conversation is live on becomes a recorded fact."""
         try:
             node_id = unescape_token(msg.subject.split(".")[2])
             event = decode(msg.data, RunnerEvent)
         except (TokenError, IndexError, msgspec.MsgspecError):
             log.warning("runner_event_unreadable", subject=msg.subject)
             return
-        if event.type == "engine_bound" and event.engine_session_id:
-            await publish_window(self._js, [event_message(EngineBound(
-                session_id=event.session_id, at=now_text(), node_id=node_id,
-                engine_session_id=event.engine_session_id[:256]))])
+        if event.type != "engine_bound" or not event.engine_session_id:
+            return
+        held = await self._settled(event.session_id)
+        if held is None or held.state is not lc.State.LIVE or held.node_id != node_id:
+            log.warning("engine_bound_ignored", session_id=event.session_id, node_id=node_id)
+            return
+        await self._publisher.publish([event_message(EngineBound(
+            session_id=event.session_id, at=now_text(), node_id=node_id,
+            engine_session_id=event.engine_session_id[:MAX_ENGINE_SESSION_CHARS]))])

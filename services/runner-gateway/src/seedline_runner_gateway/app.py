@@ -1,52 +1,142 @@
-"""Composition root of the runner-gateway."""
+"""Composition root of the runner-gateway.
+
+Its fold of the lifecycle and its timeline follower are ordered ``BatchConsumer``s
+(an event's meaning, and a turn's place, depend on what came before); launches, the
+APIs and runner events are FastStream subscribers.
+"""
 
 from __future__ import annotations
 
+from typing import Sequence
+
+from faststream.nats import NatsMessage
+from nats.aio.msg import Msg
+
 from seedline_contracts import subjects
+from seedline_contracts.codec import decoder
+from seedline_contracts.events import SessionEvent
 from seedline_platform import natsio
 from seedline_platform.app_base import ServiceApp
-from seedline_platform.natsio import Responder
+from seedline_platform.lifecycle_events import lifecycle_event
+from seedline_platform.publishing import JetStreamPublisher, Publisher
+from seedline_platform.replay import last_seq
 from seedline_platform.settings import Settings
 
 from .api import GatewayApi
 from .launching import Launcher
-from .presence import Presence
+from .machine_calls import Machines, NatsMachines
+from .notify import NatsNotifier, Notifier
+from .postgres_state import PostgresGatewayState
+from .presence import KvPresence
 from .reaper import Reaper
-from .state import GatewayState
+from .reconcile import Reconciler
+from .state import GatewayState, Step
+from .stopping import Stopper
 from .turns import TimelineFollower
 
 NAME = "runner-gateway"
+CATCH_UP_SECONDS = 5.0
 
 
 class GatewayApp(ServiceApp):
     name = NAME
+    description = "The one funnel to machines: presence, launches, turns, stops, wakes."
+
+    def __init__(
+        self, settings: Settings, *, state: GatewayState | None = None,
+        machines: Machines | None = None, publisher: Publisher | None = None,
+        notifier: Notifier | None = None,
+    ) -> None:
+        self._ports = {"state": state, "machines": machines, "publisher": publisher,
+                       "notifier": notifier}
+        super().__init__(settings)
+        self.opens_total = self.metrics.counter(
+            "seedline_opens_total", "Launches, by reason_code and outcome (or error code).",
+            ["reason_code", "outcome"],
+        )
+
+    def routes(self) -> None:
+        self.answer(subjects.API_SESSIONS_STOP, lambda m: self.api.stop(m),
+                    "Stop a live conversation (CONTRACT.md 4, 4.1).")
+        self.answer(subjects.API_SESSIONS_LIST, lambda m: self.api.list_live(m),
+                    "The conversations live now, optionally of one instance.")
+        self.on_events(
+            stream=subjects.SESSIONS_STREAM, durable="runner-gateway-launch",
+            subject=subjects.session_event_filter("seed_composed"),
+            handle=lambda msg: self.launcher.handle(msg), park=self._park_session,
+            description="Launches each composed open on its machine (CONTRACT.md 6).",
+            ack_wait=self.settings.launch_timeout_seconds * 3 + 30,
+        )
+
+        async def runner_event(msg: NatsMessage) -> None:
+            await self.api.on_runner_event(msg.raw_message)
+
+        self.broker.subscriber("seedline.runner.*.events", queue=NAME, title="runner-events",
+                               description="engine_bound and exited from machines (6).")(
+            runner_event)
 
     async def setup(self) -> None:
-        s = self.settings
+        p, s = self._ports, self.settings
         await natsio.ensure_runners_bucket(self.js, replicas=s.stream_replicas)
-        state = GatewayState(self.pool)
-        await state.setup()
-        self.presence = Presence(self.js, state)
-        self.reaper = Reaper(self.nc, self.js, state, self.presence, s)
-        launcher = Launcher(self.nc, self.js, state, self.presence, s.launch_timeout_seconds)
-        follower = TimelineFollower(self.nc, state, self.presence, s.launch_timeout_seconds,
-                                    s.open_timeout_seconds)
-        self.consume(stream=subjects.SESSIONS_STREAM, durable="runner-gateway-launch",
-                     filter_subjects=[subjects.session_event_filter("seed_composed")],
-                     handle=launcher.handle, park=self.parker(subjects.REJECTED_SESSIONS),
-                     batch_size=min(s.batch_size, 32), ack_wait=s.launch_timeout_seconds * 3 + 30)
+        state = p["state"]
+        if state is None:
+            state = PostgresGatewayState(self.pool)
+            await state.setup()
+        self.state = state
+        publisher = p["publisher"] or JetStreamPublisher(self.js)
+        machines = p["machines"] or NatsMachines(self.nc, s.launch_timeout_seconds)
+        notifier = p["notifier"] or NatsNotifier(self.nc)
+        stopper = Stopper(publisher, machines, notifier)
+        reconciler = Reconciler(state, stopper)
+        self.presence = KvPresence(self.js, state, reconciler)
+        await self.presence.start()
+        self.launcher = Launcher(
+            state=state, presence=self.presence, machines=machines, publisher=publisher,
+            stopper=stopper, reconciler=reconciler, notifier=notifier, caught_up=self.caught_up,
+            count_outcome=lambda reason, outcome: self.opens_total.labels(reason, outcome).inc(),
+        )
+        follower = TimelineFollower(
+            state=state, presence=self.presence, machines=machines, publisher=publisher,
+            stopper=stopper, notifier=notifier, caught_up=self.caught_up,
+        )
+        self.api = GatewayApi(state, stopper, publisher, self.caught_up)
+        self.reaper = Reaper(state, stopper, s.idle_stop, s.idle_sweep_seconds, self.caught_up)
+        self.consume(stream=subjects.SESSIONS_STREAM, durable="runner-gateway-sessions",
+                     filter_subjects=[subjects.SESSION_EVENTS_ALL], handle=self.apply_sessions,
+                     park=self._park_session)
         self.consume(stream=subjects.TIMELINE_STREAM, durable="runner-gateway-timeline",
                      filter_subjects=[subjects.TIMELINE_ALL], handle=follower.handle,
-                     park=self.parker(subjects.REJECTED_TIMELINE),
-                     ack_wait=s.open_timeout_seconds * 2 + 30)
-        self.loops += [self.reaper.run, self.presence.watch]
-        self.api = GatewayApi(self.nc, self.js, state, s.launch_timeout_seconds)
-        await self.nc.subscribe("seedline.runner.*.events", queue=NAME, cb=self.api.on_runner_event)
+                     park=self.parker(subjects.REJECTED_TIMELINE))
+        self.loops += [self.presence.watch, self.presence.run_sweeps, self.reaper.run]
 
-    async def serve(self, responder: Responder) -> None:
-        await responder.serve(subjects.API_SESSIONS_STOP, self.api.stop)
-        await responder.serve(subjects.API_SESSIONS_LIST, self.api.list_live)
+    async def apply_sessions(self, msgs: Sequence[Msg]) -> None:
+        await self.state.apply_lifecycle(lifecycle_steps(msgs), msgs[-1].metadata.sequence.stream)
+
+    async def caught_up(self) -> None:
+        """Wait until the fold holds every event recorded before now."""
+        import asyncio
+
+        end = await last_seq(self.js, subjects.SESSIONS_STREAM)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CATCH_UP_SECONDS
+        while await self.state.applied() < end and loop.time() < deadline:
+            await asyncio.sleep(0.01)
+
+    async def _park_session(self, msg: Msg, reason: str) -> None:
+        await self.parker(subjects.REJECTED_SESSIONS)(msg, reason)
 
 
-def create_app(settings: Settings) -> GatewayApp:
-    return GatewayApp(settings)
+def lifecycle_steps(msgs: Sequence[Msg]) -> list[Step]:
+    events = decoder(SessionEvent)
+    steps: list[Step] = []
+    for msg in msgs:
+        seq = msg.metadata.sequence.stream
+        event = events.decode(msg.data)
+        meaning = lifecycle_event(event, seq)
+        if meaning is not None:
+            steps.append((seq, event.session_id, meaning))
+    return steps
+
+
+def create_app(settings: Settings, **ports) -> GatewayApp:
+    return GatewayApp(settings, **ports)

@@ -1,31 +1,38 @@
-"""Deliver a launch for every seed_composed and record what the machine confirmed."""
+"""Deliver the launch each seed_composed asks for, and record what the machine confirmed.
+
+The event carries everything the launch needs, the brief's text included, so a launch
+is one request to the machine and no other round trip. The outcome is recorded as
+`opened`, `relocated` (a relocation) or `open_failed`; a conversation this one replaces
+on its repo is stopped (`superseded`).
+"""
 
 from __future__ import annotations
 
-import asyncio
-import json
-from typing import Sequence
+from collections.abc import Awaitable, Callable
 
-import nats.errors
-from nats.aio.client import Client
-from nats.aio.msg import Msg
-from nats.js import JetStreamContext
-
-from seedline_contracts import subjects
-from seedline_contracts.codec import decode, encode
+from seedline_contracts.codec import decode
 from seedline_contracts.errors import ErrorBody
-from seedline_contracts.events import OpenFailed, Opened, Relocated, SeedComposed, Stopped
+from seedline_contracts.events import OpenFailed, Opened, Relocated, SeedComposed
 from seedline_contracts.runner import LaunchReply, LaunchRequest, LaunchResume, Seed
-from seedline_contracts.sessions import NoticeBody, OpenReply
-from seedline_core.notices import error_message, offline_text, open_notice
+from seedline_contracts.sessions import NoticeBody, OpenReply, RunnerOfflineNotification
+from seedline_contracts.times import now_text
+from seedline_core import lifecycle as lc
+from seedline_core.notices import (
+    error_message,
+    launch_refused_for_instance,
+    offline_text,
+    open_notice,
+)
 from seedline_core.outcome import decide_outcome
-from seedline_platform.clock import format_utc, utc_now
 from seedline_platform.logging import get_logger
-from seedline_platform.natsio import publish_window
+from seedline_platform.publishing import Publisher
 
-from .machine_calls import stop_on_machine
-from .presence import Presence
-from .state import GatewayState, Live
+from .machine_calls import Machines, MachineUnreachable
+from .notify import Notifier
+from .presence import PresenceView
+from .reconcile import Reconciler
+from .state import GatewayState
+from .stopping import Stopper, event_message
 
 log = get_logger(__name__)
 
@@ -37,96 +44,77 @@ class LaunchFailed(Exception):
         self.message = message
 
 
-def event_message(event) -> tuple[str, bytes, dict]:
-    tag = event.__struct_config__.tag
-    return subjects.session_event_subject(event.session_id, tag), encode(event), None
-
-
 class Launcher:
     def __init__(
-        self, nc: Client, js: JetStreamContext, state: GatewayState, presence: Presence,
-        launch_timeout: float,
+        self, *, state: GatewayState, presence: PresenceView, machines: Machines,
+        publisher: Publisher, stopper: Stopper, reconciler: Reconciler, notifier: Notifier,
+        caught_up: Callable[[], Awaitable[None]], clock: Callable[[], str] = now_text,
+        count_outcome: Callable[[str, str], None] | None = None,
     ) -> None:
-        self._nc = nc
-        self._js = js
         self._state = state
         self._presence = presence
-        self._launch_timeout = launch_timeout
+        self._machines = machines
+        self._publisher = publisher
+        self._stopper = stopper
+        self._reconciler = reconciler
+        self._notifier = notifier
+        self._caught_up = caught_up
+        self._clock = clock
+        self._count = count_outcome or (lambda reason, outcome: None)
 
-    async def handle(self, msgs: Sequence[Msg]) -> None:
-        """Launches to different machines go out together; each records its own result."""
-        composed = [decode(m.data, SeedComposed) for m in msgs]
-        events = await asyncio.gather(*(self._launch(c) for c in composed))
-        await publish_window(self._js, [event_message(e) for group in events for e in group])
+    async def handle(self, msg) -> None:
+        await self.launch(decode(msg.data, SeedComposed))
 
-    async def _launch(self, composed: SeedComposed) -> list:
+    async def launch(self, composed: SeedComposed) -> None:
         plan = composed.plan
-        now = format_utc(utc_now())
+        held = await self._state.held(composed.session_id)
+        if held is not None and _already_done(held, plan.node_id, plan.relocation):
+            log.info("launch_already_done", session_id=composed.session_id)
+            return
         try:
-            reply, launch = await self._deliver(composed)
+            reply = await self._deliver(composed)
         except LaunchFailed as failure:
-            log.info("open_failed", session_id=composed.session_id, code=failure.code)
-            return [OpenFailed(session_id=composed.session_id, at=now,
-                               error=ErrorBody(failure.code, failure.message), plan=plan)]
-        events: list = []
-        previous = await self._state.live_for_repo(plan.instance_id, plan.repo)
-        if previous and previous.session_id != composed.session_id:
-            await stop_on_machine(self._nc, previous.node_id, previous.session_id, "superseded",
-                                  self._launch_timeout)
-            events.append(Stopped(session_id=previous.session_id, at=now, reason="superseded",
-                                  node_id=previous.node_id))
-        # Where the conversation runs now is the gateway's own record; the resolver's
-        # view (plan.relocation_from) may not have caught up with a very recent open.
-        running_on = previous.node_id if previous and previous.session_id == composed.session_id else None
-        moved_from = running_on or plan.relocation_from
-        if moved_from and moved_from != plan.node_id:
-            await stop_on_machine(self._nc, moved_from, composed.session_id, "relocated",
-                                  self._launch_timeout)
-            events.append(Relocated(session_id=composed.session_id, at=now,
-                                    from_node_id=moved_from, to_node_id=plan.node_id))
-        moment = utc_now()
-        await self._state.mark_live(Live(composed.session_id, plan.instance_id, plan.repo,
-                                         plan.node_id, plan.engine, moment, moment))
-        events.append(Opened(session_id=composed.session_id, at=now, reply=reply, plan=plan,
-                             engine_session_id=launch.engine_session_id))
-        log.info("opened", session_id=composed.session_id, outcome=reply.outcome)
-        return events
+            await self._failed(composed, failure)
+            return
+        await self._confirmed(composed, held, reply)
 
     async def _deliver(self, composed: SeedComposed) -> tuple[OpenReply, LaunchReply]:
         plan = composed.plan
-        presence = await self._presence.get(plan.node_id)
-        if presence is None:
+        sighting = await self._presence.get(plan.node_id)
+        if sighting is None:
             label = await self._state.label(plan.node_id)
             raise LaunchFailed("runner_offline", offline_text(label, plan.node_id))
-        seed = await self._seed(composed) if composed.brief is not None else None
+        presence = sighting.presence
+        if presence.instances and plan.instance_id not in presence.instances:
+            raise LaunchFailed("launch_refused", error_message(
+                "launch_refused", label=presence.label, node_id=plan.node_id,
+                reason=launch_refused_for_instance(presence.label, plan.node_id)))
+        seed = (
+            Seed(text=composed.text, sha256=composed.brief.sha256)
+            if composed.brief is not None and composed.text is not None else None
+        )
         resume = (
             LaunchResume(plan.resume_key)
-            if plan.continuity.mode == "resume" and plan.resume_key
-            else None
+            if plan.continuity.mode == "resume" and plan.resume_key else None
         )
         request = LaunchRequest(
             session_id=composed.session_id, instance_id=plan.instance_id, repo=plan.repo,
             engine=plan.engine, resume=resume, seed=seed, instruction=plan.instruction,
         )
         try:
-            msg = await self._nc.request(
-                subjects.runner_subject(plan.node_id, "launch"), encode(request),
-                timeout=self._launch_timeout,
-            )
-            launch = decode(msg.data, LaunchReply)
-        except (nats.errors.TimeoutError, nats.errors.NoRespondersError, asyncio.TimeoutError):
-            raise LaunchFailed("runner_unreachable", error_message(
-                "runner_unreachable", label=presence.label, node_id=plan.node_id)) from None
-        except Exception:
+            launch = await self._machines.launch(plan.node_id, request)
+        except MachineUnreachable:
             raise LaunchFailed("runner_unreachable", error_message(
                 "runner_unreachable", label=presence.label, node_id=plan.node_id)) from None
         if not launch.accepted:
             raise LaunchFailed("launch_refused", error_message(
                 "launch_refused", label=presence.label, node_id=plan.node_id,
                 reason=launch.reason or "no reason given"))
+        self._reconciler.launched(composed.session_id, self._presence.revision(plan.node_id))
         outcome, resumed, seeded = decide_outcome(
             launch.resumed_conversation, launch.seeded, seed is not None, plan.continuity.mode
         )
+        self._count(plan.continuity.reason_code, outcome.value)
         notice = open_notice(outcome, plan.continuity.reason)
         return OpenReply(
             session_id=composed.session_id, node_id=plan.node_id, resumed=resumed, seeded=seeded,
@@ -135,14 +123,49 @@ class Launcher:
             notice=NoticeBody(**notice.to_wire()),
         ), launch
 
-    async def _seed(self, composed: SeedComposed) -> Seed | None:
-        msg = await self._nc.request(
-            subjects.API_BRIEFS_GET, encode({"session_id": composed.session_id}), timeout=5
-        )
-        body = json.loads(msg.data)
-        if not body.get("ok") or body.get("sha256") != composed.brief.sha256:
-            # A newer decision replaced this brief; launching with the other text would
-            # make the reply's brief stats lie about what the machine was given.
-            log.warning("brief_unavailable", session_id=composed.session_id)
-            return None
-        return Seed(text=body["text"], sha256=body["sha256"])
+    async def _failed(self, composed: SeedComposed, failure: LaunchFailed) -> None:
+        plan = composed.plan
+        log.info("open_failed", session_id=composed.session_id, code=failure.code)
+        self._count(plan.continuity.reason_code, failure.code)
+        # A failed relocation leaves the conversation where it was (the lifecycle moves
+        # only an opening conversation to failed); either way the request is answered.
+        await self._publisher.publish([event_message(OpenFailed(
+            session_id=composed.session_id, at=self._clock(),
+            error=ErrorBody(failure.code, failure.message), plan=plan))])
+        if plan.wake_seq is not None and failure.code == "runner_offline":
+            # Nobody waits on a wake's reply: the person is told where it could not go.
+            await self._notifier.notify(plan.instance_id, RunnerOfflineNotification(
+                session_id=composed.session_id, node_id=plan.node_id, text=failure.message,
+                at=self._clock()))
+
+    async def _confirmed(
+        self, composed: SeedComposed, held, delivered: tuple[OpenReply, LaunchReply]
+    ) -> None:
+        reply, launch = delivered
+        plan = composed.plan
+        now = self._clock()
+        # One conversation is live per instance and repo: this one replaces any other.
+        await self._caught_up()
+        for previous in await self._state.live_in_repo(plan.instance_id, plan.repo):
+            if previous.session_id != composed.session_id:
+                await self._stopper.end(previous, "superseded")
+        if plan.relocation:
+            moved_from = held.node_id if held is not None else plan.relocation_from
+            if held is not None and held.state is lc.State.LIVE and moved_from != plan.node_id:
+                await self._machines.stop(moved_from, composed.session_id, "relocated")
+            event = Relocated(session_id=composed.session_id, at=now, from_node_id=moved_from,
+                              to_node_id=plan.node_id, reply=reply, engine=plan.engine,
+                              engine_session_id=launch.engine_session_id)
+        else:
+            event = Opened(session_id=composed.session_id, at=now, reply=reply, plan=plan,
+                           engine_session_id=launch.engine_session_id)
+        await self._publisher.publish([event_message(event)])
+        log.info("opened", session_id=composed.session_id, outcome=reply.outcome,
+                 relocation=plan.relocation)
+
+
+def _already_done(held, node_id: str, relocation: bool) -> bool:
+    """A redelivered seed_composed whose launch was already confirmed changes nothing."""
+    if relocation:
+        return held.state is lc.State.LIVE and held.node_id == node_id
+    return held.state in (lc.State.LIVE, lc.State.STOPPED, lc.State.FAILED)

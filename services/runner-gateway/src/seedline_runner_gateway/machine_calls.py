@@ -1,28 +1,121 @@
-"""Requests the gateway sends to a machine that are not launches."""
+"""Requests the gateway sends to machines (CONTRACT.md 6): a port, NATS, and a fake.
+
+Replies are decoded into the contract's own types, so the gateway never reads a
+field the runner protocol does not have.
+"""
 
 from __future__ import annotations
 
-import json
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
+import msgspec
+import nats.errors
 from nats.aio.client import Client
 
 from seedline_contracts import subjects
-from seedline_contracts.codec import encode
-from seedline_contracts.runner import RunnerStopRequest
+from seedline_contracts.codec import decode, encode
+from seedline_contracts.runner import (
+    LaunchReply,
+    LaunchRequest,
+    RunnerStopReply,
+    RunnerStopRequest,
+    TurnReply,
+    TurnRequest,
+)
 from seedline_platform.logging import get_logger
+from seedline_platform.observability import trace_headers
 
 log = get_logger(__name__)
 
 
-async def stop_on_machine(nc: Client, node_id: str, session_id: str, reason: str, timeout: float) -> bool:
-    """Ask the machine to stop a conversation; a machine that does not answer is logged, not fatal."""
-    try:
-        msg = await nc.request(
-            subjects.runner_subject(node_id, "stop"),
-            encode(RunnerStopRequest(session_id=session_id, reason=reason)),
-            timeout=timeout,
-        )
-        return bool(json.loads(msg.data).get("stopped"))
-    except Exception:
-        log.warning("stop_not_delivered", session_id=session_id, node_id=node_id)
-        return False
+class MachineUnreachable(Exception):
+    """The machine did not answer (no responder, or not in time)."""
+
+
+class Machines:
+    """The port: launch, deliver a turn, stop."""
+
+    async def launch(self, node_id: str, request: LaunchRequest) -> LaunchReply: ...
+
+    async def turn(self, node_id: str, request: TurnRequest) -> TurnReply: ...
+
+    async def stop(self, node_id: str, session_id: str, reason: str) -> bool:
+        """Ask the machine to stop a conversation; a machine that does not answer is
+        logged, never fatal. True when it stopped one."""
+        ...
+
+
+class NatsMachines(Machines):
+    def __init__(self, nc: Client, timeout: float) -> None:
+        self._nc = nc
+        self._timeout = timeout
+
+    async def _ask(self, node_id: str, verb: str, body: object, reply_type: type):
+        try:
+            msg = await self._nc.request(
+                subjects.runner_subject(node_id, verb), encode(body), timeout=self._timeout,
+                headers=trace_headers(),
+            )
+        except (nats.errors.TimeoutError, nats.errors.NoRespondersError, asyncio.TimeoutError,
+                nats.errors.ConnectionClosedError) as exc:
+            raise MachineUnreachable(f"{node_id} did not answer {verb}") from exc
+        try:
+            return decode(msg.data, reply_type)
+        except msgspec.MsgspecError as exc:
+            raise MachineUnreachable(f"{node_id} answered {verb} with {exc}") from exc
+
+    async def launch(self, node_id: str, request: LaunchRequest) -> LaunchReply:
+        return await self._ask(node_id, "launch", request, LaunchReply)
+
+    async def turn(self, node_id: str, request: TurnRequest) -> TurnReply:
+        return await self._ask(node_id, "turn", request, TurnReply)
+
+    async def stop(self, node_id: str, session_id: str, reason: str) -> bool:
+        try:
+            reply = await self._ask(
+                node_id, "stop", RunnerStopRequest(session_id=session_id, reason=reason),
+                RunnerStopReply,
+            )
+        except MachineUnreachable:
+            log.warning("stop_not_delivered", session_id=session_id, node_id=node_id)
+            return False
+        return reply.stopped
+
+
+@dataclass
+class FakeMachines(Machines):
+    """For unit tests: machines that answer as told and remember what they were asked."""
+
+    online: set[str] = field(default_factory=set)
+    answer_launch: Callable[[str, LaunchRequest], LaunchReply] = (
+        lambda node, request: LaunchReply(accepted=True, resumed_conversation=False,
+                                          seeded=request.seed is not None)
+    )
+    launches: list[tuple[str, LaunchRequest]] = field(default_factory=list)
+    turns: list[tuple[str, TurnRequest]] = field(default_factory=list)
+    stops: list[tuple[str, str, str]] = field(default_factory=list)
+    hosting: dict[str, set[str]] = field(default_factory=dict)
+
+    async def launch(self, node_id: str, request: LaunchRequest) -> LaunchReply:
+        if node_id not in self.online:
+            raise MachineUnreachable(node_id)
+        self.launches.append((node_id, request))
+        reply = self.answer_launch(node_id, request)
+        if reply.accepted:
+            self.hosting.setdefault(node_id, set()).add(request.session_id)
+        return reply
+
+    async def turn(self, node_id: str, request: TurnRequest) -> TurnReply:
+        if node_id not in self.online:
+            raise MachineUnreachable(node_id)
+        self.turns.append((node_id, request))
+        return TurnReply(accepted=request.session_id in self.hosting.get(node_id, set()))
+
+    async def stop(self, node_id: str, session_id: str, reason: str) -> bool:
+        self.stops.append((node_id, session_id, reason))
+        hosted = self.hosting.get(node_id, set())
+        was = session_id in hosted
+        hosted.discard(session_id)
+        return was and node_id in self.online

@@ -1,67 +1,175 @@
-"""Which machines are online: a live key in the seedline_runners bucket."""
+"""Which machines are online, seen on a watch of the seedline_runners bucket (CONTRACT.md 4.1).
+
+A machine is offline only when its key is deleted (a clean stop, seen on the watch)
+or when two direct reads 10 s apart both find no key (it expired: the bucket's TTL
+removes keys without a watch event). A key listing is never used: an empty or
+racing listing once read as "every machine is offline".
+"""
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
 from nats.js import JetStreamContext
+from nats.js.errors import KeyDeletedError, KeyNotFoundError
 
 from seedline_contracts import subjects
 from seedline_contracts.codec import decode
 from seedline_contracts.runner import RunnerPresence
-from seedline_platform.clock import utc_now
+from seedline_core.presence import Absence
+from seedline_platform.logging import get_logger
 
 from .state import GatewayState
 
+log = get_logger(__name__)
 
-class Presence:
-    def __init__(self, js: JetStreamContext, state: GatewayState) -> None:
+# A key not refreshed for this long may have expired: read it directly.
+STALE_AFTER_SECONDS = subjects.RUNNERS_TTL_SECONDS + 2
+SWEEP_SECONDS = 2.0
+
+
+@dataclass(frozen=True)
+class Sighting:
+    presence: RunnerPresence
+    revision: int
+    seen_at: float
+
+
+class MachineWatcher(Protocol):
+    """What presence tells the rest of the gateway."""
+
+    async def seen(self, node_id: str, sighting: Sighting) -> None: ...
+
+    async def gone(self, node_id: str) -> None: ...
+
+
+class PresenceView(Protocol):
+    async def get(self, node_id: str) -> Sighting | None:
+        """The machine's presence when it is online, else None."""
+        ...
+
+    def revision(self, node_id: str) -> int:
+        """The newest presence revision seen of the machine (0 when none)."""
+        ...
+
+
+class KvPresence:
+    def __init__(
+        self, js: JetStreamContext, state: GatewayState, watcher: MachineWatcher,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._js = js
         self._state = state
+        self._watcher = watcher
+        self._clock = clock
         self._kv = None
+        self._online: dict[str, Sighting] = {}
+        self._absent: dict[str, Absence] = {}
+        self._updates = None
 
     async def _bucket(self):
         if self._kv is None:
             self._kv = await self._js.key_value(subjects.RUNNERS_BUCKET)
         return self._kv
 
-    async def get(self, node_id: str) -> RunnerPresence | None:
-        """The machine's presence, or None when it is offline (no live key)."""
+    def revision(self, node_id: str) -> int:
+        sighting = self._online.get(node_id)
+        return sighting.revision if sighting else 0
+
+    async def get(self, node_id: str) -> Sighting | None:
+        sighting = self._online.get(node_id)
+        if sighting is not None and self._clock() - sighting.seen_at <= STALE_AFTER_SECONDS:
+            return sighting
+        return await self._read(node_id)
+
+    async def _read(self, node_id: str) -> Sighting | None:
+        """A direct read of the key (raises when the read itself failed)."""
         kv = await self._bucket()
         try:
             entry = await kv.get(subjects.presence_key(node_id))
-        except Exception as exc:
-            if type(exc).__name__ in ("KeyNotFoundError", "KeyDeletedError", "NotFoundError"):
-                return None
-            raise
-        if not entry.value:
+        except (KeyNotFoundError, KeyDeletedError):
             return None
+        sighting = self._sighting(entry)
+        if sighting is not None:
+            self._online[node_id] = sighting
+        return sighting
+
+    def _sighting(self, entry) -> Sighting | None:
         try:
-            presence = decode(entry.value, RunnerPresence)
+            presence = decode(entry.value or b"", RunnerPresence)
         except Exception:
             return None
-        await self._state.record_machine(node_id, presence.label, utc_now())
-        return presence
+        return Sighting(presence, int(entry.revision or 0), self._clock())
+
+    async def start(self) -> None:
+        """Subscribe before the service is ready, so no put or delete after it is missed."""
+        self._updates = await (await self._bucket()).watchall()
 
     async def watch(self) -> None:
-        """Record every machine's label as it announces itself, so an offline
-        machine can be named by its label later (CONTRACT.md 3, runner_offline)."""
-        kv = await self._bucket()
-        watcher = await kv.watchall(ignore_deletes=True)
-        async for entry in watcher:
-            if entry is None or not entry.value:
-                continue
+        while True:
             try:
-                presence = decode(entry.value, RunnerPresence)
+                if self._updates is None:
+                    await self.start()
+                await self._follow(self._updates)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.warning("presence_watch_restarting", error=str(exc))
+                self._updates = None
+                await asyncio.sleep(1.0)
+
+    async def _follow(self, updates) -> None:
+        async for entry in updates:
+            if entry is None:
+                continue  # the end of the current values
+            try:
                 node_id = subjects.node_from_presence_key(entry.key)
             except Exception:
                 continue
-            await self._state.record_machine(node_id, presence.label, utc_now())
+            if entry.operation in ("DEL", "PURGE"):
+                await self._gone(node_id)
+                continue
+            sighting = self._sighting(entry)
+            if sighting is None:
+                continue
+            self._online[node_id] = sighting
+            self._absent.pop(node_id, None)
+            await self._state.record_machine(node_id, sighting.presence.label)
+            await self._watcher.seen(node_id, sighting)
 
-    async def online_nodes(self) -> set[str]:
-        kv = await self._bucket()
-        try:
-            keys = await kv.keys()
-        except Exception as exc:
-            if type(exc).__name__ == "NoKeysError":
-                return set()
-            raise
-        return {subjects.node_from_presence_key(k) for k in keys}
+    async def _gone(self, node_id: str) -> None:
+        self._online.pop(node_id, None)
+        self._absent.pop(node_id, None)
+        log.info("machine_offline", node_id=node_id)
+        await self._watcher.gone(node_id)
+
+    async def sweep(self) -> None:
+        """Find keys that expired: machines not heard from, and those hosting conversations."""
+        now = self._clock()
+        hosting = {h.node_id for h in await self._state.all_live() if h.node_id}
+        candidates = {n for n, s in self._online.items() if now - s.seen_at > STALE_AFTER_SECONDS}
+        candidates |= hosting - self._online.keys()
+        for node_id in candidates:
+            try:
+                present = await self._read(node_id)
+            except Exception as exc:
+                log.warning("presence_read_failed", node_id=node_id, error=str(exc))
+                continue  # a failed read is never proof
+            if present is not None:
+                self._absent.pop(node_id, None)
+                continue
+            absence = self._absent.setdefault(node_id, Absence(now))
+            if absence.confirmed(now):
+                await self._gone(node_id)
+
+    async def run_sweeps(self) -> None:
+        while True:
+            await asyncio.sleep(SWEEP_SECONDS)
+            try:
+                await self.sweep()
+            except Exception:
+                log.exception("presence_sweep_failed")

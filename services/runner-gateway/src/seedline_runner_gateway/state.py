@@ -1,149 +1,157 @@
-"""The gateway's own tables: which conversations are live where, machine labels,
-and each instance's most recent successful open (where a wake goes)."""
+"""The gateway's own tables: its fold of the lifecycle (CONTRACT.md 4.1), machine labels,
+and each repo's most recent successful open (where a wake goes).
+
+Built only from SEEDLINE_SESSIONS through seedline_core.lifecycle (so it can be dropped
+and rebuilt), plus each live conversation's last activity from the timeline. A port,
+its Postgres adapter and a fake; both pass tests/test_gateway_state_contract.py.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Protocol
 
-from psycopg_pool import AsyncConnectionPool
+from seedline_contracts.times import parse_rfc3339
+from seedline_core import lifecycle as lc
 
-from seedline_platform import pg
-
-DDL = """
-CREATE TABLE IF NOT EXISTS live_conversations (
-    session_id text PRIMARY KEY,
-    instance_id text NOT NULL,
-    repo text NOT NULL,
-    node_id text NOT NULL,
-    engine text NOT NULL,
-    opened_at timestamptz NOT NULL,
-    last_activity timestamptz NOT NULL
-);
-CREATE UNIQUE INDEX IF NOT EXISTS live_conversations_repo ON live_conversations (instance_id, repo);
-CREATE TABLE IF NOT EXISTS machines (
-    node_id text PRIMARY KEY,
-    label text NOT NULL,
-    last_seen timestamptz NOT NULL
-);
-CREATE TABLE IF NOT EXISTS last_opens (
-    instance_id text PRIMARY KEY,
-    node_id text NOT NULL,
-    engine text NOT NULL,
-    at timestamptz NOT NULL
-);
-"""
+Step = tuple[int, str, lc.Event]  # (stream seq, session_id, lifecycle event)
 
 
 @dataclass(frozen=True)
-class Live:
-    session_id: str
-    instance_id: str
-    repo: str
-    node_id: str
-    engine: str
-    opened_at: datetime
-    last_activity: datetime
+class Held:
+    """A conversation as the gateway holds it: its lifecycle and when it was last active."""
+
+    conversation: lc.Conversation
+    last_activity: datetime | None
+
+    @property
+    def session_id(self) -> str:
+        return self.conversation.session_id
+
+    @property
+    def state(self) -> lc.State:
+        return self.conversation.state
+
+    @property
+    def node_id(self) -> str | None:
+        return self.conversation.node_id
 
 
-_LIVE_COLUMNS = "session_id, instance_id, repo, node_id, engine, opened_at, last_activity"
+class GatewayState(Protocol):
+    async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> None: ...
 
+    async def applied(self) -> int: ...
 
-class GatewayState:
-    def __init__(self, pool: AsyncConnectionPool) -> None:
-        self._pool = pool
+    async def held(self, session_id: str) -> Held | None: ...
 
-    async def setup(self) -> None:
-        await pg.apply_schema(self._pool, "runner-gateway", DDL)
+    async def current_for_repo(self, instance_id: str, repo: str) -> Held | None:
+        """The repo's newest conversation that is live or still opening."""
+        ...
 
-    async def live_for_repo(self, instance_id: str, repo: str) -> Live | None:
-        return await self._one(
-            f"SELECT {_LIVE_COLUMNS} FROM live_conversations WHERE instance_id = %s AND repo = %s",
-            (instance_id, repo),
-        )
+    async def all_live(self, instance_id: str | None = None) -> list[Held]: ...
 
-    async def live(self, session_id: str) -> Live | None:
-        return await self._one(
-            f"SELECT {_LIVE_COLUMNS} FROM live_conversations WHERE session_id = %s", (session_id,)
-        )
-
-    async def all_live(self, instance_id: str | None = None) -> list[Live]:
-        async with self._pool.connection() as conn:
-            if instance_id is None:
-                cur = await conn.execute(f"SELECT {_LIVE_COLUMNS} FROM live_conversations ORDER BY opened_at")
-            else:
-                cur = await conn.execute(
-                    f"SELECT {_LIVE_COLUMNS} FROM live_conversations WHERE instance_id = %s ORDER BY opened_at",
-                    (instance_id,),
-                )
-            return [Live(*row) for row in await cur.fetchall()]
-
-    async def _one(self, sql: str, params: tuple) -> Live | None:
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(sql, params)
-            row = await cur.fetchone()
-        return Live(*row) if row else None
-
-    async def mark_live(self, live: Live) -> None:
-        """The conversation now runs on live.node_id; it replaces any other on its repo."""
-        async with self._pool.connection() as conn, conn.transaction():
-            await conn.execute(
-                "DELETE FROM live_conversations WHERE instance_id = %s AND repo = %s AND session_id <> %s",
-                (live.instance_id, live.repo, live.session_id),
-            )
-            await conn.execute(
-                f"INSERT INTO live_conversations ({_LIVE_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s)"
-                " ON CONFLICT (session_id) DO UPDATE SET node_id = EXCLUDED.node_id,"
-                " engine = EXCLUDED.engine, last_activity = EXCLUDED.last_activity",
-                (live.session_id, live.instance_id, live.repo, live.node_id, live.engine,
-                 live.opened_at, live.last_activity),
-            )
-            await conn.execute(
-                "INSERT INTO last_opens VALUES (%s, %s, %s, %s) ON CONFLICT (instance_id) DO UPDATE"
-                " SET node_id = EXCLUDED.node_id, engine = EXCLUDED.engine, at = EXCLUDED.at",
-                (live.instance_id, live.node_id, live.engine, live.opened_at),
-            )
-
-    async def end(self, session_id: str) -> None:
-        async with self._pool.connection() as conn:
-            await conn.execute("DELETE FROM live_conversations WHERE session_id = %s", (session_id,))
+    async def live_in_repo(self, instance_id: str, repo: str) -> list[Held]: ...
 
     async def touch(self, activity: dict[str, datetime]) -> None:
-        if not activity:
-            return
-        async with self._pool.connection() as conn:
-            async with conn.cursor() as cur:
-                await cur.executemany(
-                    "UPDATE live_conversations SET last_activity = GREATEST(last_activity, %s)"
-                    " WHERE session_id = %s",
-                    [(at, sid) for sid, at in activity.items()],
-                )
+        """Newer activity of live conversations, by session_id."""
+        ...
 
-    async def idle_since(self, cutoff: datetime) -> list[Live]:
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(
-                f"SELECT {_LIVE_COLUMNS} FROM live_conversations WHERE last_activity < %s", (cutoff,)
-            )
-            return [Live(*row) for row in await cur.fetchall()]
+    async def idle_since(self, cutoff: datetime) -> list[Held]: ...
 
-    async def last_open(self, instance_id: str) -> tuple[str, str] | None:
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(
-                "SELECT node_id, engine FROM last_opens WHERE instance_id = %s", (instance_id,)
-            )
-            row = await cur.fetchone()
-        return (row[0], row[1]) if row else None
+    async def last_open(self, instance_id: str, repo: str) -> tuple[str, str] | None:
+        """(node, engine) of the repo's most recent successful open or relocation."""
+        ...
 
-    async def record_machine(self, node_id: str, label: str, seen: datetime) -> None:
-        async with self._pool.connection() as conn:
-            await conn.execute(
-                "INSERT INTO machines VALUES (%s, %s, %s) ON CONFLICT (node_id) DO UPDATE"
-                " SET label = EXCLUDED.label, last_seen = EXCLUDED.last_seen",
-                (node_id, label, seen),
-            )
+    async def record_machine(self, node_id: str, label: str) -> None: ...
+
+    async def label(self, node_id: str) -> str | None: ...
+
+
+def fold(current: Held | None, step: Step) -> Held | None:
+    """The pure step both adapters take for each event."""
+    _, _, event = step
+    before = current.conversation if current else None
+    after = lc.apply(before, event)
+    if after is None:
+        return None
+    activity = current.last_activity if current else None
+    if after.confirmed_at and after.confirmed_at != (before.confirmed_at if before else None):
+        confirmed = parse_rfc3339(after.confirmed_at)
+        activity = max(activity, confirmed) if activity else confirmed
+    return Held(after, activity)
+
+
+def opened_where(step: Step, held: Held | None) -> tuple[str, str] | None:
+    """(node, engine) when the step is a successful open or relocation, else None."""
+    _, _, event = step
+    if held is None or held.state is not lc.State.LIVE:
+        return None
+    if isinstance(event, (lc.Opened, lc.Relocated)) and held.conversation.engine:
+        return held.node_id, held.conversation.engine
+    return None
+
+
+class InMemoryGatewayState:
+    def __init__(self) -> None:
+        self.conversations: dict[str, Held] = {}
+        self.last_opens: dict[tuple[str, str], tuple[str, str]] = {}
+        self.labels: dict[str, str] = {}
+        self._applied = 0
+
+    async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> None:
+        for step in steps:
+            seq, session_id, _ = step
+            if seq <= self._applied:
+                continue
+            held = fold(self.conversations.get(session_id), step)
+            if held is None:
+                continue
+            self.conversations[session_id] = held
+            where = opened_where(step, held)
+            if where:
+                c = held.conversation
+                self.last_opens[(c.instance_id, c.repo)] = where
+        self._applied = max(self._applied, last_seq)
+
+    async def applied(self) -> int:
+        return self._applied
+
+    async def held(self, session_id: str) -> Held | None:
+        return self.conversations.get(session_id)
+
+    async def current_for_repo(self, instance_id: str, repo: str) -> Held | None:
+        current = [
+            h for h in self.conversations.values()
+            if (h.conversation.instance_id, h.conversation.repo) == (instance_id, repo)
+            and h.state in (lc.State.LIVE, lc.State.OPENING)
+        ]
+        return max(current, key=lambda h: h.conversation.created_seq, default=None)
+
+    async def all_live(self, instance_id: str | None = None) -> list[Held]:
+        live = [h for h in self.conversations.values() if h.state is lc.State.LIVE
+                and instance_id in (None, h.conversation.instance_id)]
+        return sorted(live, key=lambda h: h.conversation.created_seq)
+
+    async def live_in_repo(self, instance_id: str, repo: str) -> list[Held]:
+        return [h for h in await self.all_live(instance_id) if h.conversation.repo == repo]
+
+    async def touch(self, activity: dict[str, datetime]) -> None:
+        for session_id, at in activity.items():
+            held = self.conversations.get(session_id)
+            if held is not None and held.state is lc.State.LIVE:
+                newer = max(at, held.last_activity) if held.last_activity else at
+                self.conversations[session_id] = replace(held, last_activity=newer)
+
+    async def idle_since(self, cutoff: datetime) -> list[Held]:
+        return [h for h in await self.all_live() if h.last_activity and h.last_activity < cutoff]
+
+    async def last_open(self, instance_id: str, repo: str) -> tuple[str, str] | None:
+        return self.last_opens.get((instance_id, repo))
+
+    async def record_machine(self, node_id: str, label: str) -> None:
+        self.labels[node_id] = label
 
     async def label(self, node_id: str) -> str | None:
-        async with self._pool.connection() as conn:
-            cur = await conn.execute("SELECT label FROM machines WHERE node_id = %s", (node_id,))
-            row = await cur.fetchone()
-        return row[0] if row else None
+        return self.labels.get(node_id)

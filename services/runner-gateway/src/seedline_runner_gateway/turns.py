@@ -1,40 +1,48 @@
-"""Follow the timeline: keep live conversations' activity fresh, deliver a
-person's messages as turns, and wake a conversation when none is live.
+"""Follow the timeline: keep live conversations' activity fresh, deliver a person's
+messages as turns, and wake a conversation when none is live (CONTRACT.md 4).
 
-Entries are handled in stream order, one at a time, so turns reach a machine in
-the order people wrote them. A turn is acknowledged only after the machine
-accepted it; the machine ignores a (session_id, seq) it has seen, so a
-redelivery after a gateway restart is harmless.
+Entries are handled in stream order, one at a time, so turns reach a machine in the
+order people wrote them. A turn is acknowledged only after the machine accepted it;
+the machine ignores a (session_id, seq) it has seen, so a redelivery after a gateway
+restart is harmless. A wake is an event (`wake_requested`) that the resolver acts
+on: nothing here waits for an open.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
+import secrets
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
-from typing import Sequence
 
-import nats.errors
-from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
+from seedline_contracts.events import WakeRequested
 from seedline_contracts.runner import TurnRequest
-from seedline_contracts.sessions import RunnerOfflineNotification
+from seedline_contracts.sessions import NotWokenNotification, RunnerOfflineNotification
 from seedline_contracts.timeline import TimelineEntry
-from seedline_core.notices import runner_offline_notice_text
-from seedline_platform.clock import format_utc, parse_rfc3339, utc_now
+from seedline_contracts.times import now_text, parse_rfc3339
+from seedline_core import lifecycle as lc
+from seedline_core.notices import not_woken_text, runner_offline_notice_text
 from seedline_platform.consumer import Outage
 from seedline_platform.logging import get_logger
+from seedline_platform.publishing import Publisher
 
-from .presence import Presence
-from .state import GatewayState, Live
+from .machine_calls import Machines, MachineUnreachable
+from .notify import Notifier
+from .presence import PresenceView
+from .state import GatewayState, Held
+from .stopping import Stopper
 
 log = get_logger(__name__)
 
 # A chat_user entry wakes a conversation only when written within this long of
 # reaching the timeline: backfilled history never starts anything.
 WAKE_FRESHNESS = timedelta(minutes=2)
+# How long a message waits for a conversation that is still opening on its repo.
+OPENING_WAIT_SECONDS = 40.0
 
 
 class MachineBusy(Outage):
@@ -43,14 +51,20 @@ class MachineBusy(Outage):
 
 class TimelineFollower:
     def __init__(
-        self, nc: Client, state: GatewayState, presence: Presence, turn_timeout: float,
-        open_timeout: float,
+        self, *, state: GatewayState, presence: PresenceView, machines: Machines,
+        publisher: Publisher, stopper: Stopper, notifier: Notifier,
+        caught_up: Callable[[], Awaitable[None]],
+        clock: Callable[[], str] = now_text, new_id: Callable[[], str] | None = None,
     ) -> None:
-        self._nc = nc
         self._state = state
         self._presence = presence
-        self._turn_timeout = turn_timeout
-        self._open_timeout = open_timeout
+        self._machines = machines
+        self._publisher = publisher
+        self._stopper = stopper
+        self._notifier = notifier
+        self._caught_up = caught_up
+        self._clock = clock
+        self._new_id = new_id or (lambda: "csess_" + secrets.token_hex(8))
 
     async def handle(self, msgs: Sequence[Msg]) -> None:
         entries = [(m, decode(m.data, TimelineEntry)) for m in msgs]
@@ -60,14 +74,16 @@ class TimelineFollower:
             activity[entry.session_id] = max(at, activity.get(entry.session_id, at))
         await self._state.touch(activity)
         for msg, entry in entries:
-            if entry.kind == "chat_user" and entry.entry_id != subjects.instruction_entry_id(entry.session_id):
+            if entry.kind == "chat_user" and entry.entry_id != subjects.instruction_entry_id(
+                entry.session_id
+            ):
                 await self._on_person_message(msg, entry)
 
     async def _on_person_message(self, msg: Msg, entry: TimelineEntry) -> None:
         seq = msg.metadata.sequence.stream
-        live = await self._state.live_for_repo(entry.instance_id, entry.repo)
-        if live is not None:
-            if await self._deliver_turn(live, seq, entry.content):
+        current = await self._current(msg, entry)
+        if current is not None and current.state is lc.State.LIVE:
+            if await self._deliver_turn(current, seq, entry.content):
                 return
         arrived = msg.metadata.timestamp
         if arrived is None or abs(arrived - parse_rfc3339(entry.at)) > WAKE_FRESHNESS:
@@ -75,50 +91,68 @@ class TimelineFollower:
             return
         await self._wake(entry, seq)
 
-    async def _deliver_turn(self, live: Live, seq: int, content: str) -> bool:
-        """True when the machine took the turn; False when the machine is gone."""
-        body = encode(TurnRequest(session_id=live.session_id, seq=seq, content=content))
+    async def _current(self, msg: Msg, entry: TimelineEntry) -> Held | None:
+        """The repo's live conversation, once any that is opening has settled."""
+        current = await self._state.current_for_repo(entry.instance_id, entry.repo)
+        if current is None:
+            # Read the events recorded so far before concluding nothing is live.
+            await self._caught_up()
+            current = await self._state.current_for_repo(entry.instance_id, entry.repo)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + OPENING_WAIT_SECONDS
+        while current is not None and current.state is lc.State.OPENING:
+            if loop.time() > deadline:
+                return None
+            await _extend(msg)
+            await asyncio.sleep(0.05)
+            current = await self._state.held(current.session_id)
+        return current
+
+    async def _deliver_turn(self, held: Held, seq: int, content: str) -> bool:
+        """True when the machine took the turn; False when it no longer hosts it."""
+        request = TurnRequest(session_id=held.session_id, seq=seq, content=content)
         try:
-            msg = await self._nc.request(
-                subjects.runner_subject(live.node_id, "turn"), body, timeout=self._turn_timeout
+            reply = await self._machines.turn(held.node_id, request)
+        except MachineUnreachable:
+            if await self._presence.get(held.node_id) is not None:
+                raise MachineBusy(held.node_id) from None
+            label = await self._state.label(held.node_id)
+            await self._stopper.end(
+                held, "runner_offline", ask_machine=False,
+                notice=lambda at: RunnerOfflineNotification(
+                    session_id=held.session_id, node_id=held.node_id,
+                    text=runner_offline_notice_text(label, held.node_id), at=at),
             )
-        except (nats.errors.TimeoutError, nats.errors.NoRespondersError):
-            if await self._presence.get(live.node_id) is not None:
-                raise MachineBusy(live.node_id) from None
-            await self._machine_gone(live)
             return False
-        if json.loads(msg.data).get("accepted"):
+        if reply.accepted:
             return True
-        # The machine no longer runs it (it restarted, say): the message wakes a new one.
-        await self._state.end(live.session_id)
+        # The machine no longer runs it (it restarted): the message wakes a new one.
+        await self._stopper.end(held, "runner_restarted", ask_machine=False)
         return False
 
-    async def _machine_gone(self, live: Live) -> None:
-        label = await self._state.label(live.node_id)
-        await self._notify(live.instance_id, RunnerOfflineNotification(
-            session_id=live.session_id, node_id=live.node_id,
-            text=runner_offline_notice_text(label, live.node_id), at=format_utc(utc_now())))
-        await self._state.end(live.session_id)
-
     async def _wake(self, entry: TimelineEntry, seq: int) -> None:
-        target = await self._state.last_open(entry.instance_id)
+        target = await self._state.last_open(entry.instance_id, entry.repo)
         if target is None:
             log.info("nothing_to_wake_on", instance_id=entry.instance_id, seq=seq)
+            await self._notifier.notify(entry.instance_id, NotWokenNotification(
+                repo=entry.repo, text=not_woken_text(entry.repo), at=self._clock()))
             return
         node_id, engine = target
-        request = {
-            "request_id": f"wake:{entry.entry_id}"[:128],
-            "instance_id": entry.instance_id, "repo": entry.repo, "engine": engine,
-            "node_id": node_id, "wake_seq": seq,
-        }
-        msg = await self._nc.request(subjects.API_SESSIONS_OPEN, encode(request),
-                                     timeout=self._open_timeout + 5)
-        reply = json.loads(msg.data)
-        log.info("woken", seq=seq, ok=reply.get("ok"), session_id=reply.get("session_id"))
-        if not reply.get("ok") and reply.get("error", {}).get("code") == "runner_offline":
-            await self._notify(entry.instance_id, RunnerOfflineNotification(
-                session_id=entry.session_id, node_id=node_id,
-                text=reply["error"]["message"], at=format_utc(utc_now())))
+        request_id = f"wake:{entry.entry_id}"[:128]
+        event = WakeRequested(
+            session_id=self._new_id(), at=self._clock(), instance_id=entry.instance_id,
+            repo=entry.repo, engine=engine, node_id=node_id, wake_seq=seq,
+            request_id=request_id,
+        )
+        await self._publisher.publish([(
+            subjects.session_event_subject(event.session_id, "wake_requested"), encode(event),
+            {"Nats-Msg-Id": request_id},
+        )])
+        log.info("wake_requested", seq=seq, session_id=event.session_id, node_id=node_id)
 
-    async def _notify(self, instance_id: str, notification) -> None:
-        await self._nc.publish(subjects.notify_subject(instance_id), encode(notification))
+
+async def _extend(msg: Msg) -> None:
+    try:
+        await msg.in_progress()
+    except Exception:
+        pass

@@ -1,42 +1,66 @@
-"""Composition root of the seed-composer."""
+"""Composition root of the seed-composer: both of its edges are FastStream subscribers."""
 
 from __future__ import annotations
 
 from seedline_contracts import subjects
-from seedline_platform import pg, timeline_table
 from seedline_platform.app_base import ServiceApp
-from seedline_platform.natsio import Responder
+from seedline_platform.publishing import JetStreamPublisher, Publisher
 from seedline_platform.settings import Settings
+from seedline_timeline_view import PostgresTimelineView
 
-from .briefs import BriefStore
+from .briefs import BriefStore, PostgresBriefStore
 from .composer import Composer
-from .reader import PostgresTimelineReader, TimelineReader
+from .reader import TimelineReader, ViewReader
 
 NAME = "seed-composer"
 
 
 class ComposerApp(ServiceApp):
     name = NAME
+    description = "Turns each continuity decision into a brief; serves the latest brief."
 
-    def __init__(self, settings: Settings, reader: TimelineReader | None = None) -> None:
+    def __init__(
+        self, settings: Settings, *, reader: TimelineReader | None = None,
+        store: BriefStore | None = None, publisher: Publisher | None = None,
+    ) -> None:
+        self._ports = {"reader": reader, "store": store, "publisher": publisher}
         super().__init__(settings)
-        self._reader = reader
+        self.brief_rows = self.metrics.histogram(
+            "seedline_brief_rows", "Entries kept in each brief offered.", [],
+            buckets=(0, 5, 10, 20, 30, 40, 50, 60, 100, 200),
+        )
+        self.brief_chars = self.metrics.histogram(
+            "seedline_brief_chars", "Characters of entry text in each brief offered.", [],
+            buckets=(0, 1_000, 2_000, 4_000, 8_000, 12_000, 20_000, 40_000),
+        )
+
+    def routes(self) -> None:
+        self.answer(subjects.API_BRIEFS_GET, lambda m: self.composer.get_brief(m),
+                    "The latest brief offered to a conversation, byte for byte (CONTRACT.md 4).")
+        self.on_events(
+            stream=subjects.SESSIONS_STREAM, durable="seed-composer",
+            subject=subjects.session_event_filter("continuity_decided"),
+            handle=lambda msg: self.composer.handle_decision(msg),
+            park=lambda msg, reason: self.parker(subjects.REJECTED_SESSIONS)(msg, reason),
+            description="Composes the brief each decision offers (CONTRACT.md 5).",
+        )
 
     async def setup(self) -> None:
-        await pg.apply_schema(self.pool, "timeline", timeline_table.DDL)
-        store = BriefStore(self.pool)
-        await store.setup()
-        self.composer = Composer(self.js, self._reader or PostgresTimelineReader(self.pool), store,
-                                 self.settings)
-        self.consume(stream=subjects.SESSIONS_STREAM, durable="seed-composer",
-                     filter_subjects=[subjects.session_event_filter("continuity_decided")],
-                     handle=self.composer.handle_decisions,
-                     park=self.parker(subjects.REJECTED_SESSIONS),
-                     batch_size=min(self.settings.batch_size, 64))
+        p = self._ports
+        store = p["store"]
+        if store is None:
+            store = PostgresBriefStore(self.pool)
+            await store.setup()
+        self.composer = Composer(
+            p["publisher"] or JetStreamPublisher(self.js),
+            p["reader"] or ViewReader(PostgresTimelineView(self.pool)),
+            store, self.settings, on_brief=self._observe,
+        )
 
-    async def serve(self, responder: Responder) -> None:
-        await responder.serve(subjects.API_BRIEFS_GET, self.composer.get_brief)
+    def _observe(self, rows: int, chars: int) -> None:
+        self.brief_rows.observe(rows)
+        self.brief_chars.observe(chars)
 
 
-def create_app(settings: Settings, reader: TimelineReader | None = None) -> ComposerApp:
-    return ComposerApp(settings, reader)
+def create_app(settings: Settings, **ports) -> ComposerApp:
+    return ComposerApp(settings, **ports)

@@ -1,6 +1,12 @@
-"""The briefs offered to each conversation: the latest one is served byte for byte."""
+"""The briefs offered to each conversation: the latest one is served byte for byte.
+
+A port, its Postgres adapter (the composer's own table) and a fake; both pass
+tests/test_brief_store_contract.py.
+"""
 
 from __future__ import annotations
+
+from typing import Protocol
 
 from psycopg_pool import AsyncConnectionPool
 
@@ -22,15 +28,41 @@ CREATE TABLE IF NOT EXISTS briefs (
 """
 
 
-class BriefStore:
+class BriefStore(Protocol):
+    async def save(self, session_id: str, decided_seq: int, brief: Brief) -> None:
+        """Keep the brief of the newest decision; a replayed older one changes nothing."""
+        ...
+
+    async def latest(self, session_id: str) -> BriefGetReply | None: ...
+
+
+def _reply(brief: Brief) -> BriefGetReply:
+    return BriefGetReply(brief.text, brief.rows, brief.chars, brief.omitted_rows,
+                         brief.until_seq, brief.sha256)
+
+
+class InMemoryBriefStore:
+    def __init__(self) -> None:
+        self._briefs: dict[str, tuple[int, BriefGetReply]] = {}
+
+    async def save(self, session_id: str, decided_seq: int, brief: Brief) -> None:
+        kept = self._briefs.get(session_id)
+        if kept is None or kept[0] <= decided_seq:
+            self._briefs[session_id] = (decided_seq, _reply(brief))
+
+    async def latest(self, session_id: str) -> BriefGetReply | None:
+        kept = self._briefs.get(session_id)
+        return kept[1] if kept else None
+
+
+class PostgresBriefStore:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self._pool = pool
 
     async def setup(self) -> None:
-        await pg.apply_schema(self._pool, "seed-composer", DDL)
+        await pg.apply_schema(self._pool, "seed-composer", DDL, shared_offsets=False)
 
     async def save(self, session_id: str, decided_seq: int, brief: Brief) -> None:
-        """Keep the brief of the newest decision; a replayed older one changes nothing."""
         async with self._pool.connection() as conn:
             await conn.execute(
                 "INSERT INTO briefs VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"

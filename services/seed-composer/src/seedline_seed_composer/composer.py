@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Callable
 
 import msgspec
 from nats.aio.msg import Msg
@@ -12,10 +12,11 @@ from seedline_contracts.codec import decode, encode
 from seedline_contracts.errors import error_reply
 from seedline_contracts.events import ContinuityDecided, SeedComposed
 from seedline_contracts.sessions import BriefGetRequest
+from seedline_contracts.times import now_text
+from seedline_contracts.tokens import name_problem
 from seedline_core.notices import error_message
-from seedline_platform import natsio
-from seedline_platform.clock import now_text
 from seedline_platform.logging import get_logger
+from seedline_platform.publishing import Publisher
 from seedline_platform.settings import Settings
 
 from .briefs import BriefStore
@@ -30,46 +31,56 @@ class Composer:
     """Handles continuity_decided events and briefs.get requests."""
 
     def __init__(
-        self, js, reader: TimelineReader, store: BriefStore, settings: Settings | None = None
+        self, publisher: Publisher, reader: TimelineReader, store: BriefStore,
+        settings: Settings | None = None, clock: Callable[[], str] = now_text,
+        on_brief: Callable[[int, int], None] | None = None,
     ) -> None:
-        self._js = js
+        self._publisher = publisher
         self.reader = reader
         self._store = store
         self._settings = settings or Settings()
         self._summarizer = summarizer_from(self._settings)
+        self._clock = clock
+        self._on_brief = on_brief or (lambda rows, chars: None)
 
-    async def handle_decisions(self, msgs: Sequence[Msg]) -> None:
-        out = []
-        for msg in msgs:
-            decision = decode(msg.data, ContinuityDecided)
-            budget = self._settings.brief_budget(decision.plan.engine)
-            brief = await compose_for(decision, self.reader, budget, self._summarizer)
-            if brief is not None:
-                await self._store.save(decision.session_id, msg.metadata.sequence.stream, brief)
-            # The receipt records the budget, the text and any summary, so a replay
-            # rebuilds these bytes whatever the settings are by then.
-            event = SeedComposed(
-                session_id=decision.session_id,
-                at=now_text(),
-                brief=brief_stats(brief) if brief else None,
-                plan=decision.plan,
-                text=brief.text if brief else None,
-                summary=summary_record(brief) if brief else None,
-            )
-            # The msg id makes a redelivered decision publish its seed_composed once.
-            msg_id = f"seed_composed:{msg.metadata.sequence.stream}"
-            out.append((subjects.session_event_subject(decision.session_id, "seed_composed"),
-                        encode(event), {"Nats-Msg-Id": msg_id}))
-            log.info("seed_composed", session_id=decision.session_id,
-                     rows=brief.rows if brief else 0)
-        await natsio.publish_window(self._js, out)
+    async def handle_decision(self, msg: Msg) -> None:
+        decision = decode(msg.data, ContinuityDecided)
+        decided_seq = msg.metadata.sequence.stream
+        budget = self._settings.brief_budget(decision.plan.engine)
+        brief = await compose_for(decision, self.reader, budget, self._summarizer)
+        if brief is not None:
+            await self._store.save(decision.session_id, decided_seq, brief)
+            self._on_brief(brief.rows, brief.chars)
+        # The receipt records the budget, the text and any summary, so the launch is
+        # made from this event alone and a replay rebuilds these bytes whatever the
+        # settings are by then.
+        event = SeedComposed(
+            session_id=decision.session_id,
+            at=self._clock(),
+            brief=brief_stats(brief) if brief else None,
+            plan=decision.plan,
+            text=brief.text if brief else None,
+            summary=summary_record(brief) if brief else None,
+        )
+        # The msg id makes a redelivered decision publish its seed_composed once.
+        await self._publisher.publish([(
+            subjects.session_event_subject(decision.session_id, "seed_composed"),
+            encode(event), {"Nats-Msg-Id": f"seed_composed:{decided_seq}"},
+        )])
+        log.info("seed_composed", session_id=decision.session_id, rows=brief.rows if brief else 0)
 
     async def get_brief(self, msg: Msg) -> bytes:
         try:
             request = decode(msg.data, BriefGetRequest)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             return encode(error_reply("invalid_request", f"The brief request is not valid: {exc}."))
+        if name_problem(request.session_id):
+            return encode(error_reply(
+                "invalid_request", error_message("invalid_request", field="session_id")
+            ))
         brief = await self._store.latest(request.session_id)
         if brief is None:
-            return encode(error_reply("not_found", error_message("not_found", what="brief for that conversation")))
+            return encode(error_reply(
+                "not_found", error_message("not_found", what="brief for that conversation")
+            ))
         return encode(brief)

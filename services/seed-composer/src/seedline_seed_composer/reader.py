@@ -1,13 +1,15 @@
-"""Where the composer reads the repo's timeline: a port, Postgres, and an in-memory one."""
+"""Where the composer reads the repo's timeline: its port, over the TimelineView, and a fake.
+
+The composer never touches the timeline-writer's table itself: ``ViewReader`` asks the
+writer's read port (seedline_timeline_view) and turns its rows into the pure brief's.
+"""
 
 from __future__ import annotations
 
 from typing import Protocol
 
-from psycopg_pool import AsyncConnectionPool
-
 from seedline_core.brief import BriefRow
-from seedline_platform.timeline_table import ROW_COLUMNS
+from seedline_timeline_view import TimelineView
 
 
 class TimelineReader(Protocol):
@@ -20,43 +22,18 @@ class TimelineReader(Protocol):
         """How many repo rows of `kind` have seq <= until_seq."""
 
 
-class PostgresTimelineReader:
-    """Reads through the (instance_id, repo, seq) and (instance_id, repo, kind, seq) indexes."""
-
-    def __init__(self, pool: AsyncConnectionPool) -> None:
-        self._pool = pool
+class ViewReader:
+    def __init__(self, view: TimelineView) -> None:
+        self._view = view
 
     async def newest_first(
         self, instance_id: str, repo: str, until_seq: int, limit: int, kind: str | None = None
     ) -> list[BriefRow]:
-        where, params = _where(instance_id, repo, until_seq, kind)
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(
-                f"SELECT {ROW_COLUMNS} FROM timeline_entries WHERE {where}"
-                " ORDER BY seq DESC LIMIT %s",
-                (*params, limit),
-            )
-            rows = await cur.fetchall()
-        return [
-            BriefRow(seq=seq, session_id=sid, kind=kind, content=content, at=at, engine=engine)
-            for seq, _entry_id, sid, kind, content, at, engine, _truncated in rows
-        ]
+        rows = await self._view.newest_first(instance_id, repo, until_seq, limit, kind)
+        return [BriefRow(r.seq, r.session_id, r.kind, r.content, r.at, r.engine) for r in rows]
 
     async def count(self, instance_id: str, repo: str, until_seq: int, kind: str) -> int:
-        where, params = _where(instance_id, repo, until_seq, kind)
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(f"SELECT count(*) FROM timeline_entries WHERE {where}", params)
-            row = await cur.fetchone()
-        return int(row[0])
-
-
-def _where(
-    instance_id: str, repo: str, until_seq: int, kind: str | None
-) -> tuple[str, tuple[object, ...]]:
-    where = "instance_id = %s AND repo = %s AND seq <= %s"
-    if kind is None:
-        return where, (instance_id, repo, until_seq)
-    return where + " AND kind = %s", (instance_id, repo, until_seq, kind)
+        return await self._view.count(instance_id, repo, until_seq, kind)
 
 
 class InMemoryTimelineReader:

@@ -39,7 +39,9 @@ log = get_logger(__name__)
 PROJECTION = "seedline-web-opens"
 BATCH = 256
 
-DDL = """
+OFFSETS = pg.Offsets("web_offsets")
+
+DDL = OFFSETS.ddl + """
 CREATE TABLE IF NOT EXISTS web_open_decisions (
     session_id text PRIMARY KEY,
     instance_id text NOT NULL,
@@ -101,11 +103,11 @@ class OpensProjection:
         self._pool = pool
 
     async def setup(self) -> None:
-        await pg.apply_schema(self._pool, "seedline-web", DDL)
+        await pg.apply_schema(self._pool, "seedline-web", DDL, shared_offsets=False)
 
     async def applied(self) -> int:
         async with self._pool.connection() as conn:
-            return await pg.read_offset(conn, PROJECTION)
+            return await OFFSETS.read(conn, PROJECTION)
 
     async def run(self) -> None:
         """Follow the stream for ever; start again from the stored offset after any fault."""
@@ -143,7 +145,7 @@ class OpensProjection:
 
     async def apply(self, msgs: Sequence[Msg]) -> None:
         async with self._pool.connection() as conn, conn.transaction():
-            applied = await pg.lock_offset(conn, PROJECTION)
+            applied = await OFFSETS.lock(conn, PROJECTION)
             newest = applied
             for msg in msgs:
                 seq = msg.metadata.sequence.stream
@@ -154,7 +156,7 @@ class OpensProjection:
                     await self._apply_one(conn, seq, msg)
                 except msgspec.MsgspecError:
                     log.warning("session_event_unreadable", seq=seq)
-            await pg.set_offset(conn, PROJECTION, newest)
+            await OFFSETS.set(conn, PROJECTION, newest)
 
     async def _apply_one(self, conn, seq: int, msg: Msg) -> None:
         """A decision is kept until its answer: `opened`, `relocated` carrying the reply
@@ -204,7 +206,7 @@ class OpensProjection:
             target = await last_seq(self._js, subjects.SESSIONS_STREAM)
         except Exception:
             return False
-        return await pg.wait_for_offset(self._pool, PROJECTION, target, timeout)
+        return await OFFSETS.wait(self._pool, PROJECTION, target, timeout)
 
     async def for_repo(self, instance_id: str, repo: str, limit: int = 500) -> list[OpenRecord]:
         async with self._pool.connection() as conn:

@@ -51,7 +51,7 @@ class TokenStore:
         self._pool = pool
 
     async def setup(self) -> None:
-        await pg.apply_schema(self._pool, "seedline-web", DDL)
+        await pg.apply_schema(self._pool, "seedline-web", DDL, shared_offsets=False)
 
     async def create(self, instance_id: str, label: str = "") -> tuple[TokenRecord, str]:
         """A new token for the instance; the secret is returned once and never stored."""

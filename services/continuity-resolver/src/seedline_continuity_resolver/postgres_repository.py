@@ -1,0 +1,245 @@
+"""ConversationRepository in Postgres: the resolver's own tables (DESIGN.md rule 8)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime, timezone
+
+from psycopg import AsyncConnection
+from psycopg_pool import AsyncConnectionPool
+
+from seedline_contracts.times import format_utc
+from seedline_core import lifecycle as lc
+from seedline_core.decision import PreviousConversation
+from seedline_platform import pg
+
+from .repository import SESSIONS, TIMELINE, LifecycleStep, Row, TimelineFact, confirms
+
+OFFSETS = pg.Offsets("resolver_offsets")
+
+DDL = OFFSETS.ddl + """
+CREATE TABLE IF NOT EXISTS conversations (
+    instance_id text NOT NULL,
+    repo text NOT NULL,
+    session_id text NOT NULL,
+    last_entry_at timestamptz,
+    activity_seq bigint NOT NULL DEFAULT 0,
+    entry_engine text,
+    state text,
+    created_seq bigint,
+    node_id text,
+    engine text,
+    resume_key text,
+    resume_node_id text,
+    confirmed_at timestamptz,
+    last_reply bytea,
+    last_activity timestamptz GENERATED ALWAYS AS (GREATEST(last_entry_at, confirmed_at)) STORED,
+    PRIMARY KEY (instance_id, repo, session_id)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS conversations_platform
+    ON conversations (session_id) WHERE state IS NOT NULL;
+CREATE INDEX IF NOT EXISTS conversations_recent
+    ON conversations (instance_id, repo, last_activity DESC NULLS LAST, activity_seq DESC);
+CREATE TABLE IF NOT EXISTS open_requests (
+    instance_id text NOT NULL,
+    request_id text NOT NULL,
+    session_id text NOT NULL,
+    reply bytea,
+    created_at timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (instance_id, request_id)
+);
+CREATE INDEX IF NOT EXISTS open_requests_session ON open_requests (session_id);
+"""
+
+_COLUMNS = (
+    "instance_id, repo, session_id, last_entry_at, activity_seq, entry_engine, state, "
+    "created_seq, node_id, engine, resume_key, resume_node_id, confirmed_at, last_reply"
+)
+
+_UPSERT_ENTRY = """
+INSERT INTO conversations (instance_id, repo, session_id, last_entry_at, activity_seq, entry_engine)
+VALUES (%s, %s, %s, %s, %s, %s)
+ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
+    last_entry_at = GREATEST(conversations.last_entry_at, EXCLUDED.last_entry_at),
+    activity_seq = GREATEST(conversations.activity_seq, EXCLUDED.activity_seq),
+    entry_engine = COALESCE(EXCLUDED.entry_engine, conversations.entry_engine)
+"""
+
+_WRITE_PLATFORM = """
+INSERT INTO conversations (instance_id, repo, session_id, state, created_seq, node_id, engine,
+                           resume_key, resume_node_id, confirmed_at, last_reply)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
+    state = EXCLUDED.state, created_seq = EXCLUDED.created_seq, node_id = EXCLUDED.node_id,
+    engine = EXCLUDED.engine, resume_key = EXCLUDED.resume_key,
+    resume_node_id = EXCLUDED.resume_node_id, confirmed_at = EXCLUDED.confirmed_at,
+    last_reply = COALESCE(EXCLUDED.last_reply, conversations.last_reply)
+"""
+
+
+def _utc(moment: datetime | None) -> datetime | None:
+    return moment.astimezone(timezone.utc) if moment else None
+
+
+def _row(values: Sequence) -> Row:
+    (instance_id, repo, session_id, last_entry_at, activity_seq, entry_engine, state,
+     created_seq, node_id, engine, resume_key, resume_node_id, confirmed_at, last_reply) = values
+    platform = None
+    if state is not None:
+        platform = lc.Conversation(
+            session_id, instance_id, repo, lc.State(state), int(created_seq), node_id, engine,
+            resume_key, resume_node_id, format_utc(confirmed_at) if confirmed_at else None,
+        )
+    return Row(instance_id, repo, session_id, _utc(last_entry_at), int(activity_seq),
+               entry_engine, platform, bytes(last_reply) if last_reply is not None else None)
+
+
+class PostgresConversationRepository:
+    """On its pool, or bound to one connection whose transaction it then joins (a rebuild)."""
+
+    def __init__(self, pool: AsyncConnectionPool, conn: AsyncConnection | None = None) -> None:
+        self._pool = pool
+        self._conn = conn
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncConnection]:
+        if self._conn is not None:
+            yield self._conn
+        else:
+            async with self._pool.connection() as conn:
+                yield conn
+
+    async def setup(self) -> None:
+        await pg.apply_schema(self._pool, "continuity-resolver", DDL, shared_offsets=False)
+
+    async def apply_timeline(self, facts: Sequence[TimelineFact]) -> None:
+        async with self._connection() as conn, conn.transaction():
+            applied = await OFFSETS.lock(conn, TIMELINE)
+            fresh = [f for f in facts if f[0] > applied]
+            if not fresh:
+                return
+            async with conn.cursor() as cur:
+                await cur.executemany(_UPSERT_ENTRY, [
+                    (instance_id, repo, session_id, at, seq, engine)
+                    for seq, instance_id, repo, session_id, at, engine in fresh
+                ])
+            await OFFSETS.set(conn, TIMELINE, max(f[0] for f in fresh))
+
+    async def apply_lifecycle(self, steps: Sequence[LifecycleStep], last_seq: int) -> None:
+        async with self._connection() as conn, conn.transaction():
+            applied = await OFFSETS.lock(conn, SESSIONS)
+            for seq, session_id, event, reply, request_id in steps:
+                if seq <= applied:
+                    continue
+                cur = await conn.execute(
+                    f"SELECT {_COLUMNS} FROM conversations WHERE session_id = %s"
+                    " AND state IS NOT NULL FOR UPDATE",
+                    (session_id,),
+                )
+                found = await cur.fetchone()
+                row = _row(found) if found else None
+                if row is None and isinstance(event, lc.Requested):
+                    row = Row(event.instance_id, event.repo, session_id)
+                if row is None:
+                    continue
+                after = lc.apply(row.platform, event)
+                kept = reply if reply is not None and confirms(event) else None
+                if after is not None and (after != row.platform or kept is not None):
+                    await conn.execute(_WRITE_PLATFORM, (
+                        row.instance_id, row.repo, session_id, after.state.value,
+                        after.created_seq, after.node_id, after.engine, after.resume_key,
+                        after.resume_node_id, after.confirmed_at, kept,
+                    ))
+                if reply is not None and request_id is not None:
+                    await conn.execute(
+                        "UPDATE open_requests SET reply = %s WHERE instance_id = %s"
+                        " AND request_id = %s AND reply IS NULL",
+                        (reply, row.instance_id, request_id),
+                    )
+            if last_seq > applied:
+                await OFFSETS.set(conn, SESSIONS, last_seq)
+
+    async def applied(self, projection: str) -> int:
+        async with self._connection() as conn:
+            return await OFFSETS.read(conn, projection)
+
+    async def previous(self, instance_id: str, repo: str) -> PreviousConversation | None:
+        async with self._connection() as conn:
+            cur = await conn.execute(
+                f"SELECT {_COLUMNS} FROM conversations WHERE instance_id = %s AND repo = %s"
+                " ORDER BY last_activity DESC NULLS LAST, activity_seq DESC,"
+                " created_seq DESC NULLS LAST, session_id DESC LIMIT 1",
+                (instance_id, repo),
+            )
+            found = await cur.fetchone()
+        return _row(found).previous() if found else None
+
+    async def platform(self, session_id: str) -> Row | None:
+        async with self._connection() as conn:
+            cur = await conn.execute(
+                f"SELECT {_COLUMNS} FROM conversations WHERE session_id = %s"
+                " AND state IS NOT NULL",
+                (session_id,),
+            )
+            found = await cur.fetchone()
+        return _row(found) if found else None
+
+    async def platform_of_repo(self, instance_id: str, repo: str) -> list[lc.Conversation]:
+        async with self._connection() as conn:
+            cur = await conn.execute(
+                f"SELECT {_COLUMNS} FROM conversations WHERE instance_id = %s AND repo = %s"
+                " AND state IS NOT NULL",
+                (instance_id, repo),
+            )
+            return [_row(r).platform for r in await cur.fetchall()]
+
+    async def claim_request(self, instance_id: str, request_id: str, session_id: str) -> str | None:
+        async with self._connection() as conn:
+            cur = await conn.execute(
+                "INSERT INTO open_requests (instance_id, request_id, session_id) VALUES (%s, %s, %s)"
+                " ON CONFLICT DO NOTHING RETURNING session_id",
+                (instance_id, request_id, session_id),
+            )
+            if await cur.fetchone():
+                return None
+            cur = await conn.execute(
+                "SELECT session_id FROM open_requests WHERE instance_id = %s AND request_id = %s",
+                (instance_id, request_id),
+            )
+            return (await cur.fetchone())[0]
+
+    async def reply_for_request(self, session_id: str) -> bytes | None:
+        async with self._connection() as conn:
+            cur = await conn.execute(
+                "SELECT reply FROM open_requests WHERE session_id = %s AND reply IS NOT NULL",
+                (session_id,),
+            )
+            found = await cur.fetchone()
+        return bytes(found[0]) if found else None
+
+    async def rows(self) -> list[Row]:
+        async with self._connection() as conn:
+            cur = await conn.execute(
+                f"SELECT {_COLUMNS} FROM conversations ORDER BY instance_id, repo, session_id"
+            )
+            return [_row(r) for r in await cur.fetchall()]
+
+    async def reset(self) -> None:
+        async with self._connection() as conn, conn.transaction():
+            await conn.execute("DELETE FROM conversations")
+            for projection in (TIMELINE, SESSIONS):
+                await OFFSETS.lock(conn, projection)
+                await conn.execute(
+                    f"UPDATE {OFFSETS.table} SET applied_seq = 0 WHERE projection = %s",
+                    (projection,),
+                )
+
+
+def digest_rows(rows: Sequence[Row]) -> str:
+    """Equal digests, equal projections: every field of every row, in identity order."""
+    h = hashlib.sha256()
+    for row in rows:
+        h.update(repr(row).encode())
+    return h.hexdigest()

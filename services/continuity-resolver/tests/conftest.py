@@ -1,0 +1,95 @@
+"""The resolver's opener wired to fakes, with the events it records folded back in."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+import pytest
+
+from seedline_contracts.codec import decoder, encode
+from seedline_contracts.events import SessionEvent
+from seedline_contracts.timeline import TimelineEntry
+from seedline_continuity_resolver.machines import StaticDirectory
+from seedline_continuity_resolver.opening import Opener, OpenerSettings
+from seedline_continuity_resolver.pending import PendingOpens
+from seedline_continuity_resolver.repository import InMemoryConversationRepository
+from seedline_core.decision import DecisionSettings
+from seedline_platform.lifecycle_events import lifecycle_event
+from seedline_platform.publishing import RecordingPublisher
+from seedline_devtools.fakes import FakeMsg
+from seedline_timeline_view import InMemoryTimelineView
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+
+
+class Resolver:
+    def __init__(self) -> None:
+        self.repo = InMemoryConversationRepository()
+        self.view = InMemoryTimelineView()
+        self.publisher = RecordingPublisher()
+        self.pending = PendingOpens()
+        ids = iter(f"csess_{n:03d}" for n in range(1, 1000))
+        self.opener = Opener(
+            repo=self.repo, view=self.view, publisher=self.publisher,
+            machines=StaticDirectory(), pending=self.pending,
+            settings=OpenerSettings(open_timeout=0.2, decision=DecisionSettings()),
+            clock=lambda: NOW, new_id=lambda: next(ids),
+        )
+        self._folded = 0
+        self._seq = 0
+        self._timeline_seq = 0
+
+    async def entry(self, session_id: str, instance_id: str = "inst-a", repo: str = "apps/x",
+                    kind: str = "chat_assistant", at: str = "2026-12-01T11:00:00Z",
+                    engine: str | None = None, content: str = "work") -> int:
+        self._timeline_seq += 1
+        seq = self._timeline_seq
+        entry = TimelineEntry(f"e-{seq}", instance_id, repo, session_id, kind, content, at,
+                              engine, None)
+        self.view.apply(seq, entry)
+        await self.repo.apply_timeline([(seq, instance_id, repo, session_id, at, engine)])
+        return seq
+
+    async def record(self, event) -> None:
+        """An event some other service recorded (the gateway's opened, say)."""
+        await self.publisher.publish([(f"seedline.session.{event.session_id}.x",
+                                       encode(event), None)])
+        await self.fold()
+
+    async def fold(self) -> None:
+        from seedline_continuity_resolver.pending import reply_of
+
+        events = decoder(SessionEvent)
+        steps = []
+        for subject, payload, _ in self.publisher.messages[self._folded:]:
+            self._folded += 1
+            if not subject.startswith("seedline.session."):
+                continue
+            self._seq += 1
+            event = events.decode(payload)
+            meaning = lifecycle_event(event, self._seq)
+            if meaning is not None:
+                request_id = getattr(getattr(event, "plan", None), "request_id", None)
+                steps.append((self._seq, event.session_id, meaning, reply_of(event), request_id))
+        await self.repo.apply_lifecycle(steps, self._seq)
+
+    async def open(self, **body) -> dict:
+        request = {"instance_id": "inst-a", "repo": "apps/x", "engine": "claude",
+                   "node_id": "mac", **body}
+        reply = await self.opener.open(FakeMsg(json.dumps(request).encode()))
+        await self.fold()
+        return json.loads(reply)
+
+    def published(self, kind: str) -> list[dict]:
+        found = []
+        for subject, payload, _ in self.publisher.messages:
+            body = json.loads(payload)
+            if body.get("type") == kind or (kind == "ingest" and subject.startswith("seedline.ingest")):
+                found.append(body)
+        return found
+
+
+@pytest.fixture
+def resolver() -> Resolver:
+    return Resolver()

@@ -1,0 +1,128 @@
+"""The opener on fakes: identity and tenancy, what a failed open makes a fact of, the
+instruction, request ids, wakes, and the relocation rules of CONTRACT.md 4.1."""
+
+from __future__ import annotations
+
+import json
+
+from seedline_contracts.events import LaunchPlan, Opened, OpenFailed, WakeRequested
+from seedline_contracts.errors import ErrorBody
+from seedline_contracts.sessions import Continuity, NoticeBody, OpenReply
+from seedline_core.notices import wording_violations
+from seedline_devtools.fakes import FakeMsg
+
+AT = "2026-12-01T11:30:00Z"
+
+
+def decided(resolver) -> list[dict]:
+    return [e["continuity"] for e in resolver.published("continuity_decided")]
+
+
+def plan(session_id: str, node: str = "mac", engine: str = "claude",
+         request_id: str | None = None) -> LaunchPlan:
+    return LaunchPlan("inst-a", "apps/x", engine, node,
+                      Continuity("fresh", None, "no_previous", "none"), None, None, False,
+                      request_id=request_id)
+
+
+def reply(session_id: str, node: str = "mac") -> OpenReply:
+    return OpenReply(session_id, node, False, False, "fresh",
+                     Continuity("fresh", None, "no_previous", "none"), None,
+                     NoticeBody("c", "c", "m", "warning"))
+
+
+async def confirm(resolver, session_id: str, node: str = "mac", key: str | None = "k1",
+                  request_id: str | None = None) -> None:
+    await resolver.record(Opened(session_id=session_id, at=AT, reply=reply(session_id, node),
+                                 plan=plan(session_id, node, request_id=request_id),
+                                 engine_session_id=key))
+
+
+async def test_two_instances_sharing_a_conversation_id_never_read_each_other(resolver):
+    await resolver.entry("s1", instance_id="inst-a", repo="apps/one", engine="claude")
+    await resolver.entry("s1", instance_id="inst-b", repo="apps/two", engine="codex",
+                         at="2026-12-01T11:59:58Z")
+    await resolver.open(instance_id="inst-a", repo="apps/one")
+    await resolver.open(instance_id="inst-b", repo="apps/two", engine="claude")
+    first, second = decided(resolver)
+    assert first["reason_code"] == "no_resume_key" and "1 hour ago" in first["reason"]
+    assert second["reason_code"] == "engine_changed" and "2 seconds ago" in second["reason"]
+    assert (await resolver.opener._repo.previous("inst-c", "apps/one")) is None
+
+
+async def test_a_failed_open_makes_no_engine_fact_for_the_next_decision(resolver):
+    await resolver.open(engine="claude", instruction="Add castling")
+    (requested,) = resolver.published("open_requested")
+    await resolver.record(OpenFailed(session_id=requested["session_id"], at=AT,
+                                     error=ErrorBody("launch_refused", "no engine"),
+                                     plan=plan(requested["session_id"])))
+    # Its instruction is in the timeline (nothing a person said is lost), with no engine.
+    (instruction,) = resolver.published("ingest")
+    assert instruction["engine"] is None and instruction["kind"] == "chat_user"
+    await resolver.entry(requested["session_id"], kind="chat_user", engine=None)
+    await resolver.open(engine="codex")
+    assert decided(resolver)[-1]["reason_code"] != "engine_changed"
+
+
+async def test_the_instruction_is_published_to_ingest_as_the_open_s_own_entry(resolver):
+    await resolver.open(instruction="What were we doing?")
+    (entry,) = resolver.published("ingest")
+    (event,) = resolver.published("open_requested")
+    assert entry["entry_id"] == f"{event['session_id']}:instruction"
+    assert entry["session_id"] == event["session_id"] and entry["content"] == "What were we doing?"
+
+
+async def test_the_same_request_id_opens_nothing_new(resolver):
+    await resolver.open(request_id="r-1")
+    (first,) = resolver.published("open_requested")
+    await confirm(resolver, first["session_id"], request_id="r-1")
+    again = await resolver.open(request_id="r-1", instruction="again")
+    assert len(resolver.published("open_requested")) == 1
+    assert again["session_id"] == first["session_id"]
+
+
+async def test_a_wake_decides_with_the_message_as_instruction_and_records_no_instruction(resolver):
+    await resolver.entry("csess_old", engine="claude")
+    seq = await resolver.entry("csess_person", kind="chat_user", content="Where were we?")
+    wake = WakeRequested(session_id="csess_w", at=AT, instance_id="inst-a", repo="apps/x",
+                         engine="claude", node_id="mac", wake_seq=seq, request_id="wake:e-2")
+    await resolver.opener.wake(wake)
+    await resolver.opener.wake(wake)  # a redelivery wakes nothing twice
+    (event,) = resolver.published("continuity_decided")
+    assert event["plan"]["instruction"] == "Where were we?" and event["until_seq"] == seq - 1
+    assert resolver.published("ingest") == []
+
+
+async def relocate(resolver, session_id: str, node: str) -> dict:
+    body = json.dumps({"session_id": session_id, "node_id": node}).encode()
+    return json.loads(await resolver.opener.relocate(FakeMsg(body)))
+
+
+async def test_relocation_rules(resolver):
+    timeline_only = await relocate(resolver, "csess_seen_only", "pc")
+    assert timeline_only["error"]["code"] == "not_found"
+    assert "open its repo" in timeline_only["error"]["message"]
+    await resolver.open()
+    await resolver.open()
+    older, newer = (e["session_id"] for e in resolver.published("open_requested"))
+    await confirm(resolver, older)
+    await confirm(resolver, newer)
+    refused = await relocate(resolver, older, "pc")
+    assert refused["error"]["code"] == "invalid_request" and newer in refused["error"]["message"]
+    before = len(resolver.published("continuity_decided"))
+    unchanged = await relocate(resolver, newer, "mac")
+    assert unchanged["session_id"] == newer and unchanged["node_id"] == "mac"
+    assert len(resolver.published("continuity_decided")) == before  # no new launch
+    await relocate(resolver, newer, "pc")
+    moved = resolver.published("continuity_decided")[-1]
+    assert moved["plan"]["relocation"] is True and moved["plan"]["engine"] == "claude"
+    assert moved["continuity"]["reason_code"] == "other_machine"
+    for error in (timeline_only, refused):
+        assert not wording_violations(error["error"]["message"])
+
+
+async def test_names_with_control_characters_are_invalid_requests(resolver):
+    reply = await resolver.open(repo="apps\x00x")
+    assert reply["error"]["code"] == "invalid_request" and "repo" in reply["error"]["message"]
+    moved = await relocate(resolver, "csess_a", "pc\x07")
+    assert moved["error"]["code"] == "invalid_request"

@@ -1,0 +1,90 @@
+"""One contract for the resolver's ConversationRepository: the fake and Postgres."""
+
+from __future__ import annotations
+
+import pytest
+
+from seedline_continuity_resolver.postgres_repository import PostgresConversationRepository
+from seedline_continuity_resolver.repository import InMemoryConversationRepository
+from seedline_core import lifecycle as lc
+from seedline_platform import pg
+
+AT = "2026-12-01T10:00:00Z"
+
+
+def requested(seq, session, instance="inst-a", repo="apps/x"):
+    return (seq, session, lc.Requested(session, instance, repo, seq, "mac", "claude"), None, None)
+
+
+class ConversationRepositoryContract:
+    repo: object
+
+    async def test_the_same_session_id_in_two_instances_is_two_conversations(self):
+        await self.repo.apply_timeline([
+            (1, "inst-a", "apps/x", "s1", "2026-12-01T09:00:00Z", "claude"),
+            (2, "inst-b", "apps/y", "s1", "2026-12-01T10:00:00Z", "codex"),
+            (3, "inst-a", "apps/x", "s2", "2026-12-01T08:00:00Z", None),
+        ])
+        a = await self.repo.previous("inst-a", "apps/x")
+        b = await self.repo.previous("inst-b", "apps/y")
+        assert (a.session_id, a.engine) == ("s1", "claude")
+        assert (b.session_id, b.engine) == ("s1", "codex")
+        assert a.last_activity_at.hour == 9 and b.last_activity_at.hour == 10
+        assert await self.repo.previous("inst-b", "apps/x") is None
+        assert await self.repo.applied("timeline") == 3
+
+    async def test_the_lifecycle_is_folded_and_a_confirmed_open_counts_as_activity(self):
+        await self.repo.apply_lifecycle([
+            requested(1, "csess_a"),
+            (2, "csess_a", lc.Opened("mac", "claude", "k1", "2026-12-01T11:00:00Z"),
+             b'{"ok":true}', None),
+            (3, "csess_a", lc.EngineBound("mac", "k2"), None, None),
+        ], 3)
+        row = await self.repo.platform("csess_a")
+        assert row.platform.state is lc.State.LIVE and row.last_reply == b'{"ok":true}'
+        previous = await self.repo.previous("inst-a", "apps/x")
+        assert (previous.resume_key, previous.resume_node_id) == ("k2", "mac")
+        assert previous.last_activity_at.hour == 11
+        await self.repo.apply_lifecycle([(3, "csess_a", lc.Stopped("x"), None, None)], 3)
+        assert (await self.repo.platform("csess_a")).platform.state is lc.State.LIVE  # applied
+
+    async def test_a_failed_open_is_a_platform_conversation_with_no_engine(self):
+        await self.repo.apply_lifecycle([requested(1, "csess_f"),
+                                         (2, "csess_f", lc.OpenFailed(), None, None)], 2)
+        (conversation,) = await self.repo.platform_of_repo("inst-a", "apps/x")
+        assert conversation.state is lc.State.FAILED and conversation.engine is None
+
+    async def test_request_claims_and_their_replies(self):
+        assert await self.repo.claim_request("inst-a", "r-1", "csess_a") is None
+        assert await self.repo.claim_request("inst-a", "r-1", "csess_b") == "csess_a"
+        assert await self.repo.claim_request("inst-b", "r-1", "csess_c") is None
+        await self.repo.apply_lifecycle([
+            requested(1, "csess_a"),
+            (2, "csess_a", lc.Opened("mac", "claude", None, AT), b"first", "r-1"),
+        ], 2)
+        assert await self.repo.reply_for_request("csess_a") == b"first"
+        assert await self.repo.reply_for_request("csess_c") is None
+
+    async def test_reset_forgets_rows_and_offsets_but_not_claims(self):
+        await self.repo.claim_request("inst-a", "r-1", "csess_a")
+        await self.repo.apply_timeline([(1, "inst-a", "apps/x", "s1", AT, None)])
+        await self.repo.reset()
+        assert await self.repo.rows() == [] and await self.repo.applied("timeline") == 0
+        assert await self.repo.claim_request("inst-a", "r-1", "csess_z") == "csess_a"
+
+
+class TestInMemoryConversationRepository(ConversationRepositoryContract):
+    @pytest.fixture(autouse=True)
+    def _repo(self):
+        self.repo = InMemoryConversationRepository()
+
+
+@pytest.mark.servers
+class TestPostgresConversationRepository(ConversationRepositoryContract):
+    @pytest.fixture(autouse=True)
+    async def _repo(self, database_url):
+        pool = await pg.open_pool(database_url, "repository-contract")
+        self.repo = PostgresConversationRepository(pool)
+        await self.repo.setup()
+        yield
+        await pool.close()

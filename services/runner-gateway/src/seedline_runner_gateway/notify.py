@@ -1,0 +1,34 @@
+"""What the platform tells the people of an instance, on seedline.notify.<instance>."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from nats.aio.client import Client
+
+from seedline_contracts import subjects
+from seedline_contracts.codec import encode
+from seedline_contracts.sessions import Notification
+
+
+class Notifier(Protocol):
+    async def notify(self, instance_id: str, notification: Notification) -> None: ...
+
+
+class NatsNotifier:
+    def __init__(self, nc: Client) -> None:
+        self._nc = nc
+
+    async def notify(self, instance_id: str, notification: Notification) -> None:
+        await self._nc.publish(subjects.notify_subject(instance_id), encode(notification))
+
+
+class RecordingNotifier:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, Notification]] = []
+
+    async def notify(self, instance_id: str, notification: Notification) -> None:
+        self.sent.append((instance_id, notification))
+
+    def kinds(self) -> list[str]:
+        return [type(n).__struct_config__.tag for _, n in self.sent]

@@ -1,0 +1,178 @@
+"""GatewayState in Postgres: the gateway's own tables (DESIGN.md rule 8)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timezone
+
+from psycopg_pool import AsyncConnectionPool
+
+from seedline_contracts.times import format_utc
+from seedline_core import lifecycle as lc
+from seedline_platform import pg
+
+from .state import Held, Step, fold, opened_where
+
+OFFSETS = pg.Offsets("gateway_offsets")
+PROJECTION = "sessions"
+
+DDL = OFFSETS.ddl + """
+CREATE TABLE IF NOT EXISTS gateway_conversations (
+    session_id text PRIMARY KEY,
+    instance_id text NOT NULL,
+    repo text NOT NULL,
+    state text NOT NULL,
+    created_seq bigint NOT NULL,
+    node_id text,
+    engine text,
+    confirmed_at timestamptz,
+    last_activity timestamptz
+);
+CREATE INDEX IF NOT EXISTS gateway_conversations_current
+    ON gateway_conversations (instance_id, repo, created_seq) WHERE state IN ('live', 'opening');
+CREATE TABLE IF NOT EXISTS machines (
+    node_id text PRIMARY KEY,
+    label text NOT NULL
+);
+CREATE TABLE IF NOT EXISTS last_opens (
+    instance_id text NOT NULL,
+    repo text NOT NULL,
+    node_id text NOT NULL,
+    engine text NOT NULL,
+    PRIMARY KEY (instance_id, repo)
+);
+"""
+
+_COLUMNS = ("session_id, instance_id, repo, state, created_seq, node_id, engine, confirmed_at,"
+            " last_activity")
+
+_WRITE = f"""
+INSERT INTO gateway_conversations ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (session_id) DO UPDATE SET state = EXCLUDED.state, node_id = EXCLUDED.node_id,
+    engine = EXCLUDED.engine, confirmed_at = EXCLUDED.confirmed_at,
+    last_activity = GREATEST(gateway_conversations.last_activity, EXCLUDED.last_activity)
+"""
+
+
+def _held(row: Sequence) -> Held:
+    session_id, instance_id, repo, state, created_seq, node_id, engine, confirmed, activity = row
+    conversation = lc.Conversation(
+        session_id, instance_id, repo, lc.State(state), int(created_seq), node_id, engine,
+        confirmed_at=format_utc(confirmed) if confirmed else None,
+    )
+    return Held(conversation, activity.astimezone(timezone.utc) if activity else None)
+
+
+class PostgresGatewayState:
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
+
+    async def setup(self) -> None:
+        await pg.apply_schema(self._pool, "runner-gateway", DDL, shared_offsets=False)
+
+    async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> None:
+        async with self._pool.connection() as conn, conn.transaction():
+            applied = await OFFSETS.lock(conn, PROJECTION)
+            for step in steps:
+                seq, session_id, _ = step
+                if seq <= applied:
+                    continue
+                cur = await conn.execute(
+                    f"SELECT {_COLUMNS} FROM gateway_conversations WHERE session_id = %s"
+                    " FOR UPDATE",
+                    (session_id,),
+                )
+                found = await cur.fetchone()
+                before = _held(found) if found else None
+                held = fold(before, step)
+                if held is None or held == before:
+                    continue
+                c = held.conversation
+                await conn.execute(_WRITE, (
+                    c.session_id, c.instance_id, c.repo, c.state.value, c.created_seq, c.node_id,
+                    c.engine, c.confirmed_at, held.last_activity,
+                ))
+                where = opened_where(step, held)
+                if where:
+                    await conn.execute(
+                        "INSERT INTO last_opens VALUES (%s, %s, %s, %s) ON CONFLICT"
+                        " (instance_id, repo) DO UPDATE SET node_id = EXCLUDED.node_id,"
+                        " engine = EXCLUDED.engine",
+                        (c.instance_id, c.repo, *where),
+                    )
+            if last_seq > applied:
+                await OFFSETS.set(conn, PROJECTION, last_seq)
+
+    async def applied(self) -> int:
+        async with self._pool.connection() as conn:
+            return await OFFSETS.read(conn, PROJECTION)
+
+    async def _some(self, where: str, params: tuple) -> list[Held]:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                f"SELECT {_COLUMNS} FROM gateway_conversations WHERE {where}", params
+            )
+            return [_held(row) for row in await cur.fetchall()]
+
+    async def held(self, session_id: str) -> Held | None:
+        found = await self._some("session_id = %s", (session_id,))
+        return found[0] if found else None
+
+    async def current_for_repo(self, instance_id: str, repo: str) -> Held | None:
+        found = await self._some(
+            "instance_id = %s AND repo = %s AND state IN ('live', 'opening')"
+            " ORDER BY created_seq DESC LIMIT 1",
+            (instance_id, repo),
+        )
+        return found[0] if found else None
+
+    async def all_live(self, instance_id: str | None = None) -> list[Held]:
+        if instance_id is None:
+            return await self._some("state = 'live' ORDER BY created_seq", ())
+        return await self._some(
+            "state = 'live' AND instance_id = %s ORDER BY created_seq", (instance_id,)
+        )
+
+    async def live_in_repo(self, instance_id: str, repo: str) -> list[Held]:
+        return await self._some(
+            "state = 'live' AND instance_id = %s AND repo = %s ORDER BY created_seq",
+            (instance_id, repo),
+        )
+
+    async def touch(self, activity: dict[str, datetime]) -> None:
+        if not activity:
+            return
+        async with self._pool.connection() as conn, conn.cursor() as cur:
+            await cur.executemany(
+                "UPDATE gateway_conversations SET last_activity ="
+                " GREATEST(last_activity, %s) WHERE session_id = %s AND state = 'live'",
+                [(at, session_id) for session_id, at in activity.items()],
+            )
+
+    async def idle_since(self, cutoff: datetime) -> list[Held]:
+        return await self._some("state = 'live' AND last_activity < %s", (cutoff,))
+
+    async def last_open(self, instance_id: str, repo: str) -> tuple[str, str] | None:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT node_id, engine FROM last_opens WHERE instance_id = %s AND repo = %s",
+                (instance_id, repo),
+            )
+            row = await cur.fetchone()
+        return (row[0], row[1]) if row else None
+
+    async def record_machine(self, node_id: str, label: str) -> None:
+        async with self._pool.connection() as conn:
+            await conn.execute(
+                "INSERT INTO machines VALUES (%s, %s) ON CONFLICT (node_id) DO UPDATE"
+                " SET label = EXCLUDED.label WHERE machines.label <> EXCLUDED.label",
+                (node_id, label),
+            )
+
+    async def label(self, node_id: str) -> str | None:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute("SELECT label FROM machines WHERE node_id = %s", (node_id,))
+            row = await cur.fetchone()
+        return row[0] if row else None
+
+

@@ -1,0 +1,74 @@
+"""What the gateway holds live, held against what machines report (CONTRACT.md 4.1).
+
+A machine that goes offline ends every conversation live on it (``runner_offline``);
+one that is online but leaves a conversation out of two successive presence puts made
+after its launch was accepted no longer hosts it (``runner_restarted``). Either way
+the person is told, and ``sessions.list`` never shows a conversation no machine hosts.
+"""
+
+from __future__ import annotations
+
+from seedline_contracts.sessions import RunnerOfflineNotification, RunnerRestartedNotification
+from seedline_core.notices import runner_offline_notice_text, runner_restarted_text
+from seedline_core.presence import PresencePut, reconcile
+from seedline_platform.logging import get_logger
+
+from .presence import Sighting
+from .state import GatewayState
+from .stopping import Stopper
+
+log = get_logger(__name__)
+
+
+class Reconciler:
+    def __init__(self, state: GatewayState, stopper: Stopper) -> None:
+        self._state = state
+        self._stopper = stopper
+        # The presence revision newest when each launch was accepted; only later puts count.
+        self._accepted: dict[str, int] = {}
+        self._misses: dict[str, dict[str, int]] = {}
+
+    def launched(self, session_id: str, revision: int) -> None:
+        self._accepted[session_id] = revision
+
+    async def seen(self, node_id: str, sighting: Sighting) -> None:
+        live = sighting.presence.live
+        if live is None:
+            return  # protocol 1: says nothing about what it hosts
+        here = [h for h in await self._state.all_live() if h.node_id == node_id]
+        # A conversation first met on this put (the gateway restarted) starts counting
+        # from the next one.
+        hosted = {h.session_id: self._accepted.setdefault(h.session_id, sighting.revision)
+                  for h in here}
+        counts, gone = reconcile(
+            PresencePut(sighting.revision, frozenset(live)), hosted, self._misses.get(node_id, {})
+        )
+        self._misses[node_id] = counts
+        label = sighting.presence.label
+        for held in here:
+            if held.session_id not in gone:
+                continue
+            log.info("not_hosted_any_more", session_id=held.session_id, node_id=node_id)
+            await self._stopper.end(
+                held, "runner_restarted", ask_machine=False,
+                notice=lambda at, h=held: RunnerRestartedNotification(
+                    session_id=h.session_id, node_id=node_id,
+                    text=runner_restarted_text(label, node_id), at=at,
+                ),
+            )
+            self._accepted.pop(held.session_id, None)
+
+    async def gone(self, node_id: str) -> None:
+        label = await self._state.label(node_id)
+        for held in await self._state.all_live():
+            if held.node_id != node_id:
+                continue
+            await self._stopper.end(
+                held, "runner_offline",
+                notice=lambda at, h=held: RunnerOfflineNotification(
+                    session_id=h.session_id, node_id=node_id,
+                    text=runner_offline_notice_text(label, node_id), at=at,
+                ),
+            )
+            self._accepted.pop(held.session_id, None)
+        self._misses.pop(node_id, None)

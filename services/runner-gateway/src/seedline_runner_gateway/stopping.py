@@ -1,0 +1,64 @@
+"""Ending a live conversation, for any reason, the one way: record it, tell the machine,
+tell the person.
+
+The event is recorded first, so every service's fold agrees the conversation is no
+longer live even when the machine cannot be reached; the machine is still asked to
+stop (it may be alive although its presence lapsed), and the person is told in the
+notice rules of CONTRACT.md 3.3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from seedline_contracts import subjects
+from seedline_contracts.codec import encode
+from seedline_contracts.events import Reaped, Stopped
+from seedline_contracts.sessions import Notification
+from seedline_contracts.times import now_text
+from seedline_platform.logging import get_logger
+from seedline_platform.publishing import Publisher
+
+from .machine_calls import Machines
+from .notify import Notifier
+from .state import Held
+
+log = get_logger(__name__)
+
+
+def event_message(event) -> tuple[str, bytes, dict | None]:
+    tag = event.__struct_config__.tag
+    return subjects.session_event_subject(event.session_id, tag), encode(event), None
+
+
+class Stopper:
+    def __init__(
+        self, publisher: Publisher, machines: Machines, notifier: Notifier,
+        clock: Callable[[], str] = now_text,
+    ) -> None:
+        self._publisher = publisher
+        self._machines = machines
+        self._notifier = notifier
+        self._clock = clock
+
+    async def end(
+        self, held: Held, reason: str, notice: Callable[[str], Notification] | None = None,
+        idle_seconds: int | None = None, ask_machine: bool = True,
+    ) -> None:
+        """`notice(at)` builds the person's notification, when there is one to send."""
+        at = self._clock()
+        c = held.conversation
+        if idle_seconds is not None:
+            event = Reaped(session_id=c.session_id, at=at, node_id=c.node_id or "",
+                           idle_seconds=idle_seconds)
+        else:
+            event = Stopped(session_id=c.session_id, at=at, reason=reason, node_id=c.node_id)
+        # One stop per live period: a redelivered cause records it once.
+        msg_id = f"stopped:{c.session_id}:{c.confirmed_at}"
+        subject, payload, _ = event_message(event)
+        await self._publisher.publish([(subject, payload, {"Nats-Msg-Id": msg_id})])
+        if ask_machine and c.node_id:
+            await self._machines.stop(c.node_id, c.session_id, reason)
+        if notice is not None:
+            await self._notifier.notify(c.instance_id, notice(at))
+        log.info("conversation_stopped", session_id=c.session_id, reason=reason)

@@ -1,0 +1,74 @@
+"""One contract for GatewayState: the fake and Postgres."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+
+from seedline_core import lifecycle as lc
+from seedline_platform import pg
+from seedline_runner_gateway.postgres_state import PostgresGatewayState
+from seedline_runner_gateway.state import InMemoryGatewayState
+
+
+def requested(seq, session, repo="apps/x"):
+    return (seq, session, lc.Requested(session, "inst-a", repo, seq, "mac", "claude"))
+
+
+def opened(seq, session, node="mac", at="2026-12-01T10:00:00Z"):
+    return (seq, session, lc.Opened(node, "claude", None, at))
+
+
+class GatewayStateContract:
+    state: object
+
+    async def test_the_fold_holds_what_is_live_where_and_the_repo_s_last_open(self):
+        await self.state.apply_lifecycle([
+            requested(1, "csess_a"), opened(2, "csess_a"),
+            requested(3, "csess_b"), opened(4, "csess_b", node="pc"),
+            (5, "csess_a", lc.Stopped("superseded")),
+            requested(6, "csess_c", repo="apps/y"),
+        ], 6)
+        assert [h.session_id for h in await self.state.all_live()] == ["csess_b"]
+        assert [h.session_id for h in await self.state.live_in_repo("inst-a", "apps/x")] == [
+            "csess_b"]
+        assert (await self.state.current_for_repo("inst-a", "apps/y")).state is lc.State.OPENING
+        assert await self.state.last_open("inst-a", "apps/x") == ("pc", "claude")
+        assert await self.state.last_open("inst-a", "apps/y") is None
+        assert await self.state.applied() == 6
+        await self.state.apply_lifecycle([(5, "csess_b", lc.Stopped("again"))], 6)
+        assert (await self.state.held("csess_b")).state is lc.State.LIVE  # already applied
+
+    async def test_activity_and_idleness(self):
+        await self.state.apply_lifecycle([requested(1, "csess_a"), opened(2, "csess_a")], 2)
+        later = datetime(2026, 12, 1, 15, 0, tzinfo=timezone.utc)
+        await self.state.touch({"csess_a": later, "csess_unknown": later})
+        held = await self.state.held("csess_a")
+        assert held.last_activity == later
+        cutoff = datetime(2026, 12, 1, 16, 0, tzinfo=timezone.utc)
+        assert [h.session_id for h in await self.state.idle_since(cutoff)] == ["csess_a"]
+        assert await self.state.idle_since(later) == []
+
+    async def test_machine_labels(self):
+        await self.state.record_machine("mac", "Mac mini")
+        await self.state.record_machine("mac", "Office Mac")
+        assert await self.state.label("mac") == "Office Mac"
+        assert await self.state.label("pc") is None
+
+
+class TestInMemoryGatewayState(GatewayStateContract):
+    @pytest.fixture(autouse=True)
+    def _state(self):
+        self.state = InMemoryGatewayState()
+
+
+@pytest.mark.servers
+class TestPostgresGatewayState(GatewayStateContract):
+    @pytest.fixture(autouse=True)
+    async def _state(self, database_url):
+        pool = await pg.open_pool(database_url, "gateway-state-contract")
+        self.state = PostgresGatewayState(pool)
+        await self.state.setup()
+        yield
+        await pool.close()

@@ -1,0 +1,204 @@
+"""The gateway's handlers on fakes: launches, supersede, tenancy, reconciliation, turns,
+wakes, idle stops and the stop API, with no servers."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+from seedline_contracts.runner import LaunchReply
+from seedline_contracts.times import parse_rfc3339
+from seedline_core import lifecycle as lc
+from seedline_devtools.fakes import FakeMsg
+from seedline_runner_gateway.api import GatewayApi
+from seedline_runner_gateway.reaper import Reaper
+from seedline_runner_gateway.turns import TimelineFollower
+
+AT = "2026-12-01T10:00:00Z"  # the harness's clock (conftest.py)
+INSTANCE, REPO = "inst-a", "apps/x"
+
+
+async def test_a_launch_records_opened_with_what_the_machine_confirmed(gw):
+    gw.online("mac")
+    await gw.open("csess_a")
+    (opened,) = gw.events("opened")
+    assert opened["reply"]["outcome"] == "briefed" and opened["reply"]["seeded"] is True
+    (node, request), = gw.machines.launches
+    assert node == "mac" and request.seed.text == "the brief" and request.instruction
+    assert (await gw.state.held("csess_a")).state is lc.State.LIVE
+
+
+async def test_opening_another_conversation_on_the_repo_supersedes_the_live_one(gw):
+    gw.online("mac")
+    await gw.open("csess_a")
+    await gw.open("csess_b")
+    stopped = gw.events("stopped")
+    assert [(e["session_id"], e["reason"]) for e in stopped] == [("csess_a", "superseded")]
+    assert ("mac", "csess_a", "superseded") in gw.machines.stops
+    assert [h.session_id for h in await gw.state.all_live()] == ["csess_b"]
+
+
+async def test_an_offline_machine_fails_the_open_by_its_label(gw):
+    gw.state.labels["mac"] = "Mac mini"
+    await gw.open("csess_a")
+    (failed,) = gw.events("open_failed")
+    assert failed["error"] == {"code": "runner_offline", "message": "Your Mac mini is offline."}
+    assert gw.machines.launches == []
+    assert (await gw.state.held("csess_a")).state is lc.State.FAILED
+
+
+async def test_a_machine_that_serves_other_instances_is_never_sent_the_launch(gw):
+    gw.online("mac", instances=["inst-b"])
+    await gw.open("csess_a")
+    (failed,) = gw.events("open_failed")
+    assert failed["error"]["code"] == "launch_refused" and "Mac mini" in failed["error"]["message"]
+    assert gw.machines.launches == []
+
+
+async def test_a_refused_launch_passes_on_the_machines_reason(gw):
+    gw.online("mac")
+    gw.machines.answer_launch = lambda node, request: LaunchReply(accepted=False, reason="no engine")
+    await gw.open("csess_a")
+    (failed,) = gw.events("open_failed")
+    assert failed["error"]["code"] == "launch_refused" and "no engine" in failed["error"]["message"]
+
+
+async def test_a_redelivered_seed_composed_launches_nothing_twice(gw):
+    gw.online("mac")
+    await gw.open("csess_a")
+    await gw.launcher.launch(gw.composed("csess_a"))
+    assert len(gw.machines.launches) == 1 and len(gw.events("opened")) == 1
+
+
+async def test_a_relocation_records_relocated_with_the_reply_and_stops_the_old_machine(gw):
+    gw.online("mac")
+    gw.online("pc", label="PC")
+    await gw.open("csess_a")
+    await gw.launcher.launch(gw.composed("csess_a", "pc", relocation=True, relocation_from="mac"))
+    await gw.fold()
+    (moved,) = gw.events("relocated")
+    assert (moved["from_node_id"], moved["to_node_id"]) == ("mac", "pc")
+    assert moved["reply"]["node_id"] == "pc" and ("mac", "csess_a", "relocated") in gw.machines.stops
+    assert (await gw.state.held("csess_a")).node_id == "pc"
+
+
+async def test_two_presence_puts_after_the_launch_without_it_stop_it_as_restarted(gw):
+    gw.online("mac", revision=5)
+    await gw.open("csess_a")
+    for revision in (5, 6):
+        await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", [], revision))
+    await gw.fold()
+    assert gw.events("stopped") == []  # revision 5 was before the launch was accepted
+    await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", [], 7))
+    await gw.fold()
+    (stopped,) = gw.events("stopped")
+    assert stopped["reason"] == "runner_restarted"
+    (_, notice), = gw.notifier.sent
+    assert notice.session_id == "csess_a" and "restarted" in notice.text
+    assert await gw.state.all_live() == []
+
+
+async def test_a_protocol_1_machine_is_never_reconciled(gw):
+    gw.online("mac", revision=1)
+    await gw.open("csess_a")
+    for revision in range(2, 6):
+        await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", None, revision))
+    assert gw.events("stopped") == []
+
+
+async def test_a_machine_that_is_gone_ends_what_it_hosted_and_is_still_asked_to_stop(gw):
+    gw.online("mac")
+    gw.online("pc", label="PC")
+    await gw.open("csess_a")
+    await gw.reconciler.gone("mac")
+    await gw.fold()
+    (stopped,) = gw.events("stopped")
+    assert stopped["reason"] == "runner_offline"
+    assert ("mac", "csess_a", "runner_offline") in gw.machines.stops
+    (instance, notice), = gw.notifier.sent
+    assert instance == INSTANCE and notice.text.startswith("Your Mac mini is offline.")
+
+
+def follower(gw) -> TimelineFollower:
+    return TimelineFollower(
+        state=gw.state, presence=gw.presence, machines=gw.machines, publisher=gw.publisher,
+        stopper=gw.stopper, notifier=gw.notifier, caught_up=gw.fold, clock=lambda: AT,
+        new_id=lambda: "csess_woken",
+    )
+
+
+def person_message(seq: int, content: str, at: str = AT, entry_id: str | None = None) -> FakeMsg:
+    body = {"entry_id": entry_id or f"e-{seq}", "instance_id": INSTANCE, "repo": REPO,
+            "session_id": "csess_any", "kind": "chat_user", "content": content, "at": at,
+            "engine": None, "truncated_from": None}
+    # It reached the timeline now: only its own `at` says whether it is fresh.
+    return FakeMsg(json.dumps(body).encode(), stream_seq=seq, timestamp=parse_rfc3339(AT))
+
+
+async def handle(f: TimelineFollower, msg: FakeMsg) -> None:
+    await f.handle([msg])
+
+
+async def test_a_message_reaches_the_live_conversation_as_a_turn(gw):
+    gw.online("mac")
+    await gw.open("csess_a")
+    await handle(follower(gw), person_message(10, "next step"))
+    (node, turn), = gw.machines.turns
+    assert (node, turn.session_id, turn.seq, turn.content) == ("mac", "csess_a", 10, "next step")
+    assert gw.events("wake_requested") == []
+
+
+async def test_a_machine_that_no_longer_hosts_it_stops_it_and_the_message_wakes_a_new_one(gw):
+    gw.online("mac")
+    await gw.open("csess_a")
+    gw.machines.hosting["mac"].clear()  # the runner restarted
+    await handle(follower(gw), person_message(10, "next step"))
+    assert [e["reason"] for e in gw.events("stopped")] == ["runner_restarted"]
+    (wake,) = gw.events("wake_requested")
+    assert (wake["node_id"], wake["engine"], wake["wake_seq"]) == ("mac", "scripted", 10)
+    assert wake["session_id"] == "csess_woken" and wake["request_id"] == "wake:e-10"
+
+
+async def test_a_message_for_a_repo_never_opened_wakes_nothing_and_says_so(gw):
+    await handle(follower(gw), person_message(10, "hello"))
+    assert gw.events("wake_requested") == []
+    (_, notice), = gw.notifier.sent
+    assert type(notice).__struct_config__.tag == "not_woken" and REPO in notice.text
+
+
+async def test_a_backfilled_message_wakes_nothing(gw):
+    gw.online("mac")
+    await gw.open("csess_a")
+    await gw.stopper.end(await gw.state.held("csess_a"), "requested")
+    await gw.fold()
+    await handle(follower(gw), person_message(10, "old", at="2026-01-01T00:00:00Z"))
+    assert gw.events("wake_requested") == [] and gw.notifier.sent == []
+
+
+async def test_an_idle_conversation_is_reaped_and_the_person_told(gw):
+    gw.online("mac")
+    await gw.open("csess_a")
+    reaper = Reaper(gw.state, gw.stopper, timedelta(hours=6), 30, gw.fold)
+    await reaper.stop_idle(now=parse_rfc3339(AT) + timedelta(hours=7))
+    await gw.fold()
+    (reaped,) = gw.events("reaped")
+    assert reaped["idle_seconds"] == 7 * 3600
+    (_, notice), = gw.notifier.sent
+    assert "7 hours" in notice.text and "next message" in notice.text
+
+
+async def test_stop_says_whether_it_was_live_and_engine_bound_only_from_its_machine(gw):
+    gw.online("mac")
+    await gw.open("csess_a")
+    api = GatewayApi(gw.state, gw.stopper, gw.publisher, gw.fold)
+    stop = FakeMsg(json.dumps({"session_id": "csess_a", "reason": "done"}).encode())
+    assert json.loads(await api.stop(stop)) == {"stopped": True, "ok": True}
+    assert json.loads(await api.stop(stop)) == {"stopped": False, "ok": True}
+    unknown = FakeMsg(json.dumps({"session_id": "csess_nobody"}).encode())
+    assert json.loads(await api.stop(unknown))["error"]["code"] == "not_found"
+    await gw.open("csess_b")
+    forged = FakeMsg(json.dumps({"type": "engine_bound", "session_id": "csess_b", "at": AT,
+                                 "engine_session_id": "stolen"}).encode(),
+                     subject="seedline.runner.pc.events")
+    await api.on_runner_event(forged)
+    assert gw.events("engine_bound") == []
