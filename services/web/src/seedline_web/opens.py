@@ -90,6 +90,13 @@ class OpenRecord:
     brief_text: str | None
 
 
+def _moved_from(plan) -> str | None:
+    """The machine a relocation left; "" when it is a relocation from an unknown machine."""
+    if plan.relocation_from:
+        return plan.relocation_from
+    return "" if getattr(plan, "relocation", False) else None
+
+
 ANSWERS = {"opened": Opened, "relocated": Relocated, "open_failed": OpenFailed}
 
 
@@ -172,7 +179,7 @@ class OpensProjection:
                 " relocation_from = EXCLUDED.relocation_from, until_seq = EXCLUDED.until_seq,"
                 " brief_text = NULL, answered = false",
                 (event.session_id, plan.instance_id, plan.repo, plan.node_id, plan.engine,
-                 plan.relocation_from, event.until_seq),
+                 _moved_from(plan), event.until_seq),
             )
         elif kind == "seed_composed":
             composed = decode(msg.data, SeedComposed)
@@ -188,10 +195,11 @@ class OpensProjection:
                 return  # a relocated event of before 1.1: its opened event is the answer
             await conn.execute(
                 "INSERT INTO web_opens SELECT %s, session_id, instance_id, repo, node_id, engine,"
-                " %s, relocation_from, until_seq, %s, %s, %s, brief_text"
+                " %s, COALESCE(%s, relocation_from), until_seq, %s, %s, %s, brief_text"
                 " FROM web_open_decisions WHERE session_id = %s AND NOT answered"
                 " ON CONFLICT (event_seq) DO NOTHING",
-                (seq, event.at, encode(reply).decode() if reply else None,
+                (seq, event.at, getattr(event, "from_node_id", None) or None,
+                 encode(reply).decode() if reply else None,
                  error.code if error else None, error.message if error else None,
                  event.session_id),
             )

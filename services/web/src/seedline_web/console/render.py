@@ -132,8 +132,9 @@ class OpenView:
 def open_card(view: OpenView, labels: dict[str, str]) -> str:
     o = view.record
     where = escape(labels.get(o.node_id, o.node_id))
-    if o.relocation_from:
-        verb = f"Moved to {where} from {escape(labels.get(o.relocation_from, o.relocation_from))}"
+    if o.relocation_from is not None:
+        left = labels.get(o.relocation_from, o.relocation_from)
+        verb = f"Moved to {where}" + (f" from {escape(left)}" if left else "")
     else:
         verb = f"Opened on {where}" if o.reply is not None else f"Tried to open on {where}"
     head = (f'<p class="open-head">{verb} with <code>{escape(o.engine)}</code> at '
