@@ -9,6 +9,7 @@ runner gets SIGKILL. The platform's services run in the test's event loop.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -138,3 +139,40 @@ async def test_everything_emitted_before_the_kill_is_in_the_timeline_exactly_onc
     assert after == before
     assert [e["entry_id"] for e in after] == [f"{session_id}:launch:{n}" for n in range(6)]
     assert runner.returncode == -signal.SIGKILL
+
+
+async def test_a_runner_started_again_after_the_kill_gets_the_lost_conversation_stopped(
+    system, claude, checkouts, tmp_path
+):
+    claude.standin.tool_commands = STEPS
+    claude.standin.hold_at_step = 1
+    notices: list[dict] = []
+
+    async def on_notice(msg):
+        notices.append(json.loads(msg.data))
+
+    await system.nc.subscribe(subjects.notify_subject(INSTANCE), cb=on_notice)
+    runner = await start_runner_process(system, claude, checkouts, tmp_path / "first.log")
+    opened = await system.open(engine="claude", node_id=NODE, instruction="Run the steps")
+    assert opened["ok"], opened
+    assert await asyncio.to_thread(claude.standin.holding.wait, 60)
+    runner.send_signal(signal.SIGKILL)
+    await runner.wait()
+
+    # The machine comes back: its presence lists no conversation, so the platform stops
+    # the one it lost instead of showing it as live.
+    again = await start_runner_process(system, claude, checkouts, tmp_path / "again.log")
+    try:
+        async def told():
+            return [n for n in notices if n.get("kind") == "runner_restarted"]
+
+        [notice] = await system.wait_for(told, timeout=40)
+    finally:
+        again.terminate()
+        await again.wait()
+
+    assert notice["session_id"] == opened["session_id"] and notice["node_id"] == NODE
+    stopped = await system.session_events("stopped")
+    assert [(e["session_id"], e["reason"]) for e in stopped] == [
+        (opened["session_id"], "runner_restarted")
+    ]
