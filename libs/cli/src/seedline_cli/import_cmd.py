@@ -65,6 +65,8 @@ class Summary:
     conversations: list[Conversation] = field(default_factory=list)
     skipped_files: list[tuple[Path, str]] = field(default_factory=list)
     refused: Counter[str] = field(default_factory=Counter)
+    # Malformed lines of files skipped whole are still named.
+    malformed_elsewhere: list[tuple[Path, int, str]] = field(default_factory=list)
 
     def skipped(self) -> Counter[str]:
         total: Counter[str] = Counter()
@@ -73,7 +75,7 @@ class Summary:
         return total + self.refused
 
     def malformed(self) -> list[tuple[Path, int, str]]:
-        return [
+        return self.malformed_elsewhere + [
             (c.file, line, why) for c in self.conversations for line, why in c.transcript.malformed
         ]
 
@@ -207,6 +209,7 @@ async def import_files(
                 why = ("no conversation id recorded" if transcript.session_id is None
                        else "no working folder recorded; give --repo")
                 summary.skipped_files.append((path, why))
+                summary.malformed_elsewhere += [(path, n, w) for n, w in transcript.malformed]
                 continue
             entries = entries_of(
                 transcript, instance, conversation_repo, path.stat().st_mtime, summary
