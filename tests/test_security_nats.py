@@ -1,9 +1,11 @@
-"""Least privilege on NATS: a user per runner machine, proven against a real nats-server.
+"""Least privilege on NATS: a user per service and per runner machine, proven against a
+real nats-server.
 
 The server runs the users of seedline_devtools.nats_auth (the same generator that
 writes deploy/nats-secure.conf). A runner may reach its own part of the runner
-protocol and nothing else; the positive test runs the real Runner under its user
-against all four services. See RELIABILITY.md, Security.
+protocol and nothing else; a service publishes only the stream subjects it owns and
+listens only to what it answers; the positive test runs the four services, each under
+its own user, and the real Runner under its user. See RELIABILITY.md, Security.
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ pytestmark = pytest.mark.servers
 REPO_ROOT = Path(__file__).resolve().parents[1]
 A = "mac-mini-1"
 B = "linux-box.2"  # a dot: its subjects and key are escaped
-PASSWORDS = {"services": "services-secret", A: "secret-of-a", B: "secret-of-b"}
+SERVICES = tuple(nats_auth.SERVICE_SUBJECTS)
+PASSWORDS = {"admin": "admin-secret", A: "secret-of-a", B: "secret-of-b",
+             **{service: f"secret-of-{service}" for service in SERVICES}}
 DENIED = 0.3  # seconds to wait for an answer that a refused request never gets
 
 
@@ -67,12 +71,21 @@ def _quoted(text: str) -> str:
 class SecureNats:
     process: NatsProcess
 
-    @property
-    def services_url(self) -> str:
-        return f"nats://{nats_auth.SERVICES_USER}:{PASSWORDS['services']}@127.0.0.1:{self.process.port}"
+    def service_url(self, service: str) -> str:
+        user = nats_auth.service_user_name(service)
+        return f"nats://{user}:{PASSWORDS[service]}@127.0.0.1:{self.process.port}"
 
     async def services(self, violations: Violations | None = None):
-        return await nats.connect(self.services_url, error_cb=(violations or Violations()).record)
+        """The operator's connection (the admin user), to set up and to watch."""
+        return await nats.connect(
+            f"nats://{nats_auth.ADMIN_USER}:{PASSWORDS['admin']}@127.0.0.1:{self.process.port}",
+            error_cb=(violations or Violations()).record)
+
+    async def service(self, service: str, violations: Violations | None = None):
+        """Connected the way a service is: its own user and its own inbox prefix."""
+        return await nats.connect(
+            self.service_url(service), inbox_prefix=subjects.service_inbox_prefix(service),
+            error_cb=(violations or Violations()).record)
 
     async def runner(self, node_id: str, violations: Violations | None = None):
         """Connected the way a runner must be: its own user and its own inbox prefix."""
@@ -88,7 +101,9 @@ class SecureNats:
 
 @pytest.fixture
 def secure_nats(tmp_path: Path):
-    block = nats_auth.authorization_block(PASSWORDS["services"], {A: PASSWORDS[A], B: PASSWORDS[B]})
+    block = nats_auth.authorization_block(
+        {service: PASSWORDS[service] for service in SERVICES},
+        {A: PASSWORDS[A], B: PASSWORDS[B]}, admin_password=PASSWORDS["admin"])
     process = start_nats(tmp_path / "nats", extra=block)
     try:
         yield SecureNats(process)
@@ -123,8 +138,9 @@ async def _refused(*calls) -> None:
 def test_the_deploy_config_is_the_generated_one_and_nats_server_accepts_it():
     path = REPO_ROOT / "deploy" / "nats-secure.conf"
     assert path.read_text() == nats_auth.deploy_config()
-    passwords = {"SEEDLINE_NATS_SERVICES_PASSWORD": "s", "SEEDLINE_NATS_ADMIN_PASSWORD": "a"}
+    passwords = {"SEEDLINE_NATS_ADMIN_PASSWORD": "a"}
     passwords.update({nats_auth.password_variable(n).name: n for n in nats_auth.EXAMPLE_NODES})
+    passwords.update({nats_auth.service_password_variable(s).name: s for s in SERVICES})
     base = {k: v for k, v in os.environ.items() if not k.startswith("SEEDLINE_NATS_")}
     ok = subprocess.run([nats_server_binary(), "-t", "-c", str(path)], env=base | passwords,
                         capture_output=True, text=True, timeout=30)
@@ -132,7 +148,8 @@ def test_the_deploy_config_is_the_generated_one_and_nats_server_accepts_it():
     # Fails closed: a password missing from the environment stops the server from starting.
     missing = subprocess.run([nats_server_binary(), "-t", "-c", str(path)], env=base,
                              capture_output=True, text=True, timeout=30)
-    assert missing.returncode != 0 and "SEEDLINE_NATS_SERVICES_PASSWORD" in missing.stdout + missing.stderr
+    assert missing.returncode != 0 and "SEEDLINE_NATS_" in missing.stdout + missing.stderr
+    assert "SEEDLINE_NATS_TIMELINE_WRITER_PASSWORD" in path.read_text()
 
 
 def test_a_runners_permissions_name_only_its_own_escaped_subjects():
@@ -144,7 +161,7 @@ def test_a_runners_permissions_name_only_its_own_escaped_subjects():
         f"seedline.runner.{token}.stop", f"_INBOX_{token}.>",
     )
     assert perms.publish_allow == (
-        "seedline.ingest.timeline", f"seedline.runner.{token}.events",
+        f"seedline.ingest.runner.{token}", f"seedline.runner.{token}.events",
         f"$KV.seedline_runners.{key}", "$JS.API.STREAM.INFO.KV_seedline_runners",
         f"$JS.API.DIRECT.GET.KV_seedline_runners.$KV.seedline_runners.{key}",
     )
@@ -156,7 +173,8 @@ def test_a_runners_permissions_name_only_its_own_escaped_subjects():
 
 async def test_connections_without_a_known_user_and_password_are_refused(secure_nats):
     url = secure_nats.process.url
-    for credentials in ({}, {"user": nats_auth.SERVICES_USER, "password": "wrong"},
+    for credentials in ({}, {"user": nats_auth.service_user_name("timeline-writer"),
+                             "password": "wrong"},
                         {"user": nats_auth.runner_user_name(A), "password": PASSWORDS[B]}):
         with pytest.raises(nats.errors.Error, match="Authorization Violation"):
             await nats.connect(url, allow_reconnect=False, connect_timeout=2,
@@ -252,6 +270,8 @@ async def test_a_runner_cannot_forge_platform_or_other_runners_traffic(connectio
         "seedline.rejected.timeline",
         "seedline.notify.i",
         "$JS.API.STREAM.CREATE.EVIL",
+        subjects.INGEST_TIMELINE,  # the trusted producers' subject
+        subjects.ingest_runner_subject(B),  # in B's name
     ]
     for subject in forged:
         await a.publish(subject, b"{}")
@@ -340,36 +360,48 @@ async def test_on_a_direct_get_bucket_a_runner_reads_only_its_own_presence(secur
         await svc.close()
 
 
-async def test_the_services_cannot_delete_or_purge_a_stream(connections):
+async def test_no_service_can_delete_or_purge_a_stream(secure_nats, connections):
     svc, a, violations, b = connections
-    js = svc.jetstream(timeout=DENIED)
-    await js.publish("seedline.timeline.i.r.s.chat_user", b"{}")
-    await _refused(
-        js.delete_stream(subjects.TIMELINE_STREAM),
-        js.purge_stream(subjects.SESSIONS_STREAM),
-        js.delete_msg(subjects.REJECTED_STREAM, 1),
-    )
+    await svc.jetstream().publish("seedline.timeline.i.r.s.chat_user", b"{}")
+    for service in SERVICES:
+        nc = await secure_nats.service(service)
+        js = nc.jetstream(timeout=DENIED)
+        await _refused(
+            js.delete_stream(subjects.TIMELINE_STREAM),
+            js.purge_stream(subjects.SESSIONS_STREAM),
+            js.delete_msg(subjects.REJECTED_STREAM, 1),
+            js.update_stream(nats_js_config(subjects.TIMELINE_STREAM)),
+        )
+        await nc.close()
     info = await svc.jetstream().stream_info(subjects.TIMELINE_STREAM)
     assert info.state.messages == 1
+
+
+def nats_js_config(name: str) -> js_api.StreamConfig:
+    return js_api.StreamConfig(name=name, subjects=[subjects.TIMELINE_ALL], max_msgs=1)
 
 
 async def test_a_runner_under_its_own_user_completes_a_briefed_open_and_a_turn(
     secure_nats, database_url, tmp_path
 ):
-    settings = Settings.from_env({
-        "SEEDLINE_NATS_URL": secure_nats.services_url,
+    env = {
         "SEEDLINE_NATS_MONITOR_URL": secure_nats.process.monitor_url,
         "SEEDLINE_DATABASE_URL": database_url,
         "SEEDLINE_HOME": str(tmp_path / "home"),
         "SEEDLINE_STRICT_DURABILITY": "1",
         "SEEDLINE_LAUNCH_TIMEOUT_SECONDS": "3",
         "SEEDLINE_OPEN_TIMEOUT_SECONDS": "10",
-    })
+        "SEEDLINE_HTTP_PORT": "0",
+    }
     service_violations = Violations()
     a_violations = Violations()
     async with AsyncExitStack() as stack:
-        for create in (create_writer, create_resolver, create_composer, create_gateway):
-            await stack.enter_async_context(running(create(settings)))
+        for service, create in (("timeline-writer", create_writer),
+                                ("continuity-resolver", create_resolver),
+                                ("seed-composer", create_composer),
+                                ("runner-gateway", create_gateway)):
+            own = Settings.from_env({**env, "SEEDLINE_NATS_URL": secure_nats.service_url(service)})
+            await stack.enter_async_context(running(create(own)))
         svc = await secure_nats.services(service_violations)
         stack.push_async_callback(svc.close)
         a = await secure_nats.runner(A, a_violations)
@@ -407,7 +439,7 @@ async def test_a_runner_under_its_own_user_completes_a_briefed_open_and_a_turn(
         assert json.loads((await kv.get(subjects.presence_key(A))).value)["node_id"] == A
         stopped = await request(svc, subjects.API_SESSIONS_STOP,
                                 {"session_id": opened["session_id"], "reason": "done"})
-        assert stopped["ok"], stopped
+        assert stopped == {"ok": True, "stopped": True}, stopped
         await runner.stop()  # deletes its presence key, publishes its events
 
         async def offline():
@@ -432,3 +464,44 @@ async def _wait_for(probe, timeout: float = 15.0):
             raise AssertionError("condition not met in time")
         await asyncio.sleep(0.05)
     return value
+
+
+async def test_a_service_publishes_only_what_it_owns_and_hears_only_what_it_answers(secure_nats):
+    admin = await secure_nats.services()
+    await natsio.ensure_streams(admin.jetstream())
+    heard = []
+
+    async def listen(msg):
+        heard.append(msg.subject)
+
+    await admin.subscribe("seedline.>", cb=listen)
+    await admin.flush()
+    forged = {  # each service, and what only another service may publish
+        "seed-composer": ["seedline.timeline.i.r.s.chat_user", "seedline.session.s.opened",
+                          subjects.INGEST_TIMELINE, "seedline.runner.a.launch"],
+        "continuity-resolver": ["seedline.timeline.i.r.s.chat_user",
+                                "seedline.session.s.stopped", "seedline.session.s.seed_composed"],
+        "runner-gateway": ["seedline.timeline.i.r.s.chat_user", "seedline.session.s.open_requested",
+                           "seedline.session.s.continuity_decided", subjects.INGEST_TIMELINE],
+        "timeline-writer": ["seedline.session.s.opened", subjects.INGEST_TIMELINE,
+                            "seedline.notify.i"],
+        "seedline-web": ["seedline.timeline.i.r.s.chat_user", "seedline.session.s.opened"],
+    }
+    for service, subjects_of in forged.items():
+        violations = Violations()
+        nc = await secure_nats.service(service, violations)
+        for subject in subjects_of:
+            await nc.publish(subject, b"{}")
+        listens = {"seed-composer": [subjects.API_SESSIONS_OPEN, subjects.TIMELINE_ALL],
+                   "runner-gateway": [subjects.API_TIMELINE_APPEND],
+                   "seedline-web": [subjects.API_BRIEFS_GET, "_INBOX.>"]}.get(service, [])
+        for subject in listens:
+            await nc.subscribe(subject)
+        await nc.flush()
+        await asyncio.sleep(0.2)
+        assert violations.publish() == [s.lower() for s in subjects_of], service
+        assert violations.subscribe() == [s.lower() for s in listens], service
+        await nc.close()
+    await asyncio.sleep(0.1)
+    assert heard == []
+    await admin.close()

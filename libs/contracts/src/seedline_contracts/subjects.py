@@ -67,6 +67,11 @@ def runner_inbox_prefix(node_id: str) -> str:
     return f"_INBOX_{escape_token(node_id)}"
 
 
+def service_inbox_prefix(service: str) -> str:
+    """The reply inbox prefix a service connects with: its NATS user may subscribe only there."""
+    return f"_INBOX_{escape_token(service)}"
+
+
 def notify_subject(instance_id: str) -> str:
     return f"seedline.notify.{escape_token(instance_id)}"
 

@@ -1,4 +1,4 @@
-"""Who may say what on NATS: one user for the services, one per runner machine.
+"""Who may say what on NATS: a user per service, one per runner machine, an admin.
 
 A runner machine is the least trusted party in Seedline: it runs engines, and a
 launch for it carries a brief of someone's conversation. So each runner gets a
@@ -10,20 +10,20 @@ user of its own that can reach nothing but its own part of the runner protocol
   answers to its JetStream publishes and KV calls arrive;
 - answer the requests it was sent (``allow_responses``), and nothing else on
   reply subjects;
-- publish timeline entries to ``seedline.ingest.timeline`` and its events to
-  ``seedline.runner.<node>.events``;
-- put, get and delete its own presence key, and look up the bucket's stream
-  (``js.key_value`` asks ``$JS.API.STREAM.INFO.KV_seedline_runners``).
+- publish its engines' output to ``seedline.ingest.runner.<node>`` (the only ingest
+  subject it may use) and its events to ``seedline.runner.<node>.events``;
+- put, get and delete its own presence key, and look up the bucket's stream.
 
-Everything else is refused by the server: other runners' subjects and keys, the
-timeline and sessions streams, every ``seedline.api.>`` request, every other
-JetStream API call. The services share one user with the whole ``seedline.>``
-namespace, JetStream and the runners bucket, minus deleting or purging streams
-(the timeline is the source of truth; an operator uses the admin user for that).
+Each service has a user of its own too (DESIGN.md, least privilege): it publishes only
+the stream subjects it owns (only the timeline-writer writes the timeline; each
+session event type has one writer), subscribes only to the APIs it answers and the
+events it listens to, and receives on its own inbox prefix ``_INBOX_<service>``. All of
+them may use the JetStream API except deleting or purging streams and messages (the
+timeline is the source of truth; an operator uses the admin user for that).
 
-``authorization_block`` renders the ``authorization { ... }`` part of a
-nats-server config; ``deploy_config`` renders deploy/nats-secure.conf, whose
-passwords are environment-variable references resolved by nats-server at start.
+``authorization_block`` renders the ``authorization { ... }`` part of a nats-server
+config; ``deploy_config`` renders deploy/nats-secure.conf, whose passwords are
+environment-variable references resolved by nats-server at start.
 """
 
 from __future__ import annotations
@@ -36,9 +36,7 @@ from typing import Mapping
 from seedline_contracts import subjects
 from seedline_contracts.tokens import escape_token
 
-SERVICES_USER = "seedline-services"
 ADMIN_USER = "seedline-admin"
-SERVICES_INBOX_PREFIX = "_INBOX"
 
 KV_STREAM = "KV_" + subjects.RUNNERS_BUCKET
 KV_SUBJECT_PREFIX = f"$KV.{subjects.RUNNERS_BUCKET}."
@@ -93,7 +91,7 @@ def runner_permissions(node_id: str) -> Permissions:
     own_key = presence_subject(node_id)
     return Permissions(
         publish_allow=(
-            subjects.INGEST_TIMELINE,
+            subjects.ingest_runner_subject(node_id),
             subjects.runner_subject(node_id, "events"),
             own_key,
             f"$JS.API.STREAM.INFO.{KV_STREAM}",
@@ -109,25 +107,61 @@ def runner_permissions(node_id: str) -> Permissions:
     )
 
 
-def services_permissions() -> Permissions:
-    namespaces = (
-        "seedline.>",
-        "$JS.API.>",
-        "$JS.ACK.>",  # acks and in-progress on pulled messages
-        "$JS.FC.>",  # flow control of the gateway's presence watch
-        f"{SERVICES_INBOX_PREFIX}.>",
-        f"{KV_SUBJECT_PREFIX}>",
-    )
+def _events(*types: str) -> tuple[str, ...]:
+    return tuple(subjects.session_event_filter(kind) for kind in types)
+
+
+# What each service publishes and subscribes to beyond the JetStream API and its inbox.
+SERVICE_SUBJECTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "timeline-writer": (
+        (subjects.TIMELINE_ALL, subjects.REJECTED_TIMELINE, subjects.REJECTED_SESSIONS),
+        (subjects.API_TIMELINE_APPEND, subjects.API_TIMELINE_READ),
+    ),
+    "continuity-resolver": (
+        (subjects.INGEST_TIMELINE, *_events("open_requested", "continuity_decided"),
+         subjects.REJECTED_SESSIONS),
+        (subjects.API_SESSIONS_OPEN, subjects.API_SESSIONS_RELOCATE,
+         *_events("opened", "relocated", "open_failed")),
+    ),
+    "seed-composer": (
+        (*_events("seed_composed"), subjects.REJECTED_SESSIONS),
+        (subjects.API_BRIEFS_GET,),
+    ),
+    "runner-gateway": (
+        (*_events("opened", "open_failed", "relocated", "stopped", "reaped", "engine_bound",
+                  "wake_requested"),
+         "seedline.runner.*.launch", "seedline.runner.*.turn", "seedline.runner.*.stop",
+         "seedline.notify.>", subjects.REJECTED_SESSIONS, subjects.REJECTED_TIMELINE,
+         f"{KV_SUBJECT_PREFIX}>"),
+        (subjects.API_SESSIONS_STOP, subjects.API_SESSIONS_LIST, "seedline.runner.*.events"),
+    ),
+    "seedline-web": (
+        (subjects.INGEST_TIMELINE, "seedline.api.>"),
+        ("seedline.notify.>",),
+    ),
+}
+JETSTREAM_DENIED = (
+    "$JS.API.STREAM.DELETE.>",
+    "$JS.API.STREAM.PURGE.>",
+    "$JS.API.STREAM.MSG.DELETE.>",
+    "$JS.API.STREAM.UPDATE.>",
+)
+
+
+def service_user_name(service: str) -> str:
+    return f"seedline-{service}" if not service.startswith("seedline-") else service
+
+
+def service_permissions(service: str) -> Permissions:
+    """What `service` may do on NATS, and by omission what it may not."""
+    publishes, subscribes = SERVICE_SUBJECTS[service]
+    inbox = subjects.service_inbox_prefix(service) + ".>"
+    jetstream = ("$JS.API.>", "$JS.ACK.>", "$JS.FC.>")
     return Permissions(
-        publish_allow=namespaces,
-        subscribe_allow=namespaces,
-        publish_deny=(
-            "$JS.API.STREAM.DELETE.>",
-            "$JS.API.STREAM.PURGE.>",
-            "$JS.API.STREAM.MSG.DELETE.>",
-        ),
-        # Replies to callers whose inbox is not _INBOX (a runner never asks the
-        # services anything, but producers and tools may use their own prefix).
+        publish_allow=(*publishes, *jetstream),
+        subscribe_allow=(*subscribes, inbox, "$SRV.>"),
+        publish_deny=JETSTREAM_DENIED,
+        # Answers to its requests, to $SRV discovery and to callers with any inbox.
         allow_responses=True,
     )
 
@@ -174,21 +208,22 @@ def runner_user(node_id: str, password: Secret) -> User:
     return User(runner_user_name(node_id), password, runner_permissions(node_id))
 
 
-def services_user(password: Secret) -> User:
-    return User(SERVICES_USER, password, services_permissions())
+def service_user(service: str, password: Secret) -> User:
+    return User(service_user_name(service), password, service_permissions(service))
 
 
 def authorization_block(
-    services_password: Secret,
+    services: Mapping[str, Secret],
     runners: Mapping[str, Secret],
     admin_password: Secret | None = None,
 ) -> str:
     """The ``authorization { users = [...] }`` part of a nats-server config.
 
-    ``runners`` maps node ids to passwords. There is no ``no_auth_user``: a
-    connection without a known user and password is refused.
+    ``services`` maps service names to passwords, ``runners`` node ids to passwords.
+    There is no ``no_auth_user``: a connection without a known user and password is
+    refused.
     """
-    users = [services_user(services_password)]
+    users = [service_user(service, password) for service, password in services.items()]
     users += [runner_user(node, password) for node, password in runners.items()]
     if admin_password is not None:
         users.append(User(ADMIN_USER, admin_password))
@@ -196,9 +231,18 @@ def authorization_block(
     return f"authorization {{\n  users: [\n{body}\n  ]\n}}"
 
 
+def _variable(kind: str, name: str) -> Env:
+    return Env(f"SEEDLINE_NATS_{kind}" + re.sub(r"[^A-Z0-9]", "_", name.upper()) + "_PASSWORD")
+
+
 def password_variable(node_id: str) -> Env:
     """SEEDLINE_NATS_RUNNER_<NODE>_PASSWORD, the node id upper-cased with ``_`` for the rest."""
-    return Env("SEEDLINE_NATS_RUNNER_" + re.sub(r"[^A-Z0-9]", "_", node_id.upper()) + "_PASSWORD")
+    return _variable("RUNNER_", node_id)
+
+
+def service_password_variable(service: str) -> Env:
+    """SEEDLINE_NATS_<SERVICE>_PASSWORD, e.g. SEEDLINE_NATS_TIMELINE_WRITER_PASSWORD."""
+    return _variable("", service.removeprefix("seedline-"))
 
 
 def deploy_config(nodes: tuple[str, ...] = EXAMPLE_NODES) -> str:
@@ -206,11 +250,12 @@ def deploy_config(nodes: tuple[str, ...] = EXAMPLE_NODES) -> str:
     header = (
         "# Seedline nats-server with a user per party. GENERATED by\n"
         "# `python -m seedline_devtools.nats_auth > deploy/nats-secure.conf`; edit nats_auth.py instead.\n"
-        "# Passwords come from the environment when the server starts:\n"
-        "#   SEEDLINE_NATS_SERVICES_PASSWORD, SEEDLINE_NATS_ADMIN_PASSWORD and one\n"
+        "# Passwords come from the environment when the server starts: one\n"
+        "#   SEEDLINE_NATS_<SERVICE>_PASSWORD per service, SEEDLINE_NATS_ADMIN_PASSWORD and one\n"
         "#   SEEDLINE_NATS_RUNNER_<NODE>_PASSWORD per runner machine below.\n"
-        "# Services connect as nats://seedline-services:<password>@host:4222; a runner as\n"
-        "# runner-<node> with inbox_prefix _INBOX_<node> (see RELIABILITY.md, Security).\n"
+        "# A service connects as nats://seedline-<service>:<password>@host:4222 (it uses the\n"
+        "# inbox prefix _INBOX_<service> itself); a runner as runner-<node> with inbox_prefix\n"
+        "# _INBOX_<node> (see RELIABILITY.md, Security).\n"
         "# Keep the monitoring port (8222) off any network a runner machine is on.\n"
     )
     base = (
@@ -220,14 +265,34 @@ def deploy_config(nodes: tuple[str, ...] = EXAMPLE_NODES) -> str:
         'jetstream {\n  store_dir: "/data"\n  sync_interval: always\n}\n'
     )
     auth = authorization_block(
-        Env("SEEDLINE_NATS_SERVICES_PASSWORD"),
+        {service: service_password_variable(service) for service in SERVICE_SUBJECTS},
         {node: password_variable(node) for node in nodes},
         admin_password=Env("SEEDLINE_NATS_ADMIN_PASSWORD"),
     )
     return header + base + auth + "\n"
 
 
+TLS_BLOCK = """tls {
+  cert_file: $SEEDLINE_NATS_TLS_CERT
+  key_file: $SEEDLINE_NATS_TLS_KEY
+  timeout: 2
+}
+"""
+
+
+def tls_deploy_config(nodes: tuple[str, ...] = EXAMPLE_NODES) -> str:
+    """deploy/nats-tls.conf: deploy/nats-secure.conf with every client connection on TLS."""
+    note = (
+        "# The same server with TLS on every client connection. GENERATED by\n"
+        "# `python -m seedline_devtools.nats_auth --tls > deploy/nats-tls.conf`.\n"
+        "# SEEDLINE_NATS_TLS_CERT and SEEDLINE_NATS_TLS_KEY name the server's certificate and key\n"
+        "# (PEM). Clients connect to tls://host:4222; services trust the CA in\n"
+        "# SEEDLINE_NATS_CA_FILE.\n"
+    )
+    return note + deploy_config(nodes) + TLS_BLOCK
+
+
 if __name__ == "__main__":
     import sys
 
-    sys.stdout.write(deploy_config())
+    sys.stdout.write(tls_deploy_config() if "--tls" in sys.argv[1:] else deploy_config())

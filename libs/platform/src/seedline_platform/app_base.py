@@ -16,11 +16,14 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import nats.micro
 from faststream import AckPolicy
+from faststream._internal.broker import BrokerUsecase
+from faststream.security import BaseSecurity
 from faststream.nats import ConsumerConfig, JStream, NatsBroker, NatsMessage, PullSub
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
 from faststream.nats.prometheus import NatsPrometheusMiddleware
 from nats.aio.msg import Msg
 
+from seedline_contracts import subjects
 from seedline_contracts.codec import encode
 from seedline_contracts.errors import error_reply
 from seedline_core.notices import error_message
@@ -56,9 +59,12 @@ class ServiceApp:
         self.broker = NatsBroker(
             settings.nats_servers,
             name=self.name,
+            # Its own reply prefix: under deploy/nats-secure.conf it may subscribe only there.
+            inbox_prefix=subjects.service_inbox_prefix(self.name),
             max_reconnect_attempts=-1,
             reconnect_time_wait=1,
             connect_timeout=5,
+            security=BaseSecurity(ssl_context=tls) if (tls := settings.nats_tls()) else None,
             logger=None,  # handlers log through structlog, with their context bound
             middlewares=[
                 NatsTelemetryMiddleware(tracer_provider=self.tracer_provider),
@@ -119,6 +125,8 @@ class ServiceApp:
                 max_deliver=max_deliver + 1, ack_wait=ack_wait, max_ack_pending=batch_size * 4
             ),
             ack_policy=AckPolicy.MANUAL,
+            # FastStream defaults a pull subscription's inbox to _INBOX, not the connection's.
+            inbox_prefix=(subjects.service_inbox_prefix(self.name) + ".").encode(),
             title=durable,
             description=description,
         )(on_event)
@@ -184,10 +192,11 @@ class ServiceApp:
         if self._micro is not None:
             with contextlib.suppress(Exception):
                 await self._micro.stop()
+        # Stop the subscribers, then close (not drain) the connection: unacknowledged
+        # work is redelivered to whichever copy runs next, and a drain waits out its
+        # timeout on pull subscriptions whose fetches were cancelled.
         with contextlib.suppress(Exception):
-            # Stops the subscribers and drains the connection; unacknowledged work is
-            # redelivered to whichever copy runs next.
-            await asyncio.wait_for(self.broker.stop(), 10)
+            await asyncio.wait_for(BrokerUsecase.stop(self.broker), 5)
         if self.nc is not None and not self.nc.is_closed:
             await self.nc.close()
         if self.pool is not None:

@@ -38,6 +38,11 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
     "SEEDLINE_LAUNCH_TIMEOUT_SECONDS": ("10", "longest the gateway waits for a launch reply"),
     "SEEDLINE_MAX_DELIVER": ("5", "deliveries before a message that keeps failing is parked"),
     "SEEDLINE_BATCH_SIZE": ("256", "messages fetched and applied per transaction"),
+    "SEEDLINE_NATS_CA_FILE": (
+        "(none)",
+        "CA certificate (PEM) to trust for a nats-server behind TLS (tls:// URLs); "
+        "see deploy/nats-tls.conf",
+    ),
     "SEEDLINE_HTTP_HOST": ("127.0.0.1", "address a service serves /metrics, /healthz and /readyz on"),
     "SEEDLINE_HTTP_PORT": ("9100", "port of /metrics, /healthz and /readyz (0: any free port)"),
     "SEEDLINE_OTLP_ENDPOINT": (
@@ -171,6 +176,7 @@ class Settings:
     max_deliver: int = 5
     batch_size: int = 256
     stream_replicas: int = 1
+    nats_ca_file: str | None = None
     http_host: str = "127.0.0.1"
     http_port: int = 9100
     otlp_endpoint: str | None = None
@@ -187,6 +193,19 @@ class Settings:
     def brief_budget(self, engine: str) -> Budget:
         """The budget of a brief for `engine`: its own, or the default."""
         return dict(self.brief_budgets).get(engine, DEFAULT_BUDGET)
+
+    def nats_tls(self):
+        """The TLS context to connect with when a CA is set, else None."""
+        if not self.nats_ca_file:
+            return None
+        import ssl
+
+        try:
+            return ssl.create_default_context(cafile=self.nats_ca_file)
+        except (OSError, ssl.SSLError) as exc:
+            raise SettingsError(
+                f"SEEDLINE_NATS_CA_FILE {self.nats_ca_file!r} cannot be read as a CA: {exc}"
+            ) from None
 
     @property
     def nats_servers(self) -> list[str]:
@@ -221,6 +240,7 @@ class Settings:
             max_deliver=_int(env, "SEEDLINE_MAX_DELIVER", minimum=2),
             batch_size=_int(env, "SEEDLINE_BATCH_SIZE"),
             stream_replicas=_int(env, "SEEDLINE_STREAM_REPLICAS"),
+            nats_ca_file=env.get("SEEDLINE_NATS_CA_FILE") or None,
             http_host=_get(env, "SEEDLINE_HTTP_HOST"),
             http_port=_int(env, "SEEDLINE_HTTP_PORT", minimum=0),
             otlp_endpoint=(
