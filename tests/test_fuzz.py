@@ -123,7 +123,10 @@ wrong_type = st.one_of(st.integers(), st.floats(allow_nan=False, allow_infinity=
 
 @st.composite
 def rfc3339(draw) -> str:
-    moment = draw(st.datetimes(min_value=datetime(1970, 1, 1), max_value=datetime(2200, 1, 1)))
+    # Valid times lie between 2000 and one day after arrival (CONTRACT.md 4.1), whatever
+    # the offset (up to 14 hours either way).
+    soon = datetime.now(timezone.utc).replace(tzinfo=None) + timedelta(hours=8)
+    moment = draw(st.datetimes(min_value=datetime(2000, 1, 2), max_value=soon))
     offset = timezone(timedelta(minutes=draw(st.integers(-14 * 60, 14 * 60))))
     text = moment.replace(tzinfo=offset).isoformat()
     return text.replace("+00:00", "Z") if draw(st.booleans()) else text
@@ -131,7 +134,7 @@ def rfc3339(draw) -> str:
 
 BAD_AT = ["yesterday", "2026-13-01T00:00:00Z", "2026-08-17", "2026-08-17T10:00:00",
           "2026-08-17T10:00:00+25:00", "0001-01-01T00:00:00+01:00",
-          "9999-12-31T23:59:59-01:00", ""]
+          "9999-12-31T23:59:59-01:00", "", "1999-12-31T23:59:59Z", "2200-01-01T00:00:00Z"]
 REQUIRED = ("entry_id", "instance_id", "repo", "session_id", "kind", "content")
 
 

@@ -46,6 +46,10 @@ REQUEST_WORKERS = 256
 LAG_REFRESH_SECONDS = 5.0
 
 
+async def _raw_body(msg) -> bytes:
+    return msg.body
+
+
 class ServiceApp:
     name = "seedline"
     description = "A Seedline service."
@@ -66,6 +70,10 @@ class ServiceApp:
             connect_timeout=5,
             security=BaseSecurity(ssl_context=tls) if (tls := settings.nats_tls()) else None,
             logger=None,  # handlers log through structlog, with their context bound
+            # Handlers decode bodies themselves, into the contract's types, and answer
+            # malformed input with the contract's errors: FastStream must not parse JSON
+            # first (input nested 3,000 deep made it fail before any handler, unanswered).
+            decoder=_raw_body,
             middlewares=[
                 NatsTelemetryMiddleware(tracer_provider=self.tracer_provider),
                 NatsPrometheusMiddleware(registry=self.metrics.registry, app_name=self.name),
