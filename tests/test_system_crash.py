@@ -54,7 +54,7 @@ class Services:
                         SEEDLINE_NATS_MONITOR_URL=settings.nats_monitor_url,
                         SEEDLINE_DATABASE_URL=settings.database_url,
                         SEEDLINE_STRICT_DURABILITY="1", SEEDLINE_OPEN_TIMEOUT_SECONDS="10",
-                        SEEDLINE_LAUNCH_TIMEOUT_SECONDS="3")
+                        SEEDLINE_LAUNCH_TIMEOUT_SECONDS="3", SEEDLINE_HTTP_PORT="0")
         self.logs = logs
         self.procs: dict[str, subprocess.Popen] = {}
 
