@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from seedline_cli.main import app
 from seedline_contracts import events, subjects
-from seedline_contracts.asyncapi import asyncapi_document, published_files
+from seedline_devtools.asyncapi_doc import asyncapi_document, faststream_receives, published_files
 from seedline_contracts.schema import PUBLIC_MESSAGES
 from seedline_contracts.timeline import KINDS
 from seedline_web.openapi import published_files as web_published_files
@@ -195,3 +195,18 @@ def test_seedline_docs_without_out_prints_the_asyncapi_document():
     result = CliRunner().invoke(app, ["docs"])
     assert result.exit_code == 0
     assert json.loads(result.stdout) == asyncapi_document()
+
+
+def test_every_faststream_subscriber_of_every_service_is_a_receive_operation():
+    receives = faststream_receives()
+    services = {r["service"] for r in receives}
+    assert services == {"timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway"}
+    operations = asyncapi_document()["operations"]
+    for receive in receives:
+        op = operations[f"{receive['service']}:{receive['subject']}"]
+        assert op["action"] == "receive" and op["x-service"] == receive["service"]
+        assert op["summary"] == receive["description"]  # written beside the handler
+    apis = [r["subject"] for r in receives if r["subject"].startswith("seedline.api.")]
+    assert sorted(apis) == sorted(
+        v for k, v in vars(subjects).items() if k.startswith("API_")
+    )  # every API of the contract is served by a FastStream subscriber

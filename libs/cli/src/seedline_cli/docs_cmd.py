@@ -10,7 +10,8 @@ from typing import Optional
 
 import typer
 
-from seedline_contracts.asyncapi import SCHEMA_DIR, published_files
+from seedline_contracts.asyncapi import SCHEMA_DIR
+from seedline_devtools.asyncapi_doc import published_files
 from seedline_web.openapi import published_files as web_published_files
 
 from .console import err, out
