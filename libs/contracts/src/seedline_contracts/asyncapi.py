@@ -181,17 +181,12 @@ REPLIES: dict[str, list[str]] = {
     "runnerStop": ["RunnerStopReply"],
 }
 
-# operation id -> (action, channel, summary)
+# operation id -> (action, channel, summary). What a service receives through FastStream is
+# generated from its subscribers (seedline_devtools.asyncapi_doc); listed here are the sends
+# and the receives that are not FastStream subscribers.
 OPERATIONS: dict[str, tuple[str, str, str]] = {
     "receiveTimelineEntry": ("receive", "ingestTimeline", "The timeline-writer consumes ingest."),
     "receiveRunnerOutput": ("receive", "ingestRunner", "The timeline-writer consumes it."),
-    "appendTimelineEntry": ("receive", "timelineAppend", "timeline-writer answers."),
-    "readTimeline": ("receive", "timelineRead", "timeline-writer answers."),
-    "openConversation": ("receive", "sessionsOpen", "continuity-resolver answers."),
-    "relocateConversation": ("receive", "sessionsRelocate", "continuity-resolver answers."),
-    "stopConversation": ("receive", "sessionsStop", "runner-gateway answers."),
-    "listConversations": ("receive", "sessionsList", "runner-gateway answers."),
-    "getBrief": ("receive", "briefsGet", "seed-composer answers."),
     "storeTimelineEntry": ("send", "timelineEntries", "The timeline-writer appends."),
     "rejectTimelineInput": ("send", "rejectedTimeline", "Input that could not be accepted."),
     "parkConversationEvent": ("send", "rejectedSessions", "An event that kept failing."),
@@ -200,7 +195,6 @@ OPERATIONS: dict[str, tuple[str, str, str]] = {
     "launchOnRunner": ("send", "runnerLaunch", "The runner-gateway launches; the machine replies."),
     "deliverTurn": ("send", "runnerTurn", "The runner-gateway delivers; the machine replies."),
     "stopOnRunner": ("send", "runnerStop", "The runner-gateway stops; the machine replies."),
-    "receiveRunnerEvent": ("receive", "runnerEvents", "The runner-gateway listens."),
     "receivePresence": ("receive", "runnerPresence", "Services read presence to find machines."),
 }
 

@@ -79,10 +79,7 @@ def faststream_receives() -> list[dict[str, Any]]:
 
 def asyncapi_document() -> dict[str, Any]:
     doc = contract.asyncapi_document()
-    operations = {
-        op_id: op for op_id, op in doc["operations"].items()
-        if op["action"] == "send" or op_id in BATCH_CONSUMERS or op_id in READS
-    }
+    operations = dict(doc["operations"])
     for op_id, (service, durable) in BATCH_CONSUMERS.items():
         operations[op_id]["x-service"] = service
         operations[op_id]["x-consumer"] = f"{durable} (nats-py BatchConsumer: the hot path)"
