@@ -30,6 +30,12 @@ class System:
     gateway: object = None
     runners: dict = field(default_factory=dict)
     _gateway_running: object = None
+    writer: object = None
+    resolver: object = None
+
+    @property
+    def apps(self) -> list:
+        return [self.writer, self.resolver, self.composer, self.gateway]
 
     async def request(self, subject: str, body, timeout: float = 15.0) -> dict:
         return await request(self.nc, subject, body, timeout)
@@ -102,14 +108,15 @@ class System:
 @pytest.fixture
 async def system(settings):
     async with AsyncExitStack() as stack:
-        await stack.enter_async_context(running(create_writer(settings)))
-        await stack.enter_async_context(running(create_resolver(settings)))
+        writer = await stack.enter_async_context(running(create_writer(settings)))
+        resolver = await stack.enter_async_context(running(create_resolver(settings)))
         composer = await stack.enter_async_context(running(create_composer(settings)))
         gateway_running = running(create_gateway(settings))
         gateway = await gateway_running.__aenter__()
         nc = await nats.connect(settings.nats_url)
         stack.push_async_callback(nc.close)
-        system = System(settings, nc, stack, composer, gateway, _gateway_running=gateway_running)
+        system = System(settings, nc, stack, composer, gateway, _gateway_running=gateway_running,
+                        writer=writer, resolver=resolver)
 
         async def stop_gateway():
             await system._gateway_running.__aexit__(None, None, None)

@@ -14,6 +14,7 @@ from seedline_contracts.subjects import runner_inbox_prefix
 
 from .checkouts import Checkouts
 from .engines.registry import EngineOptions, build_engines
+from .tracing import configure_tracing
 from .runner import DEFAULT_PRESENCE_INTERVAL_SECONDS, Runner
 
 _ENGINE_OPTION_NAMES = frozenset(f.name for f in fields(EngineOptions))
@@ -47,6 +48,7 @@ async def run_runner(
     if not engine_names:
         raise ValueError("A runner needs at least one engine.")
     engines = build_engines(engine_names, EngineOptions(**engine_options))
+    tracing = configure_tracing(node_id)
     # Credentials ride in the URL (nats://user:password@host:4222); the inbox
     # prefix is the one a least-privilege runner user may subscribe to.
     nc = await nats.connect(
@@ -72,6 +74,8 @@ async def run_runner(
             if close is not None:
                 await close()
         await nc.drain()
+        if tracing is not None:
+            tracing.shutdown()
 
 
 async def _serve_until_stopped(runner: Runner, stop_signals: bool) -> None:

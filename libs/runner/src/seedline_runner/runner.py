@@ -37,6 +37,7 @@ from .live import ConversationWorker, LiveConversation, Step
 from .presence import PresenceHeartbeat, presence_of
 from .publishing import RETRY_DELAYS_SECONDS, Publisher
 from .store import ConversationStore, SeedMessage, seed_if_empty
+from .tracing import request_span
 from .timeline_out import LAUNCH_STEP, turn_step
 
 log = structlog.get_logger(__name__)
@@ -132,12 +133,13 @@ class Runner:
 
     async def _on_launch(self, msg: Msg) -> None:
         launched: LiveConversation | None = None
-        try:
-            reply, launched = await self._launch(msg)
-        except Exception as error:
-            log.exception("launch_failed")
-            reply = _launch_refused(f"This machine could not take the launch: {error}.")
-        await _answer(msg, reply)
+        with request_span("runner launch", msg.headers, node_id=self.node_id):
+            try:
+                reply, launched = await self._launch(msg)
+            except Exception as error:
+                log.exception("launch_failed")
+                reply = _launch_refused(f"This machine could not take the launch: {error}.")
+            await _answer(msg, reply)
         if launched is None:
             return
         if self._live.get(launched.session_id) is not launched:

@@ -76,6 +76,7 @@ class TimelineWriterApp(ServiceApp):
         ingest = IngestHandler(
             self.writer, check, p["rejects"] or JetStreamPublisher(self.js),
             count_reject=lambda reason: self.rejects_total.labels(reason).inc(),
+            tracer=self.tracer,
         )
         self.consume(stream=subjects.INGEST_STREAM, durable="timeline-writer",
                      filter_subjects=[subjects.INGEST_TIMELINE, subjects.INGEST_RUNNER_ALL],

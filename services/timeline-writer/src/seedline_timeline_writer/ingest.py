@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from nats.aio.msg import Msg
+from opentelemetry import trace
 
 from seedline_contracts import subjects
 from seedline_contracts.codec import encode
@@ -21,6 +22,7 @@ from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import now_text
 from seedline_contracts.tokens import TokenError, unescape_token
 from seedline_platform.logging import get_logger
+from seedline_platform.observability import context_from
 from seedline_platform.publishing import Publisher
 
 from .launches import Launch, LaunchCheck
@@ -52,12 +54,14 @@ class IngestHandler:
     def __init__(
         self, writer: TimelineWriter, launches: LaunchCheck, rejects: Publisher,
         clock: Callable[[], str] = now_text, count_reject: Callable[[str], None] | None = None,
+        tracer: trace.Tracer | None = None,
     ) -> None:
         self._writer = writer
         self._launches = launches
         self._rejects = rejects
         self._clock = clock
         self._count_reject = count_reject or (lambda reason: None)
+        self._tracer = tracer or trace.get_tracer("timeline-writer")
 
     async def handle(self, msgs: Sequence[Msg]) -> None:
         received_at = self._clock()
@@ -71,8 +75,18 @@ class IngestHandler:
                 refused.append((msg, result))
         accepted, not_permitted = await self._check_runner_entries(candidates)
         refused += not_permitted
-        if accepted:
-            await self._writer.append_entries(accepted)
+        # A span per entry that came with a trace, so one open is one trace through here too.
+        spans = [
+            self._tracer.start_span("timeline-writer append", context=context_from(c.msg.headers),
+                                    attributes={"seedline.entry_id": c.entry.entry_id})
+            for c in candidates if c.msg.headers and "traceparent" in c.msg.headers
+        ]
+        try:
+            if accepted:
+                await self._writer.append_entries(accepted)
+        finally:
+            for span in spans:
+                span.end()
         if refused:
             await self._rejects.publish([
                 (subjects.REJECTED_TIMELINE,
