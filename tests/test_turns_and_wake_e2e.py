@@ -10,7 +10,7 @@ import pytest
 
 from seedline_contracts import subjects
 from seedline_core.notices import wording_violations
-from seedline_platform.clock import now_text, utc_now
+from seedline_contracts.times import now_text, utc_now
 from seedline_runner.engines.scripted import ScriptedEngine
 
 pytestmark = pytest.mark.servers

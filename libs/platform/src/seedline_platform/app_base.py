@@ -173,9 +173,6 @@ class ServiceApp:
             await consumer.start()
         # Subscribes to the request subjects only now, when everything can answer.
         await self.broker.start()
-        if hasattr(self, "serve"):  # services not yet on FastStream answer through a Responder
-            self.responder = natsio.Responder(self.nc, self.name)
-            await self.serve(self.responder)
         self._micro = await nats.micro.add_service(
             self.nc, name=self.name, version=VERSION, description=self.description
         )
@@ -193,8 +190,6 @@ class ServiceApp:
 
     async def stop(self) -> None:
         self.ready = False
-        if getattr(self, "responder", None) is not None:
-            await self.responder.close()
         if self.health is not None:
             await self.health.stop()
         if self._micro is not None:

@@ -238,62 +238,13 @@ async def publish_atomic(
     return seqs
 
 
-Handler = Callable[[Msg], Awaitable[bytes]]
-
-
-class Responder:
-    """Serves request/reply subjects, each request in its own task.
-
-    nats-py runs one subscription's callbacks one after another; a request that
-    waits (an open waiting for its machine, a read waiting for min_seq) must not
-    hold up the ones behind it. A handler that raises still answers.
-    """
-
-    def __init__(self, nc: Client, queue: str) -> None:
-        self._nc = nc
-        self._queue = queue
-        self._tasks: set[asyncio.Task] = set()
-        self._subs: list = []
-
-    async def serve(self, subject: str, handler: Handler) -> None:
-        async def on_request(msg: Msg) -> None:
-            task = asyncio.create_task(self._answer(subject, handler, msg))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-
-        self._subs.append(await self._nc.subscribe(subject, queue=self._queue, cb=on_request))
-
-    async def _answer(self, subject: str, handler: Handler, msg: Msg) -> None:
-        if not msg.reply:
-            return
-        try:
-            reply = await handler(msg)
-        except Exception:
-            log.exception("request_failed", subject=subject)
-            reply = encode(error_reply("unavailable", error_message("unavailable")))
-        try:
-            await msg.respond(reply)
-        except Exception:
-            log.warning("reply_failed", subject=subject)
-
-    async def close(self) -> None:
-        for sub in self._subs:
-            try:
-                await sub.unsubscribe()
-            except Exception:
-                pass
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-
 async def park_message(js: JetStreamContext, msg: Msg, reason: str, subject: str) -> None:
     """Copy a message that keeps failing to SEEDLINE_REJECTED, with its origin and reason."""
     import base64
 
     from seedline_contracts.timeline import RejectedInput
 
-    from .clock import now_text
+    from seedline_contracts.times import now_text
 
     try:
         raw, encoding = msg.data.decode("utf-8"), "utf-8"

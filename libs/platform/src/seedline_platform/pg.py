@@ -16,13 +16,6 @@ from .logging import get_logger
 
 log = get_logger(__name__)
 
-OFFSETS_SQL = """
-CREATE TABLE IF NOT EXISTS projection_offsets (
-    projection text PRIMARY KEY,
-    applied_seq bigint NOT NULL DEFAULT 0
-);
-"""
-
 TRANSIENT_ERRORS: tuple[type[BaseException], ...] = (
     psycopg.OperationalError,
     psycopg.errors.AdminShutdown,
@@ -100,23 +93,20 @@ async def missing_objects(conn: psycopg.AsyncConnection, ddl: str) -> list[str]:
     return missing
 
 
-async def apply_schema(
-    pool: AsyncConnectionPool, name: str, ddl: str, shared_offsets: bool = True
-) -> None:
+async def apply_schema(pool: AsyncConnectionPool, name: str, ddl: str) -> None:
     """Create the service's tables, or check they exist when this role may not.
 
     Under the least-privilege roles of deploy/postgres-roles.sql the schema is
     made once by its owner; Postgres refuses CREATE ... IF NOT EXISTS to a role
     without CREATE even when the table is there, so those roles only verify.
 
-    One lock for every service: CREATE TABLE IF NOT EXISTS is not safe when two
-    connections run it at once (both may try to create the row type), and every
-    service creates projection_offsets.
+    Under a lock: CREATE TABLE IF NOT EXISTS is not safe when two connections run it
+    at once (both may try to create the row type), as two copies of a service do.
     """
     async with pool.connection() as conn:
         cur = await conn.execute("SELECT has_schema_privilege(current_schema(), 'CREATE')")
         if not (await cur.fetchone())[0]:
-            missing = await missing_objects(conn, (OFFSETS_SQL if shared_offsets else "") + ddl)
+            missing = await missing_objects(conn, ddl)
             if missing:
                 raise SchemaNotReady(
                     f"{name}: {', '.join(missing)} missing, and this database role may not create "
@@ -125,8 +115,6 @@ async def apply_schema(
             return
         async with conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (_lock_key("seedline:schema"),))
-            if shared_offsets:
-                await conn.execute(OFFSETS_SQL)
             await conn.execute(ddl)
 
 
@@ -168,9 +156,6 @@ class Offsets:
             (seq, projection),
         )
 
-    async def reset(self, conn: psycopg.AsyncConnection, projection: str) -> None:
-        await conn.execute(f"DELETE FROM {self.table} WHERE projection = %s", (projection,))
-
     async def read(self, conn: psycopg.AsyncConnection, projection: str) -> int:
         cur = await conn.execute(
             f"SELECT applied_seq FROM {self.table} WHERE projection = %s", (projection,)
@@ -193,49 +178,3 @@ class Offsets:
             if loop.time() >= deadline:
                 return False
             await asyncio.sleep(0.005)
-
-
-async def lock_offset(conn: psycopg.AsyncConnection, projection: str) -> int:
-    """Return the projection's applied sequence, locking it until the transaction ends."""
-    await conn.execute(
-        "INSERT INTO projection_offsets (projection, applied_seq) VALUES (%s, 0)"
-        " ON CONFLICT (projection) DO NOTHING",
-        (projection,),
-    )
-    cur = await conn.execute(
-        "SELECT applied_seq FROM projection_offsets WHERE projection = %s FOR UPDATE", (projection,)
-    )
-    row = await cur.fetchone()
-    return int(row[0])
-
-
-async def set_offset(conn: psycopg.AsyncConnection, projection: str, seq: int) -> None:
-    await conn.execute(
-        "UPDATE projection_offsets SET applied_seq = GREATEST(applied_seq, %s) WHERE projection = %s",
-        (seq, projection),
-    )
-
-
-async def wait_for_offset(
-    pool: AsyncConnectionPool, projection: str, seq: int, timeout: float
-) -> bool:
-    """Read-your-writes: wait until the projection has applied seq."""
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        async with pool.connection() as conn:
-            if await read_offset(conn, projection) >= seq:
-                return True
-        if loop.time() >= deadline:
-            return False
-        await asyncio.sleep(0.01)
-
-
-async def read_offset(conn: psycopg.AsyncConnection, projection: str) -> int:
-    cur = await conn.execute(
-        "SELECT applied_seq FROM projection_offsets WHERE projection = %s", (projection,)
-    )
-    row = await cur.fetchone()
-    return int(row[0]) if row else 0

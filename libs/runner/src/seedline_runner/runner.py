@@ -29,7 +29,7 @@ from seedline_contracts.subjects import runner_subject
 from seedline_contracts.tokens import escape_token
 
 from .checkouts import Checkouts
-from .clock import utc_now
+from seedline_contracts.times import now_text
 from .engines.base import Engine
 from .framing import background
 from .launch_plan import launch_refusal, plan_seed
@@ -55,7 +55,7 @@ class Runner:
         *,
         presence_interval: float = DEFAULT_PRESENCE_INTERVAL_SECONDS,
         store: ConversationStore | None = None,
-        clock: Callable[[], str] = utc_now,
+        clock: Callable[[], str] = now_text,
         publish_retry_delays: tuple[float, ...] = RETRY_DELAYS_SECONDS,
         instances: Sequence[str] = (),
         checkouts: Checkouts = Checkouts(),

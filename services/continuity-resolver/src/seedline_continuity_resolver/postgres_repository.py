@@ -112,7 +112,7 @@ class PostgresConversationRepository:
                 yield conn
 
     async def setup(self) -> None:
-        await pg.apply_schema(self._pool, "continuity-resolver", DDL, shared_offsets=False)
+        await pg.apply_schema(self._pool, "continuity-resolver", DDL)
 
     async def apply_timeline(self, facts: Sequence[TimelineFact]) -> None:
         async with self._connection() as conn, conn.transaction():

@@ -68,7 +68,7 @@ class PostgresGatewayState:
         self._pool = pool
 
     async def setup(self) -> None:
-        await pg.apply_schema(self._pool, "runner-gateway", DDL, shared_offsets=False)
+        await pg.apply_schema(self._pool, "runner-gateway", DDL)
 
     async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> None:
         async with self._pool.connection() as conn, conn.transaction():

@@ -60,7 +60,7 @@ class PostgresBriefStore:
         self._pool = pool
 
     async def setup(self) -> None:
-        await pg.apply_schema(self._pool, "seed-composer", DDL, shared_offsets=False)
+        await pg.apply_schema(self._pool, "seed-composer", DDL)
 
     async def save(self, session_id: str, decided_seq: int, brief: Brief) -> None:
         async with self._pool.connection() as conn:

@@ -69,7 +69,7 @@ class PostgresTimelineStore(PostgresTimelineView):
         self._pool = pool
 
     async def setup(self) -> None:
-        await pg.apply_schema(self._pool, "timeline-writer", DDL, shared_offsets=False)
+        await pg.apply_schema(self._pool, "timeline-writer", DDL)
 
     async def known(self, entry_ids: Sequence[str]) -> dict[str, int]:
         if not entry_ids:

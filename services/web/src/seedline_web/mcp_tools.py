@@ -19,7 +19,7 @@ from typing_extensions import Annotated
 
 from seedline_contracts.sessions import OpenRequest
 from seedline_contracts.timeline import MAX_CONTENT_CHARS, TimelineEntryIn
-from seedline_platform.clock import now_text
+from seedline_contracts.times import now_text
 from seedline_platform.logging import get_logger
 
 from . import mcp_text

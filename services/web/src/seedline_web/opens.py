@@ -110,7 +110,7 @@ class OpensProjection:
         self._pool = pool
 
     async def setup(self) -> None:
-        await pg.apply_schema(self._pool, "seedline-web", DDL, shared_offsets=False)
+        await pg.apply_schema(self._pool, "seedline-web", DDL)
 
     async def applied(self) -> int:
         async with self._pool.connection() as conn:

@@ -15,7 +15,7 @@ from datetime import datetime
 from psycopg_pool import AsyncConnectionPool
 
 from seedline_platform import pg
-from seedline_platform.clock import utc_now
+from seedline_contracts.times import utc_now
 
 PREFIX = "slt_"
 MAX_LABEL_CHARS = 200
@@ -51,7 +51,7 @@ class TokenStore:
         self._pool = pool
 
     async def setup(self) -> None:
-        await pg.apply_schema(self._pool, "seedline-web", DDL, shared_offsets=False)
+        await pg.apply_schema(self._pool, "seedline-web", DDL)
 
     async def create(self, instance_id: str, label: str = "") -> tuple[TokenRecord, str]:
         """A new token for the instance; the secret is returned once and never stored."""

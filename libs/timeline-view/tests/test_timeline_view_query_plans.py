@@ -8,15 +8,18 @@ must still be found through the repo index, not by walking every newer row.
 import psycopg
 import pytest
 
-from seedline_platform import pg, timeline_table
+from seedline_platform import pg
+from seedline_timeline_view.port import NO_UPPER_SEQ
+from seedline_timeline_view.postgres import REPO_HEAD_SQL
+from seedline_timeline_writer.schema import DDL
 
 pytestmark = pytest.mark.servers
 
-NO_UPPER = timeline_table.NO_UPPER_SEQ
+NO_UPPER = NO_UPPER_SEQ
 
 
 def _busy_and_quiet_repos(conn) -> None:
-    conn.execute(timeline_table.DDL)
+    conn.execute(DDL)
     conn.execute(
         "INSERT INTO timeline_entries SELECT g, 'q'||g, 'i', 'quiet', 's', 'system', 'x', 'at',"
         " NULL, NULL, g FROM generate_series(1, 500) g"
@@ -29,7 +32,7 @@ def _busy_and_quiet_repos(conn) -> None:
 
 
 def _plan_of_prepared_repo_head(conn) -> str:
-    sql = timeline_table.REPO_HEAD_SQL
+    sql = REPO_HEAD_SQL
     for n in (1, 2, 3):
         sql = sql.replace("%s", f"${n}", 1)
     conn.execute(f"PREPARE head(text, text, bigint) AS {sql}")
