@@ -8,7 +8,16 @@ from nats.aio.client import Client
 
 from seedline_contracts import subjects
 from seedline_contracts.codec import encode
-from seedline_contracts.sessions import Notification
+from seedline_contracts.sessions import Notification, RunnerOfflineNotification
+from seedline_core.notices import runner_offline_notice_text
+
+
+def machine_offline(session_id: str, node_id: str, label: str | None):
+    """The notice for a conversation that stopped because its machine went offline."""
+    return lambda at: RunnerOfflineNotification(
+        session_id=session_id, node_id=node_id,
+        text=runner_offline_notice_text(label, node_id), at=at,
+    )
 
 
 class Notifier(Protocol):

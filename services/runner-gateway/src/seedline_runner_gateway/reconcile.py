@@ -8,11 +8,12 @@ the person is told, and ``sessions.list`` never shows a conversation no machine 
 
 from __future__ import annotations
 
-from seedline_contracts.sessions import RunnerOfflineNotification, RunnerRestartedNotification
-from seedline_core.notices import runner_offline_notice_text, runner_restarted_text
+from seedline_contracts.sessions import RunnerRestartedNotification
+from seedline_core.notices import runner_restarted_text
 from seedline_core.presence import PresencePut, reconcile
 from seedline_platform.logging import get_logger
 
+from .notify import machine_offline
 from .presence import Sighting
 from .state import GatewayState
 from .stopping import Stopper
@@ -64,11 +65,7 @@ class Reconciler:
             if held.node_id != node_id:
                 continue
             await self._stopper.end(
-                held, "runner_offline",
-                notice=lambda at, h=held: RunnerOfflineNotification(
-                    session_id=h.session_id, node_id=node_id,
-                    text=runner_offline_notice_text(label, node_id), at=at,
-                ),
+                held, "runner_offline", notice=machine_offline(held.session_id, node_id, label)
             )
             self._accepted.pop(held.session_id, None)
         self._misses.pop(node_id, None)

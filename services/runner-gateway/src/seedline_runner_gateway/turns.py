@@ -21,17 +21,17 @@ from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.events import WakeRequested
 from seedline_contracts.runner import TurnRequest
-from seedline_contracts.sessions import NotWokenNotification, RunnerOfflineNotification
+from seedline_contracts.sessions import NotWokenNotification
 from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import now_text, parse_rfc3339
 from seedline_core import lifecycle as lc
-from seedline_core.notices import not_woken_text, runner_offline_notice_text
+from seedline_core.notices import not_woken_text
 from seedline_platform.consumer import Outage
 from seedline_platform.logging import get_logger
 from seedline_platform.publishing import Publisher
 
 from .machine_calls import Machines, MachineUnreachable
-from .notify import Notifier
+from .notify import Notifier, machine_offline
 from .presence import PresenceView
 from .state import GatewayState, Held
 from .stopping import Stopper
@@ -119,9 +119,7 @@ class TimelineFollower:
             label = await self._state.label(held.node_id)
             await self._stopper.end(
                 held, "runner_offline", ask_machine=False,
-                notice=lambda at: RunnerOfflineNotification(
-                    session_id=held.session_id, node_id=held.node_id,
-                    text=runner_offline_notice_text(label, held.node_id), at=at),
+                notice=machine_offline(held.session_id, held.node_id, label),
             )
             return False
         if reply.accepted:
