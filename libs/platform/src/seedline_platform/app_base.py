@@ -200,6 +200,8 @@ class ServiceApp:
         # timeout on pull subscriptions whose fetches were cancelled.
         with contextlib.suppress(Exception):
             await asyncio.wait_for(BrokerUsecase.stop(self.broker), 5)
+        for consumer in self.consumers:
+            await consumer.close()
         if self.nc is not None and not self.nc.is_closed:
             await self.nc.close()
         if self.pool is not None:

@@ -103,6 +103,18 @@ class BatchConsumer:
         await self._js.add_consumer(self.stream, self.consumer_config())
         self._sub = await self._js.pull_subscribe_bind(self.durable, stream=self.stream)
 
+    async def close(self) -> None:
+        """Withdraw the pull subscription before the connection goes, so no message is
+        handed to a copy that is stopping (it would wait out ack_wait to come back)."""
+        if self._sub is None:
+            return
+        try:
+            await self._sub.unsubscribe()
+            await self._js._nc.flush(timeout=2)
+        except Exception:
+            pass
+        self._sub = None
+
     async def run(self) -> None:
         assert self._sub is not None, "call start() first"
         while True:
