@@ -1,7 +1,8 @@
 """Open latency against repo size: does opening get slower as a repo's timeline grows?
 
 Starts its own nats-server (JetStream, sync_interval: always) and Postgres in a
-temporary folder, the four services and one scripted runner in this process, and
+temporary folder, the four services each as its own process (their console scripts)
+and one scripted runner as a process (`seedline runner`), as in production, and
 measures `seedline.api.sessions.open` request -> reply (resolver, composer,
 gateway, runner and back) over sequential opens on two repos: a small one filled
 through the real ingest path and a large one whose rows are COPYed straight into
@@ -52,7 +53,7 @@ CONTENT_POOL = 1_000
 CONTENT_MIN, CONTENT_MAX = 200, 2_000
 WARMUP_OPENS = 10
 PROFILE_OPENS = 50
-TARGETS = {"ratio_max": 1.5, "p50_ms_max": 15.0, "p99_ms_max": 50.0}
+TARGETS = {"ratio_max": 1.5, "p50_ms_max": 10.0, "p99_ms_max": 25.0}
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 COPY_CHUNK_ROWS = 20_000
 
@@ -105,17 +106,13 @@ def entry_fields(tag: str, total: int, ordinal: int, pool: list[str]) -> tuple[s
 # -- system --------------------------------------------------------------------------
 
 async def start_system(tmp: Path, stack: AsyncExitStack, plan_cache_mode: str | None = None) -> dict:
+    import subprocess
+    import sys
+
     import nats
 
-    from seedline_continuity_resolver.app import create_app as create_resolver
+    from seedline_contracts import subjects
     from seedline_devtools.embedded import start_nats, start_postgres
-    from seedline_platform.settings import Settings
-    from seedline_devtools.testing import running
-    from seedline_runner.engines.scripted import ScriptedEngine
-    from seedline_runner.runner import Runner
-    from seedline_runner_gateway.app import create_app as create_gateway
-    from seedline_seed_composer.app import create_app as create_composer
-    from seedline_timeline_writer.app import create_app as create_writer
 
     nats_proc = await asyncio.to_thread(start_nats, tmp / "nats")  # sync_interval: always
     stack.callback(nats_proc.stop)
@@ -125,28 +122,77 @@ async def start_system(tmp: Path, stack: AsyncExitStack, plan_cache_mode: str | 
     if plan_cache_mode:  # a what-if for every service connection; no service code changes
         await asyncio.to_thread(
             pg_proc.admin_sql, f"ALTER DATABASE seedline_bench SET plan_cache_mode = {plan_cache_mode}")
-    settings = Settings.from_env({
-        "SEEDLINE_NATS_URL": nats_proc.url,
-        "SEEDLINE_NATS_MONITOR_URL": nats_proc.monitor_url,
-        "SEEDLINE_DATABASE_URL": database_url,
-        "SEEDLINE_HOME": str(tmp / "home"),
-        "SEEDLINE_STRICT_DURABILITY": "1",  # refuses to start without sync_interval: always
-        "SEEDLINE_LOG_LEVEL": "warning",
-    })
-    for factory in (create_writer, create_resolver, create_composer, create_gateway):
-        await stack.enter_async_context(running(factory(settings)))
-    nc = await nats.connect(settings.nats_url, name="bench")
+    env = dict(
+        os.environ,
+        SEEDLINE_NATS_URL=nats_proc.url,
+        SEEDLINE_NATS_MONITOR_URL=nats_proc.monitor_url,
+        SEEDLINE_DATABASE_URL=database_url,
+        SEEDLINE_HOME=str(tmp / "home"),
+        SEEDLINE_STRICT_DURABILITY="1",  # refuses to start without sync_interval: always
+        SEEDLINE_LOG_LEVEL="warning",
+        SEEDLINE_HTTP_PORT="0",
+    )
+    logs = tmp / "logs"
+    logs.mkdir(exist_ok=True)
+    bin_dir = Path(sys.executable).parent
+    commands = {name: [str(bin_dir / name)] for name in SERVICES}
+    commands["runner"] = [str(bin_dir / "seedline"), "runner", "--node-id", NODE,
+                          "--label", "Bench box", "--engine", ENGINE]
+    procs = []
+    for name, command in commands.items():
+        log = open(logs / f"{name}.log", "ab")
+        procs.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT))
+
+    def stop_all() -> None:
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+    stack.callback(stop_all)
+    nc = await nats.connect(nats_proc.url, name="bench")
     stack.push_async_callback(nc.close)
-    runner_nc = await nats.connect(settings.nats_url, name="bench-runner")
-    runner = Runner(runner_nc, NODE, "Bench box", {ENGINE: ScriptedEngine()}, presence_interval=1.0)
-    await runner.start()
+    await _until_up(nc, subjects, procs, logs)
+    from seedline_platform.settings import Settings
 
-    async def stop_runner():
-        await runner.stop()
-        await runner_nc.close()
+    settings = Settings.from_env({k: v for k, v in env.items() if k.startswith("SEEDLINE_")})
+    return {"nc": nc, "settings": settings, "database_url": database_url, "nats": nats_proc,
+            "pids": {name: proc.pid for name, proc in zip(commands, procs)}}
 
-    stack.push_async_callback(stop_runner)
-    return {"nc": nc, "settings": settings, "database_url": database_url, "nats": nats_proc}
+
+SERVICES = ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway")
+
+
+async def _until_up(nc, subjects, procs, logs: Path) -> None:
+    """Every service answers service discovery and the runner's presence is there."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        for proc in procs:
+            if proc.poll() is not None:
+                raise RuntimeError(f"a process exited with {proc.returncode}; see {logs}")
+        names = set()
+        inbox = nc.new_inbox()
+        sub = await nc.subscribe(inbox)
+        await nc.publish("$SRV.PING", b"", reply=inbox)
+        await asyncio.sleep(0.2)
+        while True:
+            try:
+                names.add(json.loads((await sub.next_msg(timeout=0.05)).data)["name"])
+            except Exception:
+                break
+        await sub.unsubscribe()
+        try:
+            kv = await nc.jetstream().key_value(subjects.RUNNERS_BUCKET)
+            present = await kv.get(subjects.presence_key(NODE))
+        except Exception:
+            present = None
+        if set(SERVICES) <= names and present:
+            return
+        await asyncio.sleep(0.2)
+    raise RuntimeError(f"the services and the runner did not come up; see {logs}")
 
 
 def server_facts(monitor_url: str, database_url: str) -> dict:
@@ -208,7 +254,7 @@ def fill_by_copy(database_url: str, stream_last_seq: int, total: int, pool: list
     """COPY the large repo into timeline_entries, seqs above the stream's, then move the offset."""
     import psycopg
 
-    from seedline_platform.timeline_table import COLUMNS, PROJECTION
+    from seedline_timeline_writer.schema import COLUMNS, OFFSETS, TIMELINE_PROJECTION
 
     repo = REPOS["large"]
     started = time.perf_counter()
@@ -226,8 +272,9 @@ def fill_by_copy(database_url: str, stream_last_seq: int, total: int, pool: list
                                      f"{content}\t{at}\t{ENGINE}\t\\N\t{ordinal}\n")
                     copy.write("".join(lines))
             cur.execute(
-                "UPDATE projection_offsets SET applied_seq = GREATEST(applied_seq, %s) WHERE projection = %s",
-                (base + total, PROJECTION),
+                f"UPDATE {OFFSETS.table} SET applied_seq = GREATEST(applied_seq, %s)"
+                " WHERE projection = %s",
+                (base + total, TIMELINE_PROJECTION),
             )
         conn.commit()
     copied = time.perf_counter() - started
@@ -364,17 +411,18 @@ def explain_open_queries(database_url: str, heads: dict[str, int]) -> dict:
     from psycopg import sql
 
     from seedline_core.brief import MAX_ROWS
-    from seedline_platform.timeline_table import ROW_COLUMNS
+    from seedline_timeline_view.postgres import ROW_COLUMNS
 
     queries = {
-        "resolver.repo_head (timeline_table.repo_head)": (
+        "resolver.repo_head (TimelineView.repo_head)": (
             "SELECT seq, repo_ordinal FROM timeline_entries WHERE instance_id = $1 AND repo = $2"
             " ORDER BY seq DESC LIMIT 1", lambda repo: (INSTANCE, repo)),
-        "resolver._previous": (
+        "resolver.previous (postgres_repository.py)": (
             "SELECT session_id, last_activity FROM conversations WHERE instance_id = $1 AND repo = $2"
-            " ORDER BY last_activity DESC NULLS LAST, activity_seq DESC, session_id DESC LIMIT 1",
+            " ORDER BY last_activity DESC NULLS LAST, activity_seq DESC,"
+            " created_seq DESC NULLS LAST, session_id DESC LIMIT 1",
             lambda repo: (INSTANCE, repo)),
-        "composer.newest_first (reader.py)": (
+        "composer.newest_first (TimelineView)": (
             f"SELECT {ROW_COLUMNS} FROM timeline_entries WHERE instance_id = $1 AND repo = $2"
             " AND seq <= $3 ORDER BY seq DESC LIMIT $4",
             lambda repo: (INSTANCE, repo, heads[repo], MAX_ROWS + 1)),
@@ -412,38 +460,59 @@ def explain_open_queries(database_url: str, heads: dict[str, int]) -> dict:
     return out
 
 
-async def profile_opens(nc, repo: str, opens: int, budget: float) -> dict:
-    """cProfile over up to `opens` opens (or `budget` seconds).
+async def profile_opens(nc, repo: str, opens: int, budget: float, pids: dict) -> dict:
+    """py-spy samples every service process and the runner while opens run.
 
-    Every service runs in this event loop, so the profile is the open path's Python
-    time; the loop's time in epoll is the time it spent waiting on Postgres and NATS.
+    Per process: how many samples it was busy (on CPU) and the functions that were
+    busiest themselves; a process that is mostly idle between opens waits on I/O
+    (Postgres, NATS, fsyncs).
     """
-    profiler = cProfile.Profile()
+    import shutil
+    import subprocess
+    import sys
+
+    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+    if not Path(spy).exists():
+        return {"error": "py-spy is not installed (make bench installs it)"}
+    out_dir = Path(tempfile.mkdtemp(prefix="seedline-spy-"))
+    duration = max(2, int(budget))
+    spies = {
+        name: subprocess.Popen(
+            [spy, "record", "--pid", str(pid), "--duration", str(duration), "--rate", "250",
+             "--format", "raw", "--nonblocking", "-o", str(out_dir / f"{name}.txt")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for name, pid in pids.items()
+    }
+    await asyncio.sleep(0.5)
     started = time.perf_counter()
     count = 0
-    profiler.enable()
-    while count < opens and time.perf_counter() - started < budget:
+    while count < opens and time.perf_counter() - started < duration - 1:
         await open_once(nc, repo)
         count += 1
-    profiler.disable()
     elapsed = time.perf_counter() - started
-    stats = pstats.Stats(profiler, stream=io.StringIO())
-    interesting = ("seedline_continuity_resolver", "seedline_seed_composer", "seedline_core",
-                   "seedline_platform", "seedline_runner_gateway", "seedline_runner")
-    rows, idle, busy = [], 0.0, 0.0
-    for (filename, line, func), (_cc, calls, tottime, cumtime, _callers) in stats.stats.items():
-        if filename == "~" and ("poll" in func or "select" in func):
-            idle += tottime  # the loop waiting for sockets: Postgres, NATS, fsyncs
-            continue
-        busy += tottime
-        if any(part in filename for part in interesting) and func not in ("run", "_run_once"):
-            rows.append({"function": f"{Path(filename).parent.name}/{Path(filename).name}:{line}:{func}",
-                         "calls": calls, "cum_ms_per_open": cumtime * 1000 / count,
-                         "self_ms_per_open": tottime * 1000 / count})
-    rows.sort(key=lambda r: r["cum_ms_per_open"], reverse=True)
-    return {"opens": count, "wall_ms_per_open": elapsed * 1000 / count,
-            "python_busy_ms_per_open": busy * 1000 / count,
-            "loop_waiting_on_io_ms_per_open": idle * 1000 / count, "top": rows[:15]}
+    for proc in spies.values():
+        await asyncio.to_thread(proc.wait)
+    result: dict = {"opens": count, "wall_ms_per_open": elapsed * 1000 / max(1, count),
+                    "sample_rate_hz": 250, "seconds": duration, "processes": {}}
+    for name in spies:
+        leaves: dict[str, int] = {}
+        total = 0
+        path = out_dir / f"{name}.txt"
+        for line in path.read_text().splitlines() if path.exists() else []:
+            stack, _, samples = line.rpartition(" ")
+            if not samples.isdigit():
+                continue
+            total += int(samples)
+            leaf = stack.split(";")[-1]
+            leaves[leaf] = leaves.get(leaf, 0) + int(samples)
+        top = sorted(leaves.items(), key=lambda kv: kv[1], reverse=True)[:8]
+        result["processes"][name] = {
+            "busy_samples": total,
+            "busy_ms_per_open": total / 250 * 1000 / max(1, count),
+            "top_self": [{"frame": frame, "samples": n} for frame, n in top],
+        }
+    shutil.rmtree(out_dir, ignore_errors=True)
+    return result
 
 
 # -- the run -------------------------------------------------------------------------
@@ -517,9 +586,11 @@ async def _run(rounds: int, opens: int, small: int, large: int, profile: bool | 
                               repos_check, plans, plan_cache_mode)
             if profile or (profile is None and not result["verdict"]["all_met"]):
                 started = time.perf_counter()
-                result["profile"] = {size: await profile_opens(nc, REPOS[size], PROFILE_OPENS,
-                                                               PROFILE_BUDGET_SECONDS)
-                                     for size in ("small", "large")}
+                result["profile"] = {
+                    size: await profile_opens(nc, REPOS[size], PROFILE_OPENS,
+                                              PROFILE_BUDGET_SECONDS, system["pids"])
+                    for size in ("small", "large")
+                }
                 timings["profile_seconds"] = time.perf_counter() - started
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -70,7 +70,7 @@ class Gateway:
         self.presence.put(node_id, label, live if live is not None else [], revision, instances)
         self.state.labels[node_id] = label
 
-    async def fold(self) -> None:
+    async def fold(self, upto: int | None = None) -> None:
         """Apply every session event published so far, as the stream consumer would."""
         events = decoder(SessionEvent)
         steps = []

@@ -8,6 +8,7 @@ FastStream.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Sequence
 
 from faststream.nats import NatsMessage
@@ -23,13 +24,14 @@ from seedline_platform.lifecycle_events import lifecycle_event
 from seedline_platform.publishing import JetStreamPublisher, Publisher
 from seedline_platform.replay import last_seq
 from seedline_platform.settings import Settings
+from seedline_platform.watermark import Watermark
 from seedline_timeline_view import PostgresTimelineView, TimelineView
 
 from .machines import MachineDirectory, PresenceDirectory
 from .opening import Opener, OpenerSettings
 from .pending import SETTLING, PendingOpens, reply_of
 from .postgres_repository import PostgresConversationRepository
-from .repository import ConversationRepository, LifecycleStep
+from .repository import SESSIONS, TIMELINE, ConversationRepository, LifecycleStep
 
 NAME = "continuity-resolver"
 
@@ -78,6 +80,10 @@ class ResolverApp(ServiceApp):
         if self.repo is None:
             self.repo = PostgresConversationRepository(self.pool)
             await self.repo.setup()
+        self.marks = {
+            projection: Watermark(lambda projection=projection: self.repo.applied(projection))
+            for projection in (TIMELINE, SESSIONS)
+        }
         s = self.settings
         self.opener = Opener(
             repo=self.repo,
@@ -91,7 +97,8 @@ class ResolverApp(ServiceApp):
                     resume_window=s.resume_window, stateless_engines=s.stateless_engines
                 ),
             ),
-            sessions_end=lambda: last_seq(self.js, subjects.SESSIONS_STREAM),
+            stream_ends=self._stream_ends,
+            reached=lambda projection, seq, timeout: self.marks[projection].reached(seq, timeout),
             count_decision=lambda reason: self.decisions_total.labels(reason).inc(),
         )
         self.consume(stream=subjects.TIMELINE_STREAM, durable="continuity-resolver-timeline",
@@ -103,9 +110,18 @@ class ResolverApp(ServiceApp):
 
     async def apply_timeline(self, msgs: Sequence[Msg]) -> None:
         await self.repo.apply_timeline(timeline_facts(msgs))
+        await self.marks[TIMELINE].advance(msgs[-1].metadata.sequence.stream)
 
     async def apply_sessions(self, msgs: Sequence[Msg]) -> None:
-        await self.repo.apply_lifecycle(lifecycle_steps(msgs), msgs[-1].metadata.sequence.stream)
+        last = msgs[-1].metadata.sequence.stream
+        await self.repo.apply_lifecycle(lifecycle_steps(msgs), last)
+        await self.marks[SESSIONS].advance(last)
+
+    async def _stream_ends(self) -> dict[str, int]:
+        timeline, sessions = await asyncio.gather(
+            last_seq(self.js, subjects.TIMELINE_STREAM), last_seq(self.js, subjects.SESSIONS_STREAM)
+        )
+        return {TIMELINE: timeline, SESSIONS: sessions}
 
     async def _on_wake(self, msg: Msg) -> None:
         await self.opener.wake(decode(msg.data, WakeRequested))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -85,7 +85,8 @@ class Opener:
     def __init__(
         self, *, repo: ConversationRepository, view: TimelineView, publisher: Publisher,
         machines: MachineDirectory, pending: PendingOpens, settings: OpenerSettings,
-        sessions_end: Callable[[], asyncio.Future] | None = None,
+        stream_ends: Callable[[], Awaitable[dict[str, int]]] | None = None,
+        reached: Callable[[str, int, float], Awaitable[bool]] | None = None,
         clock: Callable[[], datetime] = utc_now, new_id: Callable[[], str] = new_session_id,
         count_decision: Callable[[str], None] | None = None,
     ) -> None:
@@ -95,7 +96,8 @@ class Opener:
         self._machines = machines
         self._pending = pending
         self._settings = settings
-        self._sessions_end = sessions_end
+        self._stream_ends = stream_ends
+        self._reached = reached or self._poll_reached
         self._clock = clock
         self._new_id = new_id
         self._count_decision = count_decision or (lambda reason: None)
@@ -224,21 +226,24 @@ class Opener:
     # -- shared -----------------------------------------------------------------------
 
     async def _catch_up(self, wake_seq: int | None) -> None:
-        """Decide on every event recorded before this moment (read your own writes)."""
-        timeline_target = wake_seq - 1 if wake_seq else await self._view.applied_seq()
-        waits = [self._repo_reaches(TIMELINE, timeline_target)]
+        """Decide on every event recorded before this moment (read your own writes): the
+        projection holds each stream up to where it ended when the request came."""
+        ends = await self._stream_ends() if self._stream_ends is not None else {}
+        if wake_seq is not None:
+            # The message itself counts as activity of the conversation it was written in.
+            ends[TIMELINE] = max(ends.get(TIMELINE, 0), wake_seq)
+        waits = [self._reached(projection, seq, CATCH_UP_SECONDS) for projection, seq in ends.items()]
         if wake_seq is not None:
             waits.append(self._view.wait_until_applied(wake_seq, CATCH_UP_SECONDS))
-        if self._sessions_end is not None:
-            waits.append(self._repo_reaches(SESSIONS, await self._sessions_end()))
-        await asyncio.gather(*waits)
+        for projection, ok in zip(ends, await asyncio.gather(*waits)):
+            if not ok:
+                log.warning("projection_behind", projection=projection, target=ends[projection])
 
-    async def _repo_reaches(self, projection: str, seq: int) -> bool:
+    async def _poll_reached(self, projection: str, seq: int, timeout: float) -> bool:
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + CATCH_UP_SECONDS
+        deadline = loop.time() + timeout
         while await self._repo.applied(projection) < seq:
             if loop.time() > deadline:
-                log.warning("projection_behind", projection=projection, target=seq)
                 return False
             await asyncio.sleep(0.002)
         return True

@@ -20,7 +20,9 @@ from seedline_platform.app_base import ServiceApp
 from seedline_platform.lifecycle_events import lifecycle_event
 from seedline_platform.publishing import JetStreamPublisher, Publisher
 from seedline_platform.replay import last_seq
+from seedline_platform.logging import get_logger
 from seedline_platform.settings import Settings
+from seedline_platform.watermark import Watermark
 
 from .api import GatewayApi
 from .launching import Launcher
@@ -33,6 +35,8 @@ from .reconcile import Reconciler
 from .state import GatewayState, Step
 from .stopping import Stopper
 from .turns import TimelineFollower
+
+log = get_logger(__name__)
 
 NAME = "runner-gateway"
 CATCH_UP_SECONDS = 5.0
@@ -83,6 +87,7 @@ class GatewayApp(ServiceApp):
             state = PostgresGatewayState(self.pool)
             await state.setup()
         self.state = state
+        self.folded = Watermark(state.applied)
         publisher = p["publisher"] or JetStreamPublisher(self.js)
         machines = p["machines"] or NatsMachines(self.nc, s.launch_timeout_seconds)
         notifier = p["notifier"] or NatsNotifier(self.nc)
@@ -110,17 +115,15 @@ class GatewayApp(ServiceApp):
         self.loops += [self.presence.watch, self.presence.run_sweeps, self.reaper.run]
 
     async def apply_sessions(self, msgs: Sequence[Msg]) -> None:
-        await self.state.apply_lifecycle(lifecycle_steps(msgs), msgs[-1].metadata.sequence.stream)
+        last = msgs[-1].metadata.sequence.stream
+        await self.state.apply_lifecycle(lifecycle_steps(msgs), last)
+        await self.folded.advance(last)
 
-    async def caught_up(self) -> None:
-        """Wait until the fold holds every event recorded before now."""
-        import asyncio
-
-        end = await last_seq(self.js, subjects.SESSIONS_STREAM)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + CATCH_UP_SECONDS
-        while await self.state.applied() < end and loop.time() < deadline:
-            await asyncio.sleep(0.01)
+    async def caught_up(self, upto: int | None = None) -> None:
+        """Wait until the fold holds every event up to `upto` (default: recorded so far)."""
+        target = upto if upto is not None else await last_seq(self.js, subjects.SESSIONS_STREAM)
+        if not await self.folded.reached(target, CATCH_UP_SECONDS):
+            log.warning("fold_behind", target=target, applied=self.folded.seq)
 
     async def _park_session(self, msg: Msg, reason: str) -> None:
         await self.parker(subjects.REJECTED_SESSIONS)(msg, reason)

@@ -48,7 +48,7 @@ class Launcher:
     def __init__(
         self, *, state: GatewayState, presence: PresenceView, machines: Machines,
         publisher: Publisher, stopper: Stopper, reconciler: Reconciler, notifier: Notifier,
-        caught_up: Callable[[], Awaitable[None]], clock: Callable[[], str] = now_text,
+        caught_up: Callable[[int | None], Awaitable[None]], clock: Callable[[], str] = now_text,
         count_outcome: Callable[[str, str], None] | None = None,
     ) -> None:
         self._state = state
@@ -63,9 +63,9 @@ class Launcher:
         self._count = count_outcome or (lambda reason, outcome: None)
 
     async def handle(self, msg) -> None:
-        await self.launch(decode(msg.data, SeedComposed))
+        await self.launch(decode(msg.data, SeedComposed), msg.metadata.sequence.stream)
 
-    async def launch(self, composed: SeedComposed) -> None:
+    async def launch(self, composed: SeedComposed, seq: int | None = None) -> None:
         plan = composed.plan
         held = await self._state.held(composed.session_id)
         if held is not None and _already_done(held, plan.node_id, plan.relocation):
@@ -76,7 +76,7 @@ class Launcher:
         except LaunchFailed as failure:
             await self._failed(composed, failure)
             return
-        await self._confirmed(composed, held, reply)
+        await self._confirmed(composed, held, reply, seq)
 
     async def _deliver(self, composed: SeedComposed) -> tuple[OpenReply, LaunchReply]:
         plan = composed.plan
@@ -139,13 +139,15 @@ class Launcher:
                 at=self._clock()))
 
     async def _confirmed(
-        self, composed: SeedComposed, held, delivered: tuple[OpenReply, LaunchReply]
+        self, composed: SeedComposed, held, delivered: tuple[OpenReply, LaunchReply],
+        seq: int | None,
     ) -> None:
         reply, launch = delivered
         plan = composed.plan
         now = self._clock()
-        # One conversation is live per instance and repo: this one replaces any other.
-        await self._caught_up()
+        # One conversation is live per instance and repo: this one replaces any other
+        # confirmed before it (every event recorded before this seed_composed is folded).
+        await self._caught_up(seq - 1 if seq else None)
         for previous in await self._state.live_in_repo(plan.instance_id, plan.repo):
             if previous.session_id != composed.session_id:
                 await self._stopper.end(previous, "superseded")

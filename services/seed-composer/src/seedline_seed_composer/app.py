@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from nats.js.errors import NotFoundError
+
 from seedline_contracts import subjects
+from seedline_contracts.codec import decode
+from seedline_contracts.events import SeedComposed
 from seedline_platform.app_base import ServiceApp
 from seedline_platform.publishing import JetStreamPublisher, Publisher
 from seedline_platform.settings import Settings
@@ -54,8 +58,17 @@ class ComposerApp(ServiceApp):
         self.composer = Composer(
             p["publisher"] or JetStreamPublisher(self.js),
             p["reader"] or ViewReader(PostgresTimelineView(self.pool)),
-            store, self.settings, on_brief=self._observe,
+            store, self.settings, on_brief=self._observe, recorded=self._recorded,
         )
+
+    async def _recorded(self, session_id: str) -> SeedComposed | None:
+        """The newest seed_composed of a conversation, read from SEEDLINE_SESSIONS."""
+        subject = subjects.session_event_subject(session_id, "seed_composed")
+        try:
+            msg = await self.js.get_last_msg(subjects.SESSIONS_STREAM, subject)
+        except NotFoundError:
+            return None
+        return decode(msg.data, SeedComposed)
 
     def _observe(self, rows: int, chars: int) -> None:
         self.brief_rows.observe(rows)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import msgspec
 from nats.aio.msg import Msg
@@ -11,7 +11,7 @@ from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.errors import error_reply
 from seedline_contracts.events import ContinuityDecided, SeedComposed
-from seedline_contracts.sessions import BriefGetRequest
+from seedline_contracts.sessions import BriefGetReply, BriefGetRequest
 from seedline_contracts.times import now_text
 from seedline_contracts.tokens import name_problem
 from seedline_core.notices import error_message
@@ -34,6 +34,7 @@ class Composer:
         self, publisher: Publisher, reader: TimelineReader, store: BriefStore,
         settings: Settings | None = None, clock: Callable[[], str] = now_text,
         on_brief: Callable[[int, int], None] | None = None,
+        recorded: Callable[[str], Awaitable[SeedComposed | None]] | None = None,
     ) -> None:
         self._publisher = publisher
         self.reader = reader
@@ -42,15 +43,13 @@ class Composer:
         self._summarizer = summarizer_from(self._settings)
         self._clock = clock
         self._on_brief = on_brief or (lambda rows, chars: None)
+        self._recorded = recorded
 
     async def handle_decision(self, msg: Msg) -> None:
         decision = decode(msg.data, ContinuityDecided)
         decided_seq = msg.metadata.sequence.stream
         budget = self._settings.brief_budget(decision.plan.engine)
         brief = await compose_for(decision, self.reader, budget, self._summarizer)
-        if brief is not None:
-            await self._store.save(decision.session_id, decided_seq, brief)
-            self._on_brief(brief.rows, brief.chars)
         # The receipt records the budget, the text and any summary, so the launch is
         # made from this event alone and a replay rebuilds these bytes whatever the
         # settings are by then.
@@ -67,6 +66,11 @@ class Composer:
             subjects.session_event_subject(decision.session_id, "seed_composed"),
             encode(event), {"Nats-Msg-Id": f"seed_composed:{decided_seq}"},
         )])
+        # Kept for briefs.get after the launch is on its way: the event is the record,
+        # and briefs.get reads the event itself until this row is there.
+        if brief is not None:
+            await self._store.save(decision.session_id, decided_seq, brief)
+            self._on_brief(brief.rows, brief.chars)
         log.info("seed_composed", session_id=decision.session_id, rows=brief.rows if brief else 0)
 
     async def get_brief(self, msg: Msg) -> bytes:
@@ -79,8 +83,17 @@ class Composer:
                 "invalid_request", error_message("invalid_request", field="session_id")
             ))
         brief = await self._store.latest(request.session_id)
+        if brief is None and self._recorded is not None:
+            brief = _reply_of(await self._recorded(request.session_id))
         if brief is None:
             return encode(error_reply(
                 "not_found", error_message("not_found", what="brief for that conversation")
             ))
         return encode(brief)
+
+
+def _reply_of(composed: SeedComposed | None) -> BriefGetReply | None:
+    if composed is None or composed.brief is None or composed.text is None:
+        return None
+    b = composed.brief
+    return BriefGetReply(composed.text, b.rows, b.chars, b.omitted_rows, b.until_seq, b.sha256)
