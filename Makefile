@@ -5,7 +5,7 @@ UV := .tools/bin/uv
 VENV := .venv
 RUN := $(UV) run --frozen --no-sync
 
-.PHONY: run test test-faults bench install lint clean schema engines chromium
+.PHONY: run test test-faults test-containers bench install lint clean schema engines chromium
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -59,6 +59,12 @@ test: install engines chromium
 
 test-faults: install
 	$(RUN) pytest -q -p no:cacheprovider -m slow
+
+# docker-compose.yml run for real on podman (needs root and Debian's packages): builds the
+# images, starts the stack gated by its health checks, drives it from the host, kills and
+# restarts the timeline-writer, tears it all down (deploy/containers/test.sh; README: Docker).
+test-containers: install
+	bash deploy/containers/test.sh
 
 bench: install
 	$(UV) sync --frozen --all-packages --extra bench --python $(PYTHON)

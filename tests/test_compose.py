@@ -2,9 +2,11 @@
 
 The compose file is read as data and checked against the workspace itself: every
 process runs a console script its package installs, every SEEDLINE_* variable is a
-setting, deploy/nats.conf really starts a nats-server with fsync on every write,
-the health check really tells a ready service from a missing one, and (slow) the
-Dockerfile's own `uv sync` line installs each service into an empty environment.
+setting, every workspace module an image's code imports is one its package depends on,
+deploy/nats.conf really starts a nats-server with fsync on every write, the health
+check really tells a ready service from a missing one, and (slow) the Dockerfile's own
+`uv sync` line installs each service into an empty environment. `make test-containers`
+(deploy/containers/test.sh) builds the images and runs the file for real.
 """
 
 from __future__ import annotations
@@ -66,6 +68,12 @@ def built_processes() -> dict[str, tuple[str, str, list[str]]]:
     return out
 
 
+def default_image(spec: dict) -> str:
+    """The image a service runs when no variable overrides it: `${VAR:-image}` -> image."""
+    match = re.fullmatch(r"\$\{SEEDLINE_[A-Z_]+_IMAGE:-([^}]+)\}", spec["image"])
+    return match.group(1) if match else spec["image"]
+
+
 def dockerfile_instructions() -> list[str]:
     """Instructions with continuation lines joined and comments dropped."""
     text = "\n".join(
@@ -113,7 +121,10 @@ def test_every_seedline_variable_is_a_setting():
     used |= set(re.findall(r"\bSEEDLINE_[A-Z0-9_]+", DOCKERFILE.read_text()))
     for spec in compose()["services"].values():
         used |= {k for k in spec.get("environment") or {} if k.startswith("SEEDLINE_")}
-    unknown = sorted(used - set(SETTINGS_DOC))
+    # ${...} variables are read by compose itself (which server images to run), not by Seedline.
+    compose_variables = set(re.findall(r"\$\{([A-Z0-9_]+)", COMPOSE.read_text()))
+    assert compose_variables == {"SEEDLINE_NATS_IMAGE", "SEEDLINE_POSTGRES_IMAGE"}
+    unknown = sorted(used - compose_variables - set(SETTINGS_DOC))
     assert not unknown, f"not in SETTINGS_DOC (libs/platform/.../settings.py): {unknown}"
 
 
@@ -127,8 +138,10 @@ def test_the_services_are_durable_restartable_and_checked():
         assert env["SEEDLINE_NATS_MONITOR_URL"] == "http://nats:8222", name
         assert env["SEEDLINE_DATABASE_URL"].startswith("postgresql://"), name
         assert "@postgres:5432/" in env["SEEDLINE_DATABASE_URL"], name
+        # /readyz must answer from outside the container's loopback too (scrapes, probes).
+        assert env["SEEDLINE_HTTP_HOST"] == "0.0.0.0", name
         assert spec["restart"] == "unless-stopped", name
-        assert spec["healthcheck"]["test"] == ["CMD", "python", "/app/healthcheck.py", name]
+        assert spec["healthcheck"]["test"] == ["CMD", "python", "/app/healthcheck.py"]
         assert spec["depends_on"]["nats"]["condition"] == "service_healthy", name
         assert spec["depends_on"]["postgres"]["condition"] == "service_healthy", name
     for name in INFRA:
@@ -149,10 +162,13 @@ def test_depends_on_names_defined_services_with_known_conditions():
 
 def test_nats_is_2_12_or_newer_and_runs_the_mounted_config():
     nats = compose()["services"]["nats"]
-    repo, _, tag = nats["image"].partition(":")
+    assert nats["image"].startswith("${SEEDLINE_NATS_IMAGE:-")
+    repo, _, tag = default_image(nats).partition(":")
     assert repo == "nats"
     major, minor = (int(p) for p in re.match(r"(\d+)\.(\d+)", tag).groups())
     assert (major, minor) >= (2, 12), nats["image"]
+    # The health check's wget is busybox's in nats:*-alpine; the scratch image has none.
+    assert tag.endswith("-alpine") and nats["healthcheck"]["test"][1] == "wget"
     mounts = dict(v.split(":")[:2] for v in nats["volumes"])
     assert mounts["./deploy/nats.conf"] == nats["command"][nats["command"].index("-c") + 1]
     ports = {p.rsplit(":", 1)[1] for p in nats["ports"]}
@@ -162,7 +178,8 @@ def test_nats_is_2_12_or_newer_and_runs_the_mounted_config():
 def test_postgres_16_serves_the_database_the_services_use():
     services = compose()["services"]
     pg = services["postgres"]
-    assert pg["image"] == "postgres:16"
+    assert pg["image"] == "${SEEDLINE_POSTGRES_IMAGE:-postgres:16}"
+    assert default_image(pg) == "postgres:16"
     env = pg["environment"]
     url = f"postgresql://{env['POSTGRES_USER']}:{env['POSTGRES_PASSWORD']}@postgres:5432/"
     url += env["POSTGRES_DB"]
@@ -179,6 +196,9 @@ def test_the_dockerfile_builds_with_uv_and_runs_slim_and_unprivileged():
     assert [f.split()[-1] for f in froms] == ["uv", "builder", "runtime"]
     assert "ARG PYTHON_IMAGE=python:3.11-slim" in instructions
     assert "ARG SERVICE" in instructions and "ARG PACKAGE=${SERVICE}" in instructions
+    # The venv is made for the runtime image's interpreter; python:3.11-slim's by default.
+    assert "ARG PYTHON=/usr/local/bin/python3.11" in instructions
+    assert any(i.startswith("ENV ") and "UV_PYTHON=${PYTHON}" in i for i in instructions)
     syncs = [i for i in instructions if "uv sync" in i]
     assert len(syncs) == 1
     assert all(f in syncs[0] for f in ("--frozen", "--no-dev", '--package "${PACKAGE}"'))
@@ -253,10 +273,12 @@ def test_nats_conf_starts_a_server_that_fsyncs_every_write(tmp_path):
 # -- the health check against a real service --------------------------------------------
 
 
-def _health(service: str, monitor_url: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "SEEDLINE_NATS_MONITOR_URL": monitor_url}
+def _health(*url: str, http_port: int | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "SEEDLINE_HTTP_PORT"}
+    if http_port is not None:
+        env["SEEDLINE_HTTP_PORT"] = str(http_port)
     return subprocess.run(
-        [sys.executable, str(HEALTHCHECK), service],
+        [sys.executable, str(HEALTHCHECK), *url],
         env=env,
         capture_output=True,
         text=True,
@@ -267,33 +289,89 @@ def _health(service: str, monitor_url: str) -> subprocess.CompletedProcess:
 @pytest.mark.servers
 async def test_the_health_check_passes_only_once_the_service_answers(settings):
     import asyncio
+    import dataclasses
 
     from seedline_devtools.testing import running
     from seedline_timeline_writer.app import create_app
 
-    before = await asyncio.to_thread(_health, "timeline-writer", settings.nats_monitor_url)
+    port = free_port()
+    before = await asyncio.to_thread(_health, http_port=port)
     assert before.returncode == 1
-    assert "no NATS connection named timeline-writer" in before.stdout
+    assert f"cannot read http://127.0.0.1:{port}/readyz" in before.stdout
 
-    async with running(create_app(settings)):
-        ready = await asyncio.to_thread(_health, "timeline-writer", settings.nats_monitor_url)
-        other = await asyncio.to_thread(_health, "seed-composer", settings.nats_monitor_url)
+    async with running(create_app(dataclasses.replace(settings, http_port=port))):
+        ready = await asyncio.to_thread(_health, http_port=port)
     assert ready.returncode == 0, ready.stdout
-    assert other.returncode == 1
+    assert ready.stdout.startswith("ready: ") and '"postgres": true' in ready.stdout
 
 
-def test_each_service_connects_under_the_name_its_health_check_looks_for():
-    import importlib
+def test_the_health_check_names_the_checks_that_fail():
+    import http.server
+    import threading
 
-    for name in SERVICES:
-        app = importlib.import_module(f"seedline_{name.replace('-', '_')}.app")
-        assert app.NAME == name
+    class NotReady(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (the standard library's name)
+            body = json.dumps({"ok": False, "checks": {"started": True, "postgres": False}})
+            self.send_response(503)
+            self.end_headers()
+            self.wfile.write(body.encode())
 
+        def log_message(self, *args):
+            pass
 
-def test_the_health_check_fails_when_nats_is_away():
-    result = _health("timeline-writer", f"http://127.0.0.1:{free_port()}")
+    server = http.server.HTTPServer(("127.0.0.1", 0), NotReady)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        result = _health(f"http://127.0.0.1:{server.server_port}/readyz")
+    finally:
+        server.shutdown()
     assert result.returncode == 1
-    assert "cannot read" in result.stdout
+    assert result.stdout.strip() == "not ready (503): failing checks: postgres"
+
+
+def test_the_health_check_reads_port_9100_by_default():
+    result = _health()
+    if "cannot read" not in result.stdout:
+        pytest.skip("something answers on port 9100 here")
+    assert result.returncode == 1
+    assert "http://127.0.0.1:9100/readyz" in result.stdout
+
+
+# -- images hold what their code imports ----------------------------------------------------
+
+
+def _modules(pyproject: Path) -> set[str]:
+    """The top-level modules a workspace package's wheel ships (hatch `packages`)."""
+    hatch = tomllib.loads(pyproject.read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
+    return {Path(p).name for p in hatch["packages"]}
+
+
+def test_every_workspace_module_an_image_imports_is_a_dependency_of_its_package():
+    # `uv sync --package` installs a package and its declared dependencies only (the
+    # development venv has every member), so an undeclared import fails only in an image.
+    paths = {tomllib.loads(p.read_text())["project"]["name"]: p
+             for p in sorted(REPO.glob("libs/*/pyproject.toml"))
+             + sorted(REPO.glob("services/*/pyproject.toml"))}
+    projects = packages()
+    owner = {m: name for name, path in paths.items() for m in _modules(path)}
+
+    def closure(name: str, seen: set[str]) -> set[str]:
+        for dep in projects[name].get("dependencies") or []:
+            dep = re.match(r"[A-Za-z0-9_.-]+", dep).group(0).lower()
+            if dep in projects and dep not in seen:
+                seen.add(dep)
+                closure(dep, seen)
+        return seen
+
+    importing = re.compile(r"^\s*(?:from|import)\s+([a-z_][a-z0-9_]*)", re.MULTILINE)
+    for package in sorted({package for package, _, _ in built_processes().values()}):
+        installed = closure(package, {package})
+        for source in sorted(paths[package].parent.glob("src/**/*.py")):
+            for module in set(importing.findall(source.read_text())) & set(owner):
+                assert owner[module] in installed, (
+                    f"{source.relative_to(REPO)} imports {module}, but {package} does not "
+                    f"depend on {owner[module]}: add it to {paths[package].relative_to(REPO)}"
+                )
 
 
 # -- slow: the image's install step, for real -------------------------------------------

