@@ -3,6 +3,7 @@ wakes, idle stops and the stop API, with no servers."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
 
@@ -202,3 +203,22 @@ async def test_stop_says_whether_it_was_live_and_engine_bound_only_from_its_mach
                      subject="seedline.runner.pc.events")
     await api.on_runner_event(forged)
     assert gw.events("engine_bound") == []
+
+
+async def test_engine_bound_from_the_machine_a_relocation_launched_on_waits_for_the_relocation(gw):
+    # The machine reports right after its launch reply, before `relocated` is recorded:
+    # the report is kept, not ignored as coming from a machine the conversation is not on.
+    gw.online("mac")
+    gw.online("pc", label="PC")
+    await gw.open("csess_a")
+    api = GatewayApi(gw.state, gw.stopper, gw.publisher, gw.fold)
+    report = FakeMsg(json.dumps({"type": "engine_bound", "session_id": "csess_a", "at": AT,
+                                 "engine_session_id": "key-on-pc"}).encode(),
+                     subject="seedline.runner.pc.events")
+    reported = asyncio.create_task(api.on_runner_event(report))
+    await asyncio.sleep(0.1)
+    await gw.launcher.launch(gw.composed("csess_a", "pc", relocation=True, relocation_from="mac"))
+    await gw.fold()
+    await reported
+    (bound,) = [e for e in gw.events("engine_bound") if e["node_id"] == "pc"]
+    assert bound["engine_session_id"] == "key-on-pc"

@@ -82,11 +82,18 @@ class GatewayApi:
             for h in rows
         ]))
 
-    async def _settled(self, session_id: str):
-        """The conversation once its open is folded in (a machine reports right after it)."""
+    async def _settled(self, session_id: str, node_id: str):
+        """The conversation once the launch the machine reports on is folded in.
+
+        A machine reports right after its launch reply, before the gateway has recorded
+        `opened` or `relocated`: a conversation still opening, or moving to that machine
+        from another (live elsewhere or stopped), is waited for, up to two seconds.
+        """
         for _ in range(100):
             held = await self._state.held(session_id)
-            if held is not None and held.state is not lc.State.OPENING:
+            if held is not None and held.state is lc.State.LIVE and held.node_id == node_id:
+                return held
+            if held is not None and held.state is lc.State.FAILED:
                 return held
             await asyncio.sleep(0.02)
         return held
@@ -101,7 +108,7 @@ class GatewayApi:
             return
         if event.type != "engine_bound" or not event.engine_session_id:
             return
-        held = await self._settled(event.session_id)
+        held = await self._settled(event.session_id, node_id)
         if held is None or held.state is not lc.State.LIVE or held.node_id != node_id:
             log.warning("engine_bound_ignored", session_id=event.session_id, node_id=node_id)
             return
