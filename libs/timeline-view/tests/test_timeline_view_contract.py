@@ -17,9 +17,10 @@ from seedline_timeline_writer.store import InMemoryTimelineStore, PostgresTimeli
 
 
 def entry(n: int, repo: str = "apps/x", instance: str = "inst-a", kind: str = "terminal",
-          session: str = "csess_1") -> TimelineEntry:
-    return TimelineEntry(f"e-{n}", instance, repo, session, kind, f"content {n}",
-                         "2026-12-01T10:00:00Z", None, None)
+          session: str = "csess_1", at: str = "2026-12-01T10:00:00Z",
+          engine: str | None = None) -> TimelineEntry:
+    return TimelineEntry(f"e-{n}", instance, repo, session, kind, f"content {n}", at, engine,
+                         None)
 
 
 ROWS = [
@@ -58,6 +59,20 @@ class TimelineViewContract:
         assert await self.view.count("inst-a", "apps/x", 7, "chat_user") == 2
         assert await self.view.count("inst-a", "apps/x", 5, "chat_user") == 1
         assert await self.view.count("inst-b", "apps/x", 7, "chat_user") == 0
+
+    async def test_a_conversation_before_a_seq_has_its_latest_time_seq_and_engine(self):
+        await self.write([
+            (1, entry(1, session="s1", at="2026-12-01T09:00:00.5Z", engine="claude")),
+            (2, entry(2, session="s1", at="2026-12-01T09:00:00Z")),
+            (3, entry(3, session="s1", instance="inst-b", at="2026-12-01T11:00:00Z", engine="x")),
+            (4, entry(4, session="s1", at="2026-12-01T12:00:00Z", engine="codex")),
+        ])
+        before = await self.view.conversation_before("inst-a", "apps/x", "s1", before_seq=4)
+        assert (before.last_at.isoformat(), before.last_seq, before.engine) == (
+            "2026-12-01T09:00:00.500000+00:00", 2, "claude")
+        assert (await self.view.conversation_before("inst-a", "apps/x", "s1", 5)).engine == "codex"
+        assert await self.view.conversation_before("inst-a", "apps/x", "s1", 1) is None
+        assert await self.view.conversation_before("inst-a", "apps/y", "s1", 5) is None
 
     async def test_entry_by_seq_and_the_applied_seq(self):
         assert await self.view.applied_seq() == 0

@@ -126,3 +126,18 @@ async def test_names_with_control_characters_are_invalid_requests(resolver):
     assert reply["error"]["code"] == "invalid_request" and "repo" in reply["error"]["message"]
     moved = await relocate(resolver, "csess_a", "pc\x07")
     assert moved["error"]["code"] == "invalid_request"
+
+
+async def test_a_wake_is_decided_as_the_repo_stood_before_the_message(resolver):
+    # The repo was last touched 5 days ago. The message (already in the projection) is
+    # not that activity, whether it names a conversation of its own or the old one.
+    for n, (repo, named) in enumerate((("apps/x", "csess_person"), ("apps/y", "csess_old"))):
+        await resolver.entry("csess_old", repo=repo, engine="claude", at="2026-11-26T12:00:00Z")
+        seq = await resolver.entry(named, repo=repo, kind="chat_user",
+                                   at="2026-12-01T12:00:00Z", content="Where were we?")
+        await resolver.opener.wake(WakeRequested(
+            session_id=f"csess_w{n}", at=AT, instance_id="inst-a", repo=repo,
+            engine="claude", node_id="mac", wake_seq=seq, request_id=f"wake:{n}"))
+    first, second = decided(resolver)
+    assert first["reason_code"] == second["reason_code"] == "past_window", (first, second)
+    assert "5 days ago" in first["reason"] and "5 days ago" in second["reason"]

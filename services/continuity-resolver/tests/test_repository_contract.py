@@ -48,6 +48,17 @@ class ConversationRepositoryContract:
         await self.repo.apply_lifecycle([(3, "csess_a", lc.Stopped("x"), None, None)], 3)
         assert (await self.repo.platform("csess_a")).platform.state is lc.State.LIVE  # applied
 
+    async def test_the_rows_of_a_repo_are_its_timeline_and_platform_conversations_alone(self):
+        await self.repo.apply_timeline([
+            (1, "inst-a", "apps/x", "s1", AT, "claude"),
+            (2, "inst-b", "apps/x", "s1", AT, None),
+            (3, "inst-a", "apps/y", "s2", AT, None),
+        ])
+        await self.repo.apply_lifecycle([requested(1, "csess_a")], 1)
+        rows = await self.repo.rows_of_repo("inst-a", "apps/x")
+        assert [(r.session_id, r.entry_engine, r.platform is not None) for r in rows] == [
+            ("csess_a", None, True), ("s1", "claude", False)]
+
     async def test_a_failed_open_is_a_platform_conversation_with_no_engine(self):
         await self.repo.apply_lifecycle([requested(1, "csess_f"),
                                          (2, "csess_f", lc.OpenFailed(), None, None)], 2)

@@ -7,7 +7,10 @@ contract tests.
 """
 
 from .memory import InMemoryTimelineView
-from .port import NO_UPPER_SEQ, RepoHead, TimelineView
+from .port import NO_UPPER_SEQ, ConversationBefore, RepoHead, TimelineView
 from .postgres import PostgresTimelineView
 
-__all__ = ["NO_UPPER_SEQ", "InMemoryTimelineView", "PostgresTimelineView", "RepoHead", "TimelineView"]
+__all__ = [
+    "NO_UPPER_SEQ", "ConversationBefore", "InMemoryTimelineView", "PostgresTimelineView",
+    "RepoHead", "TimelineView",
+]

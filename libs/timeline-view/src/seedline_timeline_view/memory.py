@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 
 from seedline_contracts.timeline import TimelineEntry, TimelineRow
+from seedline_contracts.times import parse_rfc3339
 
-from .port import NO_UPPER_SEQ, RepoHead
+from .port import NO_UPPER_SEQ, ConversationBefore, RepoHead
 
 
 def row_of(seq: int, e: TimelineEntry) -> TimelineRow:
@@ -54,6 +55,17 @@ class InMemoryTimelineView:
 
     async def count(self, instance_id: str, repo: str, until_seq: int, kind: str) -> int:
         return sum(1 for s, e in self._repo(instance_id, repo) if s <= until_seq and e.kind == kind)
+
+    async def conversation_before(
+        self, instance_id: str, repo: str, session_id: str, before_seq: int
+    ) -> ConversationBefore | None:
+        mine = [(s, e) for s, e in self._repo(instance_id, repo)
+                if e.session_id == session_id and s < before_seq]
+        if not mine:
+            return None
+        engines = [e.engine for _, e in mine if e.engine]
+        return ConversationBefore(max(parse_rfc3339(e.at) for _, e in mine), mine[-1][0],
+                                  engines[-1] if engines else None)
 
     async def entry(self, seq: int) -> TimelineEntry | None:
         return self.entries.get(seq)

@@ -14,6 +14,7 @@ The contract, in DESIGN.md terms (rule 8, one owner per table):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Protocol
 
 from seedline_contracts.timeline import TimelineEntry, TimelineRow
@@ -28,6 +29,15 @@ class RepoHead:
 
     seq: int
     entries: int
+
+
+@dataclass(frozen=True)
+class ConversationBefore:
+    """One conversation's entries below a seq, as the continuity decision reads them."""
+
+    last_at: datetime  # the latest `at` among them
+    last_seq: int
+    engine: str | None  # the newest engine they name
 
 
 class TimelineView(Protocol):
@@ -46,6 +56,12 @@ class TimelineView(Protocol):
 
     async def count(self, instance_id: str, repo: str, until_seq: int, kind: str) -> int:
         """How many repo entries of `kind` have seq <= until_seq."""
+        ...
+
+    async def conversation_before(
+        self, instance_id: str, repo: str, session_id: str, before_seq: int
+    ) -> ConversationBefore | None:
+        """The conversation's entries with seq < before_seq, summed up; None when it has none."""
         ...
 
     async def entry(self, seq: int) -> TimelineEntry | None:

@@ -9,12 +9,13 @@ lookup, not a count over a large repo.
 from __future__ import annotations
 
 import asyncio
+from datetime import timezone
 
 from psycopg_pool import AsyncConnectionPool
 
 from seedline_contracts.timeline import TimelineEntry, TimelineRow
 
-from .port import NO_UPPER_SEQ, RepoHead
+from .port import NO_UPPER_SEQ, ConversationBefore, RepoHead
 
 TABLE = "timeline_entries"
 OFFSETS_TABLE = "timeline_offsets"
@@ -25,6 +26,11 @@ _ENTRY_COLUMNS = "entry_id, instance_id, repo, session_id, kind, content, at, en
 REPO_HEAD_SQL = (
     f"SELECT seq, repo_ordinal FROM {TABLE} WHERE instance_id = %s AND repo = %s"
     " AND seq < %s ORDER BY seq DESC LIMIT 1"
+)
+CONVERSATION_BEFORE_SQL = (
+    "SELECT max(at::timestamptz), max(seq),"
+    " (array_agg(engine ORDER BY seq DESC) FILTER (WHERE engine IS NOT NULL))[1]"
+    f" FROM {TABLE} WHERE instance_id = %s AND repo = %s AND session_id = %s AND seq < %s"
 )
 APPLIED_SQL = f"SELECT applied_seq FROM {OFFSETS_TABLE} WHERE projection = %s"
 
@@ -66,6 +72,17 @@ class PostgresTimelineView:
                 (instance_id, repo, kind, until_seq),
             )
             return int((await cur.fetchone())[0])
+
+    async def conversation_before(
+        self, instance_id: str, repo: str, session_id: str, before_seq: int
+    ) -> ConversationBefore | None:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(CONVERSATION_BEFORE_SQL,
+                                     (instance_id, repo, session_id, before_seq))
+            last_at, last_seq, engine = await cur.fetchone()
+        if last_seq is None:
+            return None
+        return ConversationBefore(last_at.astimezone(timezone.utc), int(last_seq), engine)
 
     async def entry(self, seq: int) -> TimelineEntry | None:
         async with self._pool.connection() as conn:

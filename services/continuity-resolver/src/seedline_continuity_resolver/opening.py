@@ -38,6 +38,7 @@ from seedline_platform.logging import get_logger
 from seedline_platform.publishing import Outgoing, Publisher
 from seedline_timeline_view import RepoHead, TimelineView
 
+from .before_message import previous_before
 from .machines import MachineDirectory
 from .pending import PendingOpens
 from .repository import SESSIONS, TIMELINE, ConversationRepository
@@ -143,7 +144,11 @@ class Opener:
     async def _decision_events(self, request: OpenRequest, session_id: str) -> list[Outgoing]:
         await self._catch_up(request.wake_seq)
         now = self._clock()
-        previous = await self._repo.previous(request.instance_id, request.repo)
+        if request.wake_seq is None:
+            previous = await self._repo.previous(request.instance_id, request.repo)
+        else:
+            previous = await previous_before(self._repo, self._view, request.instance_id,
+                                             request.repo, request.wake_seq, session_id)
         decided = core.decide(
             core.OpenRequest(
                 engine=request.engine, node_id=request.node_id, force_fresh=request.force_fresh,

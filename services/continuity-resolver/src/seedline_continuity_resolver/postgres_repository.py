@@ -195,6 +195,15 @@ class PostgresConversationRepository:
             )
             return [_row(r).platform for r in await cur.fetchall()]
 
+    async def rows_of_repo(self, instance_id: str, repo: str) -> list[Row]:
+        async with self._connection() as conn:
+            cur = await conn.execute(
+                f"SELECT {_COLUMNS} FROM conversations WHERE instance_id = %s AND repo = %s"
+                " ORDER BY session_id",
+                (instance_id, repo),
+            )
+            return [_row(r) for r in await cur.fetchall()]
+
     async def claim_request(self, instance_id: str, request_id: str, session_id: str) -> str | None:
         async with self._connection() as conn:
             cur = await conn.execute(

@@ -85,6 +85,10 @@ class ConversationRepository(Protocol):
 
     async def platform_of_repo(self, instance_id: str, repo: str) -> list[lc.Conversation]: ...
 
+    async def rows_of_repo(self, instance_id: str, repo: str) -> list[Row]:
+        """Every conversation of the instance and repo, the platform's and the timeline's."""
+        ...
+
     async def claim_request(self, instance_id: str, request_id: str, session_id: str) -> str | None:
         """Claim a request_id for session_id; when claimed before, the first claim's session."""
         ...
@@ -163,6 +167,9 @@ class InMemoryConversationRepository:
     async def platform_of_repo(self, instance_id: str, repo: str) -> list[lc.Conversation]:
         return [r.platform for (i, p, _), r in self.by_key.items()
                 if (i, p) == (instance_id, repo) and r.platform is not None]
+
+    async def rows_of_repo(self, instance_id: str, repo: str) -> list[Row]:
+        return [r for (i, p, _), r in sorted(self.by_key.items()) if (i, p) == (instance_id, repo)]
 
     async def claim_request(self, instance_id: str, request_id: str, session_id: str) -> str | None:
         if (instance_id, request_id) in self.claims:

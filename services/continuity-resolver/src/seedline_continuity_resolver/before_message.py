@@ -1,0 +1,40 @@
+"""The repo as it stood before a person's message: what a wake is decided on (CONTRACT.md 4).
+
+A fresh message on a repo with no live conversation opens one "as in 3", with a brief
+up to the entry before the message. The decision reads the repo at the same point. The
+resolver's projection may already hold the message (and whatever followed it): counted,
+the message made its own conversation "the previous conversation", touched 0 seconds
+ago however long the repo had been quiet, and whether it did depended on how far the
+projection had got when the wake was decided.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from seedline_core.decision import PreviousConversation
+from seedline_timeline_view import TimelineView
+
+from .repository import ConversationRepository, recency
+
+
+async def previous_before(
+    conversations: ConversationRepository, view: TimelineView, instance_id: str, repo: str,
+    before_seq: int, deciding: str,
+) -> PreviousConversation | None:
+    """The previous conversation over entries with seq < before_seq (and the platform's
+    confirmed opens), leaving out the conversation being decided."""
+    rows = []
+    for row in await conversations.rows_of_repo(instance_id, repo):
+        if row.session_id == deciding:
+            continue
+        if row.activity_seq >= before_seq:  # touched at or after the message: read it again
+            before = await view.conversation_before(instance_id, repo, row.session_id,
+                                                    before_seq)
+            if before is None and row.platform is None:
+                continue  # it began with the message
+            row = replace(row, last_entry_at=before.last_at if before else None,
+                          activity_seq=before.last_seq if before else 0,
+                          entry_engine=before.engine if before else None)
+        rows.append(row)
+    return max(rows, key=recency).previous() if rows else None
