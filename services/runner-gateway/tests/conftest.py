@@ -55,7 +55,7 @@ class Gateway:
         self.notifier = RecordingNotifier()
         self.presence = FakePresence()
         self.stopper = Stopper(self.publisher, self.machines, self.notifier, clock=lambda: AT)
-        self.reconciler = Reconciler(self.state, self.stopper)
+        self.reconciler = Reconciler(self.state, self.stopper, self.fold)
         self.launcher = Launcher(
             state=self.state, presence=self.presence, machines=self.machines,
             publisher=self.publisher, stopper=self.stopper, reconciler=self.reconciler,

@@ -222,3 +222,15 @@ async def test_engine_bound_from_the_machine_a_relocation_launched_on_waits_for_
     await reported
     (bound,) = [e for e in gw.events("engine_bound") if e["node_id"] == "pc"]
     assert bound["engine_session_id"] == "key-on-pc"
+
+
+async def test_a_conversation_the_gateway_just_stopped_is_not_reported_lost_by_later_puts(gw):
+    # Superseded: its stop is recorded, and the machine's next puts leave it out before the
+    # gateway has folded that stop. It is not stopped again, and nobody is told it was lost.
+    gw.online("mac", revision=1)
+    await gw.open("csess_a")
+    await gw.stopper.end(await gw.state.held("csess_a"), "superseded")
+    for revision in (2, 3):
+        await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", [], revision))
+    assert gw.notifier.sent == []
+    assert [e["reason"] for e in gw.events("stopped")] == ["superseded"]

@@ -92,7 +92,7 @@ class GatewayApp(ServiceApp):
         machines = p["machines"] or NatsMachines(self.nc, s.launch_timeout_seconds)
         notifier = p["notifier"] or NatsNotifier(self.nc)
         stopper = Stopper(publisher, machines, notifier)
-        reconciler = Reconciler(state, stopper)
+        reconciler = Reconciler(state, stopper, self.caught_up)
         self.presence = KvPresence(self.js, state, reconciler)
         await self.presence.start()
         self.launcher = Launcher(

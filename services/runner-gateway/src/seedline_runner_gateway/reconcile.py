@@ -8,23 +8,32 @@ the person is told, and ``sessions.list`` never shows a conversation no machine 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from seedline_contracts.sessions import RunnerRestartedNotification
 from seedline_core.notices import runner_restarted_text
+from seedline_core import lifecycle as lc
 from seedline_core.presence import PresencePut, reconcile
 from seedline_platform.logging import get_logger
 
 from .notify import machine_offline
 from .presence import Sighting
-from .state import GatewayState
+from .state import GatewayState, Held
 from .stopping import Stopper
 
 log = get_logger(__name__)
 
 
 class Reconciler:
-    def __init__(self, state: GatewayState, stopper: Stopper) -> None:
+    def __init__(
+        self, state: GatewayState, stopper: Stopper, caught_up: Callable[[], Awaitable[None]]
+    ) -> None:
         self._state = state
         self._stopper = stopper
+        # Before ending a conversation, fold what is recorded: one the gateway has just
+        # stopped itself (superseded, say) is left out of the machine's next puts, and was
+        # then stopped again with a notice that its machine had restarted or gone.
+        self._caught_up = caught_up
         # The presence revision newest when each launch was accepted; only later puts count.
         self._accepted: dict[str, int] = {}
         self._misses: dict[str, dict[str, int]] = {}
@@ -47,7 +56,7 @@ class Reconciler:
         self._misses[node_id] = counts
         label = sighting.presence.label
         for held in here:
-            if held.session_id not in gone:
+            if held.session_id not in gone or not (held := await self._still_live(held)):
                 continue
             log.info("not_hosted_any_more", session_id=held.session_id, node_id=node_id)
             await self._stopper.end(
@@ -61,6 +70,7 @@ class Reconciler:
 
     async def gone(self, node_id: str) -> None:
         label = await self._state.label(node_id)
+        await self._caught_up()
         for held in await self._state.all_live():
             if held.node_id != node_id:
                 continue
@@ -69,3 +79,11 @@ class Reconciler:
             )
             self._accepted.pop(held.session_id, None)
         self._misses.pop(node_id, None)
+
+    async def _still_live(self, held: Held) -> Held | None:
+        """The conversation as now recorded, when it is still live on the same machine."""
+        await self._caught_up()
+        now = await self._state.held(held.session_id)
+        if now is None or now.state is not lc.State.LIVE or now.node_id != held.node_id:
+            return None
+        return now
