@@ -35,9 +35,15 @@ async def test_open_on_a_repo_with_history_is_briefed_and_the_engine_got_that_br
     brief = await system.request(subjects.API_BRIEFS_GET, {"session_id": reply["session_id"]})
     assert hashlib.sha256(brief["text"].encode()).hexdigest() == reply["brief"]["sha256"]
     assert "was given a brief" in reply["notice"]["chat"]
-    # The instruction is in the timeline of the new conversation, after the brief's end.
-    rows = await system.request(subjects.API_TIMELINE_READ, {
-        "instance_id": "bd43f4de", "repo": "apps/chess-academy", "session_id": reply["session_id"]})
+    # The instruction is in the timeline of the new conversation, after the brief's end
+    # (it goes through ingest like any entry, so it is readable a moment after the reply).
+    async def conversation_rows():
+        rows = await system.request(subjects.API_TIMELINE_READ, {
+            "instance_id": "bd43f4de", "repo": "apps/chess-academy",
+            "session_id": reply["session_id"]})
+        return rows if rows["entries"] else None
+
+    rows = await system.wait_for(conversation_rows)
     assert [r["content"] for r in rows["entries"]][:1] == ["What were we doing?"]
     assert rows["entries"][0]["seq"] > reply["brief"]["until_seq"]
     # The engine received the brief before the instruction, exactly once.

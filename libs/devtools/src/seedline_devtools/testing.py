@@ -190,6 +190,9 @@ class running:
     async def __aexit__(self, *exc) -> None:
         import asyncio
 
+        quiesce = getattr(self.app, "quiesce", None)
+        if quiesce is not None:
+            await quiesce()
         self._task.cancel()
         await asyncio.gather(self._task, return_exceptions=True)
         await self.app.stop()

@@ -44,6 +44,8 @@ VERSION = "1.1.0"
 # wait for min_seq; a few hundred waiting requests cost only their tasks.
 REQUEST_WORKERS = 256
 LAG_REFRESH_SECONDS = 5.0
+# A fetch in flight returns within the consumer's fetch_wait (0.25 s) and is handed back.
+QUIESCE_SECONDS = 2.0
 
 
 async def _raw_body(msg) -> bytes:
@@ -142,12 +144,13 @@ class ServiceApp:
     def consume(
         self, *, stream: str, durable: str, filter_subjects: Sequence[str], handle: BatchHandler,
         park: Parker, batch_size: int | None = None, ack_wait: float = 30.0,
+        ack_all: bool = False,
     ) -> BatchConsumer:
         consumer = BatchConsumer(
             self.js, stream=stream, durable=durable, filter_subjects=filter_subjects,
             handle=handle, park=park, batch_size=batch_size or self.settings.batch_size,
             max_deliver=self.settings.max_deliver, ack_wait=ack_wait,
-            metrics=self.metrics,
+            metrics=self.metrics, ack_all=ack_all,
         )
         self.consumers.append(consumer)
         return consumer
@@ -188,6 +191,12 @@ class ServiceApp:
             self._refresh_lag(),
         )
 
+    async def quiesce(self) -> None:
+        """Stop taking work (before the loops are cancelled): batch consumers hand back
+        what they hold, so another copy takes it at once."""
+        self.ready = False
+        await asyncio.gather(*(c.stop(timeout=QUIESCE_SECONDS) for c in self.consumers))
+
     async def stop(self) -> None:
         self.ready = False
         if self.health is not None:
@@ -201,7 +210,7 @@ class ServiceApp:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(BrokerUsecase.stop(self.broker), 5)
         for consumer in self.consumers:
-            await consumer.close()
+            await consumer.close()  # when quiesce was not called first
         if self.nc is not None and not self.nc.is_closed:
             await self.nc.close()
         if self.pool is not None:

@@ -61,8 +61,9 @@ class BatchConsumer:
         batch_size: int = 256,
         max_deliver: int = 5,
         ack_wait: float = 30.0,
-        fetch_wait: float = 1.0,
+        fetch_wait: float = 0.25,
         metrics=None,
+        ack_all: bool = False,
     ) -> None:
         self._js = js
         self.stream = stream
@@ -74,10 +75,15 @@ class BatchConsumer:
         self._max_deliver = max_deliver
         self._ack_wait = ack_wait
         self._fetch_wait = fetch_wait
+        # AckPolicy.ALL: one ack settles the whole batch (the stream keeps its messages
+        # by age, so an ack removes nothing and costs one write, not one per message).
+        self._ack_all = ack_all
         self._batch_seconds = (
             None if metrics is None else metrics.batch_seconds.labels(stream, durable)
         )
         self._sub = None
+        self._stopping = False
+        self._finished = asyncio.Event()
         self.idle = asyncio.Event()
         # Consumer sequence of the last delivery this copy received: a gap means
         # deliveries went elsewhere (a copy that died, or a sibling copy).
@@ -86,7 +92,7 @@ class BatchConsumer:
     def consumer_config(self) -> js_api.ConsumerConfig:
         config = js_api.ConsumerConfig(
             durable_name=self.durable,
-            ack_policy=js_api.AckPolicy.EXPLICIT,
+            ack_policy=js_api.AckPolicy.ALL if self._ack_all else js_api.AckPolicy.EXPLICIT,
             deliver_policy=js_api.DeliverPolicy.ALL,
             max_deliver=self._max_deliver + 1,
             ack_wait=self._ack_wait,
@@ -103,6 +109,17 @@ class BatchConsumer:
         await self._js.add_consumer(self.stream, self.consumer_config())
         self._sub = await self._js.pull_subscribe_bind(self.durable, stream=self.stream)
 
+    async def stop(self, timeout: float) -> None:
+        """Stop taking work: the fetch in flight returns (its pull request expires within
+        fetch_wait) and whatever it brought is handed back at once (nak), so the next copy
+        gets it now, not after ack_wait. Then the subscription is withdrawn."""
+        self._stopping = True
+        try:
+            await asyncio.wait_for(self._finished.wait(), timeout)
+        except TimeoutError:
+            pass
+        await self.close()
+
     async def close(self) -> None:
         """Withdraw the pull subscription before the connection goes, so no message is
         handed to a copy that is stopping (it would wait out ack_wait to come back)."""
@@ -117,9 +134,15 @@ class BatchConsumer:
 
     async def run(self) -> None:
         assert self._sub is not None, "call start() first"
-        while True:
+        try:
+            await self._serve()
+        finally:
+            self._finished.set()
+
+    async def _serve(self) -> None:
+        while (sub := self._sub) is not None and not self._stopping:
             try:
-                msgs = await self._sub.fetch(self._batch_size, timeout=self._fetch_wait)
+                msgs = await sub.fetch(self._batch_size, timeout=self._fetch_wait)
             except NatsTimeout:
                 self.idle.set()
                 continue
@@ -130,10 +153,17 @@ class BatchConsumer:
                 continue
             if not msgs:
                 continue
+            if self._stopping:
+                await self._hand_back(msgs)
+                return
             self.idle.clear()
             if self._deliveries_went_elsewhere(msgs):
                 msgs = await self._with_older_pending(msgs)
-            await self._process(msgs)
+            try:
+                await self._process(msgs)
+            except asyncio.CancelledError:
+                await self._hand_back(msgs)
+                raise
 
     def _deliveries_went_elsewhere(self, msgs: Sequence[Msg]) -> bool:
         deliveries = [m.metadata.sequence.consumer for m in msgs]
@@ -182,10 +212,11 @@ class BatchConsumer:
         worn = [m for m in msgs if m.metadata.num_delivered > self._max_deliver]
         for msg in worn:
             await self._park(msg, f"delivered {msg.metadata.num_delivered} times without completing")
-            await self._ack([msg])
-        msgs = [m for m in msgs if m.metadata.num_delivered <= self._max_deliver]
-        if not msgs:
+        if len(worn) == len(msgs):
+            await self._ack(msgs)
             return
+        every = msgs
+        msgs = [m for m in msgs if m.metadata.num_delivered <= self._max_deliver]
         failures = 0
         started = time.perf_counter()
         while True:
@@ -203,10 +234,13 @@ class BatchConsumer:
                     continue
                 log.exception("batch_failed", stream=self.stream, size=len(msgs))
                 await self._process_one_by_one(msgs)
+                await self._ack(every)
                 return
         if self._batch_seconds is not None:
             self._batch_seconds.observe(time.perf_counter() - started)
-        await self._ack(msgs)
+        # The parked ones too, and only now: under AckPolicy.ALL an ack settles every
+        # message before it, so nothing is acknowledged before the batch is applied.
+        await self._ack(every)
 
     async def _process_one_by_one(self, msgs: Sequence[Msg]) -> None:
         """Find the message that fails, park it, keep the rest flowing."""
@@ -229,7 +263,15 @@ class BatchConsumer:
                                   seq=msg.metadata.sequence.stream, error=repr(exc))
                         await self._park(msg, f"failed {attempts} times: {type(exc).__name__}: {exc}"[:500])
                         break
-            await self._ack([msg])
+            await self._ack([msg])  # in stream order, so AckPolicy.ALL settles only these
+
+    async def _hand_back(self, msgs: Sequence[Msg]) -> None:
+        """Redeliver now what this copy will not finish (a nak of an acked one is ignored)."""
+        for msg in msgs:
+            try:
+                await asyncio.wait_for(msg.nak(), 1.0)
+            except BaseException:
+                pass
 
     async def _extend(self, msgs: Sequence[Msg]) -> None:
         for msg in msgs:
@@ -239,6 +281,8 @@ class BatchConsumer:
                 pass
 
     async def _ack(self, msgs: Sequence[Msg]) -> None:
+        if self._ack_all and msgs:
+            msgs = [max(msgs, key=lambda m: m.metadata.sequence.stream)]
         for msg in msgs:
             try:
                 await msg.ack()

@@ -71,6 +71,7 @@ def stream_config(spec: StreamSpec, replicas: int = 1) -> js_api.StreamConfig:
         allow_direct=True,
         num_replicas=replicas,
         allow_atomic=spec.atomic_batches or None,
+        max_age=spec.max_age or None,
     )
 
 

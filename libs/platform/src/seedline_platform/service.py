@@ -28,6 +28,9 @@ async def run_until_stopped(app: Service) -> None:
     runner = asyncio.create_task(app.run())
     waiter = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait({runner, waiter}, return_when=asyncio.FIRST_COMPLETED)
+    quiesce = getattr(app, "quiesce", None)
+    if quiesce is not None and runner not in done:
+        await quiesce()
     runner.cancel()
     waiter.cancel()
     await asyncio.gather(runner, waiter, return_exceptions=True)
