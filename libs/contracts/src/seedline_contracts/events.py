@@ -65,6 +65,9 @@ class SeedComposed(_Event, tag="seed_composed"):
     # replay checks these bytes.
     text: str | None = None
     summary: BriefSummary | None = None
+    # The stream seq of the continuity_decided it answers (a redelivered decision is
+    # answered by the seed_composed already recorded, never composed again).
+    decided_seq: int | None = None
 
 
 class Opened(_Event, tag="opened"):

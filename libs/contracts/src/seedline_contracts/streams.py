@@ -11,6 +11,9 @@ from dataclasses import dataclass
 from . import subjects
 
 DUPLICATE_WINDOW_SECONDS = 120.0
+# How long SEEDLINE_INGEST keeps a message after it arrived (the writer takes it in
+# milliseconds; the rest is room for a writer that is down, and for inspection).
+INGEST_MAX_AGE_SECONDS = 7 * 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -25,8 +28,13 @@ class StreamSpec:
     storage: str = "file"
     # Atomic batch publishing (nats-server 2.12+): a batch is stored with one commit.
     atomic_batches: bool = False
+    max_age: float = 0.0  # seconds; 0 keeps messages for ever
 
 
+# Limits retention with a maximum age, not a work queue: under sync_interval: always
+# removing each acknowledged message from a work queue is one more fsync per entry,
+# while messages past their age go in bulk. The writer's consumer acknowledges a whole
+# batch at once (AckPolicy.ALL).
 INGEST = StreamSpec(
     name=subjects.INGEST_STREAM,
     subjects=("seedline.ingest.>",),

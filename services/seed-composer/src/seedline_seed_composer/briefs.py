@@ -33,6 +33,10 @@ class BriefStore(Protocol):
         """Keep the brief of the newest decision; a replayed older one changes nothing."""
         ...
 
+    async def keep(self, session_id: str, decided_seq: int, reply: BriefGetReply) -> None:
+        """Keep a brief already recorded (its receipt and text), as `save` keeps a new one."""
+        ...
+
     async def latest(self, session_id: str) -> BriefGetReply | None: ...
 
 
@@ -46,9 +50,12 @@ class InMemoryBriefStore:
         self._briefs: dict[str, tuple[int, BriefGetReply]] = {}
 
     async def save(self, session_id: str, decided_seq: int, brief: Brief) -> None:
+        await self.keep(session_id, decided_seq, _reply(brief))
+
+    async def keep(self, session_id: str, decided_seq: int, reply: BriefGetReply) -> None:
         kept = self._briefs.get(session_id)
         if kept is None or kept[0] <= decided_seq:
-            self._briefs[session_id] = (decided_seq, _reply(brief))
+            self._briefs[session_id] = (decided_seq, reply)
 
     async def latest(self, session_id: str) -> BriefGetReply | None:
         kept = self._briefs.get(session_id)
@@ -63,6 +70,9 @@ class PostgresBriefStore:
         await pg.apply_schema(self._pool, "seed-composer", DDL)
 
     async def save(self, session_id: str, decided_seq: int, brief: Brief) -> None:
+        await self.keep(session_id, decided_seq, _reply(brief))
+
+    async def keep(self, session_id: str, decided_seq: int, reply: BriefGetReply) -> None:
         async with self._pool.connection() as conn:
             await conn.execute(
                 "INSERT INTO briefs VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
@@ -70,8 +80,8 @@ class PostgresBriefStore:
                 " text = EXCLUDED.text, rows = EXCLUDED.rows, chars = EXCLUDED.chars,"
                 " omitted_rows = EXCLUDED.omitted_rows, until_seq = EXCLUDED.until_seq,"
                 " sha256 = EXCLUDED.sha256 WHERE briefs.decided_seq <= EXCLUDED.decided_seq",
-                (session_id, decided_seq, brief.text, brief.rows, brief.chars,
-                 brief.omitted_rows, brief.until_seq, brief.sha256),
+                (session_id, decided_seq, reply.text, reply.rows, reply.chars,
+                 reply.omitted_rows, reply.until_seq, reply.sha256),
             )
 
     async def latest(self, session_id: str) -> BriefGetReply | None:

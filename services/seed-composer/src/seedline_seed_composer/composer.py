@@ -48,6 +48,8 @@ class Composer:
     async def handle_decision(self, msg: Msg) -> None:
         decision = decode(msg.data, ContinuityDecided)
         decided_seq = msg.metadata.sequence.stream
+        if msg.metadata.num_delivered > 1 and await self._answered_before(decision, decided_seq):
+            return
         budget = self._settings.brief_budget(decision.plan.engine)
         brief = await compose_for(decision, self.reader, budget, self._summarizer)
         # The receipt records the budget, the text and any summary, so the launch is
@@ -60,6 +62,7 @@ class Composer:
             plan=decision.plan,
             text=brief.text if brief else None,
             summary=summary_record(brief) if brief else None,
+            decided_seq=decided_seq,
         )
         # The msg id makes a redelivered decision publish its seed_composed once.
         await self._publisher.publish([(
@@ -72,6 +75,20 @@ class Composer:
             await self._store.save(decision.session_id, decided_seq, brief)
             self._on_brief(brief.rows, brief.chars)
         log.info("seed_composed", session_id=decision.session_id, rows=brief.rows if brief else 0)
+
+    async def _answered_before(self, decision: ContinuityDecided, decided_seq: int) -> bool:
+        """A redelivered decision whose seed_composed is recorded keeps those bytes: the
+        settings or a summary's model may have changed since, and the launch and the
+        receipt are already made from the recorded ones."""
+        if self._recorded is None:
+            return False
+        recorded = await self._recorded(decision.session_id)
+        if recorded is None or recorded.decided_seq != decided_seq:
+            return False
+        kept = _reply_of(recorded)
+        if kept is not None:
+            await self._store.keep(decision.session_id, decided_seq, kept)
+        return True
 
     async def get_brief(self, msg: Msg) -> bytes:
         try:
