@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import importlib
 import importlib.metadata
 import importlib.util
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from seedline_contracts.times import now_text
+from seedline_devtools.processes import die_with_parent
 from seedline_devtools.embedded import free_port
 
 SERVICES = (
@@ -79,14 +79,6 @@ def port_is_free(port: int) -> bool:
     return True
 
 
-def _die_with_parent() -> None:
-    """Linux: the child gets SIGTERM if `seedline up` itself is killed, so nothing is orphaned."""
-    try:
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-    except Exception:
-        pass
-
-
 @dataclass
 class Child:
     name: str
@@ -117,7 +109,7 @@ class Child:
                 # Its own process group: a Ctrl-C in the terminal reaches `seedline up`
                 # only, which then stops everything in order.
                 start_new_session=True,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+                preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
             )
 
     @property

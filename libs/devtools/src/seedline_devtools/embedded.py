@@ -12,6 +12,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .processes import die_with_parent
+
 
 class EmbeddedServerError(RuntimeError):
     """An embedded server did not start; the message says what to look at."""
@@ -100,6 +102,8 @@ class NatsProcess:
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            # A killed `seedline up` (or test run) leaves no nats-server behind.
+            preexec_fn=die_with_parent,
         )
         if wait:
             wait_for_port(self.port, proc=self.proc)

@@ -1,0 +1,19 @@
+"""Children that do not outlive the process that started them."""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(signum: int = signal.SIGTERM) -> None:
+    """Linux: the child gets `signum` when its parent dies, even by kill -9.
+
+    Runs in the child between fork and exec (``preexec_fn``); elsewhere it does nothing.
+    """
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
+    except Exception:
+        pass
