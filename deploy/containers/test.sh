@@ -66,24 +66,35 @@ fi
 
 timings=()
 run_started=$(date +%s.%N)
-step() {  # step "title" command...: runs it, prints and keeps the time it took
-    local title=$1 started took rc=0
+step_title=""
+seconds_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}'; }
+step() {  # step "title" command...: runs it and keeps the time it took. Under set -e a failing
+    # command ends the script right here, and on_exit records this step as the one that failed.
+    step_title=$1
+    step_started=$(date +%s.%N)
     shift
-    printf '\n== %s\n' "$title"
-    started=$(date +%s.%N)
-    "$@" || rc=$?
-    took=$(awk -v a="$started" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
-    [ "$rc" -eq 0 ] && printf '== %s: %s s\n' "$title" "$took" \
-        || printf '== %s: FAILED after %s s\n' "$title" "$took" >&2
-    timings+=("$(printf '%8s s  %s' "$took" "$title")$([ "$rc" -eq 0 ] || echo "  (FAILED)")")
+    printf '\n== %s\n' "$step_title"
+    "$@"
+    local rc=$?
+    step_done "$rc"
     return "$rc"
 }
+step_done() {  # step_done RC: the running step's time, marked FAILED unless RC is 0
+    local took
+    took=$(seconds_since "$step_started")
+    if [ "$1" -eq 0 ]; then
+        printf '== %s: %s s\n' "$step_title" "$took"
+        timings+=("$(printf '%8s s  %s' "$took" "$step_title")")
+    else
+        printf '== %s: FAILED after %s s\n' "$step_title" "$took" >&2
+        timings+=("$(printf '%8s s  %s  (FAILED)' "$took" "$step_title")")
+    fi
+    step_title=""
+}
 summary() {
-    local total
-    total=$(awk -v a="$run_started" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
     printf '\nTime per step\n'
     printf '%s\n' "${timings[@]}"
-    printf '%8s s  total\n' "$total"
+    printf '%8s s  total\n' "$(seconds_since "$run_started")"
 }
 
 # -- 1. tools ----------------------------------------------------------------------------------
@@ -203,11 +214,11 @@ ports_free() {
 
 up() {
     ports_free
-    # Each depends_on waits for a health check that passes: 124 means one never did.
-    # --wait: returns once every container with a health check passes it, as `docker compose
-    # up --wait` does.
-    compose 600 up -d --wait --no-build > "$logs/compose-up.log" 2>&1 \
-        || { echo "compose up failed ($?; 124: not up within 600 s)" >&2
+    # Each depends_on waits for a health check that passes, and --wait returns once every
+    # container with a health check passes it, as `docker compose up --wait` does. It takes
+    # seconds; exit code 124 means a check never passed in 300.
+    compose 300 up -d --wait --no-build > "$logs/compose-up.log" 2>&1 \
+        || { echo "compose up failed ($?; 124: not up within 300 s)" >&2
              tail -40 "$logs/compose-up.log" >&2; return 1; }
     # podman asks systemd for health-check timers on every start; with none here the
     # wrapper runs the checks (deploy/containers/podman-for-compose), so only other
@@ -239,11 +250,14 @@ tear_down() {
 on_exit() {
     local rc=$?
     trap - EXIT
+    set +e
+    [ -z "$step_title" ] || step_done "$rc"
     local name filter=(--filter "label=io.podman.compose.project=$PROJECT")
     if [ "$rc" -ne 0 ]; then
+        podman ps -a "${filter[@]}" --format '{{.Names}}  {{.Status}}' >&2 2>/dev/null
         for name in $(podman ps -a "${filter[@]}" --format '{{.Names}}' 2>/dev/null); do
             echo "--- the last lines $name logged" >&2
-            podman logs --tail 25 "$name" >&2 2>&1 || true
+            podman logs --tail 25 "$name" >&2 2>&1
         done
     fi
     if [ "${brought_up:-0}" = 1 ]; then
