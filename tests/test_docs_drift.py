@@ -77,7 +77,10 @@ SAMPLE_SUBJECTS = {
         subjects.runner_subject("mac mini", verb) for verb in ("launch", "turn", "stop", "events")
     ],
     "notify_subject": [subjects.notify_subject("bd43f4de")],
-    "ingest_runner_subject": [subjects.ingest_runner_subject("mac mini")],
+    "ingest_runner_subject": [subjects.ingest_runner_subject("mac mini"),
+                              subjects.ingest_runner_subject("mac mini", "bd43f4de")],
+    "ingest_timeline_subject": [subjects.ingest_timeline_subject("bd 43")],
+    "ingest_partition_filter": [subjects.ingest_partition_filter(1)],
 }
 
 

@@ -161,13 +161,15 @@ def test_a_runners_permissions_name_only_its_own_escaped_subjects():
         f"seedline.runner.{token}.stop", f"_INBOX_{token}.>",
     )
     assert perms.publish_allow == (
-        f"seedline.ingest.runner.{token}", f"seedline.runner.{token}.events",
+        f"seedline.ingest.runner.{token}", f"seedline.ingest.runner.{token}.*",
+        f"seedline.runner.{token}.events",
         f"$KV.seedline_runners.{key}", "$JS.API.STREAM.INFO.KV_seedline_runners",
         f"$JS.API.DIRECT.GET.KV_seedline_runners.$KV.seedline_runners.{key}",
     )
     assert perms.allow_responses
-    # No wildcard anywhere but the tail of its own inbox.
-    for subject in perms.publish_allow + perms.subscribe_allow[:-1]:
+    # No wildcard anywhere but the tail of its own inbox, and the instance token of its
+    # own ingest subject (the writer checks the entry against its launches).
+    for subject in perms.publish_allow[2:] + perms.subscribe_allow[:-1]:
         assert "*" not in subject.split(".") and ">" not in subject.split(".")
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from nats.js.api import StorageType
 from nats.js.errors import KeyNotFoundError
+from seedline_contracts import subjects
 from seedline_contracts.codec import decode
 from seedline_contracts.runner import RunnerPresence
 from seedline_contracts.subjects import RUNNERS_BUCKET, presence_key, runner_subject
@@ -117,9 +118,11 @@ async def published(js, at_least: int) -> list[dict[str, Any]]:
     entries = []
     for seq in range(1, await count() + 1):
         message = await js.get_msg(OBSERVED_INGEST, seq)
-        assert message.subject == f"seedline.ingest.runner.{NODE}"
+        body = json.loads(message.data)
+        # Its own machine's subject, naming the entry's instance (partitionable).
+        assert message.subject == subjects.ingest_runner_subject(NODE, body["instance_id"])
         msg_id = (message.headers or {}).get("Nats-Msg-Id")
-        entries.append({**json.loads(message.data), "msg_id": msg_id})
+        entries.append({**body, "msg_id": msg_id})
     return entries
 
 

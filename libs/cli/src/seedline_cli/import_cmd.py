@@ -261,7 +261,8 @@ def _message(nc, entry: dict) -> tuple[str, bytes, dict]:
     if len(payload) > nc.max_payload:
         # The writer would keep only this much of it anyway.
         payload = encode({**entry, "content": entry["content"][:MAX_CONTENT_CHARS]})
-    return subjects.INGEST_TIMELINE, payload, {"Nats-Msg-Id": entry["entry_id"]}
+    subject = subjects.ingest_timeline_subject(entry["instance_id"])
+    return subject, payload, {"Nats-Msg-Id": entry["entry_id"]}
 
 
 async def _publish_window(js, window: list, summary: Summary) -> list:

@@ -100,9 +100,8 @@ async def publish_file(settings: Settings, path: Path, window: int) -> FileSumma
                     continue
                 if result.entry.truncated_from is not None:
                     summary.cut.append((number, result.entry.truncated_from))
-                pending.append(
-                    (subjects.INGEST_TIMELINE, line, {"Nats-Msg-Id": result.entry.entry_id})
-                )
+                subject = subjects.ingest_timeline_subject(result.entry.instance_id)
+                pending.append((subject, line, {"Nats-Msg-Id": result.entry.entry_id}))
                 if len(pending) >= window:
                     await _flush(js, pending, summary)
             await _flush(js, pending, summary)

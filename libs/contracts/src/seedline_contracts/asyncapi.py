@@ -35,6 +35,8 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "examples": ["csess_21b8d1b9"],
     },
     "node": {"description": f"Runner machine id (node_id). {_TOKEN}", "examples": ["mac-mini-1"]},
+    "partition": {"description": "An ingest partition, 0 to SEEDLINE_INGEST_PARTITIONS - 1.",
+                  "examples": ["0"]},
     "kind": {"description": "Entry kind.", "enum": list(KINDS)},
     "type": {
         "description": "Event type.",
@@ -79,6 +81,25 @@ CHANNELS: dict[str, tuple[str, list[str], str]] = {
         "Stream SEEDLINE_INGEST. A runner machine publishes its engines' output here, as it "
         "happens; accepted only for conversations launched on that machine, never chat_user "
         "(6, 1.1).",
+    ),
+    "ingestTimelineOfInstance": (
+        "seedline.ingest.timeline.{instance}",
+        ["TimelineEntryIn"],
+        "Stream SEEDLINE_INGEST. The same as seedline.ingest.timeline, on a subject that names "
+        "the entry's instance, so the server can spread ingest over partitions by instance "
+        "(2.2, 1.1). The instance must be the entry's own.",
+    ),
+    "ingestRunnerOfInstance": (
+        "seedline.ingest.runner.{node}.{instance}",
+        ["TimelineEntryIn"],
+        "Stream SEEDLINE_INGEST. Runner-scoped ingest naming the entry's instance (6, 1.1).",
+    ),
+    "ingestPartition": (
+        "seedline.ingest.p.{partition}.timeline.{instance}",
+        ["TimelineEntryIn"],
+        "Stream SEEDLINE_INGEST. Where the server's subject mapping puts partition p's "
+        "entries (runner-scoped ones under seedline.ingest.p.<p>.runner.<node>.<instance>); "
+        "the writer of partition p consumes seedline.ingest.p.<p>.>.",
     ),
     "timelineEntries": (
         "seedline.timeline.{instance}.{repo}.{session}.{kind}",
@@ -187,6 +208,12 @@ REPLIES: dict[str, list[str]] = {
 OPERATIONS: dict[str, tuple[str, str, str]] = {
     "receiveTimelineEntry": ("receive", "ingestTimeline", "The timeline-writer consumes ingest."),
     "receiveRunnerOutput": ("receive", "ingestRunner", "The timeline-writer consumes it."),
+    "receiveTimelineEntryOfInstance": (
+        "receive", "ingestTimelineOfInstance", "The timeline-writer consumes ingest."),
+    "receiveRunnerOutputOfInstance": (
+        "receive", "ingestRunnerOfInstance", "The timeline-writer consumes it."),
+    "receivePartition": (
+        "receive", "ingestPartition", "The writer of that partition consumes it."),
     "storeTimelineEntry": ("send", "timelineEntries", "The timeline-writer appends."),
     "rejectTimelineInput": ("send", "rejectedTimeline", "Input that could not be accepted."),
     "parkConversationEvent": ("send", "rejectedSessions", "An event that kept failing."),

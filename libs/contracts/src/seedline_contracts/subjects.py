@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from .tokens import escape_token
+from dataclasses import dataclass
+
+from .tokens import TokenError, escape_token, unescape_token
 
 # Streams (CONTRACT.md section 1).
 INGEST_STREAM = "SEEDLINE_INGEST"
@@ -14,6 +16,11 @@ INGEST_TIMELINE = "seedline.ingest.timeline"
 # Runner-scoped ingest (CONTRACT.md 6, 1.1): a machine publishes its engines' output
 # only to seedline.ingest.runner.<node>; the writer checks it against the launches.
 INGEST_RUNNER_ALL = "seedline.ingest.runner.*"
+# Every subject a producer may publish ingest to. The forms that end in the entry's
+# instance (seedline.ingest.timeline.<instance>, seedline.ingest.runner.<node>.<instance>)
+# let the server spread ingest over partitions by instance (CONTRACT.md 2.2, 1.1).
+INGEST_SUBJECTS = (INGEST_TIMELINE, INGEST_TIMELINE + ".*", INGEST_RUNNER_ALL,
+                   INGEST_RUNNER_ALL + ".*")
 REJECTED_TIMELINE = "seedline.rejected.timeline"
 REJECTED_SESSIONS = "seedline.rejected.sessions"
 TIMELINE_ALL = "seedline.timeline.>"
@@ -41,8 +48,60 @@ def timeline_subject(instance_id: str, repo: str, session_id: str, kind: str) ->
     )
 
 
-def ingest_runner_subject(node_id: str) -> str:
-    return f"seedline.ingest.runner.{escape_token(node_id)}"
+def ingest_runner_subject(node_id: str, instance_id: str | None = None) -> str:
+    subject = f"seedline.ingest.runner.{escape_token(node_id)}"
+    return subject if instance_id is None else f"{subject}.{escape_token(instance_id)}"
+
+
+def ingest_timeline_subject(instance_id: str) -> str:
+    """The trusted ingest subject that names the entry's instance (partitionable)."""
+    return f"{INGEST_TIMELINE}.{escape_token(instance_id)}"
+
+
+def ingest_partition_mappings(partitions: int) -> dict[str, str]:
+    """nats-server subject mappings that spread ingest over `partitions` by instance.
+
+    The forms without an instance all go to partition 0, so one producer's entries of
+    one instance keep their order as long as it uses one form.
+    """
+    p = "seedline.ingest.p"  # partition i's ingest: seedline.ingest.p.<i>.<form>
+    return {
+        INGEST_TIMELINE: f"{p}.0.timeline",
+        INGEST_TIMELINE + ".*": f"{p}.{{{{partition({partitions},1)}}}}.timeline.{{{{wildcard(1)}}}}",
+        INGEST_RUNNER_ALL: f"{p}.0.runner.{{{{wildcard(1)}}}}",
+        INGEST_RUNNER_ALL + ".*":
+            f"{p}.{{{{partition({partitions},2)}}}}.runner.{{{{wildcard(1)}}}}.{{{{wildcard(2)}}}}",
+    }
+
+
+def ingest_partition_filter(partition: int | str = "*") -> str:
+    """The ingest of one partition as the server maps it (of every partition: "*")."""
+    return f"seedline.ingest.p.{partition}.>"
+
+
+@dataclass(frozen=True)
+class IngestOrigin:
+    """Who published an ingest message, read from its subject (after any mapping)."""
+
+    runner_node: str | None  # the machine, for runner-scoped ingest; None for trusted
+    instance_id: str | None  # the instance the subject names, when it names one
+
+
+def ingest_origin(subject: str) -> IngestOrigin | None:
+    """The origin of an ingest subject, or None when the subject is not one of its forms."""
+    tokens = subject.split(".")
+    if tokens[:3] == ["seedline", "ingest", "p"] and len(tokens) > 4:
+        tokens = ["seedline", "ingest", *tokens[4:]]
+    try:
+        if tokens[:3] == ["seedline", "ingest", "timeline"] and len(tokens) in (3, 4):
+            instance = unescape_token(tokens[3]) if len(tokens) == 4 else None
+            return IngestOrigin(None, instance)
+        if tokens[:3] == ["seedline", "ingest", "runner"] and len(tokens) in (4, 5):
+            instance = unescape_token(tokens[4]) if len(tokens) == 5 else None
+            return IngestOrigin(unescape_token(tokens[3]), instance)
+    except TokenError:
+        return None
+    return None
 
 
 def session_event_subject(session_id: str, event_type: str) -> str:

@@ -23,6 +23,9 @@ from seedline_contracts import asyncapi as contract
 BATCH_CONSUMERS: dict[str, tuple[str, str]] = {
     "receiveTimelineEntry": ("timeline-writer", "timeline-writer"),
     "receiveRunnerOutput": ("timeline-writer", "timeline-writer"),
+    "receiveTimelineEntryOfInstance": ("timeline-writer", "timeline-writer"),
+    "receiveRunnerOutputOfInstance": ("timeline-writer", "timeline-writer"),
+    "receivePartition": ("timeline-writer", "timeline-writer-p<partition>"),
 }
 # Receive operations that are reads, not subscriptions (KV gets and the presence watch).
 READS = {"receivePresence"}

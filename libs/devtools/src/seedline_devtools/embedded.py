@@ -57,8 +57,10 @@ def nats_config(
     server_name: str | None = None,
     cluster: tuple[str, int, list[int]] | None = None,
     extra: str = "",
+    ingest_partitions: int = 1,
 ) -> str:
-    """A nats-server config; ``cluster`` is (cluster name, route port, peer route ports)."""
+    """A nats-server config; ``cluster`` is (cluster name, route port, peer route ports);
+    with ``ingest_partitions`` > 1, ingest is mapped to that many partitions by instance."""
     lines = [
         f"listen: 127.0.0.1:{port}",
         f"http: 127.0.0.1:{monitor_port}",
@@ -74,9 +76,21 @@ def nats_config(
         lines.append(
             f"cluster {{\n  name: {name}\n  listen: 127.0.0.1:{route_port}\n  routes: [{routes}]\n}}"
         )
+    if ingest_partitions > 1:
+        lines.append(mappings_block(ingest_partitions))
     if extra:
         lines.append(extra)
     return "\n".join(lines) + "\n"
+
+
+def mappings_block(partitions: int) -> str:
+    """The server's subject mappings that spread ingest over partitions by instance."""
+    from seedline_contracts.subjects import ingest_partition_mappings
+
+    body = "\n".join(
+        f'  "{source}": "{target}"' for source, target in ingest_partition_mappings(partitions).items()
+    )
+    return f"mappings {{\n{body}\n}}"
 
 
 @dataclass
@@ -131,13 +145,15 @@ def start_nats(
     *,
     sync_always: bool = True,
     extra: str = "",
+    ingest_partitions: int = 1,
 ) -> NatsProcess:
     data_dir.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
     monitor_port = monitor_port or free_port()
     config = data_dir / "nats.conf"
     config.write_text(
-        nats_config(port, monitor_port, data_dir / "jetstream", sync_always=sync_always, extra=extra)
+        nats_config(port, monitor_port, data_dir / "jetstream", sync_always=sync_always,
+                    extra=extra, ingest_partitions=ingest_partitions)
     )
     return NatsProcess(config, port, monitor_port, data_dir / "nats.log").start()
 

@@ -92,6 +92,7 @@ def runner_permissions(node_id: str) -> Permissions:
     return Permissions(
         publish_allow=(
             subjects.ingest_runner_subject(node_id),
+            subjects.ingest_runner_subject(node_id) + ".*",  # ... with the entry's instance
             subjects.runner_subject(node_id, "events"),
             own_key,
             f"$JS.API.STREAM.INFO.{KV_STREAM}",
@@ -114,11 +115,13 @@ def _events(*types: str) -> tuple[str, ...]:
 # What each service publishes and subscribes to beyond the JetStream API and its inbox.
 SERVICE_SUBJECTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "timeline-writer": (
-        (subjects.TIMELINE_ALL, subjects.REJECTED_TIMELINE, subjects.REJECTED_SESSIONS),
+        # Ingest too: its synchronous append goes through ingest like every entry.
+        (subjects.TIMELINE_ALL, subjects.REJECTED_TIMELINE, subjects.REJECTED_SESSIONS,
+         subjects.INGEST_TIMELINE + ".*"),
         (subjects.API_TIMELINE_APPEND, subjects.API_TIMELINE_READ),
     ),
     "continuity-resolver": (
-        (subjects.INGEST_TIMELINE, *_events("open_requested", "continuity_decided"),
+        (subjects.INGEST_TIMELINE + ".*", *_events("open_requested", "continuity_decided"),
          subjects.REJECTED_SESSIONS),
         (subjects.API_SESSIONS_OPEN, subjects.API_SESSIONS_RELOCATE,
          *_events("opened", "relocated", "open_failed")),
@@ -136,7 +139,7 @@ SERVICE_SUBJECTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (subjects.API_SESSIONS_STOP, subjects.API_SESSIONS_LIST, "seedline.runner.*.events"),
     ),
     "seedline-web": (
-        (subjects.INGEST_TIMELINE, "seedline.api.>"),
+        (subjects.INGEST_TIMELINE, subjects.INGEST_TIMELINE + ".*", "seedline.api.>"),
         ("seedline.notify.>",),
     ),
 }

@@ -14,10 +14,10 @@ from seedline_contracts import subjects
 from seedline_platform.replay import last_seq, replay
 
 
-def entry(n: int, prefix: str = "load") -> dict:
+def entry(n: int, prefix: str = "load", instances: int = 1) -> dict:
     return {
         "entry_id": f"{prefix}-{n:06d}",
-        "instance_id": "bd43f4de",
+        "instance_id": "bd43f4de" if instances == 1 else f"inst-{n % instances}",
         "repo": f"apps/repo-{n % 3}",
         "session_id": f"csess_{n % 5}",
         "kind": "terminal",
@@ -35,9 +35,12 @@ class Producer:
     entry's SEEDLINE_INGEST sequence is kept: the timeline must follow that order.
     """
 
-    def __init__(self, js, prefix: str, window: int = 64, ack_timeout: float = 2.0) -> None:
+    def __init__(self, js, prefix: str, window: int = 64, ack_timeout: float = 2.0,
+                 instances: int = 1) -> None:
         self._js = js
         self._prefix = prefix
+        # More than one: entries of several instances, each on its instance's own subject.
+        self._instances = instances
         self._window = window
         self._ack_timeout = ack_timeout
         self.ingest_seq: dict[str, int] = {}  # acknowledged entry_id -> its ingest sequence
@@ -49,11 +52,17 @@ class Producer:
     def acked(self) -> set[str]:
         return set(self.ingest_seq)
 
+    def entry(self, n: int) -> dict:
+        return entry(n, self._prefix, self._instances)
+
     async def _send(self, n: int) -> asyncio.Future | None:
+        body = self.entry(n)
+        subject = (subjects.INGEST_TIMELINE if self._instances == 1
+                   else subjects.ingest_timeline_subject(body["instance_id"]))
         try:
             return await self._js.publish_async(
-                subjects.INGEST_TIMELINE, json.dumps(entry(n, self._prefix)).encode(),
-                headers={"Nats-Msg-Id": entry(n, self._prefix)["entry_id"]}, wait_stall=self._ack_timeout,
+                subject, json.dumps(body).encode(), headers={"Nats-Msg-Id": body["entry_id"]},
+                wait_stall=self._ack_timeout,
             )
         except Exception:
             return None
@@ -65,7 +74,7 @@ class Producer:
             ack = await asyncio.wait_for(future, self._ack_timeout)
         except Exception:
             return False
-        self.ingest_seq[entry(n, self._prefix)["entry_id"]] = ack.seq  # a duplicate's ack names the first copy
+        self.ingest_seq[self.entry(n)["entry_id"]] = ack.seq  # a duplicate's ack names the first
         return True
 
     async def run(self) -> None:
@@ -103,12 +112,13 @@ async def projected_ids(database_url: str) -> Counter:
         return Counter(r[0] for r in await cur.fetchall())
 
 
-async def stream_order(js) -> list[str]:
-    """Every entry_id in SEEDLINE_TIMELINE, in stream order."""
+async def stream_order(js, instance_id: str | None = None) -> list[str]:
+    """Every entry_id in SEEDLINE_TIMELINE (of one instance when given), in stream order."""
     ids: list[str] = []
     end = await last_seq(js, subjects.TIMELINE_STREAM)
     async for msgs in replay(js, subjects.TIMELINE_STREAM, subjects.TIMELINE_ALL, 1, end):
-        ids += [json.loads(m.data)["entry_id"] for m in msgs]
+        bodies = (json.loads(m.data) for m in msgs)
+        ids += [b["entry_id"] for b in bodies if instance_id in (None, b["instance_id"])]
     return ids
 
 
@@ -137,3 +147,12 @@ async def acked_at_least(producer: Producer, n: int) -> bool:
 
 async def projected_all(database_url: str, acked: set[str]) -> bool:
     return acked <= (await projected_ids(database_url)).keys()
+
+
+async def ingest_taken(js, durables: tuple[str, ...] = ("timeline-writer",)) -> bool:
+    """Every ingest consumer has been handed everything and has acknowledged it."""
+    for durable in durables:
+        info = await js.consumer_info(subjects.INGEST_STREAM, durable)
+        if info.num_pending or info.num_ack_pending:
+            return False
+    return True

@@ -38,6 +38,11 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
     "SEEDLINE_LAUNCH_TIMEOUT_SECONDS": ("10", "longest the gateway waits for a launch reply"),
     "SEEDLINE_MAX_DELIVER": ("5", "deliveries before a message that keeps failing is parked"),
     "SEEDLINE_BATCH_SIZE": ("256", "messages fetched and applied per transaction"),
+    "SEEDLINE_INGEST_PARTITIONS": (
+        "1",
+        "timeline-writers sharing ingest by instance (the server maps ingest subjects to them)",
+    ),
+    "SEEDLINE_INGEST_PARTITION": ("0", "which of those partitions this timeline-writer takes"),
     "SEEDLINE_NATS_CA_FILE": (
         "(none)",
         "CA certificate (PEM) to trust for a nats-server behind TLS (tls:// URLs); "
@@ -154,6 +159,17 @@ def _summary_url(env: Mapping[str, str]) -> str:
     return url
 
 
+def _partition(env: Mapping[str, str]) -> int:
+    partition = _int(env, "SEEDLINE_INGEST_PARTITION", minimum=0)
+    partitions = _int(env, "SEEDLINE_INGEST_PARTITIONS")
+    if partition >= partitions:
+        raise SettingsError(
+            f"SEEDLINE_INGEST_PARTITION must be below SEEDLINE_INGEST_PARTITIONS ({partitions}), "
+            f"not {partition}"
+        )
+    return partition
+
+
 def default_database_url(home: Path) -> str:
     """The embedded Postgres listens on a Unix socket inside its data folder."""
     return f"postgresql://postgres@/seedline?host={(home / 'postgres').resolve()}"
@@ -175,6 +191,8 @@ class Settings:
     launch_timeout_seconds: float = 10.0
     max_deliver: int = 5
     batch_size: int = 256
+    ingest_partitions: int = 1
+    ingest_partition: int = 0
     stream_replicas: int = 1
     nats_ca_file: str | None = None
     http_host: str = "127.0.0.1"
@@ -239,6 +257,8 @@ class Settings:
             launch_timeout_seconds=float(_int(env, "SEEDLINE_LAUNCH_TIMEOUT_SECONDS")),
             max_deliver=_int(env, "SEEDLINE_MAX_DELIVER", minimum=2),
             batch_size=_int(env, "SEEDLINE_BATCH_SIZE"),
+            ingest_partitions=_int(env, "SEEDLINE_INGEST_PARTITIONS"),
+            ingest_partition=_partition(env),
             stream_replicas=_int(env, "SEEDLINE_STREAM_REPLICAS"),
             nats_ca_file=env.get("SEEDLINE_NATS_CA_FILE") or None,
             http_host=_get(env, "SEEDLINE_HTTP_HOST"),

@@ -40,7 +40,7 @@ class Publisher:
         self._nc = nc
         self._js = js
         self._events_subject = runner_subject(node_id, "events")
-        self._ingest_subject = ingest_runner_subject(node_id)
+        self._node_id = node_id
         self._retry_delays = tuple(retry_delays)
 
     async def event(self, event: RunnerEvent) -> None:
@@ -61,7 +61,8 @@ class Publisher:
         headers = {"Nats-Msg-Id": entry.entry_id}
         for attempt, delay in enumerate((*self._retry_delays, None)):
             try:
-                await self._js.publish(self._ingest_subject, payload, headers=headers)
+                subject = ingest_runner_subject(self._node_id, entry.instance_id)
+                await self._js.publish(subject, payload, headers=headers)
                 return
             except Exception as error:
                 if delay is None:

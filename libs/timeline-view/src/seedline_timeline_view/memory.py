@@ -76,7 +76,7 @@ class InMemoryTimelineView:
     async def wait_until_applied(self, seq: int, timeout: float) -> bool:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while self._applied < seq:
+        while seq not in self.entries:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return False
@@ -84,5 +84,5 @@ class InMemoryTimelineView:
             try:
                 await asyncio.wait_for(self._changed.wait(), remaining)
             except TimeoutError:
-                return self._applied >= seq
+                return seq in self.entries
         return True

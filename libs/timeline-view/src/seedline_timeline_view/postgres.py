@@ -32,7 +32,9 @@ CONVERSATION_BEFORE_SQL = (
     " (array_agg(engine ORDER BY seq DESC) FILTER (WHERE engine IS NOT NULL))[1]"
     f" FROM {TABLE} WHERE instance_id = %s AND repo = %s AND session_id = %s AND seq < %s"
 )
-APPLIED_SQL = f"SELECT applied_seq FROM {OFFSETS_TABLE} WHERE projection = %s"
+# Each timeline-writer partition keeps its own offset ("timeline", "timeline.p1", ...).
+APPLIED_SQL = f"SELECT max(applied_seq) FROM {OFFSETS_TABLE} WHERE projection LIKE 'timeline%%'"
+PRESENT_SQL = f"SELECT EXISTS (SELECT 1 FROM {TABLE} WHERE seq = %s)"
 
 
 class PostgresTimelineView:
@@ -92,15 +94,22 @@ class PostgresTimelineView:
 
     async def applied_seq(self) -> int:
         async with self._pool.connection() as conn:
-            cur = await conn.execute(APPLIED_SQL, (PROJECTION,))
+            cur = await conn.execute(APPLIED_SQL)
             row = await cur.fetchone()
-        return int(row[0]) if row else 0
+        return int(row[0]) if row and row[0] is not None else 0
+
+    async def _present(self, seq: int) -> bool:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(PRESENT_SQL, (seq,))
+            return bool((await cur.fetchone())[0])
 
     async def wait_until_applied(self, seq: int, timeout: float) -> bool:
+        """The entry at `seq` is readable (with several writers, each projects its own
+        partition, so the question is about that entry, not a common offset)."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
-            if await self.applied_seq() >= seq:
+            if await self._present(seq):
                 return True
             if loop.time() >= deadline:
                 return False

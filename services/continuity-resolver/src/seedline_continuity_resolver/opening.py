@@ -310,4 +310,5 @@ def _instruction_entry(request: OpenRequest, session_id: str, at: str) -> Outgoi
         session_id=session_id, kind="chat_user", content=request.instruction or "", at=at,
         engine=None,
     )
-    return subjects.INGEST_TIMELINE, encode(entry), {"Nats-Msg-Id": entry_id}
+    return (subjects.ingest_timeline_subject(request.instance_id), encode(entry),
+            {"Nats-Msg-Id": entry_id})

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import msgspec
 from nats.aio.msg import Msg
 
+from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.errors import error_reply
 from seedline_contracts.normalise import Accepted, normalise
@@ -18,9 +21,9 @@ from seedline_contracts.times import now_text
 from seedline_contracts.tokens import name_problem
 from seedline_core.notices import error_message
 from seedline_platform.consumer import is_outage
+from seedline_platform.publishing import Publisher
 
 from .store import TimelineStore
-from .writer import TimelineWriter
 
 MIN_SEQ_WAIT_SECONDS = 5.0
 
@@ -29,26 +32,58 @@ def _unavailable() -> bytes:
     return encode(error_reply("unavailable", error_message("unavailable")))
 
 
+APPEND_WAIT_SECONDS = 5.0
+
+
 class TimelineApi:
+    """The synchronous append goes through ingest like every entry (so it takes its
+    place in its instance's order, whichever partition's writer holds that instance) and
+    answers once the entry is readable."""
+
     def __init__(
-        self, writer: TimelineWriter, store: TimelineStore,
-        min_seq_wait: float = MIN_SEQ_WAIT_SECONDS,
+        self, store: TimelineStore, ingest: Publisher,
+        min_seq_wait: float = MIN_SEQ_WAIT_SECONDS, append_wait: float = APPEND_WAIT_SECONDS,
     ) -> None:
-        self._writer = writer
         self._store = store
+        self._ingest = ingest
         self._min_seq_wait = min_seq_wait
+        self._append_wait = append_wait
 
     async def append(self, msg: Msg) -> bytes:
         result = normalise(msg.data, now_text())
         if not isinstance(result, Accepted):
             return encode(error_reply(result.reason_code, result.message))
+        entry_id = result.entry.entry_id
         try:
-            (appended,) = await self._writer.append_entries([result.entry])
+            first = await self._store.known([entry_id])
+            if entry_id in first:
+                return encode(AppendReply(seq=first[entry_id], duplicate=True))
+            subject = subjects.ingest_timeline_subject(result.entry.instance_id)
+            await self._ingest.publish([(subject, msg.data, {"Nats-Msg-Id": entry_id})])
+            seq = await self._stored(entry_id)
         except Exception as exc:
             if is_outage(exc):
                 return _unavailable()
             raise
-        return encode(AppendReply(seq=appended.seq, duplicate=appended.duplicate))
+        if seq is None:
+            return encode(error_reply("unavailable", (
+                "The entry was taken for the timeline but is not readable yet; read it with "
+                "its entry_id in a moment, or send it again (the same entry_id is never stored "
+                "twice)."
+            )))
+        return encode(AppendReply(seq=seq, duplicate=False))
+
+    async def _stored(self, entry_id: str) -> int | None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._append_wait
+        pause = 0.001
+        while loop.time() < deadline:
+            found = await self._store.known([entry_id])
+            if entry_id in found:
+                return found[entry_id]
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 0.02)
+        return None
 
     async def read(self, msg: Msg) -> bytes:
         try:

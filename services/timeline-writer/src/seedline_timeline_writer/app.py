@@ -10,6 +10,8 @@ one consumer is ``BatchConsumer`` on nats-py. Everything else is FastStream.
 
 from __future__ import annotations
 
+from nats.js.api import RetentionPolicy
+
 from seedline_contracts import subjects
 from seedline_contracts.codec import decode
 from seedline_contracts.events import SeedComposed
@@ -63,24 +65,37 @@ class TimelineWriterApp(ServiceApp):
         )
 
     async def setup(self) -> None:
-        p = self._ports
-        self.store = p["store"] or PostgresTimelineStore(self.pool)
+        p, s = self._ports, self.settings
+        partition = s.ingest_partition
+        self.store = p["store"] or PostgresTimelineStore(self.pool, partition)
         if p["store"] is None:
             await self.store.setup()
         self.launches = p["launches"] or PostgresLaunchRegistry(self.pool)
-        stream = p["stream"] or JetStreamTimeline(self.js)
+        stream = p["stream"] or JetStreamTimeline(self.js, partition)
         self.writer = TimelineWriter(stream, self.store)
         await self.writer.catch_up()
-        self.api = TimelineApi(self.writer, self.store)
+        publisher = p["rejects"] or JetStreamPublisher(self.js)
+        self.api = TimelineApi(self.store, publisher)
         check = LaunchCheck(self.launches, p["feed"] or SessionsLaunchFeed(self.js))
         ingest = IngestHandler(
-            self.writer, check, p["rejects"] or JetStreamPublisher(self.js),
+            self.writer, check, publisher,
             count_reject=lambda reason: self.rejects_total.labels(reason).inc(),
             tracer=self.tracer,
         )
-        self.consume(stream=subjects.INGEST_STREAM, durable="timeline-writer",
-                     filter_subjects=[subjects.INGEST_TIMELINE, subjects.INGEST_RUNNER_ALL],
-                     handle=ingest.handle, park=self.parker(subjects.REJECTED_TIMELINE))
+        # A stream made before ingest kept messages by age is still a work queue, whose
+        # consumers must acknowledge each message.
+        info = await self.js.stream_info(subjects.INGEST_STREAM)
+        by_age = info.config.retention == RetentionPolicy.LIMITS
+        if s.ingest_partitions == 1:
+            # One writer takes every form, also a partition the server maps ingest to.
+            durable = "timeline-writer"
+            filters = [*subjects.INGEST_SUBJECTS, subjects.ingest_partition_filter()]
+        else:
+            durable = f"timeline-writer-p{partition}"
+            filters = [subjects.ingest_partition_filter(partition)]
+        self.consume(stream=subjects.INGEST_STREAM, durable=durable, filter_subjects=filters,
+                     handle=ingest.handle, park=self.parker(subjects.REJECTED_TIMELINE),
+                     ack_all=by_age)
 
     async def _record_launch(self, msg) -> None:
         await self.launches.record([launch_of(decode(msg.data, SeedComposed))])

@@ -20,7 +20,6 @@ from seedline_contracts.codec import encode
 from seedline_contracts.normalise import Accepted, Refusal, normalise, rejected_record
 from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import now_text
-from seedline_contracts.tokens import TokenError, unescape_token
 from seedline_platform.logging import get_logger
 from seedline_platform.observability import context_from
 from seedline_platform.publishing import Publisher
@@ -30,17 +29,11 @@ from .writer import TimelineWriter
 
 log = get_logger(__name__)
 
-_RUNNER_PREFIX = "seedline.ingest.runner."
-
-
 def runner_node(subject: str) -> str | None:
-    """The machine a runner-scoped ingest subject names, or None for a trusted subject."""
-    if not subject.startswith(_RUNNER_PREFIX):
-        return None
-    try:
-        return unescape_token(subject[len(_RUNNER_PREFIX):])
-    except TokenError:
-        return ""
+    """The machine a runner-scoped ingest subject names, None for a trusted subject, and
+    "" for a subject that is neither."""
+    origin = subjects.ingest_origin(subject)
+    return "" if origin is None else origin.runner_node
 
 
 @dataclass(frozen=True)
@@ -69,8 +62,19 @@ class IngestHandler:
         refused: list[tuple[Msg, Refusal]] = []
         for msg in msgs:
             result = normalise(msg.data, received_at)
+            origin = subjects.ingest_origin(msg.subject)
+            if isinstance(result, Accepted) and origin is not None and origin.instance_id not in (
+                None, result.entry.instance_id
+            ):
+                # Partitions follow the subject's instance: an entry of another instance
+                # there would lose its order against the rest of its own instance.
+                result = Refusal("invalid_entry", (
+                    f"instance_id {result.entry.instance_id!r} is not the instance the subject "
+                    f"names ({origin.instance_id!r}); publish it to its own instance's subject"
+                ))
             if isinstance(result, Accepted):
-                candidates.append(_Candidate(msg, result.entry, runner_node(msg.subject)))
+                node = "" if origin is None else origin.runner_node
+                candidates.append(_Candidate(msg, result.entry, node))
             else:
                 refused.append((msg, result))
         accepted, not_permitted = await self._check_runner_entries(candidates)

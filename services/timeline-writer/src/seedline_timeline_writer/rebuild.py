@@ -80,13 +80,17 @@ async def _rebuild(
 ) -> tuple[str, str, int]:
     async with conn.transaction():
         await OFFSETS.lock(conn, TIMELINE_PROJECTION)
+        # ...and every other partition's, so no writer appends while the table is rebuilt.
+        await conn.execute(
+            f"SELECT applied_seq FROM {OFFSETS.table} WHERE projection LIKE 'timeline%%' FOR UPDATE"
+        )
         # Both digests are taken under the offset lock, so rows a writer adds
         # meanwhile cannot make equal projections look different.
         before, _ = await digest(conn)
         await conn.execute("TRUNCATE timeline_entries")
+        # Every partition's offset (timeline, timeline.p1, ...): the rebuild holds them all.
         await conn.execute(
-            f"UPDATE {OFFSETS.table} SET applied_seq = 0 WHERE projection = %s",
-            (TIMELINE_PROJECTION,),
+            f"UPDATE {OFFSETS.table} SET applied_seq = 0 WHERE projection LIKE 'timeline%%'"
         )
         end = await last_seq(js, subjects.TIMELINE_STREAM)
         ordinals: dict[tuple[str, str], int] = {}
@@ -108,6 +112,9 @@ async def _rebuild(
                 f"the timeline stream answered up to seq {reached} of {end}; "
                 "nothing was changed, run the rebuild again"
             )
-        await OFFSETS.set(conn, TIMELINE_PROJECTION, end)
+        await conn.execute(
+            f"UPDATE {OFFSETS.table} SET applied_seq = %s WHERE projection LIKE 'timeline%%'",
+            (end,),
+        )
         after, rows = await digest(conn)
     return before, after, rows

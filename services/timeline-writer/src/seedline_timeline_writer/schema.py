@@ -18,6 +18,11 @@ OFFSETS = Offsets(OFFSETS_TABLE)
 TIMELINE_PROJECTION = PROJECTION
 LAUNCHES_PROJECTION = "launches"
 
+
+def timeline_projection(partition: int) -> str:
+    """Each writer partition projects its own entries and keeps its own offset."""
+    return TIMELINE_PROJECTION if partition == 0 else f"{TIMELINE_PROJECTION}.p{partition}"
+
 DDL = OFFSETS.ddl + f"""
 CREATE TABLE IF NOT EXISTS {TABLE} (
     seq bigint PRIMARY KEY,

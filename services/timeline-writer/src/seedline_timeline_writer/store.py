@@ -18,7 +18,7 @@ from seedline_timeline_view import InMemoryTimelineView, PostgresTimelineView
 from seedline_timeline_view.memory import row_of
 from seedline_timeline_view.postgres import REPO_HEAD_SQL, ROW_COLUMNS, TABLE
 
-from .schema import COLUMNS, DDL, OFFSETS, TIMELINE_PROJECTION
+from .schema import COLUMNS, DDL, OFFSETS, timeline_projection
 
 Stored = tuple[int, TimelineEntry]  # (seq, entry)
 
@@ -64,9 +64,17 @@ class InMemoryTimelineStore(InMemoryTimelineView):
 
 
 class PostgresTimelineStore(PostgresTimelineView):
-    def __init__(self, pool: AsyncConnectionPool) -> None:
+    """The writer of one ingest partition: it projects the entries it appended."""
+
+    def __init__(self, pool: AsyncConnectionPool, partition: int = 0) -> None:
         super().__init__(pool)
         self._pool = pool
+        self._projection = timeline_projection(partition)
+
+    async def applied_seq(self) -> int:
+        """The highest seq this partition has projected (the view's is over all of them)."""
+        async with self._pool.connection() as conn:
+            return await OFFSETS.read(conn, self._projection)
 
     async def setup(self) -> None:
         await pg.apply_schema(self._pool, "timeline-writer", DDL)
@@ -82,12 +90,12 @@ class PostgresTimelineStore(PostgresTimelineView):
 
     async def append(self, stored: Sequence[Stored]) -> None:
         async with self._pool.connection() as conn, conn.transaction():
-            applied = await OFFSETS.lock(conn, TIMELINE_PROJECTION)
+            applied = await OFFSETS.lock(conn, self._projection)
             fresh = sorted((p for p in stored if p[0] > applied), key=lambda p: p[0])
             if not fresh:
                 return
             await copy_entries(conn, fresh)
-            await OFFSETS.set(conn, TIMELINE_PROJECTION, fresh[-1][0])
+            await OFFSETS.set(conn, self._projection, fresh[-1][0])
 
     async def read(self, request: TimelineReadRequest, limit: int) -> tuple[list[TimelineRow], bool]:
         clauses = ["instance_id = %s", "repo = %s"]

@@ -35,7 +35,7 @@ class TimelineStream(Protocol):
     async def last_seq(self) -> int: ...
 
     def since(self, start: int, end: int) -> AsyncIterator[list[Stored]]:
-        """The stored entries with start <= seq <= end, in order, in batches."""
+        """This partition's stored entries with start <= seq <= end, in order, in batches."""
         ...
 
 
@@ -43,13 +43,21 @@ def entry_subject(entry: TimelineEntry) -> str:
     return subjects.timeline_subject(entry.instance_id, entry.repo, entry.session_id, entry.kind)
 
 
+PARTITION_HEADER = "Seedline-Partition"
+
+
 class JetStreamTimeline:
-    def __init__(self, js: JetStreamContext) -> None:
+    """Appends as one ingest partition's writer; each message names its partition, so a
+    writer catching up after a crash projects only what it appended itself."""
+
+    def __init__(self, js: JetStreamContext, partition: int = 0) -> None:
         self._js = js
+        self._partition = str(partition)
 
     async def append(self, entries: Sequence[TimelineEntry]) -> list[tuple[int, bool]]:
         messages = [
-            (entry_subject(e), encode(e), trace_headers({"Nats-Msg-Id": e.entry_id}))
+            (entry_subject(e), encode(e),
+             trace_headers({"Nats-Msg-Id": e.entry_id, PARTITION_HEADER: self._partition}))
             for e in entries
         ]
         if not messages:
@@ -68,7 +76,9 @@ class JetStreamTimeline:
         async for msgs in replay(
             self._js, subjects.TIMELINE_STREAM, subjects.TIMELINE_ALL, start, end
         ):
-            yield [(m.metadata.sequence.stream, decode(m.data, TimelineEntry)) for m in msgs]
+            mine = [m for m in msgs if (m.headers or {}).get(PARTITION_HEADER, "0") == self._partition]
+            if mine:
+                yield [(m.metadata.sequence.stream, decode(m.data, TimelineEntry)) for m in mine]
 
 
 class InMemoryTimelineStream:

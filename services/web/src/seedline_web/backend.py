@@ -180,7 +180,8 @@ class Backend:
 
     async def publish(self, entries: list[TimelineEntryIn]) -> list[tuple[int, bool]]:
         """Publish with JetStream, Nats-Msg-Id = entry_id; (ingest seq, duplicate) each."""
-        messages = [(subjects.INGEST_TIMELINE, encode(e), {"Nats-Msg-Id": e.entry_id})
+        messages = [(subjects.ingest_timeline_subject(e.instance_id), encode(e),
+                     {"Nats-Msg-Id": e.entry_id})
                     for e in entries]
         try:
             acks = await publish_window(self.js, messages)
