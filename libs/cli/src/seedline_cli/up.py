@@ -47,6 +47,7 @@ from .up_processes import (
     runner_available,
     runner_child,
     service_child,
+    writer_children,
     service_installed,
 )
 
@@ -103,7 +104,7 @@ def up(
     lock.acquire(nats_port, monitor_port)
     try:
         system = System(home, nats_port, monitor_port, not no_runner, ready_timeout, lock,
-                        web_port=web_port)
+                        web_port=web_port, partitions=settings.ingest_partitions)
         code = asyncio.run(system.run())
     finally:
         lock.release()
@@ -119,6 +120,7 @@ class System:
     ready_timeout: float
     lock: DataFolderLock
     web_port: int = DEFAULT_WEB_PORT
+    partitions: int = 1  # SEEDLINE_INGEST_PARTITIONS: that many timeline-writers
     nats: NatsProcess | None = None
     postgres: PostgresProcess | None = None
     database_url: str = ""
@@ -171,7 +173,8 @@ class System:
         nats_dir.mkdir(parents=True, exist_ok=True)
         config = nats_dir / "nats.conf"
         config.write_text(
-            nats_config(self.nats_port, self.monitor_port, nats_dir / "jetstream", sync_always=True)
+            nats_config(self.nats_port, self.monitor_port, nats_dir / "jetstream", sync_always=True,
+                        ingest_partitions=self.partitions)
         )
         self.nats = NatsProcess(config, self.nats_port, self.monitor_port, self.logs / "nats.log")
         out.print(f"Starting nats-server on 127.0.0.1:{self.nats_port} …")
@@ -207,10 +210,10 @@ class System:
         for name in SERVICES:
             if not service_installed(name):
                 self.missing.append(name)
+            elif name == "timeline-writer":
+                first += writer_children(self.logs, self.partitions)
             else:
-                (first if name == "timeline-writer" else rest).append(
-                    service_child(name, self.logs, self.web_port)
-                )
+                rest.append(service_child(name, self.logs, self.web_port))
         if self.with_runner:
             if runner_available():
                 rest.append(runner_child(self.logs))

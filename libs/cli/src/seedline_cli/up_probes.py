@@ -9,18 +9,8 @@ import urllib.request
 from nats.aio.client import Client
 
 from seedline_contracts import subjects
-from seedline_contracts.codec import encode
 
-from .up_processes import DEMO_RUNNER, WEB
-
-
-async def timeline_answers(nc: Client) -> bool:
-    body = {"instance_id": "seedline-up", "repo": "readiness-check", "limit": 1}
-    try:
-        msg = await nc.request(subjects.API_TIMELINE_READ, encode(body), timeout=1.0)
-        return bool(json.loads(msg.data).get("ok"))
-    except Exception:
-        return False
+from .up_processes import DEMO_RUNNER
 
 
 def _connections(monitor_url: str) -> list[dict]:
@@ -60,10 +50,8 @@ def _answers(url: str) -> bool:
 
 
 async def is_ready(name: str, nc: Client, monitor_url: str, health_url: str | None = None) -> bool:
-    if name == WEB and health_url:
+    if health_url:  # every service says so itself on /readyz
         return await asyncio.to_thread(_answers, health_url)
-    if name == "timeline-writer":
-        return await timeline_answers(nc)
     if name == DEMO_RUNNER:
         return await runner_present(nc)
     return await subscribed(monitor_url, name)

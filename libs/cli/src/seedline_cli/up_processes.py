@@ -88,12 +88,14 @@ class Child:
     ready: bool = False
     # A service serves /healthz, /readyz and /metrics; on one machine each needs its own port.
     http_port: int | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def health_url(self) -> str | None:
         return None if self.http_port is None else f"http://127.0.0.1:{self.http_port}/readyz"
 
     async def start(self, env: dict[str, str]) -> None:
+        env = {**env, **self.extra_env}
         if self.http_port is not None:
             env = {**env, "SEEDLINE_HTTP_HOST": "127.0.0.1",
                    "SEEDLINE_HTTP_PORT": str(self.http_port)}
@@ -148,6 +150,20 @@ class Child:
 def service_child(name: str, logs: Path, web_port: int = DEFAULT_WEB_PORT) -> Child:
     port = web_port if name == WEB else free_port()
     return Child(name, [str(bin_dir() / name)], logs / f"{name}.log", http_port=port)
+
+
+def writer_children(logs: Path, partitions: int) -> list[Child]:
+    """One timeline-writer per ingest partition (CONTRACT.md 2.2): partition 0 keeps the
+    plain name, the others are timeline-writer-p1, -p2, ..."""
+    children = []
+    for partition in range(partitions):
+        child = service_child("timeline-writer", logs)
+        if partition:
+            child.name = f"timeline-writer-p{partition}"
+            child.log_path = logs / f"{child.name}.log"
+        child.extra_env = {"SEEDLINE_INGEST_PARTITION": str(partition)}
+        children.append(child)
+    return children
 
 
 def runner_child(logs: Path) -> Child:
