@@ -42,25 +42,28 @@ from pathlib import Path
 
 WINDOW = 1_000
 LARGE_SIZE = 4_096
-TARGET_RATIO = 0.4
+TARGET_RATIO = 0.45
 INSTANCE = "benchingest"
 REPOS = 8
 RAW_STREAM = "BENCH_RAW"
 RAW_SUBJECT = "bench.raw.entries"
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
+PARTITION_COUNTS = (1, 2, 4)
+PARTITION_INSTANCES = 16
 READY_TIMEOUT = 60.0
 ROUND_TIMEOUT = 600.0
 
 
-def payloads(tag: str, count: int, size: int) -> list[tuple[bytes, str]]:
-    """(body, entry_id) pairs, serialised before any clock starts."""
+def payloads(tag: str, count: int, size: int, instances: int = 1) -> list[tuple[bytes, str]]:
+    """(body, entry_id) pairs, serialised before any clock starts; entry n belongs to
+    instance n mod `instances`."""
     content = ("seedline " * (size // 9 + 1))[:size]
     out = []
     for n in range(count):
         entry_id = f"{tag}-{n:07d}"
         body = {
             "entry_id": entry_id,
-            "instance_id": INSTANCE,
+            "instance_id": instance_name(n % instances) if instances > 1 else INSTANCE,
             "repo": f"bench/repo-{n % REPOS}",
             "session_id": f"{tag}-s",
             "kind": "terminal",
@@ -72,11 +75,17 @@ def payloads(tag: str, count: int, size: int) -> list[tuple[bytes, str]]:
     return out
 
 
-async def publish_all(js, subject: str, batch: list[tuple[bytes, str]]) -> None:
-    """publish_async with at most WINDOW acks pending (the context's limit), all awaited."""
+def instance_name(n: int) -> str:
+    return f"{INSTANCE}{n:02d}"
+
+
+async def publish_all(js, subject, batch: list[tuple[bytes, str]]) -> None:
+    """publish_async with at most WINDOW acks pending (the context's limit), all awaited;
+    `subject` is a subject or a function of the entry's position (a per-instance subject)."""
     futures = [
-        await js.publish_async(subject, body, headers={"Nats-Msg-Id": entry_id})
-        for body, entry_id in batch
+        await js.publish_async(subject if isinstance(subject, str) else subject(n), body,
+                               headers={"Nats-Msg-Id": entry_id})
+        for n, (body, entry_id) in enumerate(batch)
     ]
     await asyncio.gather(*futures)
 
@@ -97,9 +106,53 @@ async def seedline_round(nc, js, size: int, count: int) -> float:
     target = await last_seq(js, subjects.TIMELINE_STREAM) + count
     last = json.loads(batch[-1][0])
     started = time.perf_counter()
-    await publish_all(js, subjects.INGEST_TIMELINE, batch)
+    await publish_all(js, subjects.ingest_timeline_subject(INSTANCE), batch)
     await wait_readable(nc, last, target)
     return count / (time.perf_counter() - started)
+
+
+async def partitioned_round(nc, js, size: int, count: int) -> float:
+    """`count` entries over PARTITION_INSTANCES instances, each on its own instance's
+    subject (which the server maps to a partition), timed until every instance's last
+    entry is the newest one the timeline API answers for it."""
+    from seedline_contracts import subjects
+
+    tag = f"kp{uuid.uuid4().hex[:8]}"
+    batch = payloads(tag, count, size, PARTITION_INSTANCES)
+    newest = {}
+    for body, entry_id in batch:
+        entry = json.loads(body)
+        newest[entry["instance_id"]] = (entry["repo"], entry["session_id"], entry_id)
+    started = time.perf_counter()
+    await publish_all(
+        js, lambda n: subjects.ingest_timeline_subject(instance_name(n % PARTITION_INSTANCES)),
+        batch,
+    )
+    await wait_newest(nc, newest)
+    return count / (time.perf_counter() - started)
+
+
+async def wait_newest(nc, newest: dict[str, tuple[str, str, str]]) -> None:
+    """Until the newest entry of every (instance, repo, conversation) is the one expected."""
+    from seedline_contracts import subjects
+    from seedline_devtools.testing import request
+
+    waiting = dict(newest)
+    deadline = time.monotonic() + ROUND_TIMEOUT
+    while waiting and time.monotonic() < deadline:
+        for instance, (repo, session_id, entry_id) in list(waiting.items()):
+            reply = await request(nc, subjects.API_TIMELINE_READ,
+                                  {"instance_id": instance, "repo": repo,
+                                   "session_id": session_id, "limit": 1},
+                                  timeout=15)
+            if not reply.get("ok"):
+                raise RuntimeError(f"the read failed: {reply['error']}")
+            if reply["entries"] and reply["entries"][-1]["entry_id"] == entry_id:
+                del waiting[instance]
+        if waiting:
+            await asyncio.sleep(0.01)
+    if waiting:
+        raise RuntimeError(f"{len(waiting)} instances were not readable within {ROUND_TIMEOUT:.0f} s")
 
 
 async def wait_readable(nc, last: dict, target_seq: int) -> None:
@@ -178,7 +231,7 @@ def profile_summary(path: Path, limit: int = 25) -> str:
     return stats.stream.getvalue()
 
 
-async def _run(rounds: int, count: int, size: int, profile: bool) -> dict:
+async def _run(rounds: int, count: int, size: int, profile: bool, partitions: bool) -> dict:
     import nats
 
     from seedline_platform import natsio
@@ -201,7 +254,8 @@ async def _run(rounds: int, count: int, size: int, profile: bool) -> dict:
             env = dict(os.environ, SEEDLINE_NATS_URL=durable.url,
                        SEEDLINE_NATS_MONITOR_URL=durable.monitor_url,
                        SEEDLINE_DATABASE_URL=database_url, SEEDLINE_HOME=str(tmp / "home"),
-                       SEEDLINE_STRICT_DURABILITY="1", SEEDLINE_LOG_LEVEL="warning")
+                       SEEDLINE_STRICT_DURABILITY="1", SEEDLINE_LOG_LEVEL="warning",
+                       SEEDLINE_HTTP_PORT="0")
             nc = await nats.connect(durable.url)
             nc_loose = await nats.connect(loose.url)
             connections += [nc, nc_loose]
@@ -241,10 +295,66 @@ async def _run(rounds: int, count: int, size: int, profile: bool) -> dict:
             loose.stop()
             durable.stop()
             postgres.stop()
-    return assemble(runs, sizes, rounds, count, version, profile_text)
+    partitioned = await _run_partitions(rounds, count, size) if partitions else None
+    return assemble(runs, sizes, rounds, count, version, profile_text, partitioned)
 
 
-def assemble(runs: dict, sizes: list[int], rounds: int, count: int, version, profile_text) -> dict:
+async def _run_partitions(rounds: int, count: int, size: int) -> dict:
+    """k timeline-writers, one per ingest partition, for each k in PARTITION_COUNTS:
+    a fresh nats-server mapping ingest to k partitions and a fresh database each time."""
+    import nats
+
+    from seedline_devtools.embedded import start_nats, start_postgres
+
+    rates: dict[int, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="seedline-bench-partitions-") as tmp_text:
+        tmp = Path(tmp_text)
+        postgres = start_postgres(tmp / "postgres")
+        try:
+            for k in PARTITION_COUNTS:
+                server = start_nats(tmp / f"nats-k{k}", ingest_partitions=k)
+                writers: list[WriterProcess] = []
+                nc = None
+                try:
+                    env = dict(os.environ, SEEDLINE_NATS_URL=server.url,
+                               SEEDLINE_NATS_MONITOR_URL=server.monitor_url,
+                               SEEDLINE_DATABASE_URL=postgres.ensure_database(f"seedline_k{k}"),
+                               SEEDLINE_HOME=str(tmp / f"home-k{k}"),
+                               SEEDLINE_STRICT_DURABILITY="1", SEEDLINE_LOG_LEVEL="warning",
+                               SEEDLINE_INGEST_PARTITIONS=str(k), SEEDLINE_HTTP_PORT="0")
+                    nc = await nats.connect(server.url)
+                    js = nc.jetstream(publish_async_max_pending=WINDOW)
+                    writers = [
+                        WriterProcess(dict(env, SEEDLINE_INGEST_PARTITION=str(i)),
+                                      tmp / f"writer-k{k}-{i}.log")
+                        for i in range(k)
+                    ]
+                    for writer in writers:
+                        await writer.wait_ready(nc)
+                    await partitioned_round(nc, js, size, min(count, 2_000))  # warm-up
+                    for _ in range(rounds):
+                        rates.setdefault(k, []).append(await partitioned_round(nc, js, size, count))
+                    print(f"{k} writer(s) done", file=sys.stderr)
+                finally:
+                    if nc is not None:
+                        await nc.close()
+                    for writer in writers:
+                        writer.stop()
+                    server.stop()
+        finally:
+            postgres.stop()
+    measurements = {str(k): summary(v) for k, v in rates.items()}
+    base = measurements[str(PARTITION_COUNTS[0])]["median"]
+    return {
+        "size": size,
+        "instances": PARTITION_INSTANCES,
+        "measurements": measurements,
+        "ratio_to_one": {k: m["median"] / base for k, m in measurements.items()},
+    }
+
+
+def assemble(runs: dict, sizes: list[int], rounds: int, count: int, version, profile_text,
+             partitioned: dict | None = None) -> dict:
     measurements = {name: summary(values) for name, values in runs.items()}
     ratios = {
         str(s): measurements[f"seedline_{s}"]["median"] / measurements[f"raw_sync_{s}"]["median"]
@@ -266,6 +376,7 @@ def assemble(runs: dict, sizes: list[int], rounds: int, count: int, version, pro
         "target_ratio": TARGET_RATIO,
         "target_met": all(r >= TARGET_RATIO for r in ratios.values()),
         "profile": profile_text,
+        "partitions": partitioned,
     }
 
 
@@ -300,6 +411,21 @@ def markdown(result: dict) -> str:
         "Seedline end to end is timed from the first publish to `seedline.api.timeline.read` "
         "answering the last entry (`min_seq`); the timeline-writer runs as its own process.",
     ]
+    part = result.get("partitions")
+    if part:
+        lines += [
+            "",
+            "## Partitioned timeline-writers",
+            "",
+            f"{part['size']:,} B entries over {part['instances']} instances, each published on "
+            "its instance's ingest subject, which the server maps to one of k partitions; one "
+            f"timeline-writer per partition, all on {result['machine']['cpus']} CPUs.",
+            "",
+            "| writers (k) | msg/s end to end | ratio to k = 1 |",
+            "|---|---|---|",
+        ]
+        for k, m in part["measurements"].items():
+            lines.append(f"| {k} | {_cell(m)} | {part['ratio_to_one'][k]:.2f} |")
     if result.get("profile"):
         lines += ["", "## Timeline-writer profile (one run)", "", "```",
                   result["profile"].rstrip(), "```"]
@@ -311,8 +437,8 @@ def _cell(s: dict) -> str:
 
 
 def run_ingest_bench(rounds: int = 3, count: int = 20_000, size: int = 512,
-                     profile: bool = False, write: bool = True) -> dict:
-    result = asyncio.run(_run(rounds, count, size, profile))
+                     profile: bool = False, write: bool = True, partitions: bool = True) -> dict:
+    result = asyncio.run(_run(rounds, count, size, profile, partitions))
     if write:
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
         (RESULTS_DIR / "ingest.json").write_text(json.dumps(result, indent=2) + "\n")
@@ -330,8 +456,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", action="store_true",
                         help="profile the timeline-writer over one more run "
                         "(pyinstrument, else cProfile)")
+    parser.add_argument("--no-partitions", action="store_true",
+                        help="skip the runs with 1, 2 and 4 partitioned timeline-writers")
     args = parser.parse_args(argv)
-    print(markdown(run_ingest_bench(args.rounds, args.count, args.size, args.profile)))
+    print(markdown(run_ingest_bench(args.rounds, args.count, args.size, args.profile,
+                                    partitions=not args.no_partitions)))
 
 
 if __name__ == "__main__":
