@@ -1,0 +1,297 @@
+"""The platform as a person runs it: the four services and runner machines as processes of
+their own console scripts, against a real nats-server and Postgres, driven over NATS.
+
+Everything it reports is read from the wire: the streams (by sequence, so nothing is
+missed or read twice), the notices of each instance, the presence bucket and the APIs.
+``Loop`` runs one asyncio loop on a thread so that a synchronous caller (a Hypothesis
+state machine) can drive it while subscriptions keep receiving between calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import nats
+import psycopg
+from nats.js.errors import KeyDeletedError, KeyNotFoundError, NotFoundError
+
+from seedline_contracts import subjects
+from seedline_devtools.embedded import NatsProcess, start_nats
+
+BIN = Path(sys.executable).parent
+SERVICES = ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway")
+STREAMS = (
+    subjects.INGEST_STREAM, subjects.TIMELINE_STREAM, subjects.SESSIONS_STREAM,
+    subjects.REJECTED_STREAM,
+)
+T = TypeVar("T")
+
+
+_databases = itertools.count(1)
+
+
+@contextmanager
+def servers(postgres_server, name: str) -> Iterator[tuple[NatsProcess, str, Path]]:
+    """A nats-server of its own, a fresh database on the shared Postgres, a folder for logs."""
+    workdir = Path(tempfile.mkdtemp(prefix=f"seedline-{name}-"))
+    nats_proc = start_nats(workdir / "nats", sync_always=False)
+    database = f"seedline_{name}_{os.getpid()}_{next(_databases)}"
+    with psycopg.connect(postgres_server.admin_url, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{database}"')
+        conn.execute(f'CREATE DATABASE "{database}"')
+    try:
+        yield nats_proc, postgres_server.url_for(database), workdir
+    finally:
+        nats_proc.stop()
+        with psycopg.connect(postgres_server.admin_url, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
+
+
+class Loop:
+    """An event loop on a thread of its own; ``run`` waits for one coroutine."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+
+    def run(self, coro: Awaitable[T], timeout: float = 180.0) -> T:
+        future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        try:
+            return future.result(timeout)
+        finally:
+            future.cancel()  # never left running beside the next call
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+
+
+class NotSettled(AssertionError):
+    """The system did not reach what was expected in time."""
+
+
+@dataclass
+class Machine:
+    node_id: str
+    label: str
+    proc: subprocess.Popen | None = None
+    # Each runner process is a generation: the scripted engine resumes only keys of its own.
+    generation: int = 0
+
+    @property
+    def online(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+
+@dataclass
+class Observed:
+    """Everything read from the streams and notices since the platform started."""
+
+    timeline: list[dict] = field(default_factory=list)
+    events: list[dict] = field(default_factory=list)
+    rejected: list[dict] = field(default_factory=list)
+    notices: dict[str, list[dict]] = field(default_factory=dict)
+
+
+class Platform:
+    def __init__(
+        self, *, nats_url: str, monitor_url: str, database_url: str, logs: Path,
+        launch_timeout: int = 3, open_timeout: int = 10,
+    ) -> None:
+        self.env = dict(
+            os.environ, SEEDLINE_NATS_URL=nats_url, SEEDLINE_NATS_MONITOR_URL=monitor_url,
+            SEEDLINE_DATABASE_URL=database_url, SEEDLINE_HTTP_PORT="0",
+            SEEDLINE_LAUNCH_TIMEOUT_SECONDS=str(launch_timeout),
+            SEEDLINE_OPEN_TIMEOUT_SECONDS=str(open_timeout), SEEDLINE_LOG_LEVEL="warning",
+        )
+        self.nats_url = nats_url
+        self.logs = logs
+        self.services: dict[str, subprocess.Popen] = {}
+        self._service_ids: dict[str, set[str]] = {name: set() for name in SERVICES}
+        self.machines: dict[str, Machine] = {}
+        self.seen = Observed()
+        self._cursor = {name: 0 for name in STREAMS}
+        self._notice_subs: dict[str, Any] = {}
+        self.nc = None
+        self.js = None
+        self.kv = None
+
+    # -- processes ------------------------------------------------------------------
+
+    def _spawn(self, argv: list[str], log_name: str) -> subprocess.Popen:
+        log = open(self.logs / f"{log_name}.log", "ab")
+        return subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+
+    async def start(self, machines: dict[str, str]) -> None:
+        self.nc = await nats.connect(self.nats_url, max_reconnect_attempts=-1)
+        self.js = self.nc.jetstream()
+        # The writer first: it creates the streams the others bind to.
+        await self.start_service("timeline-writer")
+        await asyncio.gather(*(self.start_service(n) for n in SERVICES[1:]))
+        self.kv = await self.js.key_value(subjects.RUNNERS_BUCKET)
+        for node_id, label in machines.items():
+            self.machines[node_id] = Machine(node_id, label)
+            await self.start_machine(node_id)
+
+    async def start_service(self, name: str) -> None:
+        self.services[name] = self._spawn([str(BIN / name)], name)
+        await self._until(lambda: self._new_service_id(name), 60, f"{name} ready")
+
+    async def _new_service_id(self, name: str) -> bool:
+        """True once a copy of the service not seen before answers its discovery ping."""
+        try:
+            msg = await self.nc.request(f"$SRV.INFO.{name}", b"", timeout=0.5)
+        except Exception:
+            return False
+        service_id = json.loads(msg.data).get("id")
+        if not service_id or service_id in self._service_ids[name]:
+            return False
+        self._service_ids[name].add(service_id)
+        return True
+
+    async def kill_service(self, name: str) -> None:
+        """SIGKILL, then the same console script again, ready."""
+        proc = self.services[name]
+        proc.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(proc.wait)
+        await self.start_service(name)
+
+    async def start_machine(self, node_id: str) -> None:
+        machine = self.machines[node_id]
+        before = await self._presence_revision(node_id)
+        machine.proc = self._spawn(
+            [str(BIN / "seedline"), "runner", "--node-id", node_id, "--label", machine.label,
+             "--engine", "scripted"], f"runner-{node_id}")
+        machine.generation += 1
+
+        async def put_by_the_new_process() -> bool:
+            revision = await self._presence_revision(node_id)
+            return revision is not None and revision != before
+
+        await self._until(put_by_the_new_process, 60, f"runner {node_id} present")
+
+    async def stop_machine(self, node_id: str) -> None:
+        """A clean stop (SIGTERM): the runner ends its conversations and deletes its key."""
+        machine = self.machines[node_id]
+        machine.proc.terminate()
+        await asyncio.to_thread(machine.proc.wait, 30)
+
+        async def key_gone() -> bool:
+            return await self._presence_revision(node_id) is None
+
+        await self._until(key_gone, 30, f"runner {node_id} key deleted")
+
+    async def restart_machine(self, node_id: str) -> None:
+        """kill -9 and start again at once: the key stays until the new process puts one."""
+        machine = self.machines[node_id]
+        machine.proc.send_signal(signal.SIGKILL)
+        await asyncio.to_thread(machine.proc.wait)
+        await self.start_machine(node_id)
+
+    async def presence(self, node_id: str) -> dict | None:
+        try:
+            entry = await self.kv.get(subjects.presence_key(node_id))
+        except (KeyNotFoundError, KeyDeletedError, NotFoundError):
+            return None
+        return json.loads(entry.value) if entry.value else None
+
+    async def _presence_revision(self, node_id: str) -> int | None:
+        try:
+            entry = await self.kv.get(subjects.presence_key(node_id))
+        except (KeyNotFoundError, KeyDeletedError, NotFoundError):
+            return None
+        return entry.revision
+
+    def close(self) -> None:
+        procs = [m.proc for m in self.machines.values() if m.proc] + list(self.services.values())
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+    async def disconnect(self) -> None:
+        if self.nc is not None and not self.nc.is_closed:
+            await self.nc.close()
+
+    # -- requests and notices ---------------------------------------------------------
+
+    async def request(self, subject: str, body: dict, timeout: float = 30.0) -> dict:
+        msg = await self.nc.request(subject, json.dumps(body).encode(), timeout=timeout)
+        return json.loads(msg.data)
+
+    async def publish_ingest(self, entry: dict) -> None:
+        await self.js.publish(subjects.INGEST_TIMELINE, json.dumps(entry).encode(),
+                              headers={"Nats-Msg-Id": entry["entry_id"]})
+
+    async def follow_notices(self, instance_id: str) -> None:
+        received = self.seen.notices.setdefault(instance_id, [])
+
+        async def on_notice(msg) -> None:
+            received.append(json.loads(msg.data))
+
+        self._notice_subs[instance_id] = await self.nc.subscribe(
+            subjects.notify_subject(instance_id), cb=on_notice)
+        await self.nc.flush()
+
+    async def unfollow_notices(self, instance_id: str) -> None:
+        sub = self._notice_subs.pop(instance_id, None)
+        if sub is not None:
+            await sub.unsubscribe()
+
+    # -- what the streams hold ----------------------------------------------------------
+
+    async def pull(self) -> None:
+        """Read every stream message not read yet, in sequence order."""
+        lists = {subjects.TIMELINE_STREAM: self.seen.timeline,
+                 subjects.SESSIONS_STREAM: self.seen.events,
+                 subjects.REJECTED_STREAM: self.seen.rejected}
+        for stream, into in lists.items():
+            last = (await self.js.stream_info(stream)).state.last_seq
+            for seq in range(self._cursor[stream] + 1, last + 1):
+                msg = await self.js.get_msg(stream, seq)
+                body = json.loads(msg.data)
+                body["_seq"], body["_subject"] = seq, msg.subject
+                into.append(body)
+                self._cursor[stream] = seq
+
+    async def idle(self) -> bool:
+        """Ingest empty and every durable consumer with nothing pending or unacknowledged."""
+        if (await self.js.stream_info(subjects.INGEST_STREAM)).state.messages:
+            return False
+        for stream in STREAMS[:3]:
+            for info in await self.js.consumers_info(stream):
+                if not info.config.durable_name:
+                    continue  # a catch-up read, not a service's consumer
+                if info.num_pending or info.num_ack_pending:
+                    return False
+        return True
+
+    async def _until(self, probe: Callable[[], Awaitable[Any]], timeout: float, what: str):
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            value = await probe()
+            if value:
+                return value
+            if loop.time() > deadline:
+                raise NotSettled(f"not in {timeout:.0f} s: {what}")
+            await asyncio.sleep(0.02)
