@@ -267,6 +267,12 @@ def test_errors_name_their_field_machine_and_reason() -> None:
     assert "Mac mini" in error_message("runner_unreachable", label="Mac mini")
 
 
+def test_a_machines_reason_that_is_a_sentence_ends_with_one_full_stop() -> None:
+    refused = error_message("launch_refused", label="Mac mini",
+                            reason="Mac mini has no engine called 'codex'; it offers: scripted.")
+    assert refused.endswith("it offers: scripted.") and ".." not in refused
+
+
 def test_every_error_code_has_its_own_sentence() -> None:
     texts = {error_message(code) for code in ERROR_CODES}
     assert len(texts) == len(ERROR_CODES)

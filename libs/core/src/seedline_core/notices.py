@@ -251,7 +251,8 @@ def error_message(code: str, **details: object) -> str:
                 "on it and try again."
             )
         case "launch_refused":
-            reason = detail("reason", "no reason given")
+            # A machine's reason is often a sentence of its own: one full stop, not two.
+            reason = detail("reason", "no reason given").rstrip(". ") or "no reason given"
             return f"{machine} refused to start the conversation: {reason}."
         case "not_yet_visible":
             return "That entry is not readable yet; try the read again in a moment."
