@@ -1,9 +1,18 @@
 """`seedline rebuild timeline|conversations`: replay the streams into a fresh projection and
-compare digests."""
+compare digests.
+
+The projection's owner does the work: this runs the service's own `<script> rebuild`
+(the timeline-writer's, the continuity-resolver's) and shows the JSON lines it writes.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import subprocess
+import tempfile
+from typing import Callable
 
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -14,6 +23,7 @@ from .config import load_settings
 from .console import err, out, print_json
 from .errors import FAILED, OperationFailed, reports_errors
 from .preflight import nats_answers, postgres_answers
+from .up_processes import bin_dir, service_installed
 
 rebuild = typer.Typer(
     help="Rebuild projections from the streams and compare digests.", no_args_is_help=True
@@ -30,8 +40,6 @@ def rebuild_timeline_command(
 
     Exit code 1 when the rebuilt projection differs from the one before.
     """
-    from seedline_timeline_writer.rebuild import rebuild_timeline
-
     settings = load_settings(ctx)
     # The rebuild logs as a service does; here only its errors belong on the terminal.
     configure_logging("error", "seedline-cli")
@@ -48,16 +56,13 @@ def rebuild_timeline_command(
     )
     task = progress.add_task("replay", total=None)
 
-    def on_progress(done: int, total: int) -> None:
-        progress.update(task, completed=done, total=total)
+    def on_progress(figures: dict) -> None:
+        progress.update(task, completed=figures["done"], total=figures["total"])
 
     with progress:
-        try:
-            result = asyncio.run(rebuild_timeline(settings, on_progress))
-        except Exception as exc:
-            raise OperationFailed(f"The rebuild failed: {type(exc).__name__}: {exc}") from None
-    _report(result.before_digest, result.after_digest, json_out,
-            {"rows": result.rows, "seconds": result.seconds})
+        result = run_service_rebuild("timeline-writer", settings, on_progress)
+    _report(result["before_digest"], result["after_digest"], json_out,
+            {"rows": result["rows"], "seconds": result["seconds"]})
 
 
 @rebuild.command("conversations")
@@ -70,18 +75,46 @@ def rebuild_conversations_command(
 
     Exit code 1 when the rebuilt projection differs from the one before.
     """
-    from seedline_continuity_resolver.rebuild import rebuild_conversations
-
     settings = load_settings(ctx)
     configure_logging("error", "seedline-cli")
     asyncio.run(nats_answers(settings))
     asyncio.run(postgres_answers(settings))
     with err.status("Replaying the timeline and the conversation events"):
-        try:
-            before, after = asyncio.run(rebuild_conversations(settings))
-        except Exception as exc:
-            raise OperationFailed(f"The rebuild failed: {type(exc).__name__}: {exc}") from None
-    _report(before, after, json_out, {})
+        result = run_service_rebuild("continuity-resolver", settings, lambda figures: None)
+    _report(result["before_digest"], result["after_digest"], json_out, {})
+
+
+def run_service_rebuild(service: str, settings, on_progress: Callable[[dict], None]) -> dict:
+    """Run `<service> rebuild` with this command's settings; its result, or OperationFailed."""
+    if not service_installed(service):
+        raise OperationFailed(
+            f"The {service} is not installed next to this seedline ({bin_dir()}); "
+            "run `make install` in the checkout."
+        )
+    env = dict(os.environ, SEEDLINE_NATS_URL=settings.nats_url)
+    result = error = None
+    # stderr goes to a file: a pipe nobody reads while stdout is read could fill and stall it.
+    with tempfile.TemporaryFile("w+") as stderr_file, subprocess.Popen(
+        [str(bin_dir() / service), "rebuild"], env=env, text=True,
+        stdout=subprocess.PIPE, stderr=stderr_file,
+    ) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue  # not one of the command's lines
+            if "progress" in message:
+                on_progress(message["progress"])
+            result = message.get("result", result)
+            error = message.get("error", error)
+        proc.wait()
+        stderr_file.seek(0)
+        stderr_lines = stderr_file.read().strip().splitlines()
+    if result is not None and proc.returncode == 0:
+        return result
+    reason = error or (stderr_lines[-1] if stderr_lines else f"exit code {proc.returncode}")
+    raise OperationFailed(f"The rebuild failed: {reason}")
 
 
 def _report(before: str, after: str, json_out: bool, details: dict) -> None:

@@ -45,6 +45,14 @@ async def rebuild_conversations(
         await nc.close()
 
 
+async def rebuild_command(settings: Settings, progress) -> dict:
+    """`continuity-resolver rebuild`: the figures `seedline rebuild conversations` shows."""
+    before, after = await rebuild_conversations(
+        settings, lambda stream, done: progress(stream=stream, done=done)
+    )
+    return {"before_digest": before, "after_digest": after}
+
+
 async def _replay(js, repo, progress) -> None:
     for stream, subject in (
         (subjects.TIMELINE_STREAM, subjects.TIMELINE_ALL),

@@ -75,6 +75,13 @@ async def rebuild_timeline(settings: Settings, progress: Progress | None = None)
     return RebuildResult(before, after, rows, time.monotonic() - started)
 
 
+async def rebuild_command(settings: Settings, progress) -> dict:
+    """`timeline-writer rebuild`: the figures `seedline rebuild timeline` shows."""
+    result = await rebuild_timeline(settings, lambda done, total: progress(done=done, total=total))
+    return {"before_digest": result.before_digest, "after_digest": result.after_digest,
+            "rows": result.rows, "seconds": round(result.seconds, 3)}
+
+
 async def _rebuild(
     conn: psycopg.AsyncConnection, js: JetStreamContext, progress: Progress | None
 ) -> tuple[str, str, int]:
