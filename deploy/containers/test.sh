@@ -185,6 +185,8 @@ service_images() {
         build --build-arg PYTHON_IMAGE="$BASE_IMAGE" --build-arg UV_IMAGE="$UV_IMAGE" \
         --build-arg PYTHON=/usr/bin/python3.11 > "$logs/compose-build.log" 2>&1 \
         || { tail -40 "$logs/compose-build.log" >&2; return 1; }
+    # Each rebuild leaves the previous images untagged; they would fill the disk run by run.
+    podman image prune -f > /dev/null
     podman image ls --format '{{.Repository}}:{{.Tag}}  {{.Size}}' | grep "/seedline/" | sort
     # A service image holds its package and what it depends on; the demo runner's
     # seedline-cli depends on everything, the developer tools included.
