@@ -141,3 +141,30 @@ async def test_a_wake_is_decided_as_the_repo_stood_before_the_message(resolver):
     first, second = decided(resolver)
     assert first["reason_code"] == second["reason_code"] == "past_window", (first, second)
     assert "5 days ago" in first["reason"] and "5 days ago" in second["reason"]
+
+
+async def test_a_wake_catches_up_to_its_own_place_in_the_streams_without_asking_the_server(
+    resolver,
+):
+    from seedline_continuity_resolver.repository import SESSIONS, TIMELINE
+
+    asked_ends: list[str] = []
+    waited: dict[str, int] = {}
+
+    async def stream_ends() -> dict[str, int]:
+        asked_ends.append("ends")
+        return {TIMELINE: 10**6, SESSIONS: 10**6}
+
+    async def reached(projection: str, seq: int, timeout: float) -> bool:
+        waited[projection] = seq
+        return True
+
+    resolver.opener._stream_ends, resolver.opener._reached = stream_ends, reached
+    seq = await resolver.entry("csess_person", kind="chat_user", content="Where were we?")
+    await resolver.opener.wake(WakeRequested(
+        session_id="csess_w", at=AT, instance_id="inst-a", repo="apps/x", engine="claude",
+        node_id="mac", wake_seq=seq, request_id="wake:e-1"), event_seq=42)
+    assert asked_ends == [] and waited == {TIMELINE: seq, SESSIONS: 41}
+
+    await resolver.open()  # an open request reads to where the streams end now
+    assert asked_ends == ["ends"] and waited == {TIMELINE: 10**6, SESSIONS: 10**6}

@@ -124,7 +124,7 @@ class ResolverApp(ServiceApp):
         return {TIMELINE: timeline, SESSIONS: sessions}
 
     async def _on_wake(self, msg: Msg) -> None:
-        await self.opener.wake(decode(msg.data, WakeRequested))
+        await self.opener.wake(decode(msg.data, WakeRequested), msg.metadata.sequence.stream)
 
     async def _park(self, msg: Msg, reason: str) -> None:
         await self.parker(subjects.REJECTED_SESSIONS)(msg, reason)

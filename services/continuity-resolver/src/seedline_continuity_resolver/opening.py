@@ -124,8 +124,10 @@ class Opener:
                 return await self._first_reply(first)
         return await self._decide_and_wait(request, session_id)
 
-    async def wake(self, event: WakeRequested) -> None:
-        """Open the conversation a person's message woke; nobody waits for the reply."""
+    async def wake(self, event: WakeRequested, event_seq: int | None = None) -> None:
+        """Open the conversation a person's message woke; nobody waits for the reply.
+        `event_seq`, the wake's place in SEEDLINE_SESSIONS, is how far this decision needs
+        the streams: what was recorded before the wake, up to the person's message."""
         request = OpenRequest(
             instance_id=event.instance_id, repo=event.repo, engine=event.engine,
             node_id=event.node_id, request_id=event.request_id, wake_seq=event.wake_seq,
@@ -135,14 +137,16 @@ class Opener:
             return
         if await self._repo.claim_request(event.instance_id, event.request_id, event.session_id):
             return  # woken before (a redelivered message)
-        await self._record(await self._decision_events(request, event.session_id))
+        ends = None if event_seq is None else {TIMELINE: event.wake_seq, SESSIONS: event_seq - 1}
+        await self._record(await self._decision_events(request, event.session_id, ends))
 
     async def _decide_and_wait(self, request: OpenRequest, session_id: str) -> bytes:
         messages = await self._decision_events(request, session_id)
         return await self._record_and_wait(session_id, messages)
 
-    async def _decision_events(self, request: OpenRequest, session_id: str) -> list[Outgoing]:
-        await self._catch_up(request.wake_seq)
+    async def _decision_events(self, request: OpenRequest, session_id: str,
+                               ends: dict[str, int] | None = None) -> list[Outgoing]:
+        await self._catch_up(request.wake_seq, ends)
         now = self._clock()
         if request.wake_seq is None:
             previous = await self._repo.previous(request.instance_id, request.repo)
@@ -230,10 +234,12 @@ class Opener:
 
     # -- shared -----------------------------------------------------------------------
 
-    async def _catch_up(self, wake_seq: int | None) -> None:
+    async def _catch_up(self, wake_seq: int | None, ends: dict[str, int] | None = None) -> None:
         """Decide on every event recorded before this moment (read your own writes): the
-        projection holds each stream up to where it ended when the request came."""
-        ends = await self._stream_ends() if self._stream_ends is not None else {}
+        projection holds each stream up to where it ended when the request came, or up to
+        `ends` where the caller knows them (no round trip to the server)."""
+        if ends is None:
+            ends = await self._stream_ends() if self._stream_ends is not None else {}
         if wake_seq is not None:
             # The message itself counts as activity of the conversation it was written in.
             ends[TIMELINE] = max(ends.get(TIMELINE, 0), wake_seq)
