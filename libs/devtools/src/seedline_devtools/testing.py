@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+import structlog
 
 from .embedded import NatsProcess, PostgresProcess, start_nats, start_postgres
 from seedline_platform.settings import Settings
@@ -207,3 +208,11 @@ async def request(nc, subject: str, body, timeout: float = 10.0) -> dict:
     data = body if isinstance(body, bytes) else encode(body)
     msg = await nc.request(subject, data, timeout=timeout)
     return json.loads(msg.data)
+
+
+@pytest.fixture(autouse=True)
+def _logging_as_it_was():
+    """A test that runs a command in-process (which configures logging for a process:
+    level and output) must not change what the next test's ``capture_logs`` sees."""
+    yield
+    structlog.reset_defaults()
