@@ -34,6 +34,7 @@ from seedline_contracts import subjects
 from seedline_contracts.timeline import KINDS
 from seedline_continuity_resolver.app import create_app as create_resolver
 from seedline_devtools.testing import running
+from seedline_devtools.testing_load import ingest_taken
 from seedline_runner.engines.scripted import ScriptedEngine
 from seedline_runner.runner import Runner
 from seedline_runner_gateway.app import create_app as create_gateway
@@ -391,11 +392,6 @@ async def drained(js, stream: str, durable: str) -> bool:
         if attempt == 0:
             await asyncio.sleep(0.05)
     return True
-
-
-async def ingest_taken(js) -> bool:
-    """SEEDLINE_INGEST is a work queue: a message leaves it when the writer acknowledges it."""
-    return (await js.stream_info(subjects.INGEST_STREAM)).state.messages == 0
 
 
 async def timeline_projected(js, durable: str) -> bool:

@@ -22,6 +22,7 @@ from seedline_platform.replay import last_seq
 from seedline_devtools.testing import running
 from seedline_devtools.testing_load import (
     acked_at_least,
+    ingest_taken,
     projected_all,
     projected_at_least,
     Producer,
@@ -33,11 +34,6 @@ from seedline_devtools.testing_load import (
 from seedline_timeline_writer.app import create_app as create_writer
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow, pytest.mark.timeout(120)]
-
-
-async def ingest_taken(js) -> bool:
-    """SEEDLINE_INGEST is a work queue: a message leaves it when the writer acknowledges it."""
-    return (await js.stream_info(subjects.INGEST_STREAM)).state.messages == 0
 
 
 async def timeline_projected(js, durable: str) -> bool:

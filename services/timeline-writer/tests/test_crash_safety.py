@@ -25,6 +25,7 @@ from seedline_platform import natsio, pg
 from seedline_platform.consumer import BatchConsumer
 from seedline_platform.replay import last_seq, replay
 from seedline_devtools.testing import request, running
+from seedline_devtools.testing_load import ingest_taken
 from seedline_timeline_writer.app import create_app
 from seedline_platform.publishing import JetStreamPublisher
 from seedline_timeline_writer.ingest import IngestHandler
@@ -229,7 +230,7 @@ async def _count_if_at_least(url: str, minimum: int) -> int | None:
 async def _all_applied(js, url: str, count: int) -> bool:
     if await projected_count(url) < count:
         return False
-    return await stream_messages(js, subjects.INGEST_STREAM) == 0
+    return await ingest_taken(js)
 
 
 async def test_a_message_that_keeps_failing_is_parked_as_poison_and_the_rest_flow(settings):
@@ -275,7 +276,7 @@ async def test_a_message_that_keeps_failing_is_parked_as_poison_and_the_rest_flo
         ids, _, _ = await projected_entry_ids(settings.database_url)
         assert ids == ["n-00001", "n-00002", "n-00004", "n-00005", "n-00006"]
         assert await stream_entry_ids(js) == ids
-        await wait_until(lambda: _ingest_empty(js), 10, "acknowledging every ingest message")
+        await wait_until(lambda: ingest_taken(js), 10, "acknowledging every ingest message")
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -291,10 +292,6 @@ async def _rejected(js) -> list[dict]:
         json.loads((await js.get_msg(subjects.REJECTED_STREAM, seq)).data)
         for seq in range(info.state.first_seq, info.state.last_seq + 1)
     ]
-
-
-async def _ingest_empty(js) -> bool:
-    return await stream_messages(js, subjects.INGEST_STREAM) == 0
 
 
 POSTGRES_AWAY_SECONDS = 30.0

@@ -11,6 +11,7 @@ import pytest
 
 from seedline_contracts import subjects
 from seedline_devtools.testing import request, running
+from seedline_devtools.testing_load import ingest_taken
 from seedline_timeline_writer.app import create_app
 
 pytestmark = pytest.mark.servers
@@ -162,8 +163,7 @@ async def test_malformed_input_is_rejected_with_a_reason_and_valid_entries_aroun
             else:
                 assert record["raw"] == original
             assert record["ingest_seq"] >= 1
-        ingest = await js.stream_info(subjects.INGEST_STREAM)
-        assert ingest.state.messages == 0  # every message acknowledged
+        assert await ingest_taken(js)  # every message acknowledged
         await nc.close()
 
 
@@ -279,3 +279,26 @@ async def test_an_at_in_year_one_or_a_nul_in_a_read_are_input_errors_not_outages
             assert reply["error"]["code"] == "invalid_request", reply
             assert field in reply["error"]["message"]
         await nc.close()
+
+
+async def test_an_ingest_stream_made_as_a_work_queue_is_still_taken_message_by_message(settings):
+    # A platform that ran before ingest kept messages by age has a work-queue stream,
+    # whose retention cannot be changed in place: its consumer acknowledges each message
+    # (AckPolicy.ALL is refused there), and each acknowledged message leaves the stream.
+    from dataclasses import replace
+
+    from seedline_contracts import streams
+    from seedline_platform import natsio
+
+    nc = await nats.connect(settings.nats_url)
+    js = nc.jetstream()
+    await natsio.ensure_streams(js, [replace(streams.INGEST, retention="workqueue", max_age=0.0)])
+    async with running(create_app(settings)):
+        for n in (1, 2, 3):
+            await publish(js, entry(n), f"e-{n}")
+        rows = await wait_for(lambda: _len_at_least(nc, 3))
+        assert [r["entry_id"] for r in rows] == ["e-1", "e-2", "e-3"]
+        await wait_for(lambda: ingest_taken(js))
+        info = await js.stream_info(subjects.INGEST_STREAM)
+        assert info.config.retention == "workqueue" and info.state.messages == 0
+    await nc.close()

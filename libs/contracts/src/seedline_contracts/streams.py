@@ -38,10 +38,11 @@ class StreamSpec:
 INGEST = StreamSpec(
     name=subjects.INGEST_STREAM,
     subjects=("seedline.ingest.>",),
-    retention="workqueue",
+    retention="limits",
     discard="new",
     deny_delete=False,
     deny_purge=True,
+    max_age=INGEST_MAX_AGE_SECONDS,
 )
 TIMELINE = StreamSpec(
     name=subjects.TIMELINE_STREAM,

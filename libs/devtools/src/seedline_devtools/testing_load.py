@@ -149,10 +149,15 @@ async def projected_all(database_url: str, acked: set[str]) -> bool:
     return acked <= (await projected_ids(database_url)).keys()
 
 
-async def ingest_taken(js, durables: tuple[str, ...] = ("timeline-writer",)) -> bool:
-    """Every ingest consumer has been handed everything and has acknowledged it."""
-    for durable in durables:
-        info = await js.consumer_info(subjects.INGEST_STREAM, durable)
-        if info.num_pending or info.num_ack_pending:
+async def ingest_taken(js, durables: tuple[str, ...] | None = None) -> bool:
+    """Every ingest consumer (these durables, or every durable there is) has been handed
+    everything and has acknowledged it. SEEDLINE_INGEST keeps messages by age, so an
+    acknowledged message stays in the stream: its consumers say what is taken."""
+    if durables is None:
+        infos = [i for i in await js.consumers_info(subjects.INGEST_STREAM)
+                 if i.config.durable_name]
+        if not infos:
             return False
-    return True
+    else:
+        infos = [await js.consumer_info(subjects.INGEST_STREAM, d) for d in durables]
+    return all(not (i.num_pending or i.num_ack_pending) for i in infos)
