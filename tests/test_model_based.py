@@ -16,13 +16,16 @@ entries the timeline gained, which lifecycle events were recorded and which noti
 were sent, none missing and none extra.
 
 Each Hypothesis example uses a fresh pair of instance ids, so one long-lived platform
-serves them all (its machines are shared). ``make test`` runs 300 steps or more;
-``make test-faults`` (``-m slow``) runs 2,000 or more; SEEDLINE_MODEL_STEPS overrides.
+serves them all (its machines are shared). ``make test`` runs 800 steps or more (about
+three minutes on two cores); ``make test-faults`` (``-m slow``) runs 3,000 or more;
+SEEDLINE_MODEL_STEPS overrides. Every step, and each settled result, is written to
+steps.log in the platform's log folder (named in the summary line), beside each process's log.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import secrets
 import sys
@@ -65,7 +68,7 @@ COUNTED_EVENTS = ("open_requested", "opened", "open_failed", "relocated", "stopp
 ONE_IN_4 = st.sampled_from((False,) * 3 + (True,))
 ONE_IN_8 = st.sampled_from((False,) * 7 + (True,))
 STEP_TIMEOUT = 45.0
-DEFAULT_STEPS, SLOW_STEPS = 300, 2000
+DEFAULT_STEPS, SLOW_STEPS = 800, 3000
 RUN = secrets.token_hex(2)
 
 
@@ -238,6 +241,8 @@ class ConversationState(RuleBasedStateMachine):
         assert (decided["reason_code"], decided["mode"]) == (verdict.reason_code, verdict.mode), (
             f"{what}: decided {decided}, the model {verdict.reason_code}")
         assert not wording_violations(decided["reason"]), decided
+        for words in verdict.reason_says:
+            assert words in decided["reason"], f"{what}: {decided['reason']!r} lacks {words!r}"
 
     def _check_reply(self, reply: dict, verdict: Verdict, node_id: str, what: str) -> None:
         if verdict.error:
@@ -310,11 +315,17 @@ class ConversationState(RuleBasedStateMachine):
 
     @rule(which=st.integers(0, 1), repo=st.sampled_from(REPOS),
           node=st.sampled_from(("where it ran", *MACHINES)), engine=st.sampled_from(OPEN_ENGINES),
-          force_fresh=st.sampled_from((False, False, False, True)), instruction=st.booleans())
-    def open(self, which, repo, node, engine, force_fresh, instruction):
+          force_fresh=st.sampled_from((False, False, False, True)), instruction=st.booleans(),
+          again=st.sampled_from((False, False, True)))
+    def open(self, which, repo, node, engine, force_fresh, instruction, again):
         self._count("open", which=which, repo=repo, node=node, engine=engine,
-                    force_fresh=force_fresh, instruction=instruction)
+                    force_fresh=force_fresh, instruction=instruction, again=again)
         instance_id = self.instances[which]
+        opened = sorted(self.model.last_open.items())
+        if again and opened:
+            # The person opens again what they last worked on, where and as it ran: a
+            # resume that lands, or one its machine cannot make after a restart.
+            (instance_id, repo), (node, engine) = opened[len(self.published) % len(opened)]
         # Often the machine the repo last ran on: where a resume can land, or fail to.
         node_id = self.model.last_open.get((instance_id, repo), ("m1",))[0] \
             if node == "where it ran" else node
@@ -581,13 +592,15 @@ def test_conversation_state_matches_the_model_step_by_step(harness, request, cap
     began = time.monotonic()
     try:
         # Hypothesis chooses each example's length: run until the target is reached.
-        while harness.stats.steps < target:
+        while (stats := harness.stats).steps < target:
+            per_example = stats.steps / stats.examples if stats.steps else 15
             run_state_machine_as_test(ConversationState, settings=settings(
-                max_examples=max(2, (target - harness.stats.steps) // 12), stateful_step_count=30,
-                deadline=None, database=None, print_blob=True,
+                max_examples=max(2, math.ceil((target - stats.steps) / per_example)),
+                stateful_step_count=30, deadline=None, database=None, print_blob=True,
                 suppress_health_check=list(HealthCheck),
             ))
     finally:
         with capsys.disabled():
-            print("\n" + harness.stats.line(time.monotonic() - began))
+            print(f"\n{harness.stats.line(time.monotonic() - began)}; "
+                  f"logs in {harness.platform.logs}")
     assert harness.stats.steps >= target

@@ -13,6 +13,7 @@ import asyncio
 import itertools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -45,7 +46,8 @@ _databases = itertools.count(1)
 
 @contextmanager
 def servers(postgres_server, name: str) -> Iterator[tuple[NatsProcess, str, Path]]:
-    """A nats-server of its own, a fresh database on the shared Postgres, a folder for logs."""
+    """A nats-server of its own, a fresh database on the shared Postgres, a folder for logs
+    (kept afterwards: the services', the runners' and the test's own)."""
     workdir = Path(tempfile.mkdtemp(prefix=f"seedline-{name}-"))
     nats_proc = start_nats(workdir / "nats", sync_always=False)
     database = f"seedline_{name}_{os.getpid()}_{next(_databases)}"
@@ -56,6 +58,7 @@ def servers(postgres_server, name: str) -> Iterator[tuple[NatsProcess, str, Path
         yield nats_proc, postgres_server.url_for(database), workdir
     finally:
         nats_proc.stop()
+        shutil.rmtree(workdir / "nats" / "jetstream", ignore_errors=True)  # the logs stay
         with psycopg.connect(postgres_server.admin_url, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)')
 
@@ -274,9 +277,7 @@ class Platform:
                 self._cursor[stream] = seq
 
     async def idle(self) -> bool:
-        """Ingest empty and every durable consumer with nothing pending or unacknowledged."""
-        if (await self.js.stream_info(subjects.INGEST_STREAM)).state.messages:
-            return False
+        """Every durable consumer (ingest's too) with nothing pending or unacknowledged."""
         for stream in STREAMS[:3]:
             for info in await self.js.consumers_info(stream):
                 if not info.config.durable_name:

@@ -8,6 +8,13 @@ Time is a number: an entry written hours or days before the test started is the
 negative of its age in seconds; everything the platform does during the test gets the
 next tick of a logical clock (1, 2, 3 ...), in the order it happens (a person's
 message, then the machine's confirmation, then what the engine says).
+
+Readings of the contract it makes: a wake is decided as the repo stood before the
+person's message (the message is the new conversation's instruction, not the previous
+one's activity); a failed open is a conversation of the repo (its instruction entry is
+activity; without one it has none); activity ties go to the conversation with the
+higher entry seq; the engine a timeline-only conversation ran on is the newest engine
+its entries name.
 """
 
 from __future__ import annotations
@@ -17,7 +24,6 @@ from dataclasses import dataclass, field, replace
 
 RESUME_WINDOW_SECONDS = 4 * 86400
 STATELESS_ENGINES = frozenset({"raw", "openai"})
-NEW = "<new>"  # the conversation a step creates, whose id the platform chooses
 
 
 @dataclass
@@ -64,6 +70,7 @@ class Verdict:
     seeded: bool = False
     outcome: str | None = None
     unchanged: bool = False  # a relocation to the machine it is live on
+    reason_says: tuple[str, ...] = ()  # words the reason sentence must hold
     error_message_names: str | None = None  # e.g. the newer conversation's id
 
 
@@ -73,8 +80,25 @@ class Expected:
 
     entries: list[str] = field(default_factory=list)
     events: list[tuple[str, str, str | None]] = field(default_factory=list)  # type, id, reason
+    # (instance, kind, session_id (None for not_woken), node_id (or the repo, for not_woken))
     notices: list[tuple[str, str, str | None, str | None]] = field(default_factory=list)
-    # (instance, kind, session_id or NEW, node_id or repo)
+
+
+def age_words(seconds: float) -> str:
+    """3.1: whole units rounded down, hours below 48, then days (the ages the test writes)."""
+    hours = int(seconds // 3600)
+    return f"{hours} hours ago" if hours < 48 else f"{hours // 24} days ago"
+
+
+def reason_words(reason: str, prev: Conversation | None, engine: str) -> tuple[str, ...]:
+    says: list[str] = []
+    if prev is not None and prev.activity is not None and prev.activity < 0:
+        says.append(age_words(-prev.activity))  # written before the test started
+    if reason == "engine_changed":
+        says.append(f"ran on {prev.ran_engine} rather than {engine}")
+    if reason == "past_window":
+        says.append("past the 4-day window")
+    return tuple(says)
 
 
 def outcome_of(resumed: bool, seeded: bool, brief: bool, mode: str) -> str:
@@ -173,7 +197,8 @@ class Model:
         mode = "resume" if reason == "resume" else "fresh"
         brief = self.repo_entries[(instance_id, repo)] > 0 and not force_fresh
         base = Verdict(reason_code=reason, mode=mode, brief=brief,
-                       resume_from=prev.session_id if mode == "resume" else None)
+                       resume_from=prev.session_id if mode == "resume" else None,
+                       reason_says=reason_words(reason, prev, engine))
         if node_id not in self.online:
             return replace(base, error="runner_offline")
         if engine not in self.offered:
