@@ -144,13 +144,13 @@ class ServiceApp:
     def consume(
         self, *, stream: str, durable: str, filter_subjects: Sequence[str], handle: BatchHandler,
         park: Parker, batch_size: int | None = None, ack_wait: float = 30.0,
-        ack_all: bool = False,
+        ack_all: bool = False, idempotent: bool = False,
     ) -> BatchConsumer:
         consumer = BatchConsumer(
             self.js, stream=stream, durable=durable, filter_subjects=filter_subjects,
             handle=handle, park=park, batch_size=batch_size or self.settings.batch_size,
             max_deliver=self.settings.max_deliver, ack_wait=ack_wait,
-            metrics=self.metrics, ack_all=ack_all,
+            metrics=self.metrics, ack_all=ack_all, idempotent=idempotent,
         )
         self.consumers.append(consumer)
         return consumer

@@ -8,7 +8,9 @@ Rules it keeps (DESIGN.md rules 2 and 4):
 - an outage (Postgres or NATS away) is waited out, never counted against the
   message: the batch is retried in place and its lease extended;
 - a message that keeps failing for any other reason is parked with a reason
-  after ``max_deliver`` attempts, and the messages behind it go on.
+  after ``max_deliver`` attempts, and the messages behind it go on;
+- for an idempotent handler (a projection that skips what it has applied), what
+  a copy that died was holding is read from the stream at once, not waited for.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from nats.js import api as js_api
 
 from .logging import get_logger
 from .pg import is_transient
+from .replay import replay
 
 log = get_logger(__name__)
 
@@ -64,6 +67,7 @@ class BatchConsumer:
         fetch_wait: float = 0.25,
         metrics=None,
         ack_all: bool = False,
+        idempotent: bool = False,
     ) -> None:
         self._js = js
         self.stream = stream
@@ -78,6 +82,9 @@ class BatchConsumer:
         # AckPolicy.ALL: one ack settles the whole batch (the stream keeps its messages
         # by age, so an ack removes nothing and costs one write, not one per message).
         self._ack_all = ack_all
+        # A handler that treats an applied message as a no-op can be handed, from the
+        # stream, what a dead copy held: the server's redelivery later changes nothing.
+        self._idempotent = idempotent
         self._batch_seconds = (
             None if metrics is None else metrics.batch_seconds.labels(stream, durable)
         )
@@ -180,6 +187,8 @@ class BatchConsumer:
         pending (max_ack_pending is the batch size), so only short ones wait.
         """
         held = {m.metadata.sequence.stream: m for m in msgs}
+        if self._idempotent and (ordered := await self._with_older_from_stream(held)):
+            return ordered
         loop = asyncio.get_running_loop()
         # Redelivery comes after ack_wait; past twice that, something else is wrong
         # and holding on would only stall the stream.
@@ -204,6 +213,24 @@ class BatchConsumer:
             self._last_delivery = max(
                 [self._last_delivery or 0] + [m.metadata.sequence.consumer for m in more]
             )
+        return [held[seq] for seq in sorted(held)]
+
+    async def _with_older_from_stream(self, held: dict[int, Msg]) -> list[Msg] | None:
+        """What is pending elsewhere below this batch, read from the stream (from the
+        consumer's ack floor up to the batch), then the batch: stream order without
+        waiting out ack_wait. Under AckPolicy.ALL the batch's ack settles those too.
+        None when the stream cannot be read now (the caller waits instead)."""
+        try:
+            await self._js._nc.flush()  # our own acks first, so they are not counted
+            info = await self._sub.consumer_info()
+            if info.num_ack_pending > len(held):
+                start, end = info.ack_floor.stream_seq + 1, min(held) - 1
+                for subject in self._filters:
+                    async for older in replay(self._js, self.stream, subject, start, end):
+                        held.update((m.metadata.sequence.stream, m) for m in older)
+        except Exception as exc:
+            log.warning("older_pending_unread", stream=self.stream, error=str(exc))
+            return None
         return [held[seq] for seq in sorted(held)]
 
     async def _process(self, msgs: Sequence[Msg]) -> None:

@@ -103,10 +103,10 @@ class ResolverApp(ServiceApp):
         )
         self.consume(stream=subjects.TIMELINE_STREAM, durable="continuity-resolver-timeline",
                      filter_subjects=[subjects.TIMELINE_ALL], handle=self.apply_timeline,
-                     park=self._park)
+                     park=self._park, idempotent=True)
         self.consume(stream=subjects.SESSIONS_STREAM, durable="continuity-resolver-sessions",
                      filter_subjects=[subjects.SESSION_EVENTS_ALL], handle=self.apply_sessions,
-                     park=self._park)
+                     park=self._park, idempotent=True)
 
     async def apply_timeline(self, msgs: Sequence[Msg]) -> None:
         await self.repo.apply_timeline(timeline_facts(msgs))

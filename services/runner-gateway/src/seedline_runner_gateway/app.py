@@ -108,7 +108,7 @@ class GatewayApp(ServiceApp):
         self.reaper = Reaper(state, stopper, s.idle_stop, s.idle_sweep_seconds, self.caught_up)
         self.consume(stream=subjects.SESSIONS_STREAM, durable="runner-gateway-sessions",
                      filter_subjects=[subjects.SESSION_EVENTS_ALL], handle=self.apply_sessions,
-                     park=self._park_session)
+                     park=self._park_session, idempotent=True)
         self.consume(stream=subjects.TIMELINE_STREAM, durable="runner-gateway-timeline",
                      filter_subjects=[subjects.TIMELINE_ALL], handle=follower.handle,
                      park=self.parker(subjects.REJECTED_TIMELINE))

@@ -83,7 +83,8 @@ class TimelineWriterApp(ServiceApp):
             tracer=self.tracer,
         )
         # A stream made before ingest kept messages by age is still a work queue, whose
-        # consumers must acknowledge each message.
+        # consumers must acknowledge each message and which no second consumer may read
+        # (ingest is idempotent by entry_id, so by age a dead copy's batch is reread).
         info = await self.js.stream_info(subjects.INGEST_STREAM)
         by_age = info.config.retention == RetentionPolicy.LIMITS
         if s.ingest_partitions == 1:
@@ -95,7 +96,7 @@ class TimelineWriterApp(ServiceApp):
             filters = [subjects.ingest_partition_filter(partition)]
         self.consume(stream=subjects.INGEST_STREAM, durable=durable, filter_subjects=filters,
                      handle=ingest.handle, park=self.parker(subjects.REJECTED_TIMELINE),
-                     ack_all=by_age)
+                     ack_all=by_age, idempotent=by_age)
 
     async def _record_launch(self, msg) -> None:
         await self.launches.record([launch_of(decode(msg.data, SeedComposed))])
