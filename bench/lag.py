@@ -49,6 +49,7 @@ async def one_round(sys_: memory.System, rate: float, seconds: float, tag: str) 
     import psycopg
     from seedline_contracts import subjects
     from seedline_platform.replay import last_seq
+    from seedline_timeline_view.postgres import TABLE
 
     content = ("seedline " * (SIZE // 9 + 1))[:SIZE]
     total = int(rate * (seconds + WARMUP_SECONDS))
@@ -96,7 +97,7 @@ async def one_round(sys_: memory.System, rate: float, seconds: float, tag: str) 
     await asyncio.wait_for(done.wait(), 60)
     await poller
     cur = await conn.execute(
-        "SELECT entry_id FROM timeline_entries WHERE seq > %s AND seq <= %s ORDER BY seq",
+        f"SELECT entry_id FROM {TABLE} WHERE seq > %s AND seq <= %s ORDER BY seq",
         (base, base + total),
     )
     ids = [row[0] async for row in cur]

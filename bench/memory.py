@@ -26,6 +26,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -34,6 +36,8 @@ from pathlib import Path
 from bench import report
 
 SERVICES = ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway")
+# The one service that creates the tables (the timeline's and its offsets); it starts first.
+TABLE_OWNER = "timeline-writer"
 TARGET_MB = 150.0
 ENTRIES = 200_000
 SIZE = 512
@@ -50,7 +54,11 @@ READY_TIMEOUT = 60.0
 
 
 class ServiceProcess:
-    """One service's console script, logging to a file; ready when it logs "ready"."""
+    """One service's console script, logging to a file; ready when its /readyz says so.
+
+    Each service serves /readyz on a port of its own (SEEDLINE_HTTP_PORT=0: any free
+    one), which it names in its "ready" log line.
+    """
 
     def __init__(
         self, name: str, env: dict, log_path: Path, profile_to: Path | None = None
@@ -82,19 +90,31 @@ class ServiceProcess:
 
     async def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
         deadline = time.monotonic() + timeout
+        health = None
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
                 raise RuntimeError(
                     f"{self.name} exited with code {self.proc.returncode}; see {self.log_path}"
                 )
-            with open(self.log_path, "rb") as log:
-                log.seek(self._log_from)
-                if b'"event": "ready"' in log.read():
-                    return
+            health = health or self._health_url()
+            if health and await asyncio.to_thread(_answers_ok, f"{health}/readyz"):
+                return
             await asyncio.sleep(0.1)
         raise RuntimeError(
-            f"{self.name} did not log ready within {timeout:.0f} s; see {self.log_path}"
+            f"{self.name} was not ready within {timeout:.0f} s; see {self.log_path}"
         )
+
+    def _health_url(self) -> str | None:
+        """The health server's address, from this run's "ready" log line."""
+        with open(self.log_path, "rb") as log:
+            log.seek(self._log_from)
+            for line in log:
+                if b'"event": "ready"' in line:
+                    try:
+                        return json.loads(line)["health"]
+                    except (ValueError, KeyError):
+                        return None
+        return None
 
     def status(self) -> dict:
         return proc_status(self.pid)
@@ -107,6 +127,14 @@ class ServiceProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+
+
+def _answers_ok(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as response:
+            return response.status == 200
+    except (urllib.error.URLError, OSError):
+        return False
 
 
 def proc_status(pid: int) -> dict:
@@ -132,15 +160,19 @@ class System:
     services: dict[str, ServiceProcess] = field(default_factory=dict)
 
     async def start_services(self, names: Sequence[str], profile: Sequence[str] = ()) -> None:
-        for name in names:
-            self.services[name] = ServiceProcess(
-                name,
-                self.env,
-                self.tmp / f"{name}.log",
-                profile_to=self.tmp / f"{name}.profile.txt" if name in profile else None,
-            )
-        for name in names:
-            await self.services[name].wait_ready()
+        """The table owner first, ready before the others start (they read its tables);
+        then the rest together."""
+        first = [name for name in names if name == TABLE_OWNER]
+        for group in (first, [name for name in names if name != TABLE_OWNER]):
+            for name in group:
+                self.services[name] = ServiceProcess(
+                    name,
+                    self.env,
+                    self.tmp / f"{name}.log",
+                    profile_to=self.tmp / f"{name}.profile.txt" if name in profile else None,
+                )
+            for name in group:
+                await self.services[name].wait_ready()
 
     def stop_services(self) -> None:
         for service in self.services.values():
@@ -181,7 +213,8 @@ async def system(
             SEEDLINE_DATABASE_URL=database_url,
             SEEDLINE_HOME=str(tmp / "home"),
             SEEDLINE_STRICT_DURABILITY="1",
-            SEEDLINE_LOG_LEVEL="info",
+            SEEDLINE_LOG_LEVEL="info",  # the "ready" line names the health port
+            SEEDLINE_HTTP_PORT="0",  # a free port each: four services share the host
         )
         settings = Settings.from_env(env)
         sys_ = System(tmp, nats_proc, postgres, database_url, env, settings)
@@ -231,12 +264,11 @@ async def applied_seq(database_url: str) -> int:
 
 
 async def read_applied(conn) -> int:
-    """The timeline projection's applied seq (0 before its first append)."""
-    cur = await conn.execute(
-        "SELECT applied_seq FROM projection_offsets WHERE projection = 'timeline'"
-    )
-    row = await cur.fetchone()
-    return int(row[0]) if row else 0
+    """The timeline projection's applied seq (0 before its first append): one writer, so
+    the one offset row of partition 0."""
+    from seedline_timeline_writer.schema import OFFSETS, TIMELINE_PROJECTION
+
+    return await OFFSETS.read(conn, TIMELINE_PROJECTION)
 
 
 async def fill(
