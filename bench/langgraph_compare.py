@@ -18,7 +18,8 @@ Bytes stored are ``pg_total_relation_size`` (heap, TOAST and indexes) summed
 over each side's tables, after turns 10, 100 and 500. Rebuilding an engine's
 context at turn 500: LangGraph loads the thread's latest state (``get_tuple``:
 all 500 messages); Seedline composes the brief from the projection
-(``compose_for`` with ``PostgresTimelineReader``, what the seed-composer does),
+(``compose_for`` with the composer's ``ViewReader`` over the Postgres TimelineView,
+built as the seed-composer's app builds it),
 and, for the same content as LangGraph, reads all 500 rows.
 
 Each run uses fresh databases (and a fresh nats-server for Seedline); figures are
@@ -41,6 +42,9 @@ import time
 import uuid
 from pathlib import Path
 
+from seedline_timeline_view.postgres import OFFSETS_TABLE as TIMELINE_OFFSETS_TABLE
+from seedline_timeline_view.postgres import TABLE as TIMELINE_TABLE
+
 from bench import memory, report
 
 TURNS = 500
@@ -52,7 +56,8 @@ CONTEXT_REPS = 15
 INSTANCE = "benchlg"
 REPO = "bench/langgraph"
 LANGGRAPH_TABLES = ("checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations")
-SEEDLINE_TABLES = ("timeline_entries", "projection_offsets")
+# The timeline-writer's projection and its offsets.
+SEEDLINE_TABLES = (TIMELINE_TABLE, TIMELINE_OFFSETS_TABLE)
 FLAT_LIMIT = 1.5  # bytes per turn late in the conversation / early, at most
 
 _WORDS = (
@@ -82,11 +87,15 @@ def conversation(turns: int, seed: int = 20260817) -> list[tuple[str, str]]:
 
 
 def relation_bytes(conn, tables) -> dict[str, int]:
+    """Heap, TOAST and indexes of each table; a table that is not there is an error, not 0
+    bytes (a renamed table would otherwise make a side look smaller)."""
     out = {}
     for table in tables:
         row = conn.execute("SELECT pg_total_relation_size(to_regclass(%s))", (table,)).fetchone()
         value = row["pg_total_relation_size"] if isinstance(row, dict) else row[0]
-        out[table] = int(value or 0)
+        if value is None:
+            raise RuntimeError(f"table {table} does not exist; the benchmark names the wrong one")
+        out[table] = int(value)
     return out
 
 
@@ -159,14 +168,14 @@ async def seedline_run(
     sys_: memory.System, turns: list[tuple[str, str]], marks, size_marks, reps: int
 ) -> dict:
     import psycopg
-    from psycopg_pool import AsyncConnectionPool
     from seedline_contracts import subjects
     from seedline_contracts.events import ContinuityDecided, LaunchPlan
     from seedline_contracts.sessions import Continuity
-    from seedline_platform.pg import CONNECTION_OPTIONS
     from seedline_devtools.testing import request
+    from seedline_platform import pg
     from seedline_seed_composer.composing import compose_for
-    from seedline_seed_composer.reader import PostgresTimelineReader
+    from seedline_seed_composer.reader import ViewReader
+    from seedline_timeline_view import PostgresTimelineView
 
     session = f"csess_lg{uuid.uuid4().hex[:8]}"
     sizes, write_ms, all_writes, stream_bytes = {}, {}, [], {}
@@ -218,14 +227,9 @@ async def seedline_run(
     )
     brief_ms, full_ms = [], []
     brief = None
-    async with AsyncConnectionPool(
-        sys_.database_url,
-        min_size=1,
-        max_size=1,
-        open=False,
-        kwargs={"autocommit": True, "options": CONNECTION_OPTIONS},
-    ) as pool:
-        reader = PostgresTimelineReader(pool)
+    pool = await pg.open_pool(sys_.database_url, "bench-seed-composer", max_size=1)
+    try:
+        reader = ViewReader(PostgresTimelineView(pool))
         await compose_for(decision, reader)  # the pool's first connection is not part of the figure
         for _ in range(reps):
             started = time.perf_counter()
@@ -236,6 +240,8 @@ async def seedline_run(
             full_ms.append((time.perf_counter() - started) * 1000)
             if len(rows) != len(turns):
                 raise RuntimeError(f"the projection holds {len(rows)} of {len(turns)} turns")
+    finally:
+        await pool.close()
     return {
         "sizes": sizes,
         "write_ms": write_ms,
