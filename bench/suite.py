@@ -26,8 +26,10 @@ import asyncio
 import importlib.util
 import os
 import platform
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from pathlib import Path
@@ -96,7 +98,7 @@ async def _fill_benches(entries: int, rounds: int, profile_misses: bool) -> dict
         mem = memory.measure_memory(sys_)
         reb = await rebuild.measure_rebuild(sys_, rounds)
         if profile_misses and not reb["target_met"]:
-            reb["profile"] = await rebuild.profile_rebuild(sys_.settings)
+            reb["profile"] = await rebuild.profile_rebuild(sys_)
     common = {
         "generated_at": report.stamp(),
         "machine": report.machine(),
@@ -189,7 +191,7 @@ def run_suite(only: tuple[str, ...] = PARTS, profile_misses: bool = True, **opti
         "generated_at": report.stamp(),
         "commit": _git_commit(),
         "options": opts,
-        "conditions": conditions(results, load_before),
+        "conditions": conditions(results, load_before, _servers(results, runtime)),
         "rows": compared,
         "figures": figures,
         "errors": errors,
@@ -203,12 +205,51 @@ def run_suite(only: tuple[str, ...] = PARTS, profile_misses: bool = True, **opti
     return summary
 
 
-def conditions(results: dict, load_before: list[float]) -> dict:
-    servers = next(
-        (r["servers"] for r in results.values() if isinstance(r, dict) and r.get("servers")), None
-    )
-    if servers is None and "open" in results:
-        servers = results["open"]["conditions"]["servers"]
+def servers_reported(results: dict) -> dict | None:
+    """The server facts the first part that measured them reported (the open benchmark
+    keeps them under its conditions; ingest reports none)."""
+    for r in results.values():
+        if not isinstance(r, dict):
+            continue
+        servers = r.get("servers") or (r.get("conditions") or {}).get("servers")
+        if servers:
+            return servers
+    return None
+
+
+def measure_servers() -> dict:
+    """The facts of a nats-server and a Postgres started the way every benchmark starts
+    them (seedline_devtools.embedded), for a run whose parts reported none."""
+    from seedline_devtools.embedded import start_nats, start_postgres
+
+    tmp = Path(tempfile.mkdtemp(prefix="seedline-bench-servers-"))
+    nats_proc = postgres = None
+    try:
+        nats_proc = start_nats(tmp / "nats")
+        postgres = start_postgres(tmp / "pg")
+        return report.server_facts(nats_proc.monitor_url, postgres.ensure_database("facts"))
+    finally:
+        if nats_proc is not None:
+            nats_proc.stop()
+        if postgres is not None:
+            postgres.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _servers(results: dict, runtime: dict) -> dict | None:
+    """Reported by a part, or measured here once when parts ran and none reported them."""
+    servers = servers_reported(results)
+    if servers is None and runtime:
+        print("== server facts ...", file=sys.stderr, flush=True)
+        try:
+            servers = measure_servers()
+        except Exception:
+            traceback.print_exc()
+    return servers
+
+
+def conditions(results: dict, load_before: list[float], servers: dict | None = None) -> dict:
+    servers = servers or servers_reported(results)
     mem_total = None
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
@@ -260,7 +301,7 @@ def rows(results: dict, opts: dict) -> tuple[list[dict], list[dict]]:
             out.append(_row(
                 "1 ingest", f"{size:,} B entries, msg/s: end to end vs raw publish_async (sync always)",
                 cell(m[f"seedline_{size}"]), cell(m[f"raw_sync_{size}"]), ratio,
-                f">= {r['target_ratio']} (ceiling 0.5)", ratio >= r["target_ratio"]))
+                f">= {r['target_ratio']}", ratio >= r["target_ratio"]))
         for size in r["config"]["sizes"]:
             figures.append(_figure(
                 "1 ingest", f"{size:,} B, raw msg/s: no sync_interval vs sync always (price of durability)",
@@ -308,7 +349,8 @@ def rows(results: dict, opts: dict) -> tuple[list[dict], list[dict]]:
     if "rebuild" in results:
         r = results["rebuild"]
         out.append(_row(
-            "4 rebuild", f"{r['entries']:,} entries/s: rebuild_timeline vs raw ordered replay()",
+            "4 rebuild",
+            f"{r['entries']:,} entries/s: timeline-writer rebuild vs raw ordered replay()",
             cell(r["rebuild_rate"]), cell(r["raw_rate"]), r["ratio"], f">= {r['target_ratio']}",
             r["target_met"]))
     if "memory" in results:
