@@ -661,8 +661,9 @@ def assemble(per_round, alone, rounds, opens, small, large, facts, copy_info, re
                         "platform": platform.platform()},
             "servers": facts,
             "plan_cache_mode": plan_cache_mode or "Postgres default (auto)",
-            "in_process": "four services, one scripted runner and this client share one asyncio loop"
-                          " (one core for all Python work; nats-server and Postgres are separate processes)",
+            "processes": "each of the four services (its console script), one scripted runner"
+                         " (seedline runner), this client, nats-server and Postgres: seven processes"
+                         " on the machine's cores",
             "rounds": rounds, "opens_per_round": opens, "warmup_opens_per_repo": WARMUP_OPENS,
             "time_budget_per_series_seconds": SERIES_BUDGET_SECONDS,
             "round_order": "small then large in odd rounds, large then small in even rounds",
@@ -749,14 +750,16 @@ def markdown(result: dict) -> str:
     lines += ["", "Runtime (s): " + ", ".join(f"{k.replace('_seconds', '')} {v:.1f}"
                                               for k, v in result.get("runtime", {}).items())]
     if result.get("profile"):
-        lines += ["", "Profile (cProfile, Python time in the shared loop, per open; profiler on):", ""]
+        lines += ["", "Profile (py-spy, each process sampled at 250 Hz while opens ran; busy is"
+                  " on-CPU time, the rest of an open is waiting on Postgres, NATS and fsyncs):", ""]
         for size, p in result["profile"].items():
-            lines.append(f"- {size} ({p['opens']} opens): wall {p['wall_ms_per_open']:.2f} ms/open,"
-                         f" Python busy {p['python_busy_ms_per_open']:.2f} ms/open, loop waiting on"
-                         f" sockets (Postgres, NATS) {p['loop_waiting_on_io_ms_per_open']:.2f} ms/open")
-            for row in p["top"][:10]:
-                lines.append(f"  - {row['function']}: cum {row['cum_ms_per_open']:.3f} ms,"
-                             f" self {row['self_ms_per_open']:.3f} ms")
+            if "error" in p:
+                lines.append(f"- {size}: {p['error']}")
+                continue
+            lines.append(f"- {size} ({p['opens']} opens): wall {p['wall_ms_per_open']:.2f} ms/open")
+            for name, proc in p["processes"].items():
+                top = ", ".join(f"{t['frame']} ({t['samples']})" for t in proc["top_self"][:3])
+                lines.append(f"  - {name}: busy {proc['busy_ms_per_open']:.2f} ms/open; busiest: {top}")
     return "\n".join(lines) + "\n"
 
 

@@ -148,9 +148,10 @@ class Launcher:
         # One conversation is live per instance and repo: this one replaces any other
         # confirmed before it (every event recorded before this seed_composed is folded).
         await self._caught_up(seq - 1 if seq else None)
-        for previous in await self._state.live_in_repo(plan.instance_id, plan.repo):
-            if previous.session_id != composed.session_id:
-                await self._stopper.end(previous, "superseded")
+        superseded = [
+            previous for previous in await self._state.live_in_repo(plan.instance_id, plan.repo)
+            if previous.session_id != composed.session_id
+        ]
         if plan.relocation:
             moved_from = held.node_id if held is not None else plan.relocation_from
             if held is not None and held.state is lc.State.LIVE and moved_from != plan.node_id:
@@ -161,7 +162,14 @@ class Launcher:
         else:
             event = Opened(session_id=composed.session_id, at=now, reply=reply, plan=plan,
                            engine_session_id=launch.engine_session_id)
-        await self._publisher.publish([event_message(event)])
+        # The replaced ones' stops and this outcome in one window, in that order; the
+        # machines are told after, so the person's reply does not wait on them.
+        await self._publisher.publish([
+            *(self._stopper.record(previous, "superseded", now) for previous in superseded),
+            event_message(event),
+        ])
+        for previous in superseded:
+            await self._stopper.tell_machine(previous, "superseded")
         log.info("opened", session_id=composed.session_id, outcome=reply.outcome,
                  relocation=plan.relocation)
 

@@ -47,6 +47,16 @@ class Stopper:
     ) -> None:
         """`notice(at)` builds the person's notification, when there is one to send."""
         at = self._clock()
+        await self._publisher.publish([self.record(held, reason, at, idle_seconds)])
+        await self.tell_machine(held, reason, ask_machine)
+        if notice is not None:
+            await self._notifier.notify(held.conversation.instance_id, notice(at))
+
+    def record(
+        self, held: Held, reason: str, at: str | None = None, idle_seconds: int | None = None,
+    ) -> tuple[str, bytes, dict]:
+        """The event that ends it, for a caller that records it with events of its own."""
+        at = at or self._clock()
         c = held.conversation
         if idle_seconds is not None:
             event = Reaped(session_id=c.session_id, at=at, node_id=c.node_id or "",
@@ -54,11 +64,12 @@ class Stopper:
         else:
             event = Stopped(session_id=c.session_id, at=at, reason=reason, node_id=c.node_id)
         # One stop per live period: a redelivered cause records it once.
-        msg_id = f"stopped:{c.session_id}:{c.confirmed_at}"
         subject, payload, _ = event_message(event)
-        await self._publisher.publish([(subject, payload, {"Nats-Msg-Id": msg_id})])
+        return subject, payload, {"Nats-Msg-Id": f"stopped:{c.session_id}:{c.confirmed_at}"}
+
+    async def tell_machine(self, held: Held, reason: str, ask_machine: bool = True) -> None:
+        """After the record: the machine is asked to stop the engine."""
+        c = held.conversation
         if ask_machine and c.node_id:
             await self._machines.stop(c.node_id, c.session_id, reason)
-        if notice is not None:
-            await self._notifier.notify(c.instance_id, notice(at))
         log.info("conversation_stopped", session_id=c.session_id, reason=reason)
