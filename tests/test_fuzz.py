@@ -61,7 +61,10 @@ RUNNER_NODE = "mac-mini-1"
 # An escaped token, as CONTRACT.md Conventions define it (checked again by unescaping).
 _TOKEN = r"(?:[A-Za-z0-9_-]|~[0-9A-F]{2}){1,255}"
 ALLOWED_SUBJECTS = {
-    subjects.INGEST_STREAM: re.compile(r"seedline\.ingest\.timeline"),
+    # Ingest keeps messages by age, so what was published stays to be checked: the
+    # timeline and runner subjects, each optionally naming its instance (2.2).
+    subjects.INGEST_STREAM: re.compile(
+        rf"seedline\.ingest\.(?:timeline|runner\.{_TOKEN})(?:\.{_TOKEN})?"),
     subjects.TIMELINE_STREAM: re.compile(
         rf"seedline\.timeline\.{_TOKEN}\.{_TOKEN}\.{_TOKEN}\.(?:{'|'.join(KINDS)})"),
     subjects.SESSIONS_STREAM: re.compile(
