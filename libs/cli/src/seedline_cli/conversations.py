@@ -90,10 +90,15 @@ def print_open_reply(reply: dict) -> None:
         "brief",
         "none"
         if brief is None
-        else f"{brief['rows']} entries, {brief['chars']} characters, "
-        f"{brief['omitted_rows']} left out, up to seq {brief['until_seq']}",
+        else brief_numbers(brief),
     )
     out.print(table)
+
+
+def brief_numbers(brief: dict) -> str:
+    rows = brief["rows"]
+    return (f"{rows} {'entry' if rows == 1 else 'entries'}, {brief['chars']} characters, "
+            f"{brief['omitted_rows']} left out, up to seq {brief['until_seq']}")
 
 
 brief = typer.Typer(help="Briefs offered to conversations.", no_args_is_help=True)
@@ -123,9 +128,7 @@ def brief_show(
     sys.stdout.write(reply["text"])
     sys.stdout.flush()
     err.print(
-        f"[dim]{reply['rows']} entries, {reply['chars']} characters, "
-        f"{reply['omitted_rows']} left out, up to seq {reply['until_seq']}, "
-        f"sha256 {reply['sha256']}[/]"
+        f"[dim]{escape(brief_numbers(reply))}, sha256 {reply['sha256']}[/]"
     )
 
 

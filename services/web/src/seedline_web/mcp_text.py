@@ -24,7 +24,8 @@ def receipt(brief: BriefStats | BriefGetReply | None) -> str:
     if brief is None:
         return "Brief: none was offered."
     return (
-        f"Brief receipt: {brief.rows} entries, {brief.chars:,} characters of entry text, "
+        f"Brief receipt: {brief.rows} {'entry' if brief.rows == 1 else 'entries'}, "
+        f"{brief.chars:,} characters of entry text, "
         f"{brief.omitted_rows} earlier entries left out, up to seq {brief.until_seq}, "
         f"sha256 {brief.sha256}."
     )
