@@ -60,8 +60,12 @@ class ConversationWorker:
     async def stop(self, live: LiveConversation) -> None:
         if live.worker is None:
             return
-        live.worker.cancel()
-        await asyncio.gather(live.worker, return_exceptions=True)
+        # A cancel can be lost inside a library's wait_for (Python 3.11) when what it
+        # waited for, an entry's PubAck say, arrives at that moment: the worker would
+        # then wait for its next message for ever. Cancel again until it has ended.
+        while not live.worker.done():
+            live.worker.cancel()
+            await asyncio.wait({live.worker}, timeout=1.0)
         live.worker = None
 
     async def _work(self, live: LiveConversation) -> None:
