@@ -113,6 +113,7 @@ async def start_system(tmp: Path, stack: AsyncExitStack, plan_cache_mode: str | 
 
     from seedline_contracts import subjects
     from seedline_devtools.embedded import start_nats, start_postgres
+    from seedline_devtools.processes import stop_processes
 
     nats_proc = await asyncio.to_thread(start_nats, tmp / "nats")  # sync_interval: always
     stack.callback(nats_proc.stop)
@@ -143,16 +144,7 @@ async def start_system(tmp: Path, stack: AsyncExitStack, plan_cache_mode: str | 
         log = open(logs / f"{name}.log", "ab")
         procs.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT))
 
-    def stop_all() -> None:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-
-    stack.callback(stop_all)
+    stack.callback(stop_processes, procs)
     nc = await nats.connect(nats_proc.url, name="bench")
     stack.push_async_callback(nc.close)
     await _until_up(nc, subjects, procs, logs)

@@ -24,6 +24,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.trace import TracerProvider
 
 from seedline_contracts import subjects
+from seedline_devtools.processes import stop_processes
 from seedline_devtools.testing import request
 from seedline_platform.observability import trace_headers
 
@@ -106,13 +107,7 @@ async def test_one_open_is_one_trace_across_five_processes(settings, tmp_path):
         assert expected <= set(found), found
         await nc.close()
     finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_processes(procs, 10)
         collector.server.shutdown()
 
 

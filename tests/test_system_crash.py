@@ -26,6 +26,7 @@ import pytest
 
 from seedline_contracts import subjects
 from seedline_contracts.errors import ErrorCode
+from seedline_devtools.processes import stop_processes
 from seedline_platform import natsio
 from seedline_platform.replay import last_seq, replay
 from seedline_runner.engines.scripted import ScriptedEngine
@@ -69,14 +70,7 @@ class Services:
         proc.wait()
 
     def stop_all(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in self.procs.values():
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_processes(self.procs.values())
 
 
 async def publish_all(js, acked: list[int]) -> None:

@@ -31,6 +31,7 @@ from nats.js.errors import KeyDeletedError, KeyNotFoundError, NotFoundError
 
 from seedline_contracts import subjects
 from seedline_devtools.embedded import NatsProcess, start_nats
+from seedline_devtools.processes import stop_processes
 
 BIN = Path(sys.executable).parent
 SERVICES = ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway")
@@ -221,15 +222,8 @@ class Platform:
         return entry.revision
 
     def close(self) -> None:
-        procs = [m.proc for m in self.machines.values() if m.proc] + list(self.services.values())
-        for proc in procs:
-            if proc.poll() is None:
-                proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_processes([m.proc for m in self.machines.values() if m.proc]
+                       + list(self.services.values()))
 
     async def disconnect(self) -> None:
         if self.nc is not None and not self.nc.is_closed:

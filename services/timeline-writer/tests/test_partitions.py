@@ -23,6 +23,7 @@ import pytest
 
 from seedline_contracts import subjects
 from seedline_devtools.embedded import start_nats
+from seedline_devtools.processes import stop_processes
 from seedline_devtools.testing import request, running
 from seedline_devtools.testing_load import (
     Producer,
@@ -135,13 +136,7 @@ async def test_sigkill_of_one_partitions_writer_loses_and_reorders_nothing(parti
             assert out_of_ingest_order(order, producer.ingest_seq) == [], instance
     finally:
         await nc.close()
-        for proc in writers.values():
-            proc.terminate()
-        for proc in writers.values():
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_processes(writers.values())
 
 
 async def _consumers_exist(js) -> bool:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import ctypes
 import signal
+import subprocess
+from collections.abc import Iterable
 
 _PR_SET_PDEATHSIG = 1
 
@@ -17,3 +19,17 @@ def die_with_parent(signum: int = signal.SIGTERM) -> None:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signum, 0, 0, 0)
     except Exception:
         pass
+
+
+def stop_processes(procs: Iterable[subprocess.Popen], timeout: float = 15.0) -> None:
+    """SIGTERM to each still running, all at once so they stop side by side; one that
+    has not exited within `timeout` seconds is killed."""
+    procs = list(procs)
+    for proc in procs:
+        if proc.poll() is None:
+            proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
