@@ -139,7 +139,8 @@ async def test_rebuild_during_ingest_loses_nothing_and_numbers_repos_contiguousl
 
         feeding = asyncio.create_task(ingest())
         while not feeding.done():
-            await rebuild_timeline(settings, None)
+            # A writer mid-batch is behind the stream's end, which is not drift.
+            assert (await rebuild_timeline(settings, None)).identical
         await feeding
         rows = await projected_at_least(settings.database_url, 420)
         assert sorted(int(r[1][2:]) for r in rows) == list(range(1, 421))
@@ -148,4 +149,29 @@ async def test_rebuild_during_ingest_loses_nothing_and_numbers_repos_contiguousl
             assert ordinals == list(range(1, len(ordinals) + 1))
         final = await rebuild_timeline(settings, None)
         assert final.identical and final.rows == 420
+        await nc.close()
+
+
+async def test_entries_stored_but_not_yet_projected_are_not_drift(settings):
+    """A writer killed between its publish and its projection: the rebuild compares at
+    the offsets it had reached, then projects the rest."""
+    from seedline_contracts.timeline import TimelineEntry
+    from seedline_timeline_writer.stream import JetStreamTimeline
+
+    nc = await nats.connect(settings.nats_url)
+    try:
+        async with running(create_app(settings)):
+            last = await append_all(nc, 12)
+        # As the stopped writer's own publish would have left them: in the stream only.
+        unprojected = [TimelineEntry(**entry(n, REPOS[0]), truncated_from=None) for n in (13, 14)]
+        seqs = [seq for seq, _ in await JetStreamTimeline(nc.jetstream()).append(unprojected)]
+        assert await applied(settings.database_url) == last < seqs[0]
+
+        result = await rebuild_timeline(settings, None)
+
+        assert result.identical and result.rows == 14
+        assert await applied(settings.database_url) == seqs[-1]
+        ordinals = [r[-1] for r in await projection(settings.database_url) if r[3] == REPOS[0]]
+        assert ordinals == list(range(1, len(ordinals) + 1))
+    finally:
         await nc.close()

@@ -1,8 +1,12 @@
 """Drop the conversation projection and replay both streams into it (DESIGN.md rule 3).
 
 The open_requests ledger is not a projection (it holds which request ids were
-claimed), so it is kept; replies are re-applied to it idempotently. Equal digests
-before and after mean the projection was what the streams say.
+claimed), so it is kept; replies are re-applied to it idempotently.
+
+The "after" digest is taken once the replay reaches the offsets the projection had
+when the rebuild locked it, so a resolver a few events behind the streams' end does
+not look like drift: equal digests mean the projection was what the streams say up
+to where it had read. The replay then goes on to the streams' end.
 """
 
 from __future__ import annotations
@@ -33,13 +37,16 @@ async def rebuild_conversations(
         async with pool.connection() as conn, conn.transaction():
             # The offsets stay locked to the end: a running resolver waits for the rebuild,
             # then goes on above it. Readers see the old rows or the new ones.
-            for projection in (TIMELINE, SESSIONS):
-                await OFFSETS.lock(conn, projection)
+            reached = {p: await OFFSETS.lock(conn, p) for p in (TIMELINE, SESSIONS)}
             repo = PostgresConversationRepository(pool, conn)
             before = digest_rows(await repo.rows())
             await repo.reset()
-            await _replay(js, repo, progress)
-            return before, digest_rows(await repo.rows())
+            ends = {TIMELINE: await last_seq(js, subjects.TIMELINE_STREAM),
+                    SESSIONS: await last_seq(js, subjects.SESSIONS_STREAM)}
+            await _replay(js, repo, {p: (1, min(reached[p], ends[p])) for p in ends}, progress)
+            after = digest_rows(await repo.rows())
+            await _replay(js, repo, {p: (reached[p] + 1, ends[p]) for p in ends}, progress)
+            return before, after
     finally:
         await pool.close()
         await nc.close()
@@ -53,14 +60,15 @@ async def rebuild_command(settings: Settings, progress) -> dict:
     return {"before_digest": before, "after_digest": after}
 
 
-async def _replay(js, repo, progress) -> None:
-    for stream, subject in (
-        (subjects.TIMELINE_STREAM, subjects.TIMELINE_ALL),
-        (subjects.SESSIONS_STREAM, subjects.SESSION_EVENTS_ALL),
+async def _replay(js, repo, ranges: dict[str, tuple[int, int]], progress) -> None:
+    """Replay each stream's (first, last) range, the timeline before the lifecycle."""
+    for projection, stream, subject in (
+        (TIMELINE, subjects.TIMELINE_STREAM, subjects.TIMELINE_ALL),
+        (SESSIONS, subjects.SESSIONS_STREAM, subjects.SESSION_EVENTS_ALL),
     ):
-        end = await last_seq(js, stream)
+        first, end = ranges[projection]
         done = 0
-        async for msgs in replay(js, stream, subject, 1, end):
+        async for msgs in replay(js, stream, subject, first, end):
             if stream == subjects.TIMELINE_STREAM:
                 await repo.apply_timeline(timeline_facts(msgs))
             else:

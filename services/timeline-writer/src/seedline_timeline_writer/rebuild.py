@@ -31,6 +31,7 @@ from seedline_platform.settings import Settings
 
 from .schema import OFFSETS, TIMELINE_PROJECTION
 from .store import PostgresTimelineStore, copy_entries, digest
+from .stream import PARTITION_HEADER
 
 Progress = Callable[[int, int], None]  # (entries replayed, entries to replay)
 NAME = "timeline-rebuild"
@@ -88,9 +89,11 @@ async def _rebuild(
     async with conn.transaction():
         await OFFSETS.lock(conn, TIMELINE_PROJECTION)
         # ...and every other partition's, so no writer appends while the table is rebuilt.
-        await conn.execute(
-            f"SELECT applied_seq FROM {OFFSETS.table} WHERE projection LIKE 'timeline%%' FOR UPDATE"
+        cur = await conn.execute(
+            f"SELECT projection, applied_seq FROM {OFFSETS.table}"
+            " WHERE projection LIKE 'timeline%%' FOR UPDATE"
         )
+        reached = {_partition_of(name): int(seq) for name, seq in await cur.fetchall()}
         # Both digests are taken under the offset lock, so rows a writer adds
         # meanwhile cannot make equal projections look different.
         before, _ = await digest(conn)
@@ -101,27 +104,58 @@ async def _rebuild(
         )
         end = await last_seq(js, subjects.TIMELINE_STREAM)
         ordinals: dict[tuple[str, str], int] = {}
-        done = reached = 0
-        async for msgs in replay(js, subjects.TIMELINE_STREAM, subjects.TIMELINE_ALL, 1, end):
-            await copy_entries(
-                conn,
-                [(m.metadata.sequence.stream, decode(m.data, TimelineEntry)) for m in msgs],
-                ordinals,
-            )
-            done += len(msgs)
-            reached = msgs[-1].metadata.sequence.stream
-            if progress is not None:
-                progress(done, end)
-        # replay() stops quietly when a fetch times out; the timeline has no gaps
-        # (deny delete), so stopping short means a slow server, not the end.
-        if reached < end:
-            raise RebuildIncomplete(
-                f"the timeline stream answered up to seq {reached} of {end}; "
-                "nothing was changed, run the rebuild again"
-            )
+        copied = 0
+
+        async def copy_range(first: int, last: int, wanted) -> int:
+            """Copy the entries of first..last that `wanted(seq, partition)` keeps."""
+            nonlocal copied
+            reached_seq = first - 1
+            async for msgs in replay(js, subjects.TIMELINE_STREAM, subjects.TIMELINE_ALL,
+                                     first, last):
+                await copy_entries(conn, [
+                    (m.metadata.sequence.stream, decode(m.data, TimelineEntry)) for m in msgs
+                    if wanted(m.metadata.sequence.stream, _partition_header(m))
+                ], ordinals)
+                copied += len(msgs)
+                reached_seq = msgs[-1].metadata.sequence.stream
+                if progress is not None:
+                    progress(min(copied, end), end)
+            return reached_seq
+
+        # First up to where each partition's writer had projected: the "after" digest
+        # compares like with like, so a writer a few entries behind the stream's end is
+        # not reported as drift. Then on to the end.
+        def projected(seq: int, partition: str) -> bool:
+            return seq <= reached.get(partition, 0)
+
+        upto = min(max(reached.values(), default=0), end)
+        if await copy_range(1, upto, projected) < upto:
+            raise _incomplete(upto)
+        after, _ = await digest(conn)
+        if await copy_range(min(reached.values(), default=0) + 1, end,
+                            lambda seq, partition: not projected(seq, partition)) < end:
+            raise _incomplete(end)
         await conn.execute(
             f"UPDATE {OFFSETS.table} SET applied_seq = %s WHERE projection LIKE 'timeline%%'",
             (end,),
         )
-        after, rows = await digest(conn)
+        _, rows = await digest(conn)
     return before, after, rows
+
+
+def _partition_of(projection: str) -> str:
+    """timeline -> "0", timeline.p2 -> "2": the partition header its writer stamps."""
+    return projection.rpartition(".p")[2] if ".p" in projection else "0"
+
+
+def _partition_header(msg) -> str:
+    return (msg.headers or {}).get(PARTITION_HEADER, "0")
+
+
+def _incomplete(seq: int) -> RebuildIncomplete:
+    # replay() stops quietly when a fetch times out; the timeline has no gaps
+    # (deny delete), so stopping short means a slow server, not the end.
+    return RebuildIncomplete(
+        f"the timeline stream did not answer up to seq {seq}; "
+        "nothing was changed, run the rebuild again"
+    )
