@@ -1,7 +1,9 @@
 """Drop the timeline projection and rebuild it from SEEDLINE_TIMELINE (DESIGN.md rule 3).
 
 The proof of deterministic replay: the digest of the rows before and after a
-rebuild from sequence 1 must be equal. A difference means the projection had
+rebuild from sequence 1 must be equal. The "after" digest is taken where each
+partition's writer had projected to, so a writer behind the stream's end is not
+drift; the replay then goes on to the end. A difference means the projection had
 drifted from the stream (and the rebuild has repaired it).
 
 Everything happens in one transaction, so readers see the old rows or the new
