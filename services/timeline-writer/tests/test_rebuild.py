@@ -34,8 +34,13 @@ def entry(n: int, repo: str) -> dict:
 
 async def append_all(nc, count: int) -> int:
     """Append count entries spread over REPOS; returns the last seq."""
+    return await append_all_from(nc, 1, count)
+
+
+async def append_all_from(nc, first: int, last_n: int) -> int:
+    """Append entries first..last_n spread over REPOS; returns the last seq."""
     last = 0
-    for n in range(1, count + 1):
+    for n in range(first, last_n + 1):
         reply = await request(nc, subjects.API_TIMELINE_APPEND, entry(n, REPOS[n % len(REPOS)]))
         assert reply["ok"], reply
         last = reply["seq"]
@@ -154,24 +159,36 @@ async def test_rebuild_during_ingest_loses_nothing_and_numbers_repos_contiguousl
 
 async def test_entries_stored_but_not_yet_projected_are_not_drift(settings):
     """A writer killed between its publish and its projection: the rebuild compares at
-    the offsets it had reached, then projects the rest."""
+    the offsets the writers had reached, then projects the rest."""
     from seedline_contracts.timeline import TimelineEntry
     from seedline_timeline_writer.stream import JetStreamTimeline
 
+    def stored(n: int, repo: str) -> TimelineEntry:
+        return TimelineEntry(**entry(n, repo), truncated_from=None)
+
     nc = await nats.connect(settings.nats_url)
+    js = nc.jetstream()
     try:
         async with running(create_app(settings)):
-            last = await append_all(nc, 12)
-        # As the stopped writer's own publish would have left them: in the stream only.
-        unprojected = [TimelineEntry(**entry(n, REPOS[0]), truncated_from=None) for n in (13, 14)]
-        seqs = [seq for seq, _ in await JetStreamTimeline(nc.jetstream()).append(unprojected)]
+            await append_all(nc, 6)
+            # A partition-1 writer that died before projecting anything (no offset row),
+            # below entries partition 0 then projected.
+            [(stray, _)] = await JetStreamTimeline(js, partition=1).append([stored(7, "apps/p1")])
+            last = await append_all_from(nc, 8, 12)
+        # As the stopped partition-0 writer's own publish would have left them.
+        seqs = [seq for seq, _ in await JetStreamTimeline(js).append(
+            [stored(n, REPOS[0]) for n in (13, 14)])]
         assert await applied(settings.database_url) == last < seqs[0]
+        assert stray not in [r[0] for r in await projection(settings.database_url)]
 
         result = await rebuild_timeline(settings, None)
 
         assert result.identical and result.rows == 14
+        rows = await projection(settings.database_url)
+        assert [r[0] for r in rows] == list(range(1, seqs[-1] + 1))
         assert await applied(settings.database_url) == seqs[-1]
-        ordinals = [r[-1] for r in await projection(settings.database_url) if r[3] == REPOS[0]]
-        assert ordinals == list(range(1, len(ordinals) + 1))
+        for repo in (*REPOS, "apps/p1"):
+            ordinals = [r[-1] for r in rows if r[3] == repo]
+            assert ordinals == list(range(1, len(ordinals) + 1))
     finally:
         await nc.close()

@@ -107,26 +107,32 @@ async def _rebuild(
         end = await last_seq(js, subjects.TIMELINE_STREAM)
         ordinals: dict[tuple[str, str], int] = {}
         copied = 0
+        skipped: list[int] = []  # seqs the first pass left for the second
 
         async def copy_range(first: int, last: int, wanted) -> int:
-            """Copy the entries of first..last that `wanted(seq, partition)` keeps."""
+            """Copy the entries of first..last that `wanted(seq, partition)` keeps; returns
+            the last seq the stream answered with."""
             nonlocal copied
             reached_seq = first - 1
             async for msgs in replay(js, subjects.TIMELINE_STREAM, subjects.TIMELINE_ALL,
                                      first, last):
-                await copy_entries(conn, [
-                    (m.metadata.sequence.stream, decode(m.data, TimelineEntry)) for m in msgs
-                    if wanted(m.metadata.sequence.stream, _partition_header(m))
-                ], ordinals)
-                copied += len(msgs)
+                keep = []
+                for m in msgs:
+                    seq = m.metadata.sequence.stream
+                    if wanted(seq, _partition_header(m)):
+                        keep.append((seq, decode(m.data, TimelineEntry)))
+                    else:
+                        skipped.append(seq)
+                await copy_entries(conn, keep, ordinals)
+                copied += len(keep)
                 reached_seq = msgs[-1].metadata.sequence.stream
                 if progress is not None:
-                    progress(min(copied, end), end)
+                    progress(copied, end)
             return reached_seq
 
         # First up to where each partition's writer had projected: the "after" digest
         # compares like with like, so a writer a few entries behind the stream's end is
-        # not reported as drift. Then on to the end.
+        # not reported as drift. Then on to the end, from the first entry left out.
         def projected(seq: int, partition: str) -> bool:
             return seq <= reached.get(partition, 0)
 
@@ -134,8 +140,8 @@ async def _rebuild(
         if await copy_range(1, upto, projected) < upto:
             raise _incomplete(upto)
         after, _ = await digest(conn)
-        if await copy_range(min(reached.values(), default=0) + 1, end,
-                            lambda seq, partition: not projected(seq, partition)) < end:
+        rest = min(skipped, default=upto + 1)
+        if await copy_range(rest, end, lambda seq, partition: not projected(seq, partition)) < end:
             raise _incomplete(end)
         await conn.execute(
             f"UPDATE {OFFSETS.table} SET applied_seq = %s WHERE projection LIKE 'timeline%%'",
