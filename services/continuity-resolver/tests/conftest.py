@@ -39,14 +39,17 @@ class Resolver:
         self._folded = 0
         self._seq = 0
         self._timeline_seq = 0
+        self.ingest_lands = True  # False: the writer is slow, land_ingest() lands it later
+        self._unlanded: list[bytes] = []
 
     async def entry(self, session_id: str, instance_id: str = "inst-a", repo: str = "apps/x",
                     kind: str = "chat_assistant", at: str = "2026-12-01T11:00:00Z",
-                    engine: str | None = None, content: str = "work") -> int:
+                    engine: str | None = None, content: str = "work",
+                    entry_id: str | None = None) -> int:
         self._timeline_seq += 1
         seq = self._timeline_seq
-        entry = TimelineEntry(f"e-{seq}", instance_id, repo, session_id, kind, content, at,
-                              engine, None)
+        entry = TimelineEntry(entry_id or f"e-{seq}", instance_id, repo, session_id, kind,
+                              content, at, engine, None)
         self.view.apply(seq, entry)
         await self.repo.apply_timeline([(seq, instance_id, repo, session_id, at, engine)])
         return seq
@@ -64,6 +67,10 @@ class Resolver:
         steps = []
         for subject, payload, _ in self.publisher.messages[self._folded:]:
             self._folded += 1
+            if subject.startswith("seedline.ingest."):
+                self._unlanded.append(payload)
+                if self.ingest_lands:
+                    await self.land_ingest()
             if not subject.startswith("seedline.session."):
                 continue
             self._seq += 1
@@ -73,6 +80,14 @@ class Resolver:
                 request_id = getattr(getattr(event, "plan", None), "request_id", None)
                 steps.append((self._seq, event.session_id, meaning, reply_of(event), request_id))
         await self.repo.apply_lifecycle(steps, self._seq)
+
+    async def land_ingest(self) -> None:
+        """What the timeline-writer does with the entries the opener put into ingest."""
+        for payload in self._unlanded:
+            e = json.loads(payload)
+            await self.entry(e["session_id"], e["instance_id"], e["repo"], e["kind"], e["at"],
+                             e["engine"], e["content"], e["entry_id"])
+        self._unlanded.clear()
 
     async def open(self, **body) -> dict:
         request = {"instance_id": "inst-a", "repo": "apps/x", "engine": "claude",

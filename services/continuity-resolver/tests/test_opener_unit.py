@@ -59,7 +59,6 @@ async def test_a_failed_open_makes_no_engine_fact_for_the_next_decision(resolver
     # Its instruction is in the timeline (nothing a person said is lost), with no engine.
     (instruction,) = resolver.published("ingest")
     assert instruction["engine"] is None and instruction["kind"] == "chat_user"
-    await resolver.entry(requested["session_id"], kind="chat_user", engine=None)
     await resolver.open(engine="codex")
     assert decided(resolver)[-1]["reason_code"] != "engine_changed"
 
@@ -168,3 +167,23 @@ async def test_a_wake_catches_up_to_its_own_place_in_the_streams_without_asking_
 
     await resolver.open()  # an open request reads to where the streams end now
     assert asked_ends == ["ends"] and waited == {TIMELINE: 10**6, SESSIONS: 10**6}
+
+
+async def test_a_decision_right_after_an_open_waits_for_that_open_s_instruction(resolver):
+    """The writer moves the instruction from ingest into the timeline on its own time; a
+    relocation a moment later still briefs from it (read your own writes)."""
+    import asyncio
+
+    resolver.ingest_lands = False
+    await resolver.open(instruction="Add castling.")
+    (requested,) = resolver.published("open_requested")
+    await confirm(resolver, requested["session_id"])
+    landing = asyncio.get_running_loop().call_later(
+        0.1, lambda: asyncio.ensure_future(resolver.land_ingest()))
+    await relocate(resolver, requested["session_id"], "pc")
+    landing.cancel()
+    moved = resolver.published("continuity_decided")[-1]
+    assert moved["continuity"]["reason_code"] == "other_machine"
+    instruction_seq = max(resolver.view.entries)
+    assert resolver.view.entries[instruction_seq].content == "Add castling."
+    assert moved["until_seq"] == instruction_seq and moved["entries_upto"] == 1

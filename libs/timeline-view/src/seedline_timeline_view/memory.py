@@ -74,9 +74,16 @@ class InMemoryTimelineView:
         return self._applied
 
     async def wait_until_applied(self, seq: int, timeout: float) -> bool:
+        return await self._wait_for(lambda: seq in self.entries, timeout)
+
+    async def wait_until_stored(self, entry_id: str, timeout: float) -> bool:
+        return await self._wait_for(
+            lambda: any(e.entry_id == entry_id for e in self.entries.values()), timeout)
+
+    async def _wait_for(self, present, timeout: float) -> bool:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while seq not in self.entries:
+        while not present():
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return False
@@ -84,5 +91,5 @@ class InMemoryTimelineView:
             try:
                 await asyncio.wait_for(self._changed.wait(), remaining)
             except TimeoutError:
-                return seq in self.entries
+                return present()
         return True

@@ -75,3 +75,7 @@ class TimelineView(Protocol):
     async def wait_until_applied(self, seq: int, timeout: float) -> bool:
         """Wait until the projection has applied `seq`; False when `timeout` passes first."""
         ...
+
+    async def wait_until_stored(self, entry_id: str, timeout: float) -> bool:
+        """Wait until the entry with `entry_id` is readable; False when `timeout` passes first."""
+        ...

@@ -35,6 +35,7 @@ CONVERSATION_BEFORE_SQL = (
 # Each timeline-writer partition keeps its own offset ("timeline", "timeline.p1", ...).
 APPLIED_SQL = f"SELECT max(applied_seq) FROM {OFFSETS_TABLE} WHERE projection LIKE 'timeline%%'"
 PRESENT_SQL = f"SELECT EXISTS (SELECT 1 FROM {TABLE} WHERE seq = %s)"
+STORED_SQL = f"SELECT EXISTS (SELECT 1 FROM {TABLE} WHERE entry_id = %s)"
 
 
 class PostgresTimelineView:
@@ -98,18 +99,24 @@ class PostgresTimelineView:
             row = await cur.fetchone()
         return int(row[0]) if row and row[0] is not None else 0
 
-    async def _present(self, seq: int) -> bool:
+    async def _present(self, sql: str, key) -> bool:
         async with self._pool.connection() as conn:
-            cur = await conn.execute(PRESENT_SQL, (seq,))
+            cur = await conn.execute(sql, (key,))
             return bool((await cur.fetchone())[0])
 
     async def wait_until_applied(self, seq: int, timeout: float) -> bool:
         """The entry at `seq` is readable (with several writers, each projects its own
         partition, so the question is about that entry, not a common offset)."""
+        return await self._wait_for(PRESENT_SQL, seq, timeout)
+
+    async def wait_until_stored(self, entry_id: str, timeout: float) -> bool:
+        return await self._wait_for(STORED_SQL, entry_id, timeout)
+
+    async def _wait_for(self, sql: str, key, timeout: float) -> bool:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
-            if await self._present(seq):
+            if await self._present(sql, key):
                 return True
             if loop.time() >= deadline:
                 return False

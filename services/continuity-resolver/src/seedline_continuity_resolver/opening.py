@@ -46,6 +46,7 @@ from .repository import SESSIONS, TIMELINE, ConversationRepository
 log = get_logger(__name__)
 
 CATCH_UP_SECONDS = 2.0
+MAX_UNLANDED = 10_000
 
 
 def new_session_id() -> str:
@@ -102,6 +103,10 @@ class Opener:
         self._clock = clock
         self._new_id = new_id
         self._count_decision = count_decision or (lambda reason: None)
+        # The instruction each repo's last open put into ingest, until the timeline holds
+        # it: the writer moves it there asynchronously, and the next decision on that repo
+        # (a relocation a moment later, another open) must brief from it.
+        self._unlanded: dict[tuple[str, str], str] = {}
 
     # -- open -----------------------------------------------------------------------
 
@@ -146,6 +151,7 @@ class Opener:
 
     async def _decision_events(self, request: OpenRequest, session_id: str,
                                ends: dict[str, int] | None = None) -> list[Outgoing]:
+        await self._own_instruction_landed(request.instance_id, request.repo)
         await self._catch_up(request.wake_seq, ends)
         now = self._clock()
         if request.wake_seq is None:
@@ -176,6 +182,7 @@ class Opener:
         messages: list[Outgoing] = []
         if request.instruction is not None and request.wake_seq is None:
             messages.append(_instruction_entry(request, session_id, at))
+            self._expect_landing(request.instance_id, request.repo, session_id)
         messages.append(_event(OpenRequested(
             session_id=session_id, at=at, instance_id=request.instance_id, repo=request.repo,
             engine=request.engine, node_id=request.node_id, request_id=request.request_id,
@@ -220,6 +227,7 @@ class Opener:
             return _error("invalid_request", f"That conversation {still}.")
         if verdict.kind == "unchanged" and row.last_reply is not None:
             return row.last_reply
+        await self._own_instruction_landed(row.instance_id, row.repo)
         head = await self._view.repo_head(row.instance_id, row.repo)
         decided = core.relocation_decision(target.node_id, request.node_id)
         plan = LaunchPlan(
@@ -233,6 +241,19 @@ class Opener:
         return await self._record_and_wait(request.session_id, [_event(event)])
 
     # -- shared -----------------------------------------------------------------------
+
+    def _expect_landing(self, instance_id: str, repo: str, session_id: str) -> None:
+        self._unlanded.pop((instance_id, repo), None)
+        self._unlanded[(instance_id, repo)] = subjects.instruction_entry_id(session_id)
+        while len(self._unlanded) > MAX_UNLANDED:
+            del self._unlanded[next(iter(self._unlanded))]  # the oldest has long landed
+
+    async def _own_instruction_landed(self, instance_id: str, repo: str) -> None:
+        """Read your own writes: the repo's last instruction is in the timeline view."""
+        entry_id = self._unlanded.pop((instance_id, repo), None)
+        if entry_id is not None and not await self._view.wait_until_stored(
+                entry_id, CATCH_UP_SECONDS):
+            log.warning("instruction_not_in_timeline", entry_id=entry_id, repo=repo)
 
     async def _catch_up(self, wake_seq: int | None, ends: dict[str, int] | None = None) -> None:
         """Decide on every event recorded before this moment (read your own writes): the
