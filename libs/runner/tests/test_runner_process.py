@@ -739,3 +739,19 @@ async def test_output_is_published_as_the_engine_emits_it_not_at_the_end_of_the_
         ("command", "csess_1:launch:0"),
         ("chat_assistant", "csess_1:launch:1"),
     ]
+
+
+async def test_a_runner_stopped_right_after_a_launch_still_says_so_and_leaves(nc, js, events):
+    """Stopping cancels the launch handler mid-way; the connection must keep working, so
+    the conversation's `exited` reaches the gateway and the presence key is deleted."""
+    runner = Runner(nc, NODE, "Your Mac mini", {"scripted": ScriptedEngine()})
+    await runner.start()
+    assert (await ask(nc, "launch", launch_body()))["accepted"] is True
+
+    await asyncio.create_task(runner.stop())  # as a signal handler would, a moment later
+
+    await eventually(lambda: any(e["type"] == "exited" for e in events))
+    kv = await js.key_value(RUNNERS_BUCKET)
+    with pytest.raises(KeyNotFoundError):
+        await kv.get(presence_key(NODE))
+    await nc.flush(timeout=2)  # the shared connection still reads

@@ -45,7 +45,7 @@ async def connect(servers: Sequence[str], name: str, **options) -> Client:
     async def on_reconnect() -> None:
         log.info("nats_reconnected")
 
-    return await nats.connect(
+    nc = await nats.connect(
         servers=list(servers),
         name=name,
         max_reconnect_attempts=-1,
@@ -56,6 +56,26 @@ async def connect(servers: Sequence[str], name: str, **options) -> Client:
         reconnected_cb=on_reconnect,
         **options,
     )
+    survive_abandoned_flushes(nc)
+    return nc
+
+
+def survive_abandoned_flushes(nc: Client) -> None:
+    """nats.py (2.16) answers each PONG by setting the result of the oldest flush's future,
+    even when that flush was cancelled or timed out: InvalidStateError ends its read loop,
+    and the connection looks up but reads nothing again. A cancelled flush (a service
+    stopping mid-batch, a `flush(timeout=2)` on a busy server) must not cost the connection,
+    so each PONG still takes its own waiter and skips one nobody waits for."""
+
+    async def process_pong() -> None:
+        if nc._pongs:
+            waiter = nc._pongs.pop(0)
+            if not waiter.done():
+                waiter.set_result(True)
+            nc._pongs_received += 1
+            nc._pings_outstanding = 0
+
+    nc._process_pong = process_pong
 
 
 def stream_config(spec: StreamSpec, replicas: int = 1) -> js_api.StreamConfig:

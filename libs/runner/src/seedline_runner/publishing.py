@@ -45,8 +45,11 @@ class Publisher:
 
     async def event(self, event: RunnerEvent) -> None:
         try:
+            # No flush here: stop() cancels handlers and workers, and a flush cancelled
+            # before its PONG makes nats.py's read loop die on that PONG, leaving a
+            # connection that looks up but reads nothing. The client sends what is
+            # pending on its own; stop() flushes once at the end.
             await self._nc.publish(self._events_subject, encode(event))
-            await self._nc.flush()
         except Exception as error:
             log.warning(
                 "event_not_published",
