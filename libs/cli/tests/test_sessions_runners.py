@@ -254,6 +254,12 @@ def test_runners_lists_presence_with_engines_and_heartbeat_age(seedline, env):
         assert text in table.stdout, text
     assert_plain_words(table.stdout)
 
+    # A machine that stopped deleted its key: the listing skips the delete marker.
+    system = system_of(env)
+    system._in_loop(system.runners.pop("mac-mini-1").stop())
+    after = json.loads(run(seedline, env, "runners", "--json").stdout)["runners"]
+    assert [r["node_id"] for r in after] == ["gpu box"]
+
 
 def test_runners_with_no_machine_online_says_how_to_start_one(seedline, env):
     result = run(seedline, env, "runners")
