@@ -509,3 +509,22 @@ async def test_a_service_publishes_only_what_it_owns_and_hears_only_what_it_answ
     await asyncio.sleep(0.1)
     assert heard == []
     await admin.close()
+
+
+async def test_the_web_lists_the_machines_online_under_its_own_user(secure_nats, connections):
+    """The listing reads the bucket through a pull consumer: allowed to the web, and a
+    runner's deleted key is not listed."""
+    svc, _, _, _ = connections
+    kv = await svc.jetstream().key_value(subjects.RUNNERS_BUCKET)
+    for node in (A, B):
+        await kv.put(subjects.presence_key(node), json.dumps({"node_id": node}).encode())
+    await kv.delete(subjects.presence_key(B))
+    violations = Violations()
+    web = await secure_nats.service("seedline-web", violations)
+    try:
+        listed = [key async for key, _ in natsio.newest_values(web.jetstream(),
+                                                             subjects.RUNNERS_BUCKET)]
+    finally:
+        await web.close()
+    assert listed == [subjects.presence_key(A)]
+    assert violations.seen == []

@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from datetime import datetime, timezone
 
 import typer
 from nats.aio.client import Client
-from nats.errors import TimeoutError as NatsTimeout
-from nats.js import api as js_api
 from rich.markup import escape
 from rich.table import Table
 
 from seedline_contracts import subjects
 from seedline_contracts.times import format_utc
+from seedline_platform import natsio
 from seedline_platform.settings import Settings
 
 from .config import load_settings
@@ -54,41 +52,9 @@ async def read_presence(nc: Client) -> list[dict]:
             ) from None
         raise
     found: dict[str, dict] = {}
-    async for msg in _last_per_key(js):
-        op = (msg.headers or {}).get("KV-Operation") or (msg.headers or {}).get(
-            "Nats-Marker-Reason")
-        key = msg.subject[len(PRESENCE_PREFIX):]
-        if op is None and msg.data:
-            found[key] = _row(key, msg.data, msg.metadata.timestamp)
+    async for key, msg in natsio.newest_values(js, subjects.RUNNERS_BUCKET, WATCH_TIMEOUT):
+        found[key] = _row(key, msg.data, msg.metadata.timestamp)
     return [found[key] for key in sorted(found, key=lambda k: found[k]["node_id"])]
-
-
-PRESENCE_PREFIX = f"$KV.{subjects.RUNNERS_BUCKET}."
-
-
-async def _last_per_key(js) -> AsyncIterator:
-    """The newest message of every key, counted before any is delivered. (A KV watch's
-    "no more values" marker can come before values already on their way, nats.py #842,
-    which made a listing say no machine was online while two were.)"""
-    sub = await js.pull_subscribe(
-        f"{PRESENCE_PREFIX}>", stream=f"KV_{subjects.RUNNERS_BUCKET}",
-        config=js_api.ConsumerConfig(
-            deliver_policy=js_api.DeliverPolicy.LAST_PER_SUBJECT,
-            ack_policy=js_api.AckPolicy.NONE, mem_storage=True, inactive_threshold=30.0,
-        ),
-    )
-    try:
-        pending = (await sub.consumer_info()).num_pending
-        while pending > 0:
-            try:
-                msgs = await sub.fetch(min(pending, 256), timeout=WATCH_TIMEOUT)
-            except NatsTimeout:
-                return  # keys expired meanwhile: what was counted is no longer there
-            for msg in msgs:
-                yield msg
-            pending = msgs[-1].metadata.num_pending
-    finally:
-        await sub.unsubscribe()
 
 
 def _row(key: str, value: bytes, created: datetime | None) -> dict:

@@ -44,7 +44,7 @@ from seedline_contracts.timeline import (
 )
 from seedline_core.notices import error_message
 from seedline_platform.logging import get_logger
-from seedline_platform.natsio import publish_window
+from seedline_platform.natsio import newest_values, publish_window
 from seedline_platform.replay import last_seq, replay
 
 from .errors import WebError, unavailable
@@ -200,23 +200,19 @@ class Backend:
 
     async def machines(self) -> list[RunnerPresence]:
         """Every machine with a live presence key, by node id."""
+        found = []
         try:
-            kv = await self.js.key_value(subjects.RUNNERS_BUCKET)
-            keys = await kv.keys()
+            async for key, msg in newest_values(self.js, subjects.RUNNERS_BUCKET):
+                try:
+                    found.append((key, decode(msg.data, RunnerPresence)))
+                except Exception:
+                    continue  # unreadable: it says nothing of the machine
         except Exception as exc:
-            if type(exc).__name__ in ("NoKeysError", "BucketNotFoundError", "NotFoundError"):
+            if type(exc).__name__ in ("BucketNotFoundError", "NotFoundError"):
                 return []
             log.warning("presence_unreadable", error=str(exc))
             raise unavailable() from None
-        found = []
-        for key in sorted(keys):
-            try:
-                entry = await kv.get(key)
-                if entry.value:
-                    found.append(decode(entry.value, RunnerPresence))
-            except Exception:
-                continue  # expired between the listing and the read, or unreadable
-        return found
+        return [presence for _, presence in sorted(found, key=lambda pair: pair[0])]
 
     # -- repos, from the timeline stream's own subject index ---------------------------------
 
