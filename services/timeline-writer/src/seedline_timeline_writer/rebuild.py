@@ -107,12 +107,12 @@ async def _rebuild(
         end = await last_seq(js, subjects.TIMELINE_STREAM)
         ordinals: dict[tuple[str, str], int] = {}
         copied = 0
-        skipped: list[int] = []  # seqs the first pass left for the second
+        first_left_out: int | None = None  # where the second pass starts
 
         async def copy_range(first: int, last: int, wanted) -> int:
             """Copy the entries of first..last that `wanted(seq, partition)` keeps; returns
             the last seq the stream answered with."""
-            nonlocal copied
+            nonlocal copied, first_left_out
             reached_seq = first - 1
             async for msgs in replay(js, subjects.TIMELINE_STREAM, subjects.TIMELINE_ALL,
                                      first, last):
@@ -121,9 +121,10 @@ async def _rebuild(
                     seq = m.metadata.sequence.stream
                     if wanted(seq, _partition_header(m)):
                         keep.append((seq, decode(m.data, TimelineEntry)))
-                    else:
-                        skipped.append(seq)
-                await copy_entries(conn, keep, ordinals)
+                    elif first_left_out is None:
+                        first_left_out = seq
+                if keep:
+                    await copy_entries(conn, keep, ordinals)
                 copied += len(keep)
                 reached_seq = msgs[-1].metadata.sequence.stream
                 if progress is not None:
@@ -139,16 +140,16 @@ async def _rebuild(
         upto = min(max(reached.values(), default=0), end)
         if await copy_range(1, upto, projected) < upto:
             raise _incomplete(upto)
-        after, _ = await digest(conn)
-        rest = min(skipped, default=upto + 1)
+        after, rows = await digest(conn)
+        copied_before_the_rest = copied
+        rest = upto + 1 if first_left_out is None else first_left_out
         if await copy_range(rest, end, lambda seq, partition: not projected(seq, partition)) < end:
             raise _incomplete(end)
         await conn.execute(
             f"UPDATE {OFFSETS.table} SET applied_seq = %s WHERE projection LIKE 'timeline%%'",
             (end,),
         )
-        _, rows = await digest(conn)
-    return before, after, rows
+    return before, after, rows + copied - copied_before_the_rest
 
 
 def _partition_of(projection: str) -> str:
