@@ -27,6 +27,7 @@ from seedline_contracts import subjects
 from seedline_continuity_resolver.app import create_app as create_resolver
 from seedline_devtools import nats_auth
 from seedline_platform import natsio
+from seedline_platform.replay import newest_values
 from seedline_devtools.embedded import NatsProcess, nats_server_binary, start_nats
 from seedline_platform.settings import Settings
 from seedline_devtools.testing import request, running
@@ -522,7 +523,7 @@ async def test_the_web_lists_the_machines_online_under_its_own_user(secure_nats,
     violations = Violations()
     web = await secure_nats.service("seedline-web", violations)
     try:
-        listed = [key async for key, _ in natsio.newest_values(web.jetstream(),
+        listed = [key async for key, _ in newest_values(web.jetstream(),
                                                              subjects.RUNNERS_BUCKET)]
     finally:
         await web.close()

@@ -45,22 +45,3 @@ def test_settings_errors_name_the_variable():
         Settings.from_env({"SEEDLINE_STRICT_DURABILITY": "yes"})
     assert Settings.from_env({}).idle_stop.total_seconds() == 6 * 3600
 
-
-async def test_a_flush_cancelled_before_its_pong_leaves_the_connection_reading(nats_server):
-    import asyncio
-
-    nc = await natsio.connect([nats_server.url], "test")
-    try:
-        abandoned = asyncio.create_task(nc.flush())
-        await asyncio.sleep(0)  # its PING is written; the PONG is on its way
-        abandoned.cancel()
-        await asyncio.sleep(0.1)  # the PONG arrives for a waiter nobody has
-        async def echo(msg):
-            await msg.respond(b"pong")
-
-        sub = await nc.subscribe("test.echo", cb=echo)
-        assert (await nc.request("test.echo", b"ping", timeout=2)).data == b"pong"
-        await nc.flush(timeout=2)
-        await sub.unsubscribe()
-    finally:
-        await nc.close()

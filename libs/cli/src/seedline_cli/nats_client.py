@@ -19,6 +19,7 @@ from nats.errors import (
 from nats.errors import TimeoutError as NatsTimeout
 
 from seedline_contracts.codec import encode
+from seedline_platform.natsio import survive_abandoned_flushes
 from seedline_platform.settings import Settings
 
 from .errors import START_HINT, OperationFailed, Unreachable, UsageProblem
@@ -58,6 +59,7 @@ async def connected(settings: Settings, name: str = "seedline-cli") -> AsyncIter
         )
     except Exception:
         raise cannot_reach(settings) from None
+    survive_abandoned_flushes(nc)  # `seedline notices` runs for hours and flushes
     try:
         yield nc
     finally:

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from seedline_contracts import subjects
 from seedline_contracts.times import format_utc
-from seedline_platform import natsio
+from seedline_platform.replay import newest_values
 from seedline_platform.settings import Settings
 
 from .config import load_settings
@@ -41,9 +41,11 @@ def age_text(seconds: float) -> str:
 
 async def read_presence(nc: Client) -> list[dict]:
     """Every live presence key, with the time of its last heartbeat, sorted by node id."""
-    js = nc.jetstream()
+    found: dict[str, dict] = {}
     try:
-        await js.key_value(subjects.RUNNERS_BUCKET)  # it exists; its stream is read below
+        async for key, msg in newest_values(nc.jetstream(), subjects.RUNNERS_BUCKET,
+                                            WATCH_TIMEOUT):
+            found[key] = _row(key, msg.data, msg.metadata.timestamp)
     except Exception as exc:
         if type(exc).__name__ in ("BucketNotFoundError", "NotFoundError"):
             raise Unreachable(
@@ -51,9 +53,6 @@ async def read_presence(nc: Client) -> list[dict]:
                 f"has started on this NATS. {START_HINT}."
             ) from None
         raise
-    found: dict[str, dict] = {}
-    async for key, msg in natsio.newest_values(js, subjects.RUNNERS_BUCKET, WATCH_TIMEOUT):
-        found[key] = _row(key, msg.data, msg.metadata.timestamp)
     return [found[key] for key in sorted(found, key=lambda k: found[k]["node_id"])]
 
 

@@ -6,12 +6,11 @@ import asyncio
 import json
 import urllib.request
 from dataclasses import dataclass
-from typing import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from typing import Awaitable, Callable, Iterable, Sequence
 
 import nats
 from nats.aio.client import Client
 from nats.aio.msg import Msg
-from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js import api as js_api
 from nats.js.errors import NotFoundError
@@ -278,36 +277,3 @@ async def park_message(js: JetStreamContext, msg: Msg, reason: str, subject: str
     )
     await publish_window(js, [(subject, encode(record), None)])
 
-
-async def newest_values(js: JetStreamContext, bucket: str, timeout: float = 5.0
-                        ) -> AsyncIterator[tuple[str, Msg]]:
-    """(key, message) for every key of a KV bucket holding a value now, from a pull
-    consumer that counts each key's newest message before any is delivered. A watch or
-    `keys()` can end before values already on their way (nats.py #842), and then a listing
-    of the machines online says there are none."""
-    prefix = f"$KV.{bucket}."
-    sub = await js.pull_subscribe(
-        f"{prefix}>", stream=f"KV_{bucket}",
-        config=js_api.ConsumerConfig(
-            deliver_policy=js_api.DeliverPolicy.LAST_PER_SUBJECT,
-            ack_policy=js_api.AckPolicy.NONE, mem_storage=True, inactive_threshold=30.0,
-        ),
-    )
-    try:
-        pending = (await sub.consumer_info()).num_pending
-        while pending > 0:
-            try:
-                msgs = await sub.fetch(min(pending, 256), timeout=timeout)
-            except NatsTimeout:
-                return  # keys expired meanwhile: what was counted is no longer there
-            for msg in msgs:
-                headers = msg.headers or {}
-                # A delete, a purge, or a marker the server left (TTL, max age).
-                if msg.data and not ({"KV-Operation", "Nats-Marker-Reason"} & headers.keys()):
-                    yield msg.subject[len(prefix):], msg
-            pending = msgs[-1].metadata.num_pending
-    finally:
-        try:
-            await sub.unsubscribe()
-        except Exception:
-            pass

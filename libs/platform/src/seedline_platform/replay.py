@@ -1,4 +1,4 @@
-"""Read a stream range in order, for catch-up and rebuilds.
+"""Read a stream range in order, for catch-up and rebuilds; and a KV bucket's live values.
 
 An ephemeral consumer with no acks, in memory, removed when idle: the read
 leaves nothing behind on the server and costs no fsync.
@@ -6,6 +6,7 @@ leaves nothing behind on the server and costs no fsync.
 
 from __future__ import annotations
 
+from contextlib import asynccontextmanager
 from typing import AsyncIterator, Sequence
 
 from nats.aio.msg import Msg
@@ -30,16 +31,8 @@ async def replay(
     """Yield batches of messages with start_seq <= seq <= end_seq, in order."""
     if end_seq < start_seq:
         return
-    config = js_api.ConsumerConfig(
-        deliver_policy=js_api.DeliverPolicy.BY_START_SEQUENCE,
-        opt_start_seq=max(1, start_seq),
-        ack_policy=js_api.AckPolicy.NONE,
-        inactive_threshold=30.0,
-        mem_storage=True,
-        max_ack_pending=-1,
-    )
-    sub = await js.pull_subscribe(subject, stream=stream, config=config)
-    try:
+    async with _reader(js, stream, subject, deliver_policy=js_api.DeliverPolicy.BY_START_SEQUENCE,
+                       opt_start_seq=max(1, start_seq)) as sub:
         while True:
             try:
                 msgs = await sub.fetch(batch, timeout=2.0)
@@ -51,6 +44,44 @@ async def replay(
                 yield wanted
             if msgs[-1].metadata.sequence.stream >= end_seq:
                 return
+
+
+async def newest_values(js: JetStreamContext, bucket: str, timeout: float = 5.0
+                        ) -> AsyncIterator[tuple[str, Msg]]:
+    """(key, message) for every key of a KV bucket holding a value now, each key's newest
+    message counted before any is delivered. A watch or `keys()` can end before values
+    already on their way (nats.py #842), and then a listing of the machines online says
+    there are none."""
+    prefix = f"$KV.{bucket}."
+    async with _reader(js, f"KV_{bucket}", f"{prefix}>",
+                       deliver_policy=js_api.DeliverPolicy.LAST_PER_SUBJECT) as sub:
+        pending = (await sub.consumer_info()).num_pending
+        while pending > 0:
+            try:
+                msgs = await sub.fetch(min(pending, 256), timeout=timeout)
+            except NatsTimeout:
+                return  # keys expired meanwhile: what was counted is no longer there
+            for msg in msgs:
+                headers = msg.headers or {}
+                # A delete, a purge, or a marker the server left (TTL, max age).
+                if msg.data and not ({"KV-Operation", "Nats-Marker-Reason"} & headers.keys()):
+                    yield msg.subject[len(prefix):], msg
+            pending = msgs[-1].metadata.num_pending
+
+
+@asynccontextmanager
+async def _reader(js: JetStreamContext, stream: str, subject: str, **policy):
+    """The ephemeral pull consumer both reads use, unsubscribed when they end."""
+    config = js_api.ConsumerConfig(
+        ack_policy=js_api.AckPolicy.NONE,
+        inactive_threshold=30.0,
+        mem_storage=True,
+        max_ack_pending=-1,
+        **policy,
+    )
+    sub = await js.pull_subscribe(subject, stream=stream, config=config)
+    try:
+        yield sub
     finally:
         try:
             await sub.unsubscribe()

@@ -44,8 +44,8 @@ from seedline_contracts.timeline import (
 )
 from seedline_core.notices import error_message
 from seedline_platform.logging import get_logger
-from seedline_platform.natsio import newest_values, publish_window
-from seedline_platform.replay import last_seq, replay
+from seedline_platform.natsio import publish_window
+from seedline_platform.replay import last_seq, newest_values, replay
 
 from .errors import WebError, unavailable
 
