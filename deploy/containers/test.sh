@@ -16,7 +16,9 @@
 # Prints the time each step took; logs of the builds and of compose go to a folder under
 # /var/tmp, named on failure. `test.sh --can-run` prints why it cannot run here, if it cannot,
 # and exits 1 (.ci/run uses it to skip the step on machines that cannot run it).
-set -euo pipefail
+set -eEuo pipefail
+# set -e ends the script at a failing command without a word: name it and its line.
+trap 'echo "failed (exit $?) at line $LINENO: $BASH_COMMAND" >&2' ERR
 cd "$(dirname "$0")/../.."
 here=$PWD/deploy/containers
 export CONTAINERS_CONF=$here/containers.conf
@@ -110,7 +112,9 @@ install_tools() {
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     fi
     local have
-    have=$("$COMPOSE_VENV/bin/podman-compose" --version 2>/dev/null | awk '/compose/ {print $NF}')
+    # On a clean machine it is not there yet: the lookup's failure must not end the script.
+    have=$("$COMPOSE_VENV/bin/podman-compose" --version 2>/dev/null \
+        | awk '/compose/ {print $NF}') || true
     if [ "$have" != "$PODMAN_COMPOSE_VERSION" ]; then
         echo "installing podman-compose $PODMAN_COMPOSE_VERSION into $COMPOSE_VENV"
         python3 -m venv "$COMPOSE_VENV"
