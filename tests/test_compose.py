@@ -121,11 +121,30 @@ def test_every_seedline_variable_is_a_setting():
     used |= set(re.findall(r"\bSEEDLINE_[A-Z0-9_]+", DOCKERFILE.read_text()))
     for spec in compose()["services"].values():
         used |= {k for k in spec.get("environment") or {} if k.startswith("SEEDLINE_")}
-    # ${...} variables are read by compose itself (which server images to run), not by Seedline.
+    # ${...} variables are read by compose itself (which server images to run, which host
+    # ports to publish on), not by Seedline.
     compose_variables = set(re.findall(r"\$\{([A-Z0-9_]+)", COMPOSE.read_text()))
-    assert compose_variables == {"SEEDLINE_NATS_IMAGE", "SEEDLINE_POSTGRES_IMAGE"}
+    assert compose_variables == {"SEEDLINE_NATS_IMAGE", "SEEDLINE_POSTGRES_IMAGE",
+                                 *HOST_PORT_VARIABLES}
     unknown = sorted(used - compose_variables - set(SETTINGS_DOC))
     assert not unknown, f"not in SETTINGS_DOC (libs/platform/.../settings.py): {unknown}"
+
+
+HOST_PORT_VARIABLES = {"SEEDLINE_HOST_NATS_PORT", "SEEDLINE_HOST_NATS_MONITOR_PORT",
+                       "SEEDLINE_HOST_POSTGRES_PORT", "SEEDLINE_HOST_WEB_PORT"}
+
+
+def test_host_ports_default_to_the_ones_every_seedline_command_uses():
+    published = {}
+    for spec in compose()["services"].values():
+        for port in spec.get("ports") or []:
+            match = re.fullmatch(r"127\.0\.0\.1:\$\{(\w+):-(\d+)\}:(\d+)", port)
+            assert match, f"{port}: published on 127.0.0.1, by a SEEDLINE_HOST_* variable"
+            name, default, inside = match.groups()
+            assert default == inside, port
+            published[name] = int(default)
+    assert published == {"SEEDLINE_HOST_NATS_PORT": 4222, "SEEDLINE_HOST_NATS_MONITOR_PORT": 8222,
+                         "SEEDLINE_HOST_POSTGRES_PORT": 5432, "SEEDLINE_HOST_WEB_PORT": 8080}
 
 
 def test_the_services_are_durable_restartable_and_checked():

@@ -2,7 +2,8 @@
 
 Run by deploy/containers/test.sh once `podman-compose up` has returned with every health
 check passing. Everything goes through the published ports (NATS 4222 and 8222, Postgres
-5432) and the `seedline` command's --json output:
+5432, the web 8080, or the SEEDLINE_HOST_*_PORT test.sh chose where those are taken) and the
+`seedline` command's --json output:
 
 1. publish entries, open a conversation on the demo runner (scripted engine), read its
    brief, stop it, and wake it by a fresh chat_user message;
@@ -33,11 +34,23 @@ INSTANCE = "compose"
 REPO_NAME = "apps/compose-check"
 CRASH_REPO = "apps/crash-check"
 WHILE_RUNNING, DURING_CRASH, WHILE_AWAY = 200, 3000, 300
+
+
+def host_port(name: str, default: int) -> int:
+    """Where docker-compose.yml published a port on the host (its SEEDLINE_HOST_* variable)."""
+    return int(os.environ.get(name) or default)
+
+
+NATS_PORT = host_port("SEEDLINE_HOST_NATS_PORT", 4222)
+MONITOR_PORT = host_port("SEEDLINE_HOST_NATS_MONITOR_PORT", 8222)
+POSTGRES_PORT = host_port("SEEDLINE_HOST_POSTGRES_PORT", 5432)
+WEB_PORT = host_port("SEEDLINE_HOST_WEB_PORT", 8080)
 ENV = {
     **os.environ,
-    "SEEDLINE_NATS_URL": "nats://127.0.0.1:4222",
-    "SEEDLINE_NATS_MONITOR_URL": "http://127.0.0.1:8222",
-    "SEEDLINE_DATABASE_URL": "postgresql://seedline:seedline@127.0.0.1:5432/seedline",
+    "SEEDLINE_NATS_URL": f"nats://127.0.0.1:{NATS_PORT}",
+    "SEEDLINE_NATS_MONITOR_URL": f"http://127.0.0.1:{MONITOR_PORT}",
+    "SEEDLINE_DATABASE_URL":
+        f"postgresql://seedline:seedline@127.0.0.1:{POSTGRES_PORT}/seedline",
     "COLUMNS": "100",
     "NO_COLOR": "1",
 }
@@ -121,11 +134,11 @@ def status() -> None:
     runners = seedline("runners")
     check(any(r.get("node_id") == "demo-runner" for r in runners.get("runners", [])),
           f"the demo runner is not online: {runners}")
-    with urllib.request.urlopen("http://127.0.0.1:8080/readyz", timeout=5) as resp:
+    with urllib.request.urlopen(f"http://127.0.0.1:{WEB_PORT}/readyz", timeout=5) as resp:
         check(resp.status == 200, f"the web process's /readyz answered {resp.status}")
     print(f"   nats-server {reply['nats']['version']} (sync_interval always), "
           f"services up: {', '.join(sorted(running))}; runner demo-runner; "
-          "web /readyz 200 on 127.0.0.1:8080")
+          f"web /readyz 200 on 127.0.0.1:{WEB_PORT}")
 
 
 @step("publish two entries")

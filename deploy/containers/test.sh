@@ -27,7 +27,9 @@ PROJECT=seedline
 BASE_IMAGE=localhost/seedline-base:bookworm
 PODMAN_COMPOSE_VERSION=1.6.0
 COMPOSE_VENV=.tools/podman-compose
-PORTS=(4222 8222 5432 8080)
+# The host ports docker-compose.yml publishes, by the variable that moves each one.
+declare -A HOST_PORTS=([SEEDLINE_HOST_NATS_PORT]=4222 [SEEDLINE_HOST_NATS_MONITOR_PORT]=8222
+                       [SEEDLINE_HOST_POSTGRES_PORT]=5432 [SEEDLINE_HOST_WEB_PORT]=8080)
 # Builds reach PyPI with the host's CA bundle (it may hold a TLS-inspecting proxy's CA).
 HOST_CA=/etc/ssl/certs/ca-certificates.crt
 
@@ -206,20 +208,21 @@ service_images() {
 
 # -- 4. up, 6. down --------------------------------------------------------------------------------
 
-ports_free() {
-    local port busy=()
-    for port in "${PORTS[@]}"; do
-        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then busy+=("$port"); fi
+host_ports() {  # the defaults where they are free, else a free port the system picks
+    local name port
+    for name in "${!HOST_PORTS[@]}"; do
+        port=${HOST_PORTS[$name]}
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])')
+            echo "127.0.0.1:${HOST_PORTS[$name]} is taken: $name=$port"
+        fi
+        export "$name=$port"
     done
-    [ ${#busy[@]} -eq 0 ] || {
-        echo "127.0.0.1 port(s) ${busy[*]} are taken, and docker-compose.yml publishes them:" \
-            "stop what listens there" >&2
-        return 1
-    }
 }
 
 up() {
-    ports_free
+    host_ports
     # Each depends_on waits for a health check that passes, and --wait returns once every
     # container with a health check passes it, as `docker compose up --wait` does. It takes
     # seconds; exit code 124 means a check never passed in 300.
