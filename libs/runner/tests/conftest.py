@@ -18,18 +18,13 @@ from typing import Any
 import nats
 import pytest
 from nats.aio.client import Client
+from seedline_devtools.embedded import free_port
 
 from seedline_runner.engines import ClaudeEngine
 from seedline_runner.engines.base import EngineOutput
 
 NATS_SERVER = Path(sys.executable).parent / "nats-server"
 WAIT_SECONDS = 10.0
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _port_answers(port: int) -> bool:
@@ -42,7 +37,7 @@ def _port_answers(port: int) -> bool:
 
 @pytest.fixture
 def nats_url(tmp_path: Path) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     store_dir = tmp_path / "nats"
     server = subprocess.Popen(
         [str(NATS_SERVER), "-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(store_dir)],

@@ -4,6 +4,7 @@ Postgres from the pgserver wheel. Used by `seedline up` and by the test fixtures
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import subprocess
@@ -19,7 +20,32 @@ class EmbeddedServerError(RuntimeError):
     """An embedded server did not start; the message says what to look at."""
 
 
+EPHEMERAL_PORTS = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST_PICKED_PORT = 10000
+# Its own source of draws: Hypothesis reseeds the global `random` for each example.
+_draws = random.SystemRandom()
+
+
 def free_port() -> int:
+    """A port nothing listens on, for a server about to start.
+
+    Picked below the kernel's ephemeral range: a port from bind(0) lies inside it, so any
+    client's outgoing connection may take it as its source port before the server listens
+    (seen as nats-server's "bind: address already in use" in a busy test run)."""
+    try:
+        lowest_ephemeral = int(EPHEMERAL_PORTS.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        lowest_ephemeral = 32768  # Linux's default; elsewhere the pick below still binds first
+    for _ in range(200):
+        if lowest_ephemeral <= LOWEST_PICKED_PORT:
+            break
+        port = _draws.randrange(LOWEST_PICKED_PORT, lowest_ephemeral)
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
