@@ -208,14 +208,15 @@ service_images() {
 
 # -- 4. up, 6. down --------------------------------------------------------------------------------
 
-host_ports() {  # the defaults where they are free, else a free port the system picks
+host_ports() {  # each one set already, else its default where free, else a free one
     local name port
     for name in "${!HOST_PORTS[@]}"; do
-        port=${HOST_PORTS[$name]}
+        port=${!name:-${HOST_PORTS[$name]}}
         if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-            port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])')
-            echo "127.0.0.1:${HOST_PORTS[$name]} is taken: $name=$port"
+            local taken=$port
+            port=$(.venv/bin/python -c \
+                'from seedline_devtools.embedded import free_port; print(free_port())')
+            echo "127.0.0.1:$taken is taken: $name=$port"
         fi
         export "$name=$port"
     done
