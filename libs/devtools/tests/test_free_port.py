@@ -19,6 +19,10 @@ def test_the_port_is_below_the_ephemeral_range_and_nothing_holds_it():
             sock.bind(("127.0.0.1", port))
 
 
+def test_ports_taken_before_any_server_binds_them_are_all_different():
+    assert len({embedded.free_port() for _ in range(300)}) == 300
+
+
 def test_a_port_something_listens_on_is_not_picked(monkeypatch: pytest.MonkeyPatch):
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))

@@ -24,6 +24,9 @@ EPHEMERAL_PORTS = Path("/proc/sys/net/ipv4/ip_local_port_range")
 LOWEST_PICKED_PORT = 10000
 # Its own source of draws: Hypothesis reseeds the global `random` for each example.
 _draws = random.SystemRandom()
+# Ports already handed out by this process: a caller may take several before any server
+# binds one (a cluster's nine), and a draw must not hand the same one out twice.
+_handed_out: set[int] = set()
 
 
 def free_port() -> int:
@@ -40,12 +43,15 @@ def free_port() -> int:
         if lowest_ephemeral <= LOWEST_PICKED_PORT:
             break
         port = _draws.randrange(LOWEST_PICKED_PORT, lowest_ephemeral)
+        if port in _handed_out:
+            continue
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return port
+        _handed_out.add(port)
+        return port
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]

@@ -6,13 +6,21 @@ leaves nothing behind on the server and costs no fsync.
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import asynccontextmanager
 from typing import AsyncIterator, Sequence
 
 from nats.aio.msg import Msg
+from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js import api as js_api
+from nats.js.errors import ServiceUnavailableError
+
+# A cluster between metadata leaders answers a consumer create with nothing (a timeout) or
+# a 503 for a few seconds, as after losing a server; a reader then tries again.
+CREATE_ATTEMPTS = 4
+CREATE_BACKOFF = 0.5
 
 
 async def last_seq(js: JetStreamContext, stream: str) -> int:
@@ -79,7 +87,7 @@ async def _reader(js: JetStreamContext, stream: str, subject: str, **policy):
         max_ack_pending=-1,
         **policy,
     )
-    sub = await js.pull_subscribe(subject, stream=stream, config=config)
+    sub = await _subscribe(js, subject, stream, config)
     try:
         yield sub
     finally:
@@ -87,3 +95,15 @@ async def _reader(js: JetStreamContext, stream: str, subject: str, **policy):
             await sub.unsubscribe()
         except Exception:
             pass
+
+
+async def _subscribe(js: JetStreamContext, subject: str, stream: str,
+                     config: js_api.ConsumerConfig) -> JetStreamContext.PullSubscription:
+    for attempt in range(1, CREATE_ATTEMPTS):
+        try:
+            return await js.pull_subscribe(subject, stream=stream, config=config)
+        except (NatsTimeout, NoRespondersError, ServiceUnavailableError):
+            # A create that timed out may still have made its consumer: it is ephemeral and
+            # goes after inactive_threshold; the next attempt makes one with a new name.
+            await asyncio.sleep(CREATE_BACKOFF * attempt)
+    return await js.pull_subscribe(subject, stream=stream, config=config)  # its error is the caller's
