@@ -45,6 +45,9 @@ def is_transient(exc: BaseException) -> bool:
 # every newer entry of other repos, so a quiet repo beside a busy one took
 # ~600 ms instead of ~0.02 ms. Planning these small queries costs far less.
 CONNECTION_OPTIONS = "-c plan_cache_mode=force_custom_plan"
+# A server that takes the TCP connection and answers nothing (a container network still
+# being wired) would hold a connection attempt for ever: the attempt fails instead.
+CONNECT_TIMEOUT_SECONDS = 5
 
 
 async def open_pool(url: str, name: str, max_size: int = 8) -> AsyncConnectionPool:
@@ -54,8 +57,11 @@ async def open_pool(url: str, name: str, max_size: int = 8) -> AsyncConnectionPo
         max_size=max_size,
         open=False,
         timeout=5.0,
-        kwargs={"application_name": name, "autocommit": True, "options": CONNECTION_OPTIONS},
-        reconnect_timeout=0,  # keep trying for ever: Postgres may be away for a while
+        kwargs={"application_name": name, "autocommit": True, "options": CONNECTION_OPTIONS,
+                "connect_timeout": CONNECT_TIMEOUT_SECONDS},
+        # Two quick attempts, then none until a caller asks for a connection: each request
+        # that finds the pool empty makes it try again, so Postgres may be away for a while.
+        reconnect_timeout=0,
     )
     await pool.open(wait=False)
     return pool

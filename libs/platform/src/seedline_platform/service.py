@@ -9,6 +9,7 @@ drives it without importing the service.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
 import sys
@@ -31,7 +32,15 @@ async def run_until_stopped(app: Service) -> None:
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    await app.start()
+    try:
+        await app.start()
+    except BaseException:
+        # Close what started: psycopg's pool workers take the cancel asyncio.run sends at
+        # exit as a failed connection attempt and go on, and the process would never end
+        # (a supervisor restarts a service that exits, not one that hangs).
+        with contextlib.suppress(Exception):
+            await app.stop()
+        raise
     runner = asyncio.create_task(app.run())
     waiter = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait({runner, waiter}, return_when=asyncio.FIRST_COMPLETED)
