@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -38,8 +37,8 @@ def test_a_service_that_cannot_reach_postgres_exits_and_says_why(
     env = {**os.environ, "SEEDLINE_NATS_URL": nats_server.url,
            "SEEDLINE_NATS_MONITOR_URL": nats_server.monitor_url,
            "SEEDLINE_DATABASE_URL": silent_postgres, "SEEDLINE_HOME": str(tmp_path),
-           "SEEDLINE_HTTP_PORT": "0", "SEEDLINE_WEB_PORT": str(free_port()), "SEEDLINE_LOG_LEVEL": "warning"}
-    started = time.monotonic()
+           "SEEDLINE_HTTP_PORT": "0", "SEEDLINE_WEB_PORT": str(free_port()),
+           "SEEDLINE_LOG_LEVEL": "warning"}
     try:
         ended = subprocess.run([str(BIN / service)], env=env, capture_output=True, text=True,
                                timeout=60)
@@ -47,4 +46,3 @@ def test_a_service_that_cannot_reach_postgres_exits_and_says_why(
         pytest.fail(f"{service} was still running 60 s after its start failed")
     assert ended.returncode == 1, ended.stderr[-2000:]
     assert f"{service}: couldn't get a connection" in ended.stderr, ended.stderr[-2000:]
-    assert time.monotonic() - started < 60

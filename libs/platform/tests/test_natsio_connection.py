@@ -5,6 +5,8 @@ import asyncio
 import pytest
 
 from seedline_platform import natsio
+from seedline_platform.app_base import ServiceApp
+from seedline_platform.settings import Settings
 
 pytestmark = pytest.mark.servers
 
@@ -26,3 +28,36 @@ async def test_a_flush_cancelled_before_its_pong_leaves_the_connection_reading(n
         await sub.unsubscribe()
     finally:
         await nc.close()
+
+
+class Echo(ServiceApp):
+    name = "echo"
+    uses_database = False
+
+    def routes(self) -> None:
+        async def echo(msg) -> bytes:
+            return b"pong"
+
+        self.answer("test.echo", echo, "answers pong")
+
+
+async def test_a_service_answers_once_started_and_survives_a_cancelled_flush(
+        nats_server, tmp_path):
+    """The services connect through FastStream, not natsio.connect: the same guard holds."""
+    settings = Settings.from_env({"SEEDLINE_NATS_URL": nats_server.url,
+                                  "SEEDLINE_NATS_MONITOR_URL": nats_server.monitor_url,
+                                  "SEEDLINE_HOME": str(tmp_path), "SEEDLINE_HTTP_PORT": "0"})
+    client = await natsio.connect([nats_server.url], "client")
+    app = Echo(settings)
+    await app.start()
+    try:
+        # Started means answered: the server holds the subscription already.
+        assert (await client.request("test.echo", b"ping", timeout=2)).data == b"pong"
+        abandoned = asyncio.create_task(app.nc.flush())
+        await asyncio.sleep(0)
+        abandoned.cancel()
+        await asyncio.sleep(0.1)
+        assert (await client.request("test.echo", b"ping", timeout=2)).data == b"pong"
+    finally:
+        await app.stop()
+        await client.close()

@@ -166,6 +166,7 @@ class ServiceApp:
     async def start(self) -> None:
         s = self.settings
         self.nc = await self.broker.connect()
+        natsio.survive_abandoned_flushes(self.nc)  # FastStream's connection, not natsio's
         self.js = self.nc.jetstream()
         await natsio.ensure_streams(self.js, replicas=s.stream_replicas)
         await natsio.enforce_durability(self.nc, self.js, s.nats_monitor_url, s.strict_durability)
@@ -179,6 +180,9 @@ class ServiceApp:
         self._micro = await nats.micro.add_service(
             self.nc, name=self.name, version=VERSION, description=self.description
         )
+        # Ready means a request is answered: the server must hold those subscriptions before
+        # anyone is told (a request sent the moment after start found no responders).
+        await self.nc.flush()
         self.health = HealthServer(s.http_host, s.http_port, self.metrics.registry,
                                    self._alive, self._ready)
         await self.health.start()

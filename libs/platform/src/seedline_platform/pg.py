@@ -45,8 +45,8 @@ def is_transient(exc: BaseException) -> bool:
 # every newer entry of other repos, so a quiet repo beside a busy one took
 # ~600 ms instead of ~0.02 ms. Planning these small queries costs far less.
 CONNECTION_OPTIONS = "-c plan_cache_mode=force_custom_plan"
-# A server that takes the TCP connection and answers nothing (a container network still
-# being wired) would hold a connection attempt for ever: the attempt fails instead.
+# A server that takes the TCP connection and answers nothing (seen at a container stack's
+# start) would hold a connection attempt for ever: the attempt fails instead.
 CONNECT_TIMEOUT_SECONDS = 5
 
 

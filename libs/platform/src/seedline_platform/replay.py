@@ -106,4 +106,5 @@ async def _subscribe(js: JetStreamContext, subject: str, stream: str,
             # A create that timed out may still have made its consumer: it is ephemeral and
             # goes after inactive_threshold; the next attempt makes one with a new name.
             await asyncio.sleep(CREATE_BACKOFF * attempt)
-    return await js.pull_subscribe(subject, stream=stream, config=config)  # its error is the caller's
+    # The last attempt's error is the caller's.
+    return await js.pull_subscribe(subject, stream=stream, config=config)
