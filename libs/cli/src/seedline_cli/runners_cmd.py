@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 
 import typer
 from nats.aio.client import Client
+from nats.js.errors import NotFoundError
 from rich.markup import escape
 from rich.table import Table
 
@@ -46,13 +47,11 @@ async def read_presence(nc: Client) -> list[dict]:
         async for key, msg in newest_values(nc.jetstream(), subjects.RUNNERS_BUCKET,
                                             WATCH_TIMEOUT):
             found[key] = _row(key, msg.data, msg.metadata.timestamp)
-    except Exception as exc:
-        if type(exc).__name__ in ("BucketNotFoundError", "NotFoundError"):
-            raise Unreachable(
-                f"The {subjects.RUNNERS_BUCKET} bucket does not exist yet: no Seedline service "
-                f"has started on this NATS. {START_HINT}."
-            ) from None
-        raise
+    except NotFoundError:  # the bucket's stream (BucketNotFoundError is one too)
+        raise Unreachable(
+            f"The {subjects.RUNNERS_BUCKET} bucket does not exist yet: no Seedline service "
+            f"has started on this NATS. {START_HINT}."
+        ) from None
     return [found[key] for key in sorted(found, key=lambda k: found[k]["node_id"])]
 
 

@@ -19,6 +19,7 @@ from nats.aio.client import Client
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
+from nats.js.errors import NotFoundError
 
 from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
@@ -207,9 +208,9 @@ class Backend:
                     found.append((key, decode(msg.data, RunnerPresence)))
                 except Exception:
                     continue  # unreadable: it says nothing of the machine
+        except NotFoundError:  # no bucket yet (BucketNotFoundError is one too)
+            return []
         except Exception as exc:
-            if type(exc).__name__ in ("BucketNotFoundError", "NotFoundError"):
-                return []
             log.warning("presence_unreadable", error=str(exc))
             raise unavailable() from None
         return [presence for _, presence in sorted(found, key=lambda pair: pair[0])]
@@ -240,9 +241,9 @@ class Backend:
         """The newest `scan` records of SEEDLINE_REJECTED, oldest first."""
         try:
             end = await last_seq(self.js, subjects.REJECTED_STREAM)
+        except NotFoundError:  # no stream yet
+            return []
         except Exception as exc:
-            if type(exc).__name__ == "NotFoundError":
-                return []
             log.warning("rejected_unreadable", error=str(exc))
             raise unavailable() from None
         found = []
@@ -271,9 +272,9 @@ class Backend:
             return None
         try:
             msg = await self.js.get_last_msg(subjects.SESSIONS_STREAM, subject)
+        except NotFoundError:  # no such event yet (KeyNotFoundError is one too)
+            return None
         except Exception as exc:
-            if type(exc).__name__ in ("NotFoundError", "KeyNotFoundError"):
-                return None
             log.warning("session_event_unreadable", error=str(exc))
             raise unavailable() from None
         try:
