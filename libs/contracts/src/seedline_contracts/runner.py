@@ -24,8 +24,23 @@ class RunnerPresence(msgspec.Struct):
     instances: list[str] = []
 
 
+class ResumeExpect(msgspec.Struct):
+    """The newest turn the engine was given or produced in this conversation (1.2).
+
+    A runner reports a resume only when the engine's own record holds it
+    (CONTRACT.md 3.2 and 6): `seq` is that entry's timeline seq, `kind` its kind
+    (`chat_user` or `chat_assistant`), `excerpt` its first 200 characters.
+    """
+
+    seq: int
+    kind: str
+    excerpt: str
+
+
 class LaunchResume(msgspec.Struct):
     engine_session_id: str
+    # None: this conversation has no chat entry yet (nothing to prove beyond the id).
+    expect: ResumeExpect | None = None
 
 
 class Seed(msgspec.Struct):
@@ -75,7 +90,10 @@ class RunnerStopReply(msgspec.Struct):
 
 
 class RunnerEvent(msgspec.Struct):
-    type: Literal["engine_bound", "exited"]
+    # resume_lost (1.2): the engine refused a resume after the launch reply said it
+    # resumed; the brief goes with the next message.
+    type: Literal["engine_bound", "exited", "resume_lost"]
     session_id: str
     at: str
     engine_session_id: str | None = None
+    reason: str | None = None

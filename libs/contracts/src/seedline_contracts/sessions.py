@@ -62,6 +62,11 @@ class BriefStats(msgspec.Struct):
     sha256: str
     # Recorded in seed_composed so a replay composes with the same budget.
     budget: BriefBudget | None = None
+    # (1.2) In a reply or receipt: whether the engine was given this brief (the
+    # runner's `seeded`). None in seed_composed, where nothing is known yet.
+    spent: bool | None = None
+    # (1.2) Secret spans replaced by "[secret left out: <kind>]" (CONTRACT.md 5).
+    redacted: int = 0
 
 
 class NoticeBody(msgspec.Struct):
