@@ -45,12 +45,14 @@ from pathlib import Path
 from seedline_timeline_view.postgres import OFFSETS_TABLE as TIMELINE_OFFSETS_TABLE
 from seedline_timeline_view.postgres import TABLE as TIMELINE_TABLE
 
-from bench import memory, report
+from bench import journal_model, memory, report
 
 TURNS = 500
 MARKS = (10, 100, 500)
 # Sizes are also taken here, so bytes per turn show stretch by stretch.
-SIZE_MARKS = (10, 100, 200, 300, 400, 500)
+SIZE_MARKS = (10, 50, 100, 200, 300, 400, 500)
+# Where the durable-execution journal model (bench.journal_model) is compared.
+JOURNAL_MARKS = (50, 100, 200, 500)
 RUNS = 3
 CONTEXT_REPS = 15
 INSTANCE = "benchlg"
@@ -320,7 +322,7 @@ def assemble(per_run: list[dict], marks, size_marks, turns, facts) -> dict:
     for side in ("langgraph", "seedline"):
         runs = [r[side] for r in per_run]
         sides[side] = {
-            "bytes": {m: report.spread(_total(r["sizes"][m]) for r in runs) for m in (0, *marks)},
+            "bytes": {m: report.spread(_total(r["sizes"][m]) for r in runs) for m in (0, *size_marks)},
             "bytes_by_table_at_end": runs[0]["sizes"][marks[-1]],
             "bytes_per_turn": {
                 k: report.spread(_per_turn(r["sizes"], size_marks)[k] for r in runs)
@@ -338,7 +340,7 @@ def assemble(per_run: list[dict], marks, size_marks, turns, facts) -> dict:
     )
     sides["seedline"]["brief"] = sl["brief"]
     sides["seedline"]["stream_bytes"] = {
-        m: report.spread(r["seedline"]["stream_bytes"][m] for r in per_run) for m in marks
+        m: report.spread(r["seedline"]["stream_bytes"][m] for r in per_run) for m in size_marks
     }
     # The first stretches fill pages the empty tables already hold; from turn 100 on, each
     # stretch of 100 turns pays for its own pages.
@@ -376,12 +378,38 @@ def assemble(per_run: list[dict], marks, size_marks, turns, facts) -> dict:
             / lg_bpt[early]["median"],
         },
         "stretches": {"early": early, "late": late},
+        "journal": journal_compare(turns, sides["seedline"], size_marks),
         "target_flat_limit": FLAT_LIMIT,
         "target_met": flat <= FLAT_LIMIT,
         "per_run": [
             {side: {k: v for k, v in r[side].items() if k != "write_ms_all"} for side in r}
             for r in per_run
         ],
+    }
+
+
+def journal_compare(turns, seedline: dict, size_marks) -> dict:
+    """The journal model's bytes beside Seedline's measured ones at the same turns, and
+    the turn at which the journal passes Temporal's 50 MB history limit (the same
+    conversation, continued: bench.langgraph_compare.conversation is prefix-stable)."""
+    marks = [m for m in JOURNAL_MARKS if m in size_marks]
+    journal = journal_model.journal_bytes(turns)
+    longer = conversation(max(len(turns), 4_000))
+    over = journal_model.first_turn_over(journal_model.HISTORY_LIMIT_BYTES, longer)
+    stream = seedline["stream_bytes"]
+    stream_per_turn = {m: stream[m]["median"] / m for m in marks}
+    return {
+        "marks": marks,
+        "journal_bytes": {m: journal[m - 1] for m in marks},
+        "seedline_stream_bytes": {m: stream[m]["median"] for m in marks},
+        "seedline_postgres_bytes": {m: seedline["bytes"][m]["median"] for m in marks
+                                    if m in seedline["bytes"]},
+        "journal_over_seedline": {m: journal[m - 1] / stream[m]["median"] for m in marks},
+        "journal_passes_limit_at_turn": over,
+        "history_limit_bytes": journal_model.HISTORY_LIMIT_BYTES,
+        # Linear: the stream bytes per turn at the last mark against the first.
+        "seedline_stream_per_turn_last_over_first": stream_per_turn[marks[-1]]
+        / stream_per_turn[marks[0]] if marks else None,
     }
 
 
@@ -440,6 +468,7 @@ def markdown(result: dict) -> str:
         f" {sl['brief']['omitted_rows']} older rows summarised as omitted.",
         f"Outside Postgres Seedline also keeps the entries in SEEDLINE_TIMELINE (its source of truth):"
         f" {_kb(sl['stream_bytes'][end])} at turn {end}.",
+        *journal_lines(result["journal"]),
         f"LangGraph tables at turn {end} (run 1): "
         + ", ".join(f"{t} {v / 1024:,.0f} KB" for t, v in lg["bytes_by_table_at_end"].items())
         + "; Seedline: "
@@ -447,6 +476,23 @@ def markdown(result: dict) -> str:
         + ".",
     ]
     return "\n".join(lines) + "\n"
+
+
+def journal_lines(j: dict) -> list[str]:
+    lines = ["", "Against a durable-execution journal (bench.journal_model: each model call's whole"
+             " input journaled, a lower bound):", "",
+             "| after turn | journal bytes (model) | Seedline stream bytes (measured) | journal / Seedline |",
+             "|---:|---:|---:|---:|"]
+    for m in j["marks"]:
+        lines.append(f"| {m} | {j['journal_bytes'][m] / 1024:,.0f} KB"
+                     f" | {j['seedline_stream_bytes'][m] / 1024:,.0f} KB"
+                     f" | {j['journal_over_seedline'][m]:,.1f}x |")
+    over = j["journal_passes_limit_at_turn"]
+    lines += ["", f"The journal passes {j['history_limit_bytes'] // 1024 // 1024} MB at turn {over}"
+              f" (model call {over // 2 if over else '-'}); Seedline's stream bytes per turn at turn"
+              f" {j['marks'][-1]} are {j['seedline_stream_per_turn_last_over_first']:.2f}x those at"
+              f" turn {j['marks'][0]} (linear).", ""]
+    return lines
 
 
 def run_langgraph_compare(

@@ -388,7 +388,30 @@ def rows(results: dict, opts: dict) -> tuple[list[dict], list[dict]]:
             "6 vs LangGraph", f"context at turn {end}, ms: Seedline brief vs LangGraph get_tuple",
             cell(sl["context_ms"], 2), cell(lg["context_ms"], 2),
             1 / r["ratios"]["context_ms_langgraph_over_seedline_brief"]))
+        journal = r.get("journal")
+        if journal:
+            for mark in journal["marks"]:
+                figures.append(_figure(
+                    "7 vs journal", f"stored KB after turn {mark}: Seedline's stream vs a durable-"
+                    "execution journal of every model call's input (model, lower bound)",
+                    f"{journal['seedline_stream_bytes'][mark] / 1024:,.0f}",
+                    f"{journal['journal_bytes'][mark] / 1024:,.0f}",
+                    1 / journal["journal_over_seedline"][mark]))
+            over = journal["journal_passes_limit_at_turn"]
+            figures.append(_figure(
+                "7 vs journal", "turn at which the journal passes Temporal's 50 MB history limit",
+                "never (linear)", str(over)))
+            linear = journal["seedline_stream_per_turn_last_over_first"]
+            out.append(_row(
+                "7 vs journal", f"Seedline stream bytes per turn, turn {journal['marks'][-1]}"
+                f" / turn {journal['marks'][0]}", f"{linear:.2f}x", "-", linear,
+                f"linear (<= {FLAT_STREAM_LIMIT}x)", linear <= FLAT_STREAM_LIMIT))
     return out, figures
+
+
+# Stream bytes per turn late against early: each entry is stored once, so the ratio
+# stays near 1 (messages vary in length, so not exactly 1).
+FLAT_STREAM_LIMIT = 1.5
 
 
 def _scaled(s: dict, by: float = 1024) -> dict:
