@@ -4,8 +4,9 @@ Each transcript file is one conversation: its entries are published in order to
 seedline.ingest.timeline (the trusted producers' subject) under the conversation's
 own id, with entry ids derived from the transcript's ids and ``at`` from its times.
 An entry already in the timeline is counted as a duplicate and not published again,
-however long ago the first import was. History is old: entries whose ``at`` is more
-than 2 minutes before they arrive never wake a conversation.
+however long ago the first import was. Every entry is published with
+``origin: "import"``: history never wakes a conversation or becomes a turn, however
+recent its ``at`` (CONTRACT.md 2.1).
 """
 
 from __future__ import annotations
@@ -172,6 +173,8 @@ def entries_of(
             "content": item.content,
             "at": item.at or fallback_at,
             "engine": transcript.engine,
+            # History only: it never wakes a conversation or becomes a turn (CONTRACT 2.1).
+            "origin": "import",
         }
         result = normalise(encode(body), received)
         if isinstance(result, Accepted):
