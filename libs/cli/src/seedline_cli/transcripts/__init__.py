@@ -44,6 +44,8 @@ class Transcript:
     # carries a Seedline brief: only a runner's runs are given one.
     runner_run: bool = False
     seedline_brief: bool = False
+    # Codex: the file has user_message events, the person's words as typed.
+    typed_messages: bool = False
 
     def skip(self, reason: str, count: int = 1) -> None:
         self.skipped[reason] += count

@@ -44,8 +44,10 @@ _INTERRUPTION_MARK = "[Request interrupted"
 _TASK_NOTIFICATION_MARK = "<task-notification>"
 
 
-def parse(lines: NumberedLines) -> Transcript:
-    transcript = Transcript(engine=ENGINE)
+def parse(lines: NumberedLines, transcript: Transcript | None = None) -> Transcript:
+    """The file's lines read into ``transcript``: a new one, or, to read lines a file
+    gained since, the one its earlier lines gave (its items are then the new ones)."""
+    transcript = transcript or Transcript(engine=ENGINE)
     items: list[Item] = []
     for number, line in lines:
         if line is None:

@@ -54,8 +54,10 @@ _ITEM_TYPES = frozenset(
 )
 
 
-def parse(lines: NumberedLines) -> Transcript:
-    transcript = Transcript(engine=ENGINE)
+def parse(lines: NumberedLines, transcript: Transcript | None = None) -> Transcript:
+    """The file's lines read into ``transcript``: a new one, or, to read lines a file
+    gained since, the one its earlier lines gave (its items are then the new ones)."""
+    transcript = transcript or Transcript(engine=ENGINE)
     records: list[tuple[int, dict[str, Any]]] = []
     for number, line in lines:
         if line is None:
@@ -66,10 +68,13 @@ def parse(lines: NumberedLines) -> Transcript:
                 transcript.malformed.append((number, "not a JSON object"))
             else:
                 records.append((number, record))
-    typed_messages = any(
+    # Codex writes a message's user_message event right after the model's copy of it,
+    # so lines read together (a file at once, or what it gained since) settle this.
+    typed_messages = transcript.typed_messages or any(
         record.get("type") == "event_msg" and _payload(record).get("type") == "user_message"
         for _, record in records
     )
+    transcript.typed_messages = typed_messages
     items: list[Item] = []
     for number, record in records:
         at = transcript.time_of(record)
