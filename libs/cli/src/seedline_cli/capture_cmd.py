@@ -39,7 +39,7 @@ DEFAULT_INTERVAL = 0.5
 RECONNECT_SECONDS = 2.0
 NAMES = {"claude": "Claude Code", "codex": "Codex"}
 FOLDERS = {"claude": "~/.claude/projects, or $CLAUDE_CONFIG_DIR/projects",
-           "codex": "~/.codex/sessions, or $CODEX_HOME/sessions"}
+           "codex": "the folder of rollouts in ~/.codex, or in $CODEX_HOME"}
 
 capture = typer.Typer(
     help="Follow Claude Code's or Codex's transcript folder and publish new lines as they "
