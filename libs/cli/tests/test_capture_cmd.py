@@ -90,3 +90,33 @@ def test_a_half_written_line_waits_and_files_there_at_the_first_start_are_histor
     assert files[str(new.resolve())]["lines"] == 1
     assert files[str(new.resolve())]["offset"] == len(lines[0]) + 1
     assert seedline.read_json(cli_env, *INSTANCE, "--repo", "chess")["entries"] == []
+
+
+@pytest.mark.servers
+@pytest.mark.parametrize(("engine", "name"), [
+    ("claude", "claude-ea4e83c5-1f4b-48e0-9a4f-6540c484f566.jsonl"),
+    ("codex", "rollout-2026-12-02T15-09-39-01a2374d-ded1-77a2-affa-6422884a6052.jsonl"),
+])
+def test_a_run_a_runner_made_on_this_machine_is_not_captured(
+    seedline, cli_env, tmp_path, engine, name
+):
+    folder = tmp_path / "transcripts"
+    folder.mkdir()
+    capture = ["capture", engine, str(folder), *INSTANCE, "--repo", "chess", "--state",
+               str(tmp_path / "state.json"), "--once"]
+    assert seedline(*capture, env=cli_env).exit_code == 0
+    grow(folder / name, (DATA / "runner" / name).read_text().splitlines())
+    # A person's own run beside it, so that the capture is seen to publish at all.
+    grow(folder / ("d6e0bada.jsonl" if engine == "claude" else CODEX_CLI.name),
+         (CLAUDE_TOOLS if engine == "claude" else CODEX_CLI).read_text().splitlines())
+
+    result = seedline(*capture, env=cli_env)
+    expected = len(PARSERS[engine](numbered(CLAUDE_TOOLS if engine == "claude" else CODEX_CLI))
+                   .items)
+    listing = seedline.wait_for_entries(cli_env, expected, *INSTANCE, "--repo", "chess")
+
+    assert result.exit_code == 0, result.output
+    assert len(listing["entries"]) == expected
+    assert {e["session_id"] for e in listing["entries"]} == {
+        "d6e0bada-1959-4eec-a9d2-0bfade768d8f" if engine == "claude"
+        else "01a23104-68fe-7733-b08a-841035ff1a5b"}
