@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from seedline_cli.transcripts import claude as claude_transcript
+from seedline_cli.transcripts import codex as codex_transcript
 from seedline_contracts import subjects
 from seedline_contracts.times import parse_rfc3339
 
@@ -38,9 +39,9 @@ def cli_env(system) -> dict[str, str]:
     return env
 
 
-async def start_capture(system, folder: Path, state: Path):
+async def start_capture(system, folder: Path, state: Path, engine: str = "claude"):
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "seedline_cli", "capture", "claude", str(folder),
+        sys.executable, "-m", "seedline_cli", "capture", engine, str(folder),
         "--instance", INSTANCE, "--repo", REPO, "--state", str(state), "--interval", "0.2",
         env=cli_env(system), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
@@ -148,3 +149,52 @@ async def test_a_conversation_run_by_hand_is_captured_as_it_happens_once_and_wak
     assert [prompt for _, prompt in engine.prompts] == ["Set up the board"]
     assert await system.session_events("wake_requested") == []
     assert [prompts[-1] for prompts in claude.standin.prompts_seen()][-1] == "Now add en passant"
+
+
+async def codex_by_hand(codex, workdir: Path, prompt: str) -> None:
+    process = await asyncio.create_subprocess_exec(
+        str(codex.executable), "exec", "--json", "--skip-git-repo-check", "-", cwd=workdir,
+        env=codex.env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    _, errors = await asyncio.wait_for(process.communicate(prompt.encode()), 120)
+    assert process.returncode == 0, errors.decode()
+
+
+async def test_a_codex_thread_run_by_hand_is_captured_once_and_wakes_nothing(
+    system, codex, checkouts, tmp_path
+):
+    engine = await system.start_runner()
+    opened = await system.open(instruction="Set up the board")
+    assert opened["ok"], opened
+    await system.request(subjects.API_SESSIONS_STOP, {"session_id": opened["session_id"],
+                                                     "reason": "done"})
+    rollouts = codex.home / "sessions"
+    rollouts.mkdir(parents=True)
+    watch = TimelineWatch(system)
+    capture = await start_capture(system, rollouts, tmp_path / "state.json", "codex")
+    try:
+        codex.standin.tool_commands = ["ls", "false"]
+        await codex_by_hand(codex, checkouts / REPO, "Add castling")
+        [path] = codex.rollouts()
+        whole = codex_transcript.parse(enumerate(path.read_text().splitlines(), start=1))
+        await watch.until_all([item.entry_id for item in whole.items])
+    finally:
+        await stop_capture(capture)
+    again = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "seedline_cli", "import", "codex", str(path), "--instance",
+        INSTANCE, "--repo", REPO, "--json", env=cli_env(system),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, errors = await asyncio.wait_for(again.communicate(), 60)
+    await asyncio.sleep(1)
+    watch.stop()
+
+    captured = [row for row in watch.rows if row["session_id"] == whole.session_id]
+    assert [(r["entry_id"], r["kind"], r["content"]) for r in captured] == [
+        (i.entry_id, i.kind, i.content) for i in whole.items]
+    assert [i.kind for i in whole.items].count("chat_user") == 1
+    assert sum(i.content.startswith("[tool error]") for i in whole.items) == 1
+    imported = json.loads(out)
+    assert (imported["imported"], imported["duplicates"]) == (0, len(whole.items)), errors
+    assert [prompt for _, prompt in engine.prompts] == ["Set up the board"]
+    assert await system.session_events("wake_requested") == []
