@@ -32,8 +32,9 @@ from .capture_state import CaptureState, FileState, default_state_path, load, sa
 from .config import check_name, load_settings
 from .console import err, out
 from .errors import Unreachable, UsageProblem, reports_errors
-from .import_cmd import FILE_PATTERNS, PARSERS, Summary, _message, entries_of, repo_of
+from .import_cmd import FILE_PATTERNS, PARSERS, Summary, entries_of, ingest_message, repo_of
 from .nats_client import connected
+from .publish_file import DEFAULT_WINDOW
 
 DEFAULT_INTERVAL = 0.5
 RECONNECT_SECONDS = 2.0
@@ -172,12 +173,14 @@ async def capture_file(js, nc, target: Target, state: CaptureState, path: Path,
         state.files[key] = entry
         if first_pass and not target.from_start:
             # History already there is `seedline import`'s; read it only to go on from it.
-            _read_new(target.engine, path, entry)
+            transcript, offset, lines = _read_new(target.engine, path, entry)
+            if transcript is not None:
+                entry.advance(transcript, offset, lines)
             save(target.state_path, state)
             return
     if size == entry.offset:
         return
-    transcript, offset, lines = _read_new(target.engine, path, entry, keep=False)
+    transcript, offset, lines = _read_new(target.engine, path, entry)
     if transcript is None:
         return
     repo = target.repo or repo_of(transcript.cwd, target.repos_dir)
@@ -188,35 +191,32 @@ async def capture_file(js, nc, target: Target, state: CaptureState, path: Path,
                    else "no working folder; give --repo")
             err.print(f"[yellow]Not capturing {escape(str(path))}:[/] {why}.")
     elif transcript.items:
-        entries = entries_of(transcript, target.instance, repo, path.stat().st_mtime, Summary())
-        for start in range(0, len(entries), 256):
-            window = [_message(nc, body) for body in entries[start : start + 256]]
-            await publish_window(js, window)
+        refused = Summary()
+        entries = entries_of(transcript, target.instance, repo, path.stat().st_mtime, refused)
+        for start in range(0, len(entries), DEFAULT_WINDOW):
+            batch = entries[start : start + DEFAULT_WINDOW]
+            await publish_window(js, [ingest_message(nc, body) for body in batch])
         if entries:
             out.print(f"Captured {len(entries)} entries of {escape(path.name)} "
                       f"({escape(repo)}).")
+        for why, count in refused.refused.items():
+            err.print(f"[yellow]Left out {count} {escape(why)} in {escape(path.name)}.[/]")
     entry.advance(transcript, offset, lines)
     save(target.state_path, state)
 
 
-def _read_new(engine: str, path: Path, entry: FileState, keep: bool = True):
-    """The whole lines ``path`` gained since ``entry``, read on from its transcript.
-
-    With ``keep`` the entry is moved past them at once (their entries are dropped);
-    otherwise (transcript, offset, lines) is returned for the caller to publish first.
-    """
+def _read_new(engine: str, path: Path, entry: FileState):
+    """(transcript of the whole lines ``path`` gained since ``entry``, read on from the
+    lines before them; the offset and line count after them), or (None, ...) while no
+    whole line was added. ``entry`` moves on only once their entries are published."""
     with path.open("rb") as handle:
         handle.seek(entry.offset)
         chunk = handle.read()
     end = chunk.rfind(b"\n") + 1
     if end == 0:
-        return None, entry.offset, entry.lines  # no whole new line yet
+        return None, entry.offset, entry.lines
     raw_lines = chunk[:end].split(b"\n")[:-1]
     numbered = [(entry.lines + n, raw.decode("utf-8", errors="replace"))
                 for n, raw in enumerate(raw_lines, start=1)]
     transcript = PARSERS[engine](numbered, entry.transcript(engine))
-    offset, lines = entry.offset + end, entry.lines + len(raw_lines)
-    if keep:
-        entry.advance(transcript, offset, lines)
-        return None
-    return transcript, offset, lines
+    return transcript, entry.offset + end, entry.lines + len(raw_lines)

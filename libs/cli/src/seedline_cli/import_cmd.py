@@ -248,7 +248,7 @@ async def publish(settings: Settings, summary: Summary) -> None:
             conversation.duplicates = len(conversation.entries) - len(fresh)
             for start in range(0, len(fresh), DEFAULT_WINDOW):
                 batch = fresh[start : start + DEFAULT_WINDOW]
-                acks = await _publish_window(js, [_message(nc, entry) for entry in batch], summary)
+                acks = await _publish_window(js, [ingest_message(nc, entry) for entry in batch], summary)
                 for entry, ack in zip(batch, acks):
                     if ack.duplicate:
                         conversation.duplicates += 1
@@ -282,7 +282,7 @@ async def stored_ids(nc, conversation: Conversation) -> set[str]:
         request["before_seq"] = reply["entries"][0]["seq"]
 
 
-def _message(nc, entry: dict) -> tuple[str, bytes, dict]:
+def ingest_message(nc, entry: dict) -> tuple[str, bytes, dict]:
     payload = encode(entry)
     if len(payload) > nc.max_payload:
         # The writer would keep only this much of it anyway.
