@@ -48,7 +48,8 @@ def test_a_tool_the_person_refused_reads_as_a_tool_error():
 
     terminals = [item.content for item in transcript.items if item.kind == "terminal"]
     assert len(terminals) == 2
-    assert all(text.startswith("[tool error] The user doesn't want to proceed") for text in terminals)
+    refused = "[tool error] The user doesn't want to proceed"
+    assert all(text.startswith(refused) for text in terminals)
 
 
 def test_a_codex_command_that_exited_non_zero_reads_as_a_tool_error():

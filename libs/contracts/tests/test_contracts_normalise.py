@@ -82,7 +82,9 @@ def test_nul_in_content_is_stored_as_the_replacement_character():
     assert isinstance(result, Accepted) and result.entry.content == "a\ufffdb"
 
 
-@pytest.mark.parametrize(("given", "stored"), [(None, "live"), ("live", "live"), ("import", "import")])
+@pytest.mark.parametrize(
+    ("given", "stored"), [(None, "live"), ("live", "live"), ("import", "import")]
+)
 def test_origin_is_live_unless_the_producer_says_import(given, stored):
     body = {} if given is None else {"origin": given}
     result = normalise(_payload(**body), RECEIVED)

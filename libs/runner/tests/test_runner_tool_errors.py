@@ -14,9 +14,11 @@ from seedline_runner.engines.claude_stream import ClaudeStream
 from seedline_runner.engines.codex_stream import CodexStream
 from seedline_runner.engines.tool_errors import is_failed_tool_text
 
-RUNNER_DATA = Path(__file__).resolve().parents[3] / "tests" / "data" / "engine_transcripts" / "runner"
+REPO_ROOT = Path(__file__).resolve().parents[3]
+RUNNER_DATA = REPO_ROOT / "tests" / "data" / "engine_transcripts" / "runner"
 CLAUDE_STREAM = RUNNER_DATA / "claude-ea4e83c5-1f4b-48e0-9a4f-6540c484f566.stream.jsonl"
-CODEX_EXEC = RUNNER_DATA / "rollout-2026-12-02T15-09-39-01a2374d-ded1-77a2-affa-6422884a6052.exec.jsonl"
+CODEX_EXEC = RUNNER_DATA / (
+    "rollout-2026-12-02T15-09-39-01a2374d-ded1-77a2-affa-6422884a6052.exec.jsonl")
 
 
 def fed(stream, path: Path) -> list[EngineOutput]:

@@ -81,7 +81,8 @@ def _command(engine: str):
             None, "--repo", help="Repo of every conversation (default: from its working folder)."
         ),
         repos_dir: Optional[Path] = typer.Option(
-            None, "--repos-dir", help="Name repos by their path under this folder, as a runner does."
+            None, "--repos-dir",
+            help="Name repos by their path under this folder, as a runner does.",
         ),
         state: Optional[Path] = typer.Option(
             None, "--state",

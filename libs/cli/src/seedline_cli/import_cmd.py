@@ -248,7 +248,8 @@ async def publish(settings: Settings, summary: Summary) -> None:
             conversation.duplicates = len(conversation.entries) - len(fresh)
             for start in range(0, len(fresh), DEFAULT_WINDOW):
                 batch = fresh[start : start + DEFAULT_WINDOW]
-                acks = await _publish_window(js, [ingest_message(nc, entry) for entry in batch], summary)
+                window = [ingest_message(nc, entry) for entry in batch]
+                acks = await _publish_window(js, window, summary)
                 for entry, ack in zip(batch, acks):
                     if ack.duplicate:
                         conversation.duplicates += 1

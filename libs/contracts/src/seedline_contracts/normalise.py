@@ -90,7 +90,8 @@ def normalise(payload: bytes, received_at: str) -> Accepted | Refusal:
         return Refusal("invalid_entry", "engine must not contain control characters")
     origin = "live" if raw.origin is None else raw.origin
     if origin not in ORIGINS:
-        return Refusal("invalid_entry", f"origin {origin[:40]!r} is not one of {', '.join(ORIGINS)}")
+        return Refusal(
+            "invalid_entry", f"origin {origin[:40]!r} is not one of {', '.join(ORIGINS)}")
     at = _normalised_at(raw.at, received_at)
     if isinstance(at, Refusal):
         return at
