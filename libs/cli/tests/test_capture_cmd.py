@@ -120,3 +120,22 @@ def test_a_run_a_runner_made_on_this_machine_is_not_captured(
     assert {e["session_id"] for e in listing["entries"]} == {
         "d6e0bada-1959-4eec-a9d2-0bfade768d8f" if engine == "claude"
         else "01a23104-68fe-7733-b08a-841035ff1a5b"}
+
+
+@pytest.mark.servers
+def test_a_deleted_transcript_leaves_the_state_file(seedline, cli_env, tmp_path):
+    folder = tmp_path / "transcripts"
+    folder.mkdir()
+    state = tmp_path / "state.json"
+    capture = ["capture", "claude", str(folder), *INSTANCE, "--repo", "chess", "--state",
+               str(state), "--once"]
+    assert seedline(*capture, env=cli_env).exit_code == 0
+    short = folder / "short.jsonl"
+    grow(short, (DATA / "claude" / "spotter-short.jsonl").read_text().splitlines())
+    assert seedline(*capture, env=cli_env).exit_code == 0
+    assert str(short.resolve()) in json.loads(state.read_text())["files"]
+
+    short.unlink()
+    assert seedline(*capture, env=cli_env).exit_code == 0
+
+    assert json.loads(state.read_text())["files"] == {}

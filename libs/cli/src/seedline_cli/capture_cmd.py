@@ -151,10 +151,16 @@ async def _passes(nc, target: Target, state: CaptureState, warned: set[str]) -> 
     js = nc.jetstream()
     while True:
         first_pass = not state.started
+        present = set()
         for path in sorted(target.folder.rglob(FILE_PATTERNS[target.engine])):
             if path.is_file():
+                present.add(str(path.resolve()))
                 await capture_file(js, nc, target, state, path, first_pass, warned)
-        if first_pass:
+        gone = [key for key in state.files
+                if key not in present and Path(key).is_relative_to(target.folder.resolve())]
+        for key in gone:
+            del state.files[key]  # deleted by the tool or the person: nothing to go on from
+        if first_pass or gone:
             state.started = True
             save(target.state_path, state)
         if target.once:
