@@ -130,6 +130,7 @@ capture.command("codex")(_command("codex"))
 async def follow(settings: Settings, target: Target) -> None:
     state = load(target.state_path)
     warned: set[str] = set()
+    said_paused = False
     while True:
         try:
             async with connected(settings, name="seedline-capture") as nc:
@@ -137,13 +138,16 @@ async def follow(settings: Settings, target: Target) -> None:
                     out.print(f"Following {escape(str(target.folder))} for instance "
                               f"{escape(target.instance)}; state in "
                               f"{escape(str(target.state_path))}.")
+                said_paused = False
                 await _passes(nc, target, state, warned)
                 return
         except (Unreachable, NatsError, OSError, asyncio.TimeoutError) as exc:
             if target.once:
                 raise
-            err.print(f"Publishing paused ({type(exc).__name__}: {exc}); trying again in "
-                      f"{RECONNECT_SECONDS:.0f} s. Nothing read is lost.")
+            if not said_paused:  # once per outage, not every few seconds
+                err.print(f"Publishing paused ({type(exc).__name__}: {exc}); trying again "
+                          f"every {RECONNECT_SECONDS:.0f} s. Nothing read is lost.")
+                said_paused = True
             await asyncio.sleep(RECONNECT_SECONDS)
 
 
