@@ -242,8 +242,13 @@ def _file_skipped(transcript: Transcript, repo: str | None) -> str | None:
 async def publish(settings: Settings, summary: Summary) -> None:
     async with connected(settings) as nc:
         js = nc.jetstream()
+        # One read of each repo's ids per import, however many files name the repo.
+        by_repo: dict[tuple[str, str], set[str]] = {}
         for conversation in summary.conversations:
-            stored = await stored_ids(nc, conversation)
+            where = (conversation.instance, conversation.repo)
+            if where not in by_repo and conversation.entries:
+                by_repo[where] = await stored_ids(nc, conversation)
+            stored = by_repo.get(where, set())
             fresh = [e for e in conversation.entries if e["entry_id"] not in stored]
             conversation.duplicates = len(conversation.entries) - len(fresh)
             for start in range(0, len(fresh), DEFAULT_WINDOW):
