@@ -181,9 +181,17 @@ async def test_the_transcript_the_cli_writes_imports_as_the_conversation_it_had(
     out = emitted()
     result = await engine.run_turn(Conversation("c1"), "run the step", out)
     [path] = claude.transcripts()
+    lines = path.read_text().splitlines()
 
-    transcript = claude_transcript.parse(enumerate(path.read_text().splitlines(), start=1))
+    # The runner's own run: it published all of it live, so an import adds nothing.
+    as_written = claude_transcript.parse(enumerate(lines, start=1))
+    # The same lines as a person's own run of the CLI would have them.
+    by_hand = claude_transcript.parse(enumerate(
+        (line.replace('"entrypoint":"seedline-runner"', '"entrypoint":"cli"') for line in lines),
+        start=1))
 
+    assert as_written.items == [] and as_written.skipped
+    transcript = by_hand
     assert transcript.session_id == result.engine_session_id
     assert transcript.cwd == str((checkouts / REPO).resolve())
     assert transcript.malformed == []
@@ -191,3 +199,6 @@ async def test_the_transcript_the_cli_writes_imports_as_the_conversation_it_had(
     assert [(item.kind, item.content) for item in transcript.items] == [
         ("chat_user", "run the step"), *said
     ]
+    # Each output was published live under the id the import gives the same record.
+    assert [item.entry_id for item in transcript.items[1:]] == [
+        o.entry_id for o in out if o.kind != "outcome"]

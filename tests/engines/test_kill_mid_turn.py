@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from seedline_cli.transcripts import claude as claude_transcript
 from seedline_contracts import subjects
 from seedline_runner.engines.claude_stream import command_text, tool_result_text
 
@@ -137,7 +138,13 @@ async def test_everything_emitted_before_the_kill_is_in_the_timeline_exactly_onc
         ("terminal", "step-2"),
     ]
     assert after == before
-    assert [e["entry_id"] for e in after] == [f"{session_id}:launch:{n}" for n in range(6)]
+    # Published under the ids the engine's own transcript gives the same records, so an
+    # import of this machine's Claude Code folder adds none of them again.
+    [path] = claude.transcripts()
+    by_hand = [line.replace('"entrypoint":"seedline-runner"', '"entrypoint":"cli"')
+               for line in path.read_text().splitlines()]
+    recorded = [item.entry_id for item in claude_transcript.parse(enumerate(by_hand, 1)).items]
+    assert [e["entry_id"] for e in after] == recorded[1:7]
     assert runner.returncode == -signal.SIGKILL
 
 

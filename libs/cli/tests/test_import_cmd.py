@@ -48,7 +48,11 @@ def test_a_second_import_is_all_duplicates_and_publishes_nothing(seedline, cli_e
     listing = seedline.read_json(cli_env, *INSTANCE, "--repo", "spotter")
 
     assert (first["imported"], second["imported"], second["duplicates"]) == (19, 0, 19)
+    assert second["kinds"] == {}  # nothing new, so no kinds of new entries
     assert len(listing["entries"]) == 19
+    said = seedline("import", "claude", str(CLAUDE_TOOLS), *INSTANCE, env=cli_env).stdout
+    assert "Imported 0 new entries from 1 conversation(s) of spotter." in said
+    assert "19 were in the timeline already" in said
 
 
 @pytest.mark.servers
@@ -86,7 +90,8 @@ def test_a_dry_run_reads_and_counts_without_any_server(seedline, tmp_path):
     result = seedline("import", "claude", str(DATA / "claude"), *INSTANCE, "--dry-run", env=env)
 
     assert result.exit_code == 0, result.output
-    assert "Would import 26 entries from 2 conversation(s) of spotter" in result.stdout
+    assert ("Would import 46 entries from 3 conversation(s) of chess-academy, spotter"
+            in result.stdout)
     assert "nothing was published" in result.stdout
     assert "the model's thinking" in result.stdout
 
@@ -136,3 +141,25 @@ def test_the_repo_is_the_working_folders_name_or_its_path_under_the_repos_folder
     assert repo_of(str(tmp_path / "src" / "apps" / "chess"), tmp_path / "src") == "apps/chess"
     assert repo_of("/elsewhere/chess", tmp_path / "src") == "chess"
     assert repo_of(None, None) is None
+
+
+def test_a_dry_run_of_a_runner_machines_engine_folder_says_what_it_would_skip_and_why(
+    seedline, tmp_path
+):
+    env = {"SEEDLINE_NATS_URL": "nats://127.0.0.1:9", "SEEDLINE_HOME": str(tmp_path)}
+    runs = {
+        ("claude", "claude-ea4e83c5-1f4b-48e0-9a4f-6540c484f566.jsonl"): "8 lines of a run",
+        ("claude", "claude-briefed-by-an-older-runner.jsonl"): "1 Seedline briefs a runner gave",
+        ("codex", "rollout-2026-12-02T15-09-39-01a2374d-ded1-77a2-affa-6422884a6052.jsonl"):
+            "lines of a run a Seedline runner made (it published them live)",
+    }
+    for (engine, name), left_out in runs.items():
+        result = seedline("import", engine, str(DATA / "runner" / name), *INSTANCE,
+                          "--dry-run", env=env)
+
+        assert result.exit_code == 0, result.output
+        words = " ".join(result.stdout.split())
+        assert "Would import 0 entries" in words
+        assert (f"Would skip {DATA / 'runner' / name}: a Seedline runner ran this "
+                "conversation and published it live") in words
+        assert left_out in words.split("Would leave out: ")[1]

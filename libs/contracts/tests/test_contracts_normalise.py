@@ -80,3 +80,25 @@ def test_names_with_control_characters_or_empty_are_bad_tokens(field, value):
 def test_nul_in_content_is_stored_as_the_replacement_character():
     result = normalise(_payload(content="a\x00b"), RECEIVED)
     assert isinstance(result, Accepted) and result.entry.content == "a\ufffdb"
+
+
+@pytest.mark.parametrize(
+    ("given", "stored"), [(None, "live"), ("live", "live"), ("import", "import")]
+)
+def test_origin_is_live_unless_the_producer_says_import(given, stored):
+    body = {} if given is None else {"origin": given}
+    result = normalise(_payload(**body), RECEIVED)
+    assert isinstance(result, Accepted)
+    assert result.entry.origin == stored
+
+
+def test_a_null_origin_is_live():
+    result = normalise(_payload(origin=None), RECEIVED)
+    assert isinstance(result, Accepted) and result.entry.origin == "live"
+
+
+@pytest.mark.parametrize("origin", ["backfill", "", "IMPORT", 1, ["import"]])
+def test_any_other_origin_is_invalid_and_names_origin(origin):
+    refusal = _refusal(_payload(origin=origin))
+    assert refusal.reason_code == "invalid_entry"
+    assert "origin" in refusal.message

@@ -55,7 +55,7 @@ def test_a_failing_command_says_its_exit_code():
     [output] = stream.feed(item("command_execution", command="make", exit_code=2,
                                 aggregated_output="make: *** no rule\n"))
 
-    assert output == EngineOutput("terminal", "make: *** no rule\n(exit code 2)")
+    assert output == EngineOutput("terminal", "[tool error] make: *** no rule\n(exit code 2)")
 
 
 def test_file_changes_mcp_calls_and_searches_are_tool_calls():

@@ -50,3 +50,13 @@ def test_an_entry_carries_its_place_in_the_step_and_the_launch_ids():
     assert {(e.instance_id, e.repo, e.session_id, e.engine) for e in entries} == {
         ("bd43f4de", "apps/chess-academy", "csess_1", "scripted")
     }
+
+
+def test_an_output_the_engines_transcript_names_keeps_that_id():
+    named = EngineOutput("terminal", "ok", entry_id="claude:s-1:u-1:0")
+    entry = timeline_entry(instance_id="bd43f4de", repo="apps/chess-academy", session_id="csess_1",
+                           engine="claude", step=LAUNCH_STEP, index=3, output=named,
+                           at="2026-08-17T10:00:00.000Z")
+
+    assert entry.entry_id == "claude:s-1:u-1:0"
+    assert entry.session_id == "csess_1"  # published on the platform's conversation

@@ -4,8 +4,9 @@ Each transcript file is one conversation: its entries are published in order to
 seedline.ingest.timeline (the trusted producers' subject) under the conversation's
 own id, with entry ids derived from the transcript's ids and ``at`` from its times.
 An entry already in the timeline is counted as a duplicate and not published again,
-however long ago the first import was. History is old: entries whose ``at`` is more
-than 2 minutes before they arrive never wake a conversation.
+however long ago the first import was. Every entry is published with
+``origin: "import"``: history never wakes a conversation or becomes a turn, however
+recent its ``at`` (CONTRACT.md 2.1).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from .console import err, out, print_json
 from .errors import START_HINT, OperationFailed, Unreachable, UsageProblem, reports_errors
 from .nats_client import call, connected
 from .publish_file import DEFAULT_WINDOW, capped_lines
-from .transcripts import Transcript, claude, codex
+from .transcripts import RUNNER_PUBLISHED, Transcript, claude, codex
 
 MAX_LINE_BYTES = 16 << 20
 PARSERS = {"claude": claude.parse, "codex": codex.parse}
@@ -58,6 +59,8 @@ class Conversation:
     entries: list[dict]
     imported: int = 0
     duplicates: int = 0
+    # The kinds of the entries this import added (not of those already stored).
+    new_kinds: Counter[str] = field(default_factory=Counter)
 
 
 @dataclass
@@ -172,6 +175,8 @@ def entries_of(
             "content": item.content,
             "at": item.at or fallback_at,
             "engine": transcript.engine,
+            # History only: it never wakes a conversation or becomes a turn (CONTRACT 2.1).
+            "origin": "import",
         }
         result = normalise(encode(body), received)
         if isinstance(result, Accepted):
@@ -205,10 +210,10 @@ async def import_files(
             progress.update(task, description=f"Importing {path.name}")
             transcript = read_transcript(engine, path, progress, task)
             conversation_repo = repo or repo_of(transcript.cwd, repos_dir)
-            if transcript.session_id is None or conversation_repo is None:
-                why = ("no conversation id recorded" if transcript.session_id is None
-                       else "no working folder recorded; give --repo")
+            why = _file_skipped(transcript, conversation_repo)
+            if why is not None:
                 summary.skipped_files.append((path, why))
+                summary.refused.update(transcript.skipped)
                 summary.malformed_elsewhere += [(path, n, w) for n, w in transcript.malformed]
                 continue
             entries = entries_of(
@@ -222,28 +227,55 @@ async def import_files(
     return summary
 
 
+def _file_skipped(transcript: Transcript, repo: str | None) -> str | None:
+    """Why a whole file adds nothing, or None."""
+    if transcript.session_id is None:
+        return "no conversation id recorded"
+    if not transcript.items and transcript.skipped[RUNNER_PUBLISHED]:
+        return ("a Seedline runner ran this conversation and published it live; "
+                "its briefs are never a person's messages")
+    if repo is None:
+        return "no working folder recorded; give --repo"
+    return None
+
+
 async def publish(settings: Settings, summary: Summary) -> None:
     async with connected(settings) as nc:
         js = nc.jetstream()
+        # One read of each repo's ids per import, however many files name the repo.
+        by_repo: dict[tuple[str, str], set[str]] = {}
         for conversation in summary.conversations:
-            stored = await stored_ids(nc, conversation)
+            where = (conversation.instance, conversation.repo)
+            if where not in by_repo and conversation.entries:
+                by_repo[where] = await stored_ids(nc, conversation)
+            stored = by_repo.get(where, set())
             fresh = [e for e in conversation.entries if e["entry_id"] not in stored]
             conversation.duplicates = len(conversation.entries) - len(fresh)
             for start in range(0, len(fresh), DEFAULT_WINDOW):
-                window = [_message(nc, entry) for entry in fresh[start : start + DEFAULT_WINDOW]]
+                batch = fresh[start : start + DEFAULT_WINDOW]
+                window = [ingest_message(nc, entry) for entry in batch]
                 acks = await _publish_window(js, window, summary)
-                conversation.imported += sum(1 for ack in acks if not ack.duplicate)
-                conversation.duplicates += sum(1 for ack in acks if ack.duplicate)
+                for entry, ack in zip(batch, acks):
+                    if ack.duplicate:
+                        conversation.duplicates += 1
+                    else:
+                        conversation.imported += 1
+                        conversation.new_kinds[entry["kind"]] += 1
 
 
 async def stored_ids(nc, conversation: Conversation) -> set[str]:
-    """The entry ids the timeline already holds for the conversation."""
+    """The entry ids the timeline already holds on the conversation's repo.
+
+    The whole repo's, not only the conversation's: a runner publishes what an engine
+    does under the platform's conversation id, with the ids the engine's transcript
+    gives it here.
+    """
     if not conversation.entries:
         return set()
     request = {
         "instance_id": conversation.instance,
         "repo": conversation.repo,
-        "session_id": conversation.transcript.session_id,
+        "session_id": None,
         "before_seq": None,
         "limit": MAX_READ_LIMIT,
     }
@@ -256,7 +288,7 @@ async def stored_ids(nc, conversation: Conversation) -> set[str]:
         request["before_seq"] = reply["entries"][0]["seq"]
 
 
-def _message(nc, entry: dict) -> tuple[str, bytes, dict]:
+def ingest_message(nc, entry: dict) -> tuple[str, bytes, dict]:
     payload = encode(entry)
     if len(payload) > nc.max_payload:
         # The writer would keep only this much of it anyway.
@@ -285,7 +317,11 @@ def report(summary: Summary, dry_run: bool, json_out: bool) -> None:
     conversations = summary.conversations
     imported = sum(c.imported for c in conversations)
     duplicates = sum(c.duplicates for c in conversations)
-    kinds = Counter(e["kind"] for c in conversations for e in c.entries)
+    # What was added, or for a dry run what would be read: never the kinds of entries
+    # that were in the timeline already.
+    kinds: Counter[str] = Counter()
+    for c in conversations:
+        kinds.update(Counter(e["kind"] for e in c.entries) if dry_run else c.new_kinds)
     if json_out:
         print_json({
             "ok": not summary.malformed(),
@@ -306,23 +342,25 @@ def report(summary: Summary, dry_run: bool, json_out: bool) -> None:
         })
         return
     by_kind = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
-    total = sum(kinds.values())
     repos = sorted({c.repo for c in conversations})
     where = f"{len(conversations)} conversation(s) of {', '.join(repos) or 'no repo'}"
     if dry_run:
-        out.print(f"Would import {total} entries from {escape(where)} ({by_kind or 'none'}); "
-                  "nothing was published.")
+        out.print(f"Would import {sum(kinds.values())} entries from {escape(where)} "
+                  f"({by_kind or 'none'}); nothing was published. Entries already in the "
+                  "timeline would not be published again.")
     else:
-        out.print(f"Imported {imported} entries from {escape(where)} ({by_kind or 'none'}).")
+        out.print(f"Imported {imported} new entries from {escape(where)}"
+                  + (f" ({by_kind})." if by_kind else "."))
         if duplicates:
-            out.print(f"{duplicates} were in the timeline already (duplicates); "
+            out.print(f"{duplicates} were in the timeline already; "
                       "they were not published again.")
     skipped = summary.skipped()
     if skipped:
         reasons = "; ".join(f"{count} {escape(why)}" for why, count in skipped.most_common())
-        out.print(f"Left out: {reasons}.")
+        out.print(f"{'Would leave out' if dry_run else 'Left out'}: {reasons}.")
     for path, why in summary.skipped_files:
-        out.print(f"[yellow]Skipped {escape(str(path))}:[/] {escape(why)}.")
+        out.print(f"[yellow]{'Would skip' if dry_run else 'Skipped'} {escape(str(path))}:[/] "
+                  f"{escape(why)}.")
     malformed = summary.malformed()
     if malformed:
         places = ", ".join(f"{escape(p.name)} line {n} ({escape(why)})" for p, n, why in malformed)

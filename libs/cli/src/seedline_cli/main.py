@@ -8,6 +8,7 @@ import typer
 
 from .app_group import SeedlineGroup
 from .bench_cmd import bench
+from .capture_cmd import capture
 from .conversations import brief, open_conversation
 from .conversations_cmd import conversations
 from .docs_cmd import docs
@@ -55,6 +56,7 @@ def root(
 app.command("up")(up)
 app.command("publish")(publish)
 app.add_typer(importer, name="import")
+app.add_typer(capture, name="capture")
 app.command("timeline")(timeline)
 app.command("open")(open_conversation)
 app.add_typer(brief, name="brief")

@@ -64,6 +64,10 @@ def publish(
         max=10_000,
         help="Publishes awaiting their ack at once (--file).",
     ),
+    as_import: bool = typer.Option(
+        False, "--import",
+        help='History, not new words: origin "import" (it never wakes a conversation).',
+    ),
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Publish one timeline entry, or many from a JSONL file.
@@ -87,12 +91,14 @@ def publish(
                 ("--entry-id", entry_id),
                 ("--at", at),
                 ("--engine", engine),
+                ("--import", True if as_import else None),
             ]
             if value is not None
         ]
         if given:
             raise UsageProblem(
-                f"--file takes every field from the file's lines; leave out {', '.join(given)}."
+                f"--file takes every field from the file's lines (origin too); leave out "
+                f"{', '.join(given)}."
             )
         summary = asyncio.run(publish_file(settings, file, window))
         report_file(summary, file, json_out)
@@ -102,6 +108,8 @@ def publish(
     body = _entry_from_flags(
         instance, repo, conversation, kind, content, content_file, entry_id, at, engine
     )
+    if as_import:
+        body["origin"] = "import"
     reply = asyncio.run(_append(settings, body))
     length = len(body["content"])
     truncated_from = length if length > MAX_CONTENT_CHARS and not reply["duplicate"] else None

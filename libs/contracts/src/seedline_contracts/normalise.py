@@ -16,6 +16,7 @@ from seedline_contracts.timeline import (
     MAX_CONTENT_CHARS,
     MAX_ENGINE_CHARS,
     MAX_ENTRY_ID_CHARS,
+    ORIGINS,
     RejectedInput,
     TimelineEntry,
     TimelineEntryIn,
@@ -87,6 +88,10 @@ def normalise(payload: bytes, received_at: str) -> Accepted | Refusal:
         return Refusal("invalid_entry", f"engine must be 1-{MAX_ENGINE_CHARS} characters or null")
     if raw.engine is not None and has_control_characters(raw.engine):
         return Refusal("invalid_entry", "engine must not contain control characters")
+    origin = "live" if raw.origin is None else raw.origin
+    if origin not in ORIGINS:
+        return Refusal(
+            "invalid_entry", f"origin {origin[:40]!r} is not one of {', '.join(ORIGINS)}")
     at = _normalised_at(raw.at, received_at)
     if isinstance(at, Refusal):
         return at
@@ -108,6 +113,7 @@ def normalise(payload: bytes, received_at: str) -> Accepted | Refusal:
             at=at,
             engine=raw.engine,
             truncated_from=truncated_from,
+            origin=origin,
         )
     )
 

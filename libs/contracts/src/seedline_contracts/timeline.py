@@ -22,6 +22,10 @@ MAX_ENTRY_ID_CHARS = 128
 MAX_ENGINE_CHARS = 64
 MAX_READ_LIMIT = 1000
 DEFAULT_READ_LIMIT = 100
+# 1.2: where an entry comes from. An imported entry is history only: it never wakes a
+# conversation and is never delivered to an engine as a turn, whatever its `at`.
+ORIGINS: tuple[str, ...] = ("live", "import")
+Origin = Literal["live", "import"]
 
 
 class TimelineEntryIn(msgspec.Struct):
@@ -35,6 +39,8 @@ class TimelineEntryIn(msgspec.Struct):
     content: str
     at: str | None = None
     engine: str | None = None
+    # "live" (the default, also when null) or "import".
+    origin: str | None = None
 
 
 class TimelineEntry(msgspec.Struct):
@@ -49,6 +55,7 @@ class TimelineEntry(msgspec.Struct):
     at: str
     engine: str | None
     truncated_from: int | None
+    origin: str = "live"
 
 
 RejectReason = Literal["not_json", "invalid_entry", "bad_token", "not_permitted", "poison"]

@@ -41,9 +41,12 @@ def timeline_entry(
     output: EngineOutput,
     at: str,
 ) -> TimelineEntryIn:
-    """The ``index``-th output of one step, as the entry that carries it."""
+    """The ``index``-th output of one step, as the entry that carries it.
+
+    An output the engine's transcript names keeps that id, so importing or capturing
+    the transcript later adds nothing twice."""
     return TimelineEntryIn(
-        entry_id=entry_id(session_id, step, index),
+        entry_id=output.entry_id or entry_id(session_id, step, index),
         instance_id=instance_id,
         repo=repo,
         session_id=session_id,

@@ -74,8 +74,9 @@ class TimelineFollower:
             activity[entry.session_id] = max(at, activity.get(entry.session_id, at))
         await self._state.touch(activity)
         for msg, entry in entries:
-            if entry.kind == "chat_user" and entry.entry_id != subjects.instruction_entry_id(
-                entry.session_id
+            # An imported message is history, whatever its `at` (CONTRACT.md 2.1).
+            if entry.kind == "chat_user" and entry.origin != "import" and (
+                entry.entry_id != subjects.instruction_entry_id(entry.session_id)
             ):
                 await self._on_person_message(msg, entry)
 

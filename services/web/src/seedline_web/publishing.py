@@ -33,6 +33,8 @@ class EntryBody(msgspec.Struct, forbid_unknown_fields=False):
     at: str | None = None
     engine: str | None = None
     instance_id: str | None = None
+    # "import" for history (1.2): it never wakes a conversation or becomes a turn.
+    origin: str | None = None
 
 
 class BatchBody(msgspec.Struct):
@@ -73,7 +75,7 @@ def to_entry(body: EntryBody, instance_id: str, index: int | None = None) -> Tim
                        f"{which} names another instance; this token publishes only to its own.")
     entry = TimelineEntryIn(entry_id=body.entry_id, instance_id=instance_id, repo=body.repo,
                             session_id=body.session_id, kind=body.kind, content=body.content,
-                            at=body.at, engine=body.engine)
+                            at=body.at, engine=body.engine, origin=body.origin)
     checked = normalise(encode(entry), now_text())
     if isinstance(checked, Refusal):
         raise WebError(checked.reason_code,

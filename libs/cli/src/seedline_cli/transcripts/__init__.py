@@ -9,19 +9,15 @@ same file again gives the same ids and a second import is all duplicates.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
-from seedline_contracts.timeline import MAX_ENTRY_ID_CHARS
 from seedline_contracts.times import parse_rfc3339
+from seedline_runner.engines.transcript_marks import transcript_entry_id
 
 # (line number, line text); None as the text: the line was too long to read.
 NumberedLines = Iterable[tuple[int, str | None]]
-
-_PLAIN_ID = re.compile(r"[^\s\x00-\x1f\x7f]+")
 
 
 @dataclass(frozen=True)
@@ -44,6 +40,12 @@ class Transcript:
     # Why lines or parts of lines were left out, with how many of each.
     skipped: Counter[str] = field(default_factory=Counter)
     malformed: list[tuple[int, str]] = field(default_factory=list)
+    # The file says a Seedline runner made it (Codex's originator), or a message in it
+    # carries a Seedline brief: only a runner's runs are given one.
+    runner_run: bool = False
+    seedline_brief: bool = False
+    # Codex: the file has user_message events, the person's words as typed.
+    typed_messages: bool = False
 
     def skip(self, reason: str, count: int = 1) -> None:
         self.skipped[reason] += count
@@ -56,12 +58,26 @@ class Transcript:
         return own or self.last_at
 
 
+SEEDLINE_BRIEFS = "Seedline briefs a runner gave the engine (never a person's message)"
+RUNNER_PUBLISHED = "lines of a run a Seedline runner made (it published them live)"
+
+
+def without_runs_of_a_runner(transcript: Transcript, items: list[Item]) -> list[Item]:
+    """Nothing of a transcript a Seedline runner wrote: the runner published it live.
+
+    Claude Code marks each record (the parser skips those one by one); Codex marks the
+    file; a transcript of an older runner is known by the brief it was given.
+    """
+    if not (transcript.runner_run or transcript.seedline_brief) or not items:
+        return items
+    transcript.skip(RUNNER_PUBLISHED, len(items))
+    return []
+
+
 def stable_id(*parts: str | int) -> str:
-    """An entry id made of ``parts``; a digest of them when they do not fit one."""
-    plain = ":".join(str(part) for part in parts)
-    if len(plain) <= MAX_ENTRY_ID_CHARS and _PLAIN_ID.fullmatch(plain):
-        return plain
-    return f"{parts[0]}-" + hashlib.sha256(plain.encode("utf-8")).hexdigest()
+    """An entry id made of ``parts``: the runner's own rule, so that a record it
+    published live gets the same id here (seedline_runner.engines.transcript_marks)."""
+    return transcript_entry_id(*parts)
 
 
 def timestamp(value: object) -> str | None:

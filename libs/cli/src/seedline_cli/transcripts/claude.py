@@ -7,9 +7,14 @@ the ``sessionId``, the ``cwd`` and a ``timestamp``. Everything else (progress,
 attachments, file snapshots, queue operations, summaries, system status lines) is
 Claude Code's own bookkeeping, not the conversation.
 
-What a person typed becomes ``chat_user``; the local commands they ran (``/mcp``) and
-the marks of an interruption become ``system``; Claude Code's notes to the model
-(``isMeta``) and a subagent's side conversation (``isSidechain``) are left out.
+What a person typed becomes ``chat_user``; the local commands they ran (``/mcp``), the
+marks of an interruption, Claude Code's summary of a compacted conversation
+(``isCompactSummary``) and its notices that a background task ended
+(``<task-notification>``) become ``system``: all of them reach the model as user
+messages, and none of them is the person's. A tool result Claude Code flags
+``is_error`` (a failed command, a refused tool) is marked as a tool error. Claude
+Code's notes to the model (``isMeta``) and a subagent's side conversation
+(``isSidechain``) are left out.
 Entry ids are ``claude:<session id>:<record uuid>:<block>``.
 """
 
@@ -19,16 +24,30 @@ from typing import Any
 
 from seedline_runner.engines.claude_stream import command_text, tool_result_text
 from seedline_runner.engines.json_lines import parse_object
+from seedline_runner.engines.tool_errors import failed_tool_text
+from seedline_runner.engines.transcript_marks import CLAUDE_RUNNER_ENTRYPOINT, is_seedline_brief
 
-from . import Item, NumberedLines, Transcript, fill_times, stable_id
+from . import (
+    RUNNER_PUBLISHED,
+    SEEDLINE_BRIEFS,
+    Item,
+    NumberedLines,
+    Transcript,
+    fill_times,
+    stable_id,
+    without_runs_of_a_runner,
+)
 
 ENGINE = "claude"
 _LOCAL_COMMAND_MARKS = ("<command-name>", "<command-message>", "<local-command-")
 _INTERRUPTION_MARK = "[Request interrupted"
+_TASK_NOTIFICATION_MARK = "<task-notification>"
 
 
-def parse(lines: NumberedLines) -> Transcript:
-    transcript = Transcript(engine=ENGINE)
+def parse(lines: NumberedLines, transcript: Transcript | None = None) -> Transcript:
+    """The file's lines read into ``transcript``: a new one, or, to read lines a file
+    gained since, the one its earlier lines gave (its items are then the new ones)."""
+    transcript = transcript or Transcript(engine=ENGINE)
     items: list[Item] = []
     for number, line in lines:
         if line is None:
@@ -43,7 +62,7 @@ def parse(lines: NumberedLines) -> Transcript:
         _note_identity(transcript, record)
         at = transcript.time_of(record)
         items.extend(_items(transcript, record, number, at))
-    transcript.items = fill_times(items)
+    transcript.items = without_runs_of_a_runner(transcript, fill_times(items))
     return transcript
 
 
@@ -62,6 +81,10 @@ def _items(
     if kind not in ("user", "assistant"):
         transcript.skip(f"Claude Code's own {kind or 'untyped'} records")
         return []
+    if record.get("entrypoint") == CLAUDE_RUNNER_ENTRYPOINT:
+        # A run a Seedline runner made: it published every record live, under these ids.
+        transcript.skip(RUNNER_PUBLISHED)
+        return []
     if record.get("isSidechain") is True:
         transcript.skip("a subagent's side conversation")
         return []
@@ -79,9 +102,11 @@ def _items(
         return []
     record_id = record.get("uuid") if isinstance(record.get("uuid"), str) else f"line-{number}"
     session_id = transcript.session_id or "unknown"
+    # Claude Code's summary of the conversation before a compaction: its words, not the person's.
+    role = "compact_summary" if record.get("isCompactSummary") is True else kind
     items = []
     for index, block in enumerate(blocks):
-        made = _block(transcript, kind, block)
+        made = _block(transcript, role, block)
         if made is not None:
             entry_kind, text = made
             entry_id = stable_id(ENGINE, session_id, record_id, index)
@@ -98,13 +123,23 @@ def _block(transcript: Transcript, role: str, block: Any) -> tuple[str, str] | N
             return None
         if role == "assistant":
             return "chat_assistant", text
-        if text.lstrip().startswith(_LOCAL_COMMAND_MARKS + (_INTERRUPTION_MARK,)):
+        if role == "compact_summary":
+            return "system", text
+        if is_seedline_brief(text):
+            transcript.seedline_brief = True
+            transcript.skip(SEEDLINE_BRIEFS)
+            return None
+        if text.lstrip().startswith(
+            _LOCAL_COMMAND_MARKS + (_INTERRUPTION_MARK, _TASK_NOTIFICATION_MARK)
+        ):
             return "system", text
         return "chat_user", text
     if block_type == "tool_use" and role == "assistant":
         return "command", command_text(block.get("name"), block.get("input"))
     if block_type == "tool_result" and role == "user":
         text = tool_result_text(block.get("content"))
+        if block.get("is_error") is True:
+            return "terminal", failed_tool_text(text)
         if not text:
             transcript.skip("tool results without text")
             return None

@@ -11,17 +11,30 @@ What the person typed comes from ``user_message`` events when the file has them,
 since the model's copy of a user message can carry Codex's own context; otherwise
 from the user messages the model saw, less that context. Entry ids are
 ``codex:<thread id>:<ordinal or line number>:<part>``: a rollout only ever grows,
-and a resumed thread appends to the same file.
+and a resumed thread appends to the same file. A tool call that exited non-zero is
+marked as a tool error.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from seedline_runner.engines.json_lines import parse_object
+from seedline_runner.engines.tool_errors import failed_tool_text
+from seedline_runner.engines.transcript_marks import CODEX_RUNNER_ORIGINATOR, is_seedline_brief
 
-from . import Item, NumberedLines, Transcript, fill_times, stable_id
+from . import (
+    RUNNER_PUBLISHED,
+    SEEDLINE_BRIEFS,
+    Item,
+    NumberedLines,
+    Transcript,
+    fill_times,
+    stable_id,
+    without_runs_of_a_runner,
+)
 
 ENGINE = "codex"
 # Codex's own context, sent to the model as user messages.
@@ -33,14 +46,18 @@ _CONTEXT_MARKS = (
     "<turn_aborted>",
     "# AGENTS.md instructions",
 )
+# How Codex 0.12x and later report a command's end inside its output text.
+_EXIT_LINE = re.compile(r"^Process exited with code (-?\d+)$", re.MULTILINE)
 _ITEM_TYPES = frozenset(
     {"message", "function_call", "function_call_output", "custom_tool_call",
      "custom_tool_call_output", "local_shell_call", "reasoning", "web_search_call"}
 )
 
 
-def parse(lines: NumberedLines) -> Transcript:
-    transcript = Transcript(engine=ENGINE)
+def parse(lines: NumberedLines, transcript: Transcript | None = None) -> Transcript:
+    """The file's lines read into ``transcript``: a new one, or, to read lines a file
+    gained since, the one its earlier lines gave (its items are then the new ones)."""
+    transcript = transcript or Transcript(engine=ENGINE)
     records: list[tuple[int, dict[str, Any]]] = []
     for number, line in lines:
         if line is None:
@@ -51,15 +68,18 @@ def parse(lines: NumberedLines) -> Transcript:
                 transcript.malformed.append((number, "not a JSON object"))
             else:
                 records.append((number, record))
-    typed_messages = any(
+    # Codex writes a message's user_message event right after the model's copy of it,
+    # so lines read together (a file at once, or what it gained since) settle this.
+    typed_messages = transcript.typed_messages or any(
         record.get("type") == "event_msg" and _payload(record).get("type") == "user_message"
         for _, record in records
     )
+    transcript.typed_messages = typed_messages
     items: list[Item] = []
     for number, record in records:
         at = transcript.time_of(record)
         items.extend(_items(transcript, number, record, typed_messages, at))
-    transcript.items = fill_times(items)
+    transcript.items = without_runs_of_a_runner(transcript, fill_times(items))
     return transcript
 
 
@@ -81,10 +101,12 @@ def _items(
     kind, payload = record.get("type"), _payload(record)
     if kind == "session_meta" or (kind is None and "instructions" in record):
         _note_identity(transcript, payload)
+        if payload.get("originator") == CODEX_RUNNER_ORIGINATOR:
+            transcript.runner_run = True
         return []
     if kind == "event_msg":
         if payload.get("type") == "user_message" and typed_messages:
-            parts = [("chat_user", _text(payload.get("message")))]
+            parts = _person(transcript, _text(payload.get("message")))
             return _made(transcript, number, record, parts, at)
         transcript.skip("Codex's own events")
         return []
@@ -133,7 +155,8 @@ def _response_item(
     if kind in ("function_call", "custom_tool_call", "local_shell_call"):
         return [("command", _call_text(item))]
     if kind in ("function_call_output", "custom_tool_call_output"):
-        return [("terminal", _output_text(item.get("output")))]
+        text, failed = _output(item.get("output"))
+        return [("terminal", failed_tool_text(text) if failed else text)]
     if kind == "web_search_call":
         action = item.get("action")
         query = action.get("query") if isinstance(action, dict) else None
@@ -163,8 +186,17 @@ def _message(
         if text.lstrip().startswith(_CONTEXT_MARKS):
             transcript.skip("Codex's own context")
         else:
-            parts.append(("chat_user", text))
+            parts += _person(transcript, text)
     return parts
+
+
+def _person(transcript: Transcript, text: str) -> list[tuple[str, str]]:
+    """A person's message, unless it is a Seedline brief a runner gave the engine."""
+    if is_seedline_brief(text):
+        transcript.seedline_brief = True
+        transcript.skip(SEEDLINE_BRIEFS)
+        return []
+    return [("chat_user", text)]
 
 
 def _texts(content: Any) -> list[str]:
@@ -198,16 +230,23 @@ def _call_text(item: dict[str, Any]) -> str:
     return f"{name} {json.dumps(arguments, ensure_ascii=False, sort_keys=True)}"
 
 
-def _output_text(output: Any) -> str:
+def _output(output: Any) -> tuple[str, bool]:
+    """A tool call's output text, and whether the call failed (a non-zero exit code)."""
     if isinstance(output, str):
         # Some Codex versions wrap a shell's output as JSON: {"output": ..., "metadata": ...}.
         wrapped = parse_object(output) if output.lstrip().startswith("{") else None
         if wrapped is not None and isinstance(wrapped.get("output"), str):
-            return wrapped["output"]
-        return output
+            return wrapped["output"], _failed_exit(wrapped.get("metadata"))
+        exit_line = _EXIT_LINE.search(output)
+        return output, exit_line is not None and int(exit_line.group(1)) != 0
     if isinstance(output, dict) and isinstance(output.get("output"), str):
-        return output["output"]
-    return json.dumps(output, ensure_ascii=False) if output else ""
+        return output["output"], _failed_exit(output.get("metadata"))
+    return (json.dumps(output, ensure_ascii=False) if output else ""), False
+
+
+def _failed_exit(metadata: Any) -> bool:
+    exit_code = metadata.get("exit_code") if isinstance(metadata, dict) else None
+    return isinstance(exit_code, int) and exit_code != 0
 
 
 def _text(value: Any) -> str:

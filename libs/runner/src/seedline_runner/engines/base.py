@@ -17,7 +17,7 @@ conversation that was asked for.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
@@ -30,6 +30,10 @@ OutputKind = Literal["chat_assistant", "command", "terminal", "outcome"]
 class EngineOutput:
     kind: OutputKind
     content: str
+    # The entry id the engine's own transcript gives this output, when it has one
+    # (engines/transcript_marks.py): published under it, an
+    # import of that transcript never adds it twice.
+    entry_id: str | None = field(default=None, compare=False)
 
 
 # Called once per output, in order; the engine awaits it before it reads on.

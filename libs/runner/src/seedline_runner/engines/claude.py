@@ -26,6 +26,7 @@ from ..store import Conversation
 from .base import Emit, EngineError, StartResult, TurnResult
 from .claude_stream import ClaudeStream
 from .cli_process import CliRun, failure_message, run_cli
+from .transcript_marks import RUNNER_ENV
 
 log = structlog.get_logger(__name__)
 
@@ -78,6 +79,8 @@ class ClaudeEngine:
         self._extra_args = list(extra_args)
         self._claude_home = Path(claude_home) if claude_home is not None else default_claude_home()
         self._env = dict(os.environ if env is None else env)
+        # Marks this machine's runs in the engine's own transcript (transcript_marks.py).
+        self._env.update(RUNNER_ENV["claude"])
         if claude_home is not None:
             self._env["CLAUDE_CONFIG_DIR"] = str(self._claude_home)
         self._bound: dict[str, _Binding] = {}

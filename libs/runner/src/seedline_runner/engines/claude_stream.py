@@ -21,6 +21,8 @@ from typing import Any
 
 from .base import EngineOutput
 from .json_lines import parse_object
+from .tool_errors import failed_tool_text
+from .transcript_marks import transcript_entry_id
 
 # System lines other than init (status, compaction, hooks) carry nothing for the timeline.
 _QUIET_TYPES = frozenset({"system"})
@@ -35,6 +37,8 @@ class ClaudeStream:
     # The CLI's own error messages from its result line.
     errors: list[str] = field(default_factory=list)
     unknown_types: set[str] = field(default_factory=set)
+    # Tool results the CLI flagged is_error (a failed command, a refused tool).
+    failed_tools: int = 0
     _last_reply: str = ""
 
     def feed(self, line: str) -> list[EngineOutput]:
@@ -59,25 +63,39 @@ class ClaudeStream:
 
     def _read_assistant(self, message: dict[str, Any]) -> list[EngineOutput]:
         outputs = []
-        for block in _content_blocks(message):
+        for index, block in _content_blocks(message):
+            entry_id = self._entry_id(message, index)
             if block.get("type") == "text":
                 text = block.get("text")
                 if isinstance(text, str) and text.strip():
                     self._last_reply = text.strip()
-                    outputs.append(EngineOutput("chat_assistant", text))
+                    outputs.append(EngineOutput("chat_assistant", text, entry_id))
             elif block.get("type") == "tool_use":
                 text = command_text(block.get("name"), block.get("input"))
-                outputs.append(EngineOutput("command", text))
+                outputs.append(EngineOutput("command", text, entry_id))
         return outputs
 
     def _read_tool_results(self, message: dict[str, Any]) -> list[EngineOutput]:
         outputs = []
-        for block in _content_blocks(message):
+        for index, block in _content_blocks(message):
+            entry_id = self._entry_id(message, index)
             if block.get("type") == "tool_result":
                 text = tool_result_text(block.get("content"))
-                if text:
-                    outputs.append(EngineOutput("terminal", text))
+                if block.get("is_error") is True:
+                    self.failed_tools += 1
+                    outputs.append(EngineOutput("terminal", failed_tool_text(text), entry_id))
+                elif text:
+                    outputs.append(EngineOutput("terminal", text, entry_id))
         return outputs
+
+    def _entry_id(self, message: dict[str, Any], index: int) -> str | None:
+        """The id `seedline import` gives this block of the same record in the transcript."""
+        session_id = message.get("session_id") or self.session_id
+        record_id = message.get("uuid")
+        if not (isinstance(session_id, str) and session_id and isinstance(record_id, str)
+                and record_id):
+            return None
+        return transcript_entry_id("claude", session_id, record_id, index)
 
     def _read_result(self, message: dict[str, Any]) -> EngineOutput:
         self.finished = True
@@ -96,6 +114,11 @@ class ClaudeStream:
         duration_ms = message.get("duration_ms")
         if isinstance(duration_ms, (int, float)):
             details.append(f"{duration_ms / 1000:.1f} s")
+        if subtype == "success" and self.failed_tools:
+            # The CLI says success whenever the model finished; a turn whose tools failed
+            # or were refused is not told as one.
+            subtype = f"finished with {self.failed_tools} failed tool call" + (
+                "" if self.failed_tools == 1 else "s")
         text = subtype + (f" ({', '.join(details)})" if details else "")
         result = message.get("result")
         # The result usually repeats the last reply word for word; keep it only when it differs.
@@ -130,9 +153,10 @@ def tool_result_text(content: Any) -> str:
     return ""
 
 
-def _content_blocks(message: dict[str, Any]) -> list[dict[str, Any]]:
+def _content_blocks(message: dict[str, Any]) -> list[tuple[int, dict[str, Any]]]:
+    """(place in the record's content, block): the place is part of the entry id."""
     body = message.get("message")
     content = body.get("content") if isinstance(body, dict) else None
     if not isinstance(content, list):
         return []
-    return [block for block in content if isinstance(block, dict)]
+    return [(index, block) for index, block in enumerate(content) if isinstance(block, dict)]

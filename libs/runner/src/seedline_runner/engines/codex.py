@@ -27,6 +27,7 @@ from ..store import Conversation
 from .base import Emit, EngineError, StartResult, TurnResult
 from .cli_process import CliRun, failure_message, run_cli
 from .codex_stream import CodexStream
+from .transcript_marks import RUNNER_ENV
 
 log = structlog.get_logger(__name__)
 
@@ -71,6 +72,8 @@ class CodexEngine:
         self._extra_args = list(extra_args)
         self._codex_home = Path(codex_home) if codex_home is not None else default_codex_home()
         self._env = dict(os.environ if env is None else env)
+        # Marks this machine's runs in the engine's own transcript (transcript_marks.py).
+        self._env.update(RUNNER_ENV["codex"])
         if codex_home is not None:
             self._env["CODEX_HOME"] = str(self._codex_home)
         self._bound: dict[str, _Binding] = {}

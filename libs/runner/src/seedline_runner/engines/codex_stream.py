@@ -21,6 +21,7 @@ from typing import Any
 
 from .base import EngineOutput
 from .json_lines import parse_object
+from .tool_errors import failed_tool_text
 
 # Items that say nothing for the timeline: the model's reasoning, its plan, and the
 # CLI's own warnings (for example about a model it has no metadata for).
@@ -95,7 +96,9 @@ def _command_result(item: dict[str, Any]) -> str:
     output = _text(item.get("aggregated_output"))
     exit_code = item.get("exit_code")
     if isinstance(exit_code, int) and exit_code != 0:
-        return f"{output.rstrip()}\n(exit code {exit_code})".lstrip("\n")
+        return failed_tool_text(f"{output.rstrip()}\n(exit code {exit_code})".lstrip("\n"))
+    if item.get("status") in ("failed", "declined"):
+        return failed_tool_text(output)
     return output
 
 
@@ -114,10 +117,11 @@ def _mcp_call(item: dict[str, Any]) -> list[EngineOutput]:
     arguments = item.get("arguments")
     call = f"{name or 'mcp'} {json.dumps(arguments, ensure_ascii=False, sort_keys=True)}"
     outputs = [EngineOutput("command", call if arguments not in (None, {}) else name or "mcp")]
-    result = item.get("error") or item.get("result")
+    error = item.get("error")
+    result = error or item.get("result")
     if result:
         text = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
-        outputs.append(EngineOutput("terminal", text))
+        outputs.append(EngineOutput("terminal", failed_tool_text(text) if error else text))
     return outputs
 
 
