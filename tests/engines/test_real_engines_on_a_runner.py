@@ -227,7 +227,9 @@ async def test_a_resume_refused_after_the_reply_is_lost_and_briefed_with_that_me
 
 def wipe_engine_folder(name: str, transcripts) -> None:
     """Every record the engine keeps (its configuration stays)."""
-    for folder in {transcript.parents[1 if name == "claude" else 3] for transcript in transcripts()}:
+    # projects/<checkout>/<id>.jsonl; sessions/YYYY/MM/DD/rollout-...jsonl
+    depth = 1 if name == "claude" else 3
+    for folder in {transcript.parents[depth] for transcript in transcripts()}:
         shutil.rmtree(folder)
 
 
@@ -279,3 +281,28 @@ async def test_only_an_intact_record_is_resumed_every_other_is_briefed_with_the_
     else:
         assert (reply["resumed_conversation"], reply["seeded"]) == (False, True)
         assert received == [briefed("and promotion")]
+
+
+async def test_engine_bound_goes_out_while_the_first_turn_is_still_waiting_on_the_model(
+    nc, checkouts, claude, events
+):
+    # The model holds its first answer: the CLI is mid-turn, past its init line.
+    claude.standin.hold_at_step = 0
+    runner = Runner(nc, NODE, "Linux box", {"claude": ClaudeEngine(
+        executable=str(claude.executable), env=claude.env, claude_home=claude.home)},
+        checkouts=Checkouts(repos_dir=checkouts))
+    await runner.start()
+    try:
+        await ask(nc, "launch", launch("claude", "csess_1", instruction="add castling"))
+        await until(lambda: claude.standin.holding.is_set())
+        bound = await until(lambda: events.of("engine_bound"))
+        replies_so_far = await nc.jetstream().stream_info("OBSERVED_INGEST")
+        claude.standin.release.set()
+        await replies(nc, "csess_1", 1)
+    finally:
+        await runner.stop()
+
+    [[session_id, engine_session_id]] = [[e["session_id"], e["engine_session_id"]] for e in bound]
+    assert session_id == "csess_1"
+    assert replies_so_far.state.messages == 0  # nothing of the turn was out yet
+    assert [t.stem for t in claude.transcripts()] == [engine_session_id]

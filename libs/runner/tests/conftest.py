@@ -271,9 +271,11 @@ class FakeClaude:
         path.parent.mkdir(parents=True, exist_ok=True)
         lines = []
         for prompt, reply in exchanges:
-            for role, content in (("user", prompt), ("assistant", [{"type": "text", "text": reply}])):
+            reply_blocks = [{"type": "text", "text": reply}]
+            for role, content in (("user", prompt), ("assistant", reply_blocks)):
                 message = {"role": role, "content": content}
-                lines.append(json.dumps({"type": role, "sessionId": session_id, "message": message}))
+                line = {"type": role, "sessionId": session_id, "message": message}
+                lines.append(json.dumps(line))
         path.write_text("".join(line + "\n" for line in lines))
         return path
 

@@ -44,7 +44,8 @@ def test_a_stateless_engine_gets_the_brief_as_history_unless_its_store_proved_a_
 def said(*texts: str) -> Conversation:
     conversation = Conversation("csess_1")
     for index, text in enumerate(texts):
-        conversation.append(SeedMessage(role="user" if index % 2 == 0 else "assistant", content=text))
+        role = "user" if index % 2 == 0 else "assistant"
+        conversation.append(SeedMessage(role=role, content=text))
     return conversation
 
 

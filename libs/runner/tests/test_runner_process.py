@@ -578,7 +578,9 @@ async def test_claude_that_starts_another_conversation_is_briefed_with_the_same_
         ("k-1", "one"),
         (None, frame_first_prompt(BRIEF, "one")),
     ]
-    assert entries[0]["content"] == "heard 0 earlier prompts; now: Background from the earlier conversation"
+    assert entries[0]["content"] == (
+        "heard 0 earlier prompts; now: Background from the earlier conversation"
+    )
     await eventually(lambda: any(e["type"] == "engine_bound" for e in events))
     assert all(e["engine_session_id"] != "k-1" for e in events if e["type"] == "engine_bound")
     assert not any(e["type"] == "resume_lost" for e in events)
@@ -779,7 +781,8 @@ async def entries_of(js, session_id: str, at_least: int) -> list[dict[str, Any]]
 
     async def found() -> list[dict[str, Any]]:
         count = (await js.stream_info(OBSERVED_INGEST)).state.messages
-        bodies = [json.loads((await js.get_msg(OBSERVED_INGEST, n)).data) for n in range(1, count + 1)]
+        messages = [await js.get_msg(OBSERVED_INGEST, n) for n in range(1, count + 1)]
+        bodies = [json.loads(message.data) for message in messages]
         return [body for body in bodies if body["session_id"] == session_id]
 
     async def enough() -> bool:

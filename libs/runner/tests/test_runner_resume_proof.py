@@ -98,7 +98,7 @@ def test_a_prompt_the_runner_framed_with_a_brief_proves_the_person_s_message():
 
 def test_a_compacted_claude_transcript_still_proves_the_turns_before_its_summary():
     # Claude Code compacts by appending a boundary and a summary; the lines before stay.
-    boundary = {"type": "system", "subtype": "compact_boundary", "content": "Conversation compacted"}
+    boundary = {"type": "system", "subtype": "compact_boundary", "content": "compacted"}
     summary = {
         "type": "user", "isCompactSummary": True,
         "message": {"role": "user", "content": "This session is being continued: a summary."},
