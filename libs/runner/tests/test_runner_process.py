@@ -22,6 +22,7 @@ from seedline_runner.engines import (
     EngineOutput,
     OpenAIChatEngine,
     ScriptedEngine,
+    StartResult,
     TurnResult,
 )
 from seedline_runner.engines.base import announce_bound
@@ -1011,3 +1012,43 @@ async def test_any_engine_that_names_its_id_through_the_seam_is_bound_at_once(
 
     assert bound_ids(events, "csess_1")[-1] == "own-7"
     assert bound_ids(events, "csess_1").count("own-7") == 1
+
+
+class AcceptsTooLate(ScriptedEngine):
+    """Its store proves a resume, but its first line names the id only as it is stopped."""
+
+    async def start(self, conversation_id, resume_key, workdir=None, expect=None):
+        started = await super().start(conversation_id, resume_key, workdir, expect)
+        if not started.resumed:
+            return started
+        return StartResult(True, started.engine_session_id, acceptance_pending=True)
+
+    async def run_turn(self, conversation, prompt, emit):
+        key = self._bound[conversation.conversation_id]
+        if conversation.conversation_id == "csess_2" and key == self.resumed_key:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                await announce_bound(emit, key)
+                raise
+        return await super().run_turn(conversation, prompt, emit)
+
+
+async def test_an_acceptance_after_the_reply_said_not_resumed_never_drops_the_brief(
+    nc, js, start_runner, events
+):
+    engine = AcceptsTooLate()
+    await start_runner({"scripted": engine}, resume_proof_seconds=0.3)
+    first = await ask(nc, "launch", launch_body("csess_1", instruction="start castling"))
+    await published(js, 1)
+    await ask(nc, "stop", {"session_id": "csess_1", "reason": "idle"})
+    engine.resumed_key = first["engine_session_id"]
+
+    reply = await ask(nc, "launch", launch_body(
+        "csess_2", resume=first["engine_session_id"], seed=SEED, instruction="carry on"))
+    await published(js, 2)
+
+    assert (reply["resumed_conversation"], reply["seeded"]) == (False, True)
+    assert engine.prompts[-1] == ("csess_2", frame_first_prompt(BRIEF, "carry on"))
+    assert first["engine_session_id"] not in bound_ids(events, "csess_2")
+    assert not any(e["type"] == "resume_lost" for e in events)

@@ -197,11 +197,18 @@ class ConversationWorker:
     async def _engine_named(self, live: LiveConversation, engine_session_id: str) -> None:
         """The engine named its own conversation: settle a pending resume, publish the id."""
         if live.awaiting_acceptance:
+            check = live.resume_check
+            if check is not None and check.decided and not check.accepted:
+                # Too late: the reply said "not resumed"; this run is being stopped and
+                # the message answered anew with the brief.
+                return
             if engine_session_id == live.resume_key:
                 self._accepted(live)
             else:
                 # Already on a new conversation of its own: nothing to rebind.
                 await self._lose_resume(live, None, "it started a new conversation instead")
+                if check is not None:
+                    return  # the launch reply still waited: this run is stopped and redone
         await self.note_engine_session(live, engine_session_id)
 
     def _accepted(self, live: LiveConversation) -> None:

@@ -322,6 +322,8 @@ class Runner:
         live = self._live.pop(session_id, None)
         if live is None:
             return False
+        if live.resume_check is not None:
+            live.resume_check.decide(False)  # a launch reply still waiting goes out now
         await self._worker.stop(live)
         try:
             await live.engine.end(session_id)
