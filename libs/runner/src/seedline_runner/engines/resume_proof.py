@@ -69,17 +69,24 @@ def holds_turn(messages: Sequence[RecordMessage], expect: ResumeExpect | None) -
     With no ``expect`` (the conversation has no chat turn yet) any message proves that
     the record is a conversation at all; an empty record never does.
     """
-    if not messages:
-        return Proof(False, "the record holds no message")
-    if expect is None:
-        return PROVEN
-    role = _ROLE_OF_KIND.get(expect.kind)
-    excerpt = normalized(expect.excerpt)
-    for message in reversed(messages):
+    return _holds_newest_first(reversed(messages), expect)
+
+
+def _holds_newest_first(messages: Iterable[RecordMessage], expect: ResumeExpect | None) -> Proof:
+    # Lazy: the expected turn is the newest one, so the search usually ends at once.
+    role = _ROLE_OF_KIND.get(expect.kind) if expect is not None else None
+    excerpt = normalized(expect.excerpt) if expect is not None else ""
+    said_anything = False
+    for message in messages:
+        said_anything = True
+        if expect is None:
+            return PROVEN
         if role is not None and message.role != role:
             continue
         if normalized(_as_given(message)).startswith(excerpt):
             return PROVEN
+    if not said_anything or expect is None:
+        return Proof(False, "the record holds no message")
     return Proof(False, f"the record does not hold the {expect.kind} entry {expect.seq}")
 
 
@@ -93,24 +100,25 @@ def claude_messages(lines: Iterable[str]) -> list[RecordMessage]:
     blocks; only text blocks are words (tool calls, results and thinking are not).
     Lines of a subagent (``isSidechain``) belong to another conversation.
     """
-    messages: list[RecordMessage] = []
-    for line in lines:
-        record = parse_object(line)
-        if record is None or record.get("isSidechain") is True:
-            continue
-        kind = record.get("type")
-        if kind not in ("user", "assistant"):
-            continue
-        body = record.get("message")
-        if not isinstance(body, dict):
-            continue
-        for text in _texts(body.get("content"), ("text",)):
-            messages.append(RecordMessage(kind, text))
-    return messages
+    return [message for line in lines for message in _claude_line(line)]
 
 
-def claude_record_proves(lines: Iterable[str], expect: ResumeExpect | None) -> Proof:
-    return holds_turn(claude_messages(lines), expect)
+def claude_record_proves(lines: Sequence[str], expect: ResumeExpect | None) -> Proof:
+    newest_first = (
+        message for line in reversed(lines) for message in reversed(_claude_line(line))
+    )
+    return _holds_newest_first(newest_first, expect)
+
+
+def _claude_line(line: str) -> list[RecordMessage]:
+    record = parse_object(line)
+    if record is None or record.get("isSidechain") is True:
+        return []
+    kind = record.get("type")
+    body = record.get("message")
+    if kind not in ("user", "assistant") or not isinstance(body, dict):
+        return []
+    return [RecordMessage(kind, text) for text in _texts(body.get("content"), ("text",))]
 
 
 # Codex --------------------------------------------------------------------------
@@ -161,12 +169,18 @@ def codex_record(lines: Iterable[str]) -> CodexRecord:
 
 
 def codex_record_proves(
-    lines: Iterable[str], thread_id: str, expect: ResumeExpect | None
+    lines: Sequence[str], thread_id: str, expect: ResumeExpect | None
 ) -> Proof:
-    record = codex_record(lines)
-    if thread_id not in record.thread_ids:
+    # Only session_meta lines are read whole up front; the words newest first.
+    metas = codex_record(line for line in lines if '"session_meta"' in line)
+    if thread_id not in metas.thread_ids:
         return Proof(False, "the rollout does not name the thread")
-    return holds_turn(record.messages, expect)
+    newest_first = (
+        message
+        for line in reversed(lines)
+        for message in reversed(codex_record([line]).messages)
+    )
+    return _holds_newest_first(newest_first, expect)
 
 
 def _codex_response_item(item: dict[str, Any]) -> Iterator[RecordMessage]:
