@@ -306,3 +306,43 @@ async def test_engine_bound_goes_out_while_the_first_turn_is_still_waiting_on_th
     assert session_id == "csess_1"
     assert replies_so_far.state.messages == 0  # nothing of the turn was out yet
     assert [t.stem for t in claude.transcripts()] == [engine_session_id]
+
+
+async def test_a_record_that_proves_the_turn_but_the_cli_refuses_is_briefed_before_the_reply(
+    nc, checkouts, codex, events
+):
+    def machine() -> Runner:
+        engine = CodexEngine(executable=str(codex.executable), env=codex.env,
+                             codex_home=codex.home)
+        return Runner(nc, NODE, "Linux box", {"codex": engine},
+                      checkouts=Checkouts(repos_dir=checkouts))
+
+    first = machine()
+    await first.start()
+    await ask(nc, "launch", launch("codex", "csess_1", instruction="add castling"))
+    [reply_entry] = await replies(nc, "csess_1", 1)
+    await until(lambda: any(reply_entry["content"] in r.read_text() for r in codex.rollouts()))
+    await first.stop()
+    # The rollout still holds the turn, but Codex 0.171 cannot read a session_meta line
+    # without its timestamp ("does not start with session metadata"): it refuses.
+    [rollout] = codex.rollouts()
+    lines = rollout.read_text().splitlines()
+    meta = json.loads(lines[0])
+    key = meta["payload"]["id"]
+    del meta["payload"]["timestamp"]
+    rollout.write_text("\n".join([json.dumps(meta), *lines[1:]]) + "\n")
+    expect = {"seq": 5, "kind": "chat_assistant", "excerpt": reply_entry["content"]}
+    second = machine()
+    await second.start()
+    try:
+        reply = await ask(nc, "launch", launch("codex", "csess_2", resume=key, expect=expect,
+                                               seed=SEED, instruction="and promotion"))
+        received = await until(lambda: codex.standin.prompts_seen()[1:])
+    finally:
+        await second.stop()
+
+    # The reply waited for the CLI's answer to the resume: no, so briefed with the message.
+    assert (reply["resumed_conversation"], reply["seeded"]) == (False, True)
+    assert reply["engine_session_id"] != key
+    assert received[0] == [briefed("and promotion")]
+    assert events.of("resume_lost") == []
