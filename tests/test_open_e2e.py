@@ -68,16 +68,20 @@ async def test_same_request_id_twice_opens_once(system):
 async def test_resume_lands_on_a_runner_that_resumes_and_the_brief_is_unread(system):
     engine = await system.start_runner()
     await system.append(1)
-    first = await system.open()
+    # The engine's own store must hold the conversation for a resume to count (1.2).
+    first = await system.open(instruction="add castling")
     assert first["ok"], first
-    await system.append(2, session_id=first["session_id"], at=None)
+    await system.wait_for(lambda: _has_prompt(engine))
+    await system.append(2, session_id=first["session_id"], at=None, kind="command")
     second = await system.open()
     assert second["ok"], second
     assert second["continuity"]["mode"] == "resume"
     assert second["continuity"]["resume_from"] == first["session_id"]
     assert second["outcome"] == "resumed" and second["resumed"] is True and second["seeded"] is False
     assert second["notice"]["tone"] == "info"
-    assert not any(engine_prompt_has_brief(p) for _, p in engine.prompts)
+    assert not any(
+        engine_prompt_has_brief(p) for sid, p in engine.prompts if sid == second["session_id"]
+    )
 
 
 def engine_prompt_has_brief(prompt: str) -> bool:

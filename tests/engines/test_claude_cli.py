@@ -7,10 +7,12 @@ import re
 import subprocess
 import uuid
 
+import pytest
 from structlog.testing import capture_logs
 
 from seedline_cli.transcripts import claude as claude_transcript
 from seedline_runner.engines import ClaudeEngine
+from seedline_runner.engines.base import ResumeRefused
 from seedline_runner.store import Conversation
 
 REPO = "apps/chess-academy"  # the checkout the conftest's repos folder holds
@@ -117,13 +119,35 @@ async def test_a_refused_resume_is_never_counted_as_resumed(claude, checkouts, e
         transcript.unlink()  # gone between the launch and the first turn
     out = emitted()
 
+    with pytest.raises(ResumeRefused):
+        await later.run_turn(Conversation("c2"), "carry on", out)
     result = await later.run_turn(Conversation("c2"), "carry on", out)
 
     assert started.resumed is True  # the transcript was there at launch
-    assert result.resumed is False
+    assert result.resumed is None  # the second run asked for no resume
     assert result.engine_session_id not in (None, key)
     assert out[0].content == "stand-in heard 1 prompt(s): carry on"
     assert not any("No conversation found" in output.content for output in out)
+
+
+async def test_the_conversation_id_is_announced_before_the_model_is_asked(
+    claude, checkouts, emitted
+):
+    engine = engine_for(claude)
+    await engine.start("c1", None, checkouts / REPO)
+    heard: list = []
+
+    class Listening:
+        async def __call__(self, output):
+            heard.append(("output", output.kind))
+
+        async def bound(self, engine_session_id):
+            heard.append(("bound", engine_session_id, len(claude.standin.conversation_requests())))
+
+    result = await engine.run_turn(Conversation("c1"), "add castling", Listening())
+
+    assert heard[0] == ("bound", result.engine_session_id, 0)
+    assert [entry[0] for entry in heard[1:]] == ["output", "output"]
 
 
 async def test_tool_calls_and_results_are_emitted_while_the_cli_is_still_working(

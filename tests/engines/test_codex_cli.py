@@ -6,7 +6,10 @@ import json
 import subprocess
 import uuid
 
+import pytest
+
 from seedline_runner.engines import CodexEngine
+from seedline_runner.engines.base import ResumeRefused
 from seedline_runner.engines.codex import DEFAULT_CODEX_ARGS
 from seedline_runner.engines.registry import build_engines
 from seedline_runner.store import Conversation
@@ -112,13 +115,33 @@ async def test_a_refused_resume_is_never_counted_as_resumed(codex, checkouts, em
         rollout.unlink()  # gone between the launch and the first turn
     out = emitted()
 
+    with pytest.raises(ResumeRefused):
+        await later.run_turn(Conversation("c2"), "carry on", out)
     result = await later.run_turn(Conversation("c2"), "carry on", out)
 
     assert started.resumed is True  # the rollout was there at launch
-    assert result.resumed is False
+    assert result.resumed is None  # the second run asked for no resume
     assert result.engine_session_id not in (None, key)
     assert out.kinds() == ["chat_assistant"]
     assert out[0].content == "stand-in heard 1 prompt(s): carry on"
+
+
+async def test_the_thread_id_is_announced_before_the_model_is_asked(codex, checkouts):
+    engine = engine_for(codex)
+    await engine.start("c1", None, checkouts / REPO)
+    heard: list = []
+
+    class Listening:
+        async def __call__(self, output):
+            heard.append(("output", output.kind))
+
+        async def bound(self, engine_session_id):
+            heard.append(("bound", engine_session_id, len(codex.standin.requests)))
+
+    result = await engine.run_turn(Conversation("c1"), "add castling", Listening())
+
+    assert heard[0] == ("bound", result.engine_session_id, 0)
+    assert [entry[0] for entry in heard[1:]] == ["output"]
 
 
 async def test_commands_are_emitted_when_they_start_and_their_output_when_they_end(

@@ -38,6 +38,9 @@ class Conversation:
     engine: str | None = None  # only a confirmed open or relocation says it
     entry_engine: str | None = None  # the newest engine its entries name
     key: tuple[str, int] | None = None  # (machine, runner generation) that issued the resume key
+    # The engine's own conversation behind the key was given a message: an empty one is
+    # never resumed (CONTRACT.md 3.2, 1.2).
+    key_given: bool = False
     last_entry_at: float | None = None
     last_entry_seq: int = 0
     confirmed_at: float | None = None
@@ -203,7 +206,8 @@ class Model:
             return replace(base, error="runner_offline")
         if engine not in self.offered:
             return replace(base, error="launch_refused")
-        resumed = mode == "resume" and prev.key == (node_id, self.generation[node_id])
+        resumed = (mode == "resume" and prev.key == (node_id, self.generation[node_id])
+                   and prev.key_given)
         seeded = brief and not resumed
         return replace(base, resumed=resumed, seeded=seeded,
                        outcome=outcome_of(resumed, seeded, brief, mode))
@@ -232,6 +236,7 @@ class Model:
         prev = self.by_id.get(verdict.resume_from) if verdict.resume_from else None
         c.state, c.engine, c.confirmed_at = "live", engine, self.tick()
         c.key = prev.key if verdict.resumed else (node_id, self.generation[node_id])
+        c.key_given = (verdict.resumed and prev.key_given) or instructed
         self.last_open[(instance_id, repo)] = (node_id, engine)
         expected.events += [("opened", session_id, None), ("engine_bound", session_id, None)]
         if instructed:
@@ -259,6 +264,7 @@ class Model:
         if live is not None:
             self.add_entry(instance_id, repo, live.session_id, self.tick(), live.engine)
             expected.entries.append(f"{live.session_id}:turn-{seq}:0")
+            live.key_given = True
             return "turn"
         if not fresh:
             return "backfill"
@@ -299,7 +305,7 @@ class Model:
         c = self.by_id[session_id]
         self._supersede(c.instance_id, c.repo, session_id, expected)
         c.state, c.node_id, c.confirmed_at = "live", node_id, self.tick()
-        c.key = (node_id, self.generation[node_id])
+        c.key, c.key_given = (node_id, self.generation[node_id]), False
         self.last_open[(c.instance_id, c.repo)] = (node_id, c.engine)
         expected.events += [("relocated", session_id, None), ("engine_bound", session_id, None)]
 

@@ -170,8 +170,11 @@ async def chat_standin() -> AsyncIterator[ChatStandIn]:
 #   forgetful: always starts a new id, even when the transcript exists
 #   strict:    refuses a resume whose transcript is missing as Claude Code 2.1 does: exit 1
 #              and a result line carrying the requested id, with no init line
+# Its transcript lines are shaped as Claude Code's (user and assistant lines with
+# message content). FAKE_CLAUDE_RESUME_DELAY holds the init line of a resume back that
+# many seconds; FAKE_CLAUDE_GATE holds everything after the init line until that file exists.
 _FAKE_CLAUDE = r'''#!{python}
-import json, os, pathlib, re, sys, uuid
+import json, os, pathlib, re, sys, time, uuid
 
 MODE = {mode!r}
 args = sys.argv[1:]
@@ -213,13 +216,29 @@ if resume is not None:
         sys.exit(1)
 session = session or str(uuid.uuid4())
 transcript = folder / (session + ".jsonl")
-earlier = transcript.read_text().splitlines() if transcript.exists() else []
+earlier = [
+    line for line in (transcript.read_text().splitlines() if transcript.exists() else [])
+    if json.loads(line).get("type") == "user"
+]
+if resume is not None and os.environ.get("FAKE_CLAUDE_RESUME_DELAY"):
+    time.sleep(float(os.environ["FAKE_CLAUDE_RESUME_DELAY"]))
+reply = "heard %d earlier prompts; now: %s" % (len(earlier), prompt[:40])
+
+def said(role, content):
+    return json.dumps({{"type": role, "sessionId": session,
+                        "message": {{"role": role, "content": content}}}}) + "\n"
+
 with transcript.open("a") as out:
-    out.write(json.dumps({{"prompt": prompt}}) + "\n")
+    out.write(said("user", prompt))
+    out.write(said("assistant", [{{"type": "text", "text": reply}}]))
+    out.write(said("assistant", [{{"type": "text", "text": "done"}}]))
 
 emit({{"type": "system", "subtype": "init", "session_id": session, "tools": ["Bash"]}})
+gate = os.environ.get("FAKE_CLAUDE_GATE")
+while gate and not os.path.exists(gate):
+    time.sleep(0.02)
 emit({{"type": "assistant", "session_id": session, "message": {{"content": [
-    {{"type": "text", "text": "heard %d earlier prompts; now: %s" % (len(earlier), prompt[:40])}},
+    {{"type": "text", "text": reply}},
     {{"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {{"command": "ls"}}}}]}}}})
 emit({{"type": "user", "session_id": session, "message": {{"content": [
     {{"type": "tool_result", "tool_use_id": "toolu_1", "content": "README.md\nsrc"}}]}}}})
@@ -245,6 +264,20 @@ class FakeClaude:
     def transcript(self, session_id: str) -> Path:
         folder = re.sub(r"[^A-Za-z0-9]", "-", str(self.workdir.resolve()))
         return self.claude_home / "projects" / folder / f"{session_id}.jsonl"
+
+    def write_transcript(self, session_id: str, *exchanges: tuple[str, str]) -> Path:
+        """A transcript of ``session_id`` holding (prompt, reply) exchanges, as the CLI writes."""
+        path = self.transcript(session_id)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        lines = []
+        for prompt, reply in exchanges:
+            reply_blocks = [{"type": "text", "text": reply}]
+            for role, content in (("user", prompt), ("assistant", reply_blocks)):
+                message = {"role": role, "content": content}
+                line = {"type": role, "sessionId": session_id, "message": message}
+                lines.append(json.dumps(line))
+        path.write_text("".join(line + "\n" for line in lines))
+        return path
 
     def engine(self) -> ClaudeEngine:
         return ClaudeEngine(

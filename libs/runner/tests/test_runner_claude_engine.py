@@ -1,8 +1,10 @@
 """The Claude Code adapter against a stand-in `claude` that speaks stream-json."""
 
 import pytest
+from seedline_contracts.runner import ResumeExpect
 
 from seedline_runner.engines import ClaudeEngine, EngineError
+from seedline_runner.engines.base import ResumeRefused
 from seedline_runner.engines.base import EngineOutput
 from seedline_runner.store import Conversation
 
@@ -72,36 +74,29 @@ async def test_a_key_whose_transcript_is_on_disk_resumes_and_the_turn_confirms_i
     assert (result.resumed, result.engine_session_id) == (True, earlier.engine_session_id)
 
 
-async def test_a_cli_that_starts_over_despite_resume_is_reported_as_not_resumed(
+async def test_a_cli_that_starts_another_conversation_is_stopped_at_its_init_line(
     make_engine, emitted
 ):
     engine, claude = make_engine("forgetful")
     await engine.start("c1", None)
     earlier = await engine.run_turn(Conversation("c1"), "one", emitted())
-
     started = await engine.start("c2", earlier.engine_session_id)
-    result = await engine.run_turn(Conversation("c2"), "two", emitted())
+    out = emitted()
 
-    assert started.resumed is True  # the transcript is there; only the turn can tell
-    assert claude.calls()[-1]["resume"] == earlier.engine_session_id
-    assert result.resumed is False
-    assert result.engine_session_id not in (None, earlier.engine_session_id)
+    with pytest.raises(ResumeRefused):
+        await engine.run_turn(Conversation("c2"), "two", out)
+    again = await engine.run_turn(Conversation("c2"), "two", emitted())
+
+    assert (started.resumed, started.acceptance_pending) == (True, True)
+    assert out == []  # nothing of the run on another conversation went out
+    assert [call["resume"] for call in claude.calls()[1:]] == [earlier.engine_session_id, None]
+    assert again.resumed is None
+    assert again.engine_session_id not in (None, earlier.engine_session_id)
 
 
-async def test_a_resume_key_without_a_transcript_starts_fresh_without_asking_to_resume(
+async def test_a_refused_resume_raises_and_leaves_the_engine_on_a_new_conversation(
     make_engine, emitted
 ):
-    engine, claude = make_engine("strict")
-
-    started = await engine.start("c1", "0b7f5a4e-gone")
-    result = await engine.run_turn(Conversation("c1"), "one", emitted())
-
-    assert (started.resumed, started.engine_session_id) == (False, None)
-    assert claude.calls()[0]["resume"] is None
-    assert result.resumed is None and result.engine_session_id
-
-
-async def test_a_refused_resume_is_answered_in_a_new_conversation(make_engine, emitted):
     engine, claude = make_engine("strict")
     await engine.start("c1", None)
     earlier = await engine.run_turn(Conversation("c1"), "one", emitted())
@@ -109,15 +104,81 @@ async def test_a_refused_resume_is_answered_in_a_new_conversation(make_engine, e
     claude.transcript(earlier.engine_session_id).unlink()
     out = emitted()
 
-    result = await engine.run_turn(Conversation("c2"), "two", out)
+    with pytest.raises(ResumeRefused) as refusal:
+        await engine.run_turn(Conversation("c2"), "two", out)
+    again = await engine.run_turn(Conversation("c2"), "two", out)
 
     assert started.resumed is True
     assert [call["resume"] for call in claude.calls()[1:]] == [earlier.engine_session_id, None]
     # The refusal's result line names the requested id: that is no resume.
-    assert result.resumed is False
-    assert result.engine_session_id != earlier.engine_session_id
+    assert again.resumed is None
+    assert again.engine_session_id != earlier.engine_session_id
     assert out[0].content == "heard 0 earlier prompts; now: two"
     assert not any("No conversation found" in o.content for o in out)
+    assert "session" not in str(refusal.value).lower()
+
+
+def expect(kind: str, excerpt: str) -> ResumeExpect:
+    return ResumeExpect(seq=12, kind=kind, excerpt=excerpt)
+
+
+async def test_a_transcript_that_holds_the_expected_turn_proves_the_resume(make_engine, emitted):
+    engine, claude = make_engine("strict")
+    await engine.start("c1", None)
+    earlier = await engine.run_turn(Conversation("c1"), "add castling", emitted())
+    key = earlier.engine_session_id
+
+    by_reply = await claude.engine().start("c2", key, expect=expect("chat_assistant", "done"))
+    by_prompt = await claude.engine().start("c3", key, expect=expect("chat_user", "add cast"))
+
+    assert (by_reply.resumed, by_reply.engine_session_id) == (True, key)
+    assert (by_prompt.resumed, by_prompt.engine_session_id) == (True, key)
+
+
+async def test_an_emptied_or_cut_transcript_is_no_resume_and_the_cli_is_not_asked_for_one(
+    make_engine, emitted
+):
+    engine, claude = make_engine("strict")
+    await engine.start("c1", None)
+    first = await engine.run_turn(Conversation("c1"), "add castling", emitted())
+    await engine.run_turn(Conversation("c1"), "add en passant", emitted())
+    key = first.engine_session_id
+    transcript = claude.transcript(key)
+    lines = transcript.read_text().splitlines()
+    newest = expect("chat_user", "add en passant")
+
+    transcript.write_text("\n".join(lines[:3]) + "\n")  # cut before the newest turn
+    cut = await claude.engine().start("c2", key, expect=newest)
+    transcript.write_text("")
+    emptied = await claude.engine().start("c3", key, expect=None)
+    later = claude.engine()
+    await later.start("c4", key, expect=newest)
+    await later.run_turn(Conversation("c4"), "carry on", emitted())
+
+    assert (cut.resumed, cut.engine_session_id) == (False, None)
+    assert (emptied.resumed, emptied.engine_session_id) == (False, None)
+    assert claude.calls()[-1]["resume"] is None
+
+
+class Listening(list):
+    """An emit that also hears the engine name its conversation, in order with outputs."""
+
+    async def __call__(self, output):
+        self.append(("output", output.kind))
+
+    async def bound(self, engine_session_id):
+        self.append(("bound", engine_session_id))
+
+
+async def test_the_conversation_id_is_announced_at_the_init_line_before_any_output(make_engine):
+    engine, _ = make_engine()
+    await engine.start("c1", None)
+    heard = Listening()
+
+    result = await engine.run_turn(Conversation("c1"), "add castling", heard)
+
+    assert heard[0] == ("bound", result.engine_session_id)
+    assert [kind for kind, _ in heard[1:]] == ["output"] * 5
 
 
 async def test_a_resume_key_that_is_not_a_plain_id_is_never_looked_up(make_engine):

@@ -1,11 +1,13 @@
 import pytest
-from seedline_contracts.runner import LaunchRequest, LaunchResume, Seed
+from seedline_contracts.runner import LaunchRequest, LaunchResume, ResumeExpect, Seed
 
 from seedline_runner.engines.base import StartResult
-from seedline_runner.launch_plan import launch_refusal, plan_seed
+from seedline_runner.launch_plan import launch_refusal, plan_seed, store_proof
+from seedline_runner.store import Conversation, SeedMessage
 
 COLD = StartResult(resumed=False, engine_session_id="e1")
 WARM = StartResult(resumed=True, engine_session_id="e1")
+PROVEN_BY_RECORD = StartResult(resumed=True, engine_session_id="e1", acceptance_pending=True)
 
 
 def test_a_cold_stateful_engine_reads_the_brief_before_its_first_instruction():
@@ -22,13 +24,49 @@ def test_a_resumed_engine_does_not_read_the_brief():
     assert (plan.resumed, plan.seeded, plan.brief_for_first_prompt, plan.brief_for_history) == (
         True, False, None, None,
     )
-    assert plan.held_brief == "brief"
+    assert plan.held_brief is None
 
 
-def test_a_stateless_engine_gets_the_brief_as_history_and_never_counts_as_resumed():
-    plan = plan_seed("brief", WARM, stateless=True)
+def test_a_resume_the_engine_has_yet_to_accept_holds_the_brief_unread():
+    plan = plan_seed("brief", PROVEN_BY_RECORD, stateless=False)
 
-    assert (plan.resumed, plan.seeded, plan.brief_for_history) == (False, True, "brief")
+    assert (plan.resumed, plan.seeded, plan.held_brief) == (True, False, "brief")
+
+
+def test_a_stateless_engine_gets_the_brief_as_history_unless_its_store_proved_a_resume():
+    cold = plan_seed("brief", COLD, stateless=True)
+    warm = plan_seed("brief", WARM, stateless=True)
+
+    assert (cold.resumed, cold.seeded, cold.brief_for_history) == (False, True, "brief")
+    assert (warm.resumed, warm.seeded, warm.brief_for_history) == (True, False, None)
+
+
+def said(*texts: str) -> Conversation:
+    conversation = Conversation("csess_1")
+    for index, text in enumerate(texts):
+        role = "user" if index % 2 == 0 else "assistant"
+        conversation.append(SeedMessage(role=role, content=text))
+    return conversation
+
+
+def resume(excerpt: str | None, kind: str = "chat_assistant") -> LaunchResume:
+    expect = None if excerpt is None else ResumeExpect(seq=9, kind=kind, excerpt=excerpt)
+    return LaunchResume(engine_session_id="csess_1", expect=expect)
+
+
+def test_a_store_proves_a_resume_only_when_it_holds_the_expected_turn():
+    store = said("add castling", "castling is in")
+
+    assert store_proof(store, resume("castling is in")).holds
+    assert store_proof(store, resume("add castling", "chat_user")).holds
+    assert not store_proof(store, resume("en passant is in")).holds
+    assert not store_proof(store, None).holds
+
+
+@pytest.mark.parametrize("excerpt", [None, "castling is in"])
+def test_an_empty_store_or_one_without_the_conversation_is_never_a_resume(excerpt):
+    assert not store_proof(said(), resume(excerpt)).holds
+    assert not store_proof(None, resume(excerpt)).holds
 
 
 @pytest.mark.parametrize("seed_text", [None, ""])

@@ -17,7 +17,15 @@ from seedline_contracts.runner import RunnerPresence
 from seedline_contracts.subjects import RUNNERS_BUCKET, presence_key, runner_subject
 
 from seedline_runner import Checkouts, ConversationStore, Runner, run_runner
-from seedline_runner.engines import EngineError, EngineOutput, OpenAIChatEngine, ScriptedEngine
+from seedline_runner.engines import (
+    EngineError,
+    EngineOutput,
+    OpenAIChatEngine,
+    ScriptedEngine,
+    StartResult,
+    TurnResult,
+)
+from seedline_runner.engines.base import announce_bound
 from seedline_runner.framing import background, frame_first_prompt
 
 pytestmark = pytest.mark.servers
@@ -30,11 +38,15 @@ SEED = {"text": BRIEF, "sha256": BRIEF_SHA}
 PROHIBITED_WORDS = re.compile(r"remember|restored|as if it never|\bsessions?\b", re.IGNORECASE)
 
 
+EARLIER_REPLY = {"seq": 30, "kind": "chat_assistant", "excerpt": "earlier reply"}
+
+
 def launch_body(
     session_id: str = "csess_1",
     *,
     engine: str = "scripted",
     resume: str | None = None,
+    expect: dict[str, Any] | None = None,
     seed: dict[str, str] | None = None,
     instruction: str | None = None,
 ) -> dict[str, Any]:
@@ -43,7 +55,7 @@ def launch_body(
         "instance_id": "bd43f4de",
         "repo": "apps/chess-academy",
         "engine": engine,
-        "resume": {"engine_session_id": resume} if resume else None,
+        "resume": {"engine_session_id": resume, "expect": expect} if resume else None,
         "seed": seed,
         "instruction": instruction,
     }
@@ -213,7 +225,7 @@ async def test_a_seed_on_a_cold_engine_is_spent_and_its_reply_published(
     assert entry["entry_id"] == entry["msg_id"] == "csess_1:launch:0"
     assert engine.prompts == [("csess_1", frame_first_prompt(BRIEF, "What were we doing?"))]
     await eventually(lambda: events)
-    assert events[0] == {
+    assert {key: value for key, value in events[0].items() if value is not None} == {
         "type": "engine_bound",
         "session_id": "csess_1",
         "engine_session_id": reply["engine_session_id"],
@@ -328,7 +340,7 @@ async def test_a_malformed_launch_is_refused_and_the_runner_carries_on(nc, start
 
 async def test_an_engine_that_cannot_start_refuses_the_launch(nc, start_runner):
     class Unstartable(ScriptedEngine):
-        async def start(self, conversation_id, resume_key, workdir=None):
+        async def start(self, conversation_id, resume_key, workdir=None, expect=None):
             raise EngineError("the model is not installed")
 
     await start_runner({"scripted": Unstartable()})
@@ -524,11 +536,12 @@ async def test_claude_that_resumes_as_asked_never_reads_the_brief(
 ):
     claude = fake_claude("faithful")
     monkeypatch.setenv("FAKE_CLAUDE_LOG", str(claude.log_path))
-    claude.transcript("k-1").parent.mkdir(parents=True)
-    claude.transcript("k-1").write_text('{"prompt": "earlier"}\n')
+    claude.write_transcript("k-1", ("earlier", "earlier reply"))
     await start_runner({"claude": claude.engine()})
 
-    body = launch_body(engine="claude", resume="k-1", seed=SEED, instruction="one")
+    body = launch_body(
+        engine="claude", resume="k-1", expect=EARLIER_REPLY, seed=SEED, instruction="one"
+    )
     reply = await ask(nc, "launch", body)
     await published(js, 5)
     await ask(nc, "turn", {"session_id": "csess_1", "seq": 8, "content": "two"})
@@ -545,31 +558,33 @@ async def test_claude_that_resumes_as_asked_never_reads_the_brief(
     assert [e["entry_id"] for e in entries[:2]] == ["csess_1:launch:0", "csess_1:launch:1"]
 
 
-async def test_claude_that_starts_over_despite_resume_gets_the_brief_with_the_next_message(
+async def test_claude_that_starts_another_conversation_is_briefed_with_the_same_message(
     nc, js, start_runner, fake_claude, monkeypatch, events
 ):
     claude = fake_claude("forgetful")
     monkeypatch.setenv("FAKE_CLAUDE_LOG", str(claude.log_path))
-    claude.transcript("k-1").parent.mkdir(parents=True)
-    claude.transcript("k-1").write_text('{"prompt": "earlier"}\n')
+    claude.write_transcript("k-1", ("earlier", "earlier reply"))
     await start_runner({"claude": claude.engine()})
 
-    body = launch_body(engine="claude", resume="k-1", seed=SEED, instruction="one")
+    body = launch_body(
+        engine="claude", resume="k-1", expect=EARLIER_REPLY, seed=SEED, instruction="one"
+    )
     reply = await ask(nc, "launch", body)
-    launch_entries = await published(js, 6)
-    await ask(nc, "turn", {"session_id": "csess_1", "seq": 8, "content": "two"})
-    await published(js, 11)
+    entries = await published(js, 5)
 
-    assert (reply["resumed_conversation"], reply["seeded"]) == (True, False)
-    assert claude.calls()[0]["prompt"] == "one"
-    assert claude.calls()[1]["prompt"] == frame_first_prompt(BRIEF, "two")
-    note = launch_entries[5]
-    assert note["kind"] == "outcome"
-    assert "could not pick up its earlier conversation" in note["content"]
-    assert_person_facing(note["content"])
-    await eventually(lambda: len(events) >= 2)
-    assert events[0]["engine_session_id"] == "k-1"
-    assert events[1]["type"] == "engine_bound" and events[1]["engine_session_id"] != "k-1"
+    # The reply waited for the init line: it named another conversation, so no resume.
+    assert (reply["resumed_conversation"], reply["seeded"]) == (False, True)
+    assert reply["engine_session_id"] != "k-1"
+    assert [(c["resume"], c["prompt"]) for c in claude.calls()] == [
+        ("k-1", "one"),
+        (None, frame_first_prompt(BRIEF, "one")),
+    ]
+    assert entries[0]["content"] == (
+        "heard 0 earlier prompts; now: Background from the earlier conversation"
+    )
+    await eventually(lambda: any(e["type"] == "engine_bound" for e in events))
+    assert all(e["engine_session_id"] != "k-1" for e in events if e["type"] == "engine_bound")
+    assert not any(e["type"] == "resume_lost" for e in events)
 
 
 # The entry point a command line wraps ----------------------------------------
@@ -684,9 +699,9 @@ class RecordsCheckouts(ScriptedEngine):
         super().__init__()
         self.workdirs: list = []
 
-    async def start(self, conversation_id, resume_key, workdir=None):
+    async def start(self, conversation_id, resume_key, workdir=None, expect=None):
         self.workdirs.append(workdir)
-        return await super().start(conversation_id, resume_key, workdir)
+        return await super().start(conversation_id, resume_key, workdir, expect)
 
 
 async def test_each_conversation_runs_in_its_repos_checkout_and_a_missing_one_is_refused(
@@ -755,3 +770,285 @@ async def test_a_runner_stopped_right_after_a_launch_still_says_so_and_leaves(nc
     with pytest.raises(KeyNotFoundError):
         await kv.get(presence_key(NODE))
     await nc.flush(timeout=2)  # the shared connection still reads
+
+
+# A resume counts only with proof (CONTRACT.md 3.2 and 6, 1.2) ---------------------
+
+OTHER_NODE = "demo-runner"
+
+
+async def entries_of(js, session_id: str, at_least: int) -> list[dict[str, Any]]:
+    """The entries of one conversation on any machine's ingest subject, oldest first."""
+
+    async def found() -> list[dict[str, Any]]:
+        count = (await js.stream_info(OBSERVED_INGEST)).state.messages
+        messages = [await js.get_msg(OBSERVED_INGEST, n) for n in range(1, count + 1)]
+        bodies = [json.loads(message.data) for message in messages]
+        return [body for body in bodies if body["session_id"] == session_id]
+
+    async def enough() -> bool:
+        return len(await found()) >= at_least
+
+    await eventually(enough)
+    return await found()
+
+
+def bound_ids(events: list[dict[str, Any]], session_id: str) -> list[str]:
+    return [
+        e["engine_session_id"]
+        for e in events
+        if e["type"] == "engine_bound" and e["session_id"] == session_id
+    ]
+
+
+@pytest.mark.parametrize(
+    ("stop_reason", "with_expect"),
+    [("stopped", True), ("idle", True), ("idle", False)],
+    ids=["relocate-stop-wake", "relocate-idle-stop-wake", "idle-stop-wake-without-expect"],
+)
+async def test_a_wake_after_a_relocation_and_a_stop_is_briefed_not_resumed_from_an_empty_store(
+    nc, js, start_runner, events, stop_reason, with_expect
+):
+    first_machine, second_machine = ScriptedEngine(), ScriptedEngine()
+    await start_runner({"scripted": first_machine}, node_id=OTHER_NODE)
+    await start_runner({"scripted": second_machine})
+    await ask(nc, "launch", launch_body(instruction="R1: build the parser"), node_id=OTHER_NODE)
+    [r1_reply] = await entries_of(js, "csess_1", 1)
+    # Relocated: stopped there, launched here with a brief and no message to run.
+    await ask(nc, "stop", {"session_id": "csess_1", "reason": "relocated"}, node_id=OTHER_NODE)
+    moved = await ask(nc, "launch", launch_body(seed=SEED))
+    await ask(nc, "stop", {"session_id": "csess_1", "reason": stop_reason})
+    await eventually(lambda: bound_ids(events, "csess_1")[1:])
+    key = bound_ids(events, "csess_1")[-1]
+    expect = {"seq": 2, "kind": "chat_assistant", "excerpt": r1_reply["content"][:200]}
+
+    woken = await ask(
+        nc,
+        "launch",
+        launch_body(
+            "csess_2",
+            resume=key,
+            expect=expect if with_expect else None,
+            seed=SEED,
+            instruction="how far did we get?",
+        ),
+    )
+    [answer] = await entries_of(js, "csess_2", 1)
+
+    assert (moved["resumed_conversation"], moved["seeded"]) == (False, True)
+    assert (woken["resumed_conversation"], woken["seeded"]) == (False, True)
+    assert second_machine.prompts == [("csess_2", frame_first_prompt(BRIEF, "how far did we get?"))]
+    assert f"seed sha256 {BRIEF_SHA}" in answer["content"]
+
+
+async def test_a_store_without_the_expected_turn_is_no_resume(nc, js, start_runner):
+    engine = ScriptedEngine()
+    await start_runner({"scripted": engine})
+    first = await ask(nc, "launch", launch_body("csess_1", instruction="start castling"))
+    await published(js, 1)
+    await ask(nc, "stop", {"session_id": "csess_1", "reason": "idle"})
+    never_given = {"seq": 9, "kind": "chat_user", "excerpt": "a message it never got"}
+    given = {"seq": 3, "kind": "chat_user", "excerpt": "start castling"}
+
+    refused = await ask(
+        nc, "launch",
+        launch_body("csess_2", resume=first["engine_session_id"], expect=never_given, seed=SEED),
+    )
+    taken = await ask(
+        nc, "launch",
+        launch_body("csess_3", resume=first["engine_session_id"], expect=given, seed=SEED),
+    )
+
+    assert (refused["resumed_conversation"], refused["seeded"]) == (False, True)
+    assert refused["engine_session_id"] != first["engine_session_id"]
+    assert (taken["resumed_conversation"], taken["seeded"]) == (True, False)
+
+
+async def test_a_stateless_engine_resumes_only_a_conversation_its_store_holds(
+    nc, js, start_runner, chat_standin
+):
+    store = ConversationStore()
+    store.get_or_create("csess_1").append_exchange("add castling", "castling is in")
+    engine = OpenAIChatEngine(base_url=chat_standin.base_url, model="m")
+    await start_runner({"openai": engine}, store=store)
+    holds = {"seq": 4, "kind": "chat_assistant", "excerpt": "castling is in"}
+
+    warm = await ask(nc, "launch", launch_body(engine="openai", resume="csess_1", expect=holds,
+                                                seed=SEED))
+    empty = await ask(nc, "launch", launch_body("csess_2", engine="openai", resume="csess_2",
+                                                 seed=SEED))
+
+    assert (warm["resumed_conversation"], warm["seeded"]) == (True, False)
+    assert (empty["resumed_conversation"], empty["seeded"]) == (False, True)
+
+
+async def test_a_resume_refused_after_the_reply_said_resumed_is_published_and_briefed_at_once(
+    nc, js, start_runner, fake_claude, monkeypatch, events
+):
+    claude = fake_claude("strict")
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(claude.log_path))
+    transcript = claude.write_transcript("k-1", ("earlier", "earlier reply"))
+    await start_runner({"claude": claude.engine()})
+
+    reply = await ask(nc, "launch", launch_body(engine="claude", resume="k-1",
+                                                expect=EARLIER_REPLY, seed=SEED))
+    transcript.unlink()  # gone after the reply, before the first message
+    await ask(nc, "turn", {"session_id": "csess_1", "seq": 8, "content": "two"})
+    entries = await published(js, 6)
+    await ask(nc, "turn", {"session_id": "csess_1", "seq": 9, "content": "three"})
+    await published(js, 11)
+
+    assert (reply["resumed_conversation"], reply["seeded"]) == (True, False)
+    calls = [(c["resume"], c["prompt"]) for c in claude.calls()]
+    assert calls[:2] == [("k-1", "two"), (None, frame_first_prompt(BRIEF, "two"))]
+    # The next message goes on in the new conversation, without the brief again.
+    new_id = calls[2][0]
+    assert calls[2] == (new_id, "three") and new_id not in (None, "k-1")
+    await eventually(lambda: bound_ids(events, "csess_1")[1:])
+    assert bound_ids(events, "csess_1") == ["k-1", new_id]
+    await eventually(lambda: any(e["type"] == "resume_lost" for e in events))
+    [lost] = [e for e in events if e["type"] == "resume_lost"]
+    assert lost["session_id"] == "csess_1" and lost["at"]
+    assert "k-1" in lost["reason"]
+    assert_person_facing(lost["reason"])
+    note = entries[0]
+    assert note["kind"] == "outcome"
+    assert "could not continue its earlier conversation" in note["content"]
+    assert_person_facing(note["content"])
+    assert entries[1]["content"].startswith("heard 0 earlier prompts")
+
+
+async def test_a_resume_not_accepted_in_time_is_reported_not_resumed_and_briefed(
+    nc, js, start_runner, fake_claude, monkeypatch, events
+):
+    claude = fake_claude("faithful")
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(claude.log_path))
+    monkeypatch.setenv("FAKE_CLAUDE_RESUME_DELAY", "30")
+    claude.write_transcript("k-1", ("earlier", "earlier reply"))
+    await start_runner({"claude": claude.engine()}, resume_proof_seconds=0.5)
+    body = launch_body(
+        engine="claude", resume="k-1", expect=EARLIER_REPLY, seed=SEED, instruction="one"
+    )
+
+    first, again = await asyncio.gather(ask(nc, "launch", body), ask(nc, "launch", body))
+    entries = await published(js, 5)
+
+    assert first == again
+    assert (first["resumed_conversation"], first["seeded"]) == (False, True)
+    assert first["engine_session_id"] != "k-1"
+    assert [(c["resume"], c["prompt"]) for c in claude.calls()] == [
+        ("k-1", "one"),
+        (None, frame_first_prompt(BRIEF, "one")),
+    ]
+    assert entries[0]["content"].startswith("heard 0 earlier prompts")
+    assert not any(e["type"] == "resume_lost" for e in events)
+    assert "k-1" not in bound_ids(events, "csess_1")
+
+
+async def test_an_emptied_transcript_is_no_resume_and_the_brief_goes_with_the_first_message(
+    nc, js, start_runner, fake_claude, monkeypatch
+):
+    claude = fake_claude("faithful")
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(claude.log_path))
+    claude.write_transcript("k-1", ("earlier", "earlier reply")).write_text("")
+    await start_runner({"claude": claude.engine()})
+
+    reply = await ask(nc, "launch", launch_body(engine="claude", resume="k-1",
+                                                expect=EARLIER_REPLY, seed=SEED,
+                                                instruction="one"))
+    await published(js, 5)
+
+    assert (reply["resumed_conversation"], reply["seeded"]) == (False, True)
+    assert [(c["resume"], c["prompt"]) for c in claude.calls()] == [
+        (None, frame_first_prompt(BRIEF, "one"))
+    ]
+
+
+async def test_engine_bound_goes_out_at_the_init_line_not_at_the_end_of_the_turn(
+    nc, js, start_runner, fake_claude, monkeypatch, events, tmp_path
+):
+    claude = fake_claude("faithful")
+    gate = tmp_path / "open-the-gate"
+    monkeypatch.setenv("FAKE_CLAUDE_LOG", str(claude.log_path))
+    monkeypatch.setenv("FAKE_CLAUDE_GATE", str(gate))
+    await start_runner({"claude": claude.engine()})
+
+    reply = await ask(nc, "launch", launch_body(engine="claude", instruction="one"))
+    await eventually(lambda: bound_ids(events, "csess_1"))
+    bound_mid_turn = bound_ids(events, "csess_1")
+    gate.touch()
+    await published(js, 5)
+
+    assert reply["engine_session_id"] is None  # a fresh conversation: known from its first line
+    assert len(bound_mid_turn) == 1
+    assert claude.transcript(bound_mid_turn[0]).exists()
+    assert bound_ids(events, "csess_1") == bound_mid_turn
+
+
+class NamesItselfThenWaits(ScriptedEngine):
+    """An engine added later: it names its own id through the adapter seam, then works on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = asyncio.Event()
+
+    async def run_turn(self, conversation, prompt, emit):
+        await announce_bound(emit, "own-7")
+        await self.gate.wait()
+        await emit(EngineOutput("chat_assistant", "done"))
+        return TurnResult(engine_session_id="own-7")
+
+
+async def test_any_engine_that_names_its_id_through_the_seam_is_bound_at_once(
+    nc, js, start_runner, events
+):
+    engine = NamesItselfThenWaits()
+    await start_runner({"scripted": engine})
+
+    await ask(nc, "launch", launch_body(instruction="one"))
+    await eventually(lambda: "own-7" in bound_ids(events, "csess_1"))
+    engine.gate.set()
+    await published(js, 1)
+
+    assert bound_ids(events, "csess_1")[-1] == "own-7"
+    assert bound_ids(events, "csess_1").count("own-7") == 1
+
+
+class AcceptsTooLate(ScriptedEngine):
+    """Its store proves a resume, but its first line names the id only as it is stopped."""
+
+    async def start(self, conversation_id, resume_key, workdir=None, expect=None):
+        started = await super().start(conversation_id, resume_key, workdir, expect)
+        if not started.resumed:
+            return started
+        return StartResult(True, started.engine_session_id, acceptance_pending=True)
+
+    async def run_turn(self, conversation, prompt, emit):
+        key = self._bound[conversation.conversation_id]
+        if conversation.conversation_id == "csess_2" and key == self.resumed_key:
+            try:
+                await asyncio.Event().wait()
+            except asyncio.CancelledError:
+                await announce_bound(emit, key)
+                raise
+        return await super().run_turn(conversation, prompt, emit)
+
+
+async def test_an_acceptance_after_the_reply_said_not_resumed_never_drops_the_brief(
+    nc, js, start_runner, events
+):
+    engine = AcceptsTooLate()
+    await start_runner({"scripted": engine}, resume_proof_seconds=0.3)
+    first = await ask(nc, "launch", launch_body("csess_1", instruction="start castling"))
+    await published(js, 1)
+    await ask(nc, "stop", {"session_id": "csess_1", "reason": "idle"})
+    engine.resumed_key = first["engine_session_id"]
+
+    reply = await ask(nc, "launch", launch_body(
+        "csess_2", resume=first["engine_session_id"], seed=SEED, instruction="carry on"))
+    await published(js, 2)
+
+    assert (reply["resumed_conversation"], reply["seeded"]) == (False, True)
+    assert engine.prompts[-1] == ("csess_2", frame_first_prompt(BRIEF, "carry on"))
+    assert first["engine_session_id"] not in bound_ids(events, "csess_2")
+    assert not any(e["type"] == "resume_lost" for e in events)

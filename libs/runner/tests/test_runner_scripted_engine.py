@@ -1,5 +1,7 @@
 import hashlib
 
+from seedline_contracts.runner import ResumeExpect
+
 from seedline_runner.engines import ScriptedEngine
 from seedline_runner.framing import frame_first_prompt
 from seedline_runner.store import Conversation
@@ -67,3 +69,31 @@ async def test_it_records_every_prompt_it_was_given(emitted):
     await engine.run_turn(Conversation("c1"), "two", emitted())
 
     assert engine.prompts == [("c1", "one"), ("c1", "two")]
+
+
+async def test_a_conversation_it_was_never_given_a_message_in_is_no_resume():
+    engine = ScriptedEngine(resumable=True)
+    first = await engine.start("c1", None)
+    await engine.end("c1")
+
+    again = await engine.start("c2", first.engine_session_id)
+
+    assert again.resumed is False
+    assert again.engine_session_id != first.engine_session_id
+
+
+async def test_it_resumes_only_when_its_store_holds_the_expected_turn(emitted):
+    engine = ScriptedEngine(resumable=True)
+    first = await engine.start("c1", None)
+    out = emitted()
+    await engine.run_turn(Conversation("c1"), "R1: build the parser", out)
+    await engine.end("c1")
+    key = first.engine_session_id
+
+    reply = out[0].content[:200]
+    by_reply = await engine.start("c2", key, expect=ResumeExpect(7, "chat_assistant", reply))
+    by_prompt = await engine.start("c3", key, expect=ResumeExpect(6, "chat_user", "R1: build"))
+    never_given = ResumeExpect(9, "chat_user", "R2: never given")
+    elsewhere = await engine.start("c4", key, expect=never_given)
+
+    assert (by_reply.resumed, by_prompt.resumed, elsewhere.resumed) == (True, True, False)

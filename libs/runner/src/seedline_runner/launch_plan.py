@@ -1,10 +1,12 @@
 """Deciding what happens to a launch's seed, without any I/O.
 
-The seed is spent only when the engine did not really resume. A stateful
-engine reads it in front of its first instruction; a stateless one gets it as
-seeded history in the conversation store. When a stateful engine says it
-resumed, the seed is held back unread: if its first turn shows the resume did
-not land after all, the engine is cold and the brief goes with the next message.
+The seed is spent only when the engine did not really resume, and "resumed" needs
+proof from the engine's own record (CONTRACT.md 3.2, 1.2): the engine's start reads
+its transcript or store, and a stateless engine's record is the runner's own store.
+A stateful engine reads the brief in front of its first instruction; a stateless one
+gets it as seeded history in the conversation store. When a command-line engine's
+record proves the resume, the brief is held back unread until the engine accepts the
+resume; if it refuses, the brief goes in front of the message it refused.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from seedline_contracts.runner import LaunchRequest
+from seedline_contracts.runner import LaunchRequest, LaunchResume
 from seedline_contracts.tokens import TokenError, escape_token
 
 from .engines.base import StartResult
+from .engines.resume_proof import Proof, RecordMessage, holds_turn
+from .store import Conversation
 
 
 @dataclass(frozen=True)
@@ -34,15 +38,34 @@ class SeedPlan:
 
 
 def plan_seed(seed_text: str | None, started: StartResult, *, stateless: bool) -> SeedPlan:
-    resumed = started.resumed and not stateless
+    resumed = started.resumed
     brief = seed_text or None
     if brief is None:
         return SeedPlan(resumed=resumed)
     if resumed:
-        return SeedPlan(resumed=True, held_brief=brief)
+        # Dropped unread, or held until the engine itself accepts the resume.
+        return SeedPlan(resumed=True, held_brief=brief if started.acceptance_pending else None)
     if stateless:
         return SeedPlan(resumed=False, brief_for_history=brief)
     return SeedPlan(resumed=False, brief_for_first_prompt=brief)
+
+
+def store_proof(conversation: Conversation | None, resume: LaunchResume | None) -> Proof:
+    """Whether the runner's store continues a stateless engine's conversation.
+
+    Only a launch that asks for a resume, to a store that holds the conversation and
+    its expected turn, is one; an empty store never is.
+    """
+    if resume is None:
+        return Proof(False, "no resume was asked for")
+    if conversation is None:
+        return Proof(False, "the store does not hold the conversation")
+    said = [
+        RecordMessage(m.role, m.content)
+        for m in conversation.messages
+        if m.role == "user" or m.role == "assistant"
+    ]
+    return holds_turn(said, resume.expect)
 
 
 def launch_refusal(

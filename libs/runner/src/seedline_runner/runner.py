@@ -1,14 +1,19 @@
 """The runner process: presence, launches, turns and stops for one machine.
 
-Launch replies are sent as soon as the engine has started, before the first
-instruction runs: the platform is waiting on that reply to answer a person. Right
-after an accepted launch and after each stop, the presence is put again with the
-conversations this machine now hosts.
+Launch replies are sent as soon as the runner knows what it reports: the platform is
+waiting on that reply to answer a person. Usually that is once the engine has started,
+before the first instruction runs. A resume the engine's record proved that its
+command line has yet to accept, with an instruction to run, waits for the first line
+of that run (it tells), but never longer than ``SEEDLINE_RESUME_PROOF_SECONDS``; not
+told by then, the reply says "not resumed" and the brief goes with the instruction.
+Right after an accepted launch and after each stop, the presence is put again with
+the conversations this machine now hosts.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -32,8 +37,9 @@ from .checkouts import Checkouts
 from seedline_contracts.times import now_text
 from .engines.base import Engine
 from .framing import background
-from .launch_plan import launch_refusal, plan_seed
-from .live import ConversationWorker, LiveConversation, Step
+from .engines.base import StartResult
+from .launch_plan import launch_refusal, plan_seed, store_proof
+from .live import ConversationWorker, LiveConversation, ResumeCheck, Step
 from .presence import PresenceHeartbeat, presence_of
 from .publishing import RETRY_DELAYS_SECONDS, Publisher
 from .store import ConversationStore, SeedMessage, seed_if_empty
@@ -43,6 +49,25 @@ from .timeline_out import LAUNCH_STEP, turn_step
 log = structlog.get_logger(__name__)
 
 DEFAULT_PRESENCE_INTERVAL_SECONDS = 5.0
+RESUME_PROOF_SECONDS_VARIABLE = "SEEDLINE_RESUME_PROOF_SECONDS"
+DEFAULT_RESUME_PROOF_SECONDS = 5.0
+
+
+def resume_proof_seconds_setting(environ: Mapping[str, str] = os.environ) -> float:
+    """How long a launch reply waits for an engine to accept a resume (a setting)."""
+    configured = environ.get(RESUME_PROOF_SECONDS_VARIABLE, "").strip()
+    if not configured:
+        return DEFAULT_RESUME_PROOF_SECONDS
+    try:
+        seconds = float(configured)
+    except ValueError:
+        seconds = -1.0
+    if not seconds > 0:
+        raise ValueError(
+            f"{RESUME_PROOF_SECONDS_VARIABLE} must be a number of seconds above 0, "
+            f"not {configured!r}."
+        )
+    return seconds
 
 
 class Runner:
@@ -59,8 +84,14 @@ class Runner:
         publish_retry_delays: tuple[float, ...] = RETRY_DELAYS_SECONDS,
         instances: Sequence[str] = (),
         checkouts: Checkouts = Checkouts(),
+        resume_proof_seconds: float | None = None,
     ) -> None:
         escape_token(node_id)  # refuses a node id that cannot name subjects
+        self.resume_proof_seconds = (
+            resume_proof_seconds
+            if resume_proof_seconds is not None
+            else resume_proof_seconds_setting()
+        )
         self.node_id = node_id
         self.label = label
         self.engines = dict(engines)
@@ -144,18 +175,15 @@ class Runner:
             return
         if self._live.get(launched.session_id) is not launched:
             return  # stopped while the reply was on its way
-        # Only now does the first instruction start: the reply goes out before any engine work.
+        if launched.launch_reply is not None:
+            # Bound before the engine can name a newer id of its own.
+            await self._worker.note_engine_session(
+                launched, launched.launch_reply.engine_session_id
+            )
+        # Usually only now does the first instruction start: the reply goes out before
+        # any engine work (a resume check started it already).
         self._worker.start(launched)
         await self._presence.beat()
-        if launched.engine_session_id is not None:
-            await self._publisher.event(
-                RunnerEvent(
-                    type="engine_bound",
-                    session_id=launched.session_id,
-                    at=self._clock(),
-                    engine_session_id=launched.engine_session_id,
-                )
-            )
 
     async def _launch(self, msg: Msg) -> tuple[LaunchReply, LiveConversation | None]:
         try:
@@ -170,6 +198,8 @@ class Runner:
         already = self._live.get(request.session_id)
         if already is not None:
             # A repeated launch (the first reply got lost) must not start or instruct twice.
+            await already.replied.wait()
+            assert already.launch_reply is not None
             return already.launch_reply, None
         return await self._start_conversation(request)
 
@@ -177,13 +207,22 @@ class Runner:
         self, request: LaunchRequest
     ) -> tuple[LaunchReply, LiveConversation | None]:
         engine = self.engines[request.engine]
-        resume_key = request.resume.engine_session_id if request.resume else None
+        resume = request.resume
         workdir = self.checkouts.locate(request.repo)
         try:
-            started = await engine.start(request.session_id, resume_key, workdir)
+            started = await engine.start(
+                request.session_id,
+                resume.engine_session_id if resume else None,
+                workdir,
+                expect=resume.expect if resume else None,
+            )
         except Exception as error:
             refusal = f"{request.engine} could not be started on this machine: {error}"
             return _launch_refused(refusal), None
+        if engine.stateless:
+            # Its record is this runner's store: only a conversation held there resumes.
+            proof = store_proof(self.store.get(request.session_id), resume)
+            started = StartResult(resumed=proof.holds, engine_session_id=started.engine_session_id)
         seed_text = request.seed.text if request.seed else None
         plan = plan_seed(seed_text, started, stateless=engine.stateless)
         conversation = self.store.get_or_create(request.session_id)
@@ -191,34 +230,51 @@ class Runner:
         if plan.brief_for_history is not None:
             history = [SeedMessage(role="user", content=background(plan.brief_for_history))]
             seeded = seed_if_empty(conversation, history) > 0
-        reply = LaunchReply(
-            accepted=True,
-            resumed_conversation=plan.resumed,
-            seeded=seeded,
-            engine_session_id=started.engine_session_id,
-        )
         live = LiveConversation(
             request=request,
             engine_name=request.engine,
             engine=engine,
             conversation=conversation,
-            launch_reply=reply,
             engine_session_id=started.engine_session_id,
+            workdir=workdir,
             pending_brief=plan.brief_for_first_prompt,
             held_brief=plan.held_brief,
+            awaiting_acceptance=plan.resumed and started.acceptance_pending,
         )
         self._live[request.session_id] = live
         if request.instruction:
             # Queued ahead of any turn that arrives before the worker starts.
             live.queue.put_nowait(Step(LAUNCH_STEP, request.instruction))
+        resumed = plan.resumed
+        if live.awaiting_acceptance and request.instruction:
+            resumed = await self._first_line_verdict(live)
+            seeded = seeded or (not resumed and plan.held_brief is not None)
+        reply = LaunchReply(
+            accepted=True,
+            resumed_conversation=resumed,
+            seeded=seeded,
+            engine_session_id=_reported_engine_session(live, resumed),
+        )
+        live.reply_with(reply)
         log.info(
             "conversation_launched",
             session_id=request.session_id,
             engine=request.engine,
-            resumed=plan.resumed,
+            resumed=resumed,
             seeded=seeded,
         )
         return reply, live
+
+    async def _first_line_verdict(self, live: LiveConversation) -> bool:
+        """Run the instruction now and wait, bounded, for the engine to accept the resume."""
+        check = live.resume_check = ResumeCheck()
+        self._worker.start(live)
+        try:
+            await asyncio.wait_for(asyncio.shield(check.verdict), self.resume_proof_seconds)
+        except TimeoutError:
+            log.info("resume_not_told_in_time", session_id=live.session_id)
+        check.decide(False)  # a no-op once the engine has told
+        return check.accepted
 
     # Turns
 
@@ -266,6 +322,8 @@ class Runner:
         live = self._live.pop(session_id, None)
         if live is None:
             return False
+        if live.resume_check is not None:
+            live.resume_check.decide(False)  # a launch reply still waiting goes out now
         await self._worker.stop(live)
         try:
             await live.engine.end(session_id)
@@ -282,6 +340,13 @@ class Runner:
         )
         log.info("conversation_ended", session_id=session_id)
         return True
+
+
+def _reported_engine_session(live: LiveConversation, resumed: bool) -> str | None:
+    # A resume key the engine did not take up is never reported as the engine's own id.
+    if not resumed and live.engine_session_id == live.resume_key:
+        return None
+    return live.engine_session_id
 
 
 def _launch_refused(reason: str) -> LaunchReply:

@@ -1,6 +1,15 @@
 """Engine adapters: one interface, one small module per engine."""
 
-from .base import Emit, Engine, EngineError, EngineOutput, StartResult, TurnResult
+from .base import (
+    Emit,
+    Engine,
+    EngineError,
+    EngineOutput,
+    ResumeRefused,
+    StartResult,
+    TurnResult,
+    announce_bound,
+)
 from .claude import ClaudeEngine
 from .codex import CodexEngine
 from .openai import OpenAIChatEngine
@@ -14,7 +23,9 @@ __all__ = [
     "EngineError",
     "EngineOutput",
     "OpenAIChatEngine",
+    "ResumeRefused",
     "ScriptedEngine",
     "StartResult",
     "TurnResult",
+    "announce_bound",
 ]

@@ -7,11 +7,18 @@ machine that dies mid-turn loses at most what it had not yet emitted, and the or
 of publishing is the order of emission. ``run_turn`` returns only what is known at
 the end of the turn.
 
-An engine may claim at start that it picked up its earlier conversation, but only a
-turn can prove it for some engines (a CLI reports the conversation it actually ran
-on). So both answers are explicit: ``StartResult`` says what the engine can confirm
-before any turn, and ``TurnResult.resumed`` says whether the turn really ran on the
-conversation that was asked for.
+A resume needs proof (CONTRACT.md 3.2, 1.2). At start an engine reads its own record
+(a transcript, a rollout, an in-process store) and says ``resumed`` only when that
+record holds the launch's expected turn (``resume_proof``). A command-line engine must
+then also accept the resume, which only its first line of output tells
+(``acceptance_pending``): when it refuses, or starts a conversation other than the one
+asked for, ``run_turn`` raises ``ResumeRefused`` before it has emitted anything, so the
+runner can answer the same message in a new conversation with the brief in front.
+
+The moment an engine names its own conversation id (Claude Code's ``init`` line,
+Codex's ``thread.started``) it says so through ``announce_bound``: the one seam every
+adapter uses, so a machine that dies during a first turn still leaves the platform
+the id to resume.
 """
 
 from __future__ import annotations
@@ -20,6 +27,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
+
+from seedline_contracts.runner import ResumeExpect
 
 from ..store import Conversation
 
@@ -40,11 +49,33 @@ class EngineOutput:
 Emit = Callable[[EngineOutput], Awaitable[None]]
 
 
+@runtime_checkable
+class BoundListener(Protocol):
+    """An ``emit`` that also hears when the engine names its own conversation id."""
+
+    async def __call__(self, output: EngineOutput) -> None: ...
+
+    async def bound(self, engine_session_id: str) -> None: ...
+
+
+async def announce_bound(emit: Emit, engine_session_id: str) -> None:
+    """Say, the moment the engine names it, which conversation of its own it runs on.
+
+    Called by an adapter before it emits anything of the run; a plain ``emit`` (a
+    test collecting outputs) does not listen.
+    """
+    if isinstance(emit, BoundListener):
+        await emit.bound(engine_session_id)
+
+
 @dataclass(frozen=True)
 class StartResult:
-    # True only when the engine has confirmed its own earlier conversation is there.
+    # True only when the engine's own record holds the conversation to resume.
     resumed: bool
     engine_session_id: str | None
+    # The record proves it, but the engine itself has yet to accept the resume: the
+    # first line of its first run tells (it raises ResumeRefused if not).
+    acceptance_pending: bool = False
 
 
 @dataclass(frozen=True)
@@ -60,6 +91,14 @@ class EngineError(Exception):
     """An engine could not do what was asked; the message is for a person."""
 
 
+class ResumeRefused(EngineError):
+    """The engine would not continue the conversation it was asked to resume.
+
+    Raised before the run emitted anything; the adapter is then bound to a new
+    conversation, so the same message can be answered again.
+    """
+
+
 @runtime_checkable
 class Engine(Protocol):
     name: str
@@ -67,12 +106,18 @@ class Engine(Protocol):
     stateless: bool
 
     async def start(
-        self, conversation_id: str, resume_key: str | None, workdir: Path | None = None
+        self,
+        conversation_id: str,
+        resume_key: str | None,
+        workdir: Path | None = None,
+        expect: ResumeExpect | None = None,
     ) -> StartResult:
-        """Bind ``conversation_id``, picking up ``resume_key`` when it really exists.
+        """Bind ``conversation_id``, picking up ``resume_key`` when its record proves it.
 
         ``workdir`` is the checkout the conversation works in (None: the current
         directory); engines that keep transcripts per project keep them per checkout.
+        ``expect`` is the newest turn the earlier conversation's engine was given or
+        produced (None: it had none); the engine's record must hold it.
         """
         ...
 

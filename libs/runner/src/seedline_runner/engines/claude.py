@@ -5,15 +5,20 @@ conversation's checkout; the next turn passes ``--resume <id>`` with the convers
 id the previous run's ``init`` line named. Claude Code keeps that conversation on this
 machine's disk, under a folder named after the checkout, so the adapter is stateful.
 
-A resume has really landed only when the run's ``init`` line names the very id it was
-asked to resume: given a missing target the CLI either refuses (exit 1, no ``init``
-line) or starts a new id. Before any turn, the adapter can only check that the
-conversation's transcript is in the checkout's folder; the first turn then confirms it
-(``TurnResult.resumed``). Each line's outputs are emitted as the line arrives.
+A resume needs two things. At start, the conversation's transcript in the checkout's
+folder must hold the launch's expected turn (``resume_proof``); an id whose transcript
+is missing, empty or cut before that turn is not resumed at all. Then the first run's
+``init`` line must name the very id it was asked to resume: given a target it cannot
+use the CLI either refuses (exit 1, no ``init`` line) or starts a new id, and either
+way ``run_turn`` raises ``ResumeRefused`` before anything of that run is emitted (a
+run on another id is stopped at its ``init`` line). The ``init`` line's id is
+announced at once (``announce_bound``), and each line's outputs are emitted as the
+line arrives.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -21,11 +26,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
+from seedline_contracts.runner import ResumeExpect
 
 from ..store import Conversation
-from .base import Emit, EngineError, StartResult, TurnResult
+from .base import Emit, EngineError, ResumeRefused, StartResult, TurnResult, announce_bound
 from .claude_stream import ClaudeStream
 from .cli_process import CliRun, failure_message, run_cli
+from .resume_proof import Proof, claude_record_proves
 from .transcript_marks import RUNNER_ENV
 
 log = structlog.get_logger(__name__)
@@ -60,6 +67,10 @@ class _Run:
     cli: CliRun
 
 
+class _OtherConversation(Exception):
+    """The CLI's init line named another conversation than the one it was asked to resume."""
+
+
 class ClaudeEngine:
     stateless = False
 
@@ -86,12 +97,22 @@ class ClaudeEngine:
         self._bound: dict[str, _Binding] = {}
 
     async def start(
-        self, conversation_id: str, resume_key: str | None, workdir: Path | None = None
+        self,
+        conversation_id: str,
+        resume_key: str | None,
+        workdir: Path | None = None,
+        expect: ResumeExpect | None = None,
     ) -> StartResult:
         checkout = (workdir or self._workdir or Path.cwd()).resolve()
-        if resume_key is not None and self._transcript_exists(checkout, resume_key):
-            self._bound[conversation_id] = _Binding(checkout, session_id=resume_key)
-            return StartResult(resumed=True, engine_session_id=resume_key)
+        if resume_key is not None:
+            # Reading a long transcript takes a moment: not on the event loop.
+            proof = await asyncio.to_thread(self._prove, checkout, resume_key, expect)
+            if proof.holds:
+                self._bound[conversation_id] = _Binding(checkout, session_id=resume_key)
+                return StartResult(
+                    resumed=True, engine_session_id=resume_key, acceptance_pending=True
+                )
+            log.info("claude_resume_unproven", requested=resume_key, reason=proof.reason)
         self._bound[conversation_id] = _Binding(checkout, session_id=None)
         return StartResult(resumed=False, engine_session_id=None)
 
@@ -100,12 +121,23 @@ class ClaudeEngine:
         if binding is None:
             raise EngineError("Claude Code was given a turn before it was started.")
         requested = binding.session_id
-        run = await self._run(binding.workdir, prompt, requested, emit)
+        try:
+            run = await self._run(binding.workdir, prompt, requested, emit)
+        except _OtherConversation as other:
+            binding.session_id = None
+            log.info("claude_resume_refused", requested=requested, started=str(other))
+            raise ResumeRefused(
+                f"Claude Code started a new conversation instead of continuing {requested}."
+            ) from None
         if requested is not None and run.stream.session_id is None:
-            # The CLI refused the resume (exit 1, a result carrying the requested id):
-            # answer the turn in a new conversation.
+            # The CLI refused the resume (exit 1, a result carrying the requested id,
+            # no init line): the same message is answered in a new conversation.
+            binding.session_id = None
             log.info("claude_resume_refused", requested=requested, errors=run.stream.errors)
-            run = await self._run(binding.workdir, prompt, None, emit)
+            raise ResumeRefused(
+                f"Claude Code could not continue its conversation {requested}: "
+                "it found no record of it on this machine."
+            )
         if run.stream.session_id is None:
             detail = run.stream.errors[0] if run.stream.errors else None
             raise EngineError(failure_message(_LABEL, run.cli, detail))
@@ -120,22 +152,32 @@ class ClaudeEngine:
     async def end(self, conversation_id: str) -> None:
         self._bound.pop(conversation_id, None)
 
-    def _transcript_exists(self, checkout: Path, resume_key: str) -> bool:
+    def _prove(self, checkout: Path, resume_key: str, expect: ResumeExpect | None) -> Proof:
         if not _SAFE_RESUME_KEY.fullmatch(resume_key):
-            return False
+            return Proof(False, "the id is not one Claude Code issues")
         projects = self._claude_home / "projects"
-        return any(
-            (projects / folder / f"{resume_key}.jsonl").is_file()
-            for folder in project_dir_names(checkout)
-        )
+        for folder in project_dir_names(checkout):
+            transcript = projects / folder / f"{resume_key}.jsonl"
+            try:
+                text = transcript.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            return claude_record_proves(text.splitlines(), expect)
+        return Proof(False, "no transcript of it in the checkout's folder")
 
     async def _run(self, workdir: Path, prompt: str, resume: str | None, emit: Emit) -> _Run:
         stream = ClaudeStream()
+        named: list[str] = []
 
         async def on_line(line: str) -> None:
             outputs = stream.feed(line)
             if stream.session_id is None:
                 return  # before the init line only a refusal writes anything
+            if not named:
+                named.append(stream.session_id)
+                if resume is not None and stream.session_id != resume:
+                    raise _OtherConversation(stream.session_id)  # ends the run at once
+                await announce_bound(emit, stream.session_id)
             for output in outputs:
                 await emit(output)
 

@@ -7,14 +7,19 @@ a prompt that starts with ``-`` is never read as an option). Codex keeps each th
 as a rollout file under ``$CODEX_HOME/sessions``, so the adapter is stateful and the
 thread id is its resume key.
 
-A resume has really landed only when ``thread.started`` names the very thread that was
-asked for: Codex refuses a UUID it has no rollout for (exit 1, before that event) and
-quietly starts a new thread for an id that is not a UUID. Before any turn, the adapter
-can only check that the thread's rollout file is there; the first turn confirms it.
+A resume needs two things. At start, the thread's rollout must name the thread and
+hold the launch's expected turn (``resume_proof``); a thread whose rollout is missing,
+empty or cut before that turn is not resumed at all. Then the first run's
+``thread.started`` must name the very thread that was asked for: Codex refuses a
+thread it cannot use (exit 1, before that event) and quietly starts a new thread for
+an id that is not a UUID; either way ``run_turn`` raises ``ResumeRefused`` before
+anything of that run is emitted (a run on another thread is stopped at once). The
+thread id is announced the moment ``thread.started`` names it (``announce_bound``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -22,11 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import structlog
+from seedline_contracts.runner import ResumeExpect
 
 from ..store import Conversation
-from .base import Emit, EngineError, StartResult, TurnResult
+from .base import Emit, EngineError, ResumeRefused, StartResult, TurnResult, announce_bound
 from .cli_process import CliRun, failure_message, run_cli
 from .codex_stream import CodexStream
+from .resume_proof import Proof, codex_record_proves
 from .transcript_marks import RUNNER_ENV
 
 log = structlog.get_logger(__name__)
@@ -55,6 +62,10 @@ class _Run:
     cli: CliRun
 
 
+class _OtherThread(Exception):
+    """thread.started named another thread than the one the run was asked to resume."""
+
+
 class CodexEngine:
     stateless = False
 
@@ -79,12 +90,22 @@ class CodexEngine:
         self._bound: dict[str, _Binding] = {}
 
     async def start(
-        self, conversation_id: str, resume_key: str | None, workdir: Path | None = None
+        self,
+        conversation_id: str,
+        resume_key: str | None,
+        workdir: Path | None = None,
+        expect: ResumeExpect | None = None,
     ) -> StartResult:
         checkout = (workdir or Path.cwd()).resolve()
-        if resume_key is not None and self._rollout_exists(resume_key):
-            self._bound[conversation_id] = _Binding(checkout, thread_id=resume_key)
-            return StartResult(resumed=True, engine_session_id=resume_key)
+        if resume_key is not None:
+            # Reading a long rollout takes a moment: not on the event loop.
+            proof = await asyncio.to_thread(self._prove, resume_key, expect)
+            if proof.holds:
+                self._bound[conversation_id] = _Binding(checkout, thread_id=resume_key)
+                return StartResult(
+                    resumed=True, engine_session_id=resume_key, acceptance_pending=True
+                )
+            log.info("codex_resume_unproven", requested=resume_key, reason=proof.reason)
         self._bound[conversation_id] = _Binding(checkout, thread_id=None)
         return StartResult(resumed=False, engine_session_id=None)
 
@@ -93,11 +114,23 @@ class CodexEngine:
         if binding is None:
             raise EngineError("Codex was given a turn before it was started.")
         requested = binding.thread_id
-        run = await self._run(binding.workdir, prompt, requested, emit)
+        try:
+            run = await self._run(binding.workdir, prompt, requested, emit)
+        except _OtherThread as other:
+            binding.thread_id = None
+            log.info("codex_resume_refused", requested=requested, started=str(other))
+            raise ResumeRefused(
+                f"Codex started a new thread instead of continuing {requested}."
+            ) from None
         if requested is not None and run.stream.thread_id is None:
-            # Codex refused the resume before starting: answer in a new thread.
+            # Codex refused the resume before starting: the same message is answered
+            # in a new thread.
+            binding.thread_id = None
             log.info("codex_resume_refused", requested=requested, stderr=run.cli.stderr_tail)
-            run = await self._run(binding.workdir, prompt, None, emit)
+            raise ResumeRefused(
+                f"Codex could not continue its thread {requested}: "
+                "it found no usable record of it on this machine."
+            )
         if run.stream.thread_id is None:
             raise EngineError(failure_message(_LABEL, run.cli))
         if run.stream.unknown_types:
@@ -111,18 +144,31 @@ class CodexEngine:
     async def end(self, conversation_id: str) -> None:
         self._bound.pop(conversation_id, None)
 
-    def _rollout_exists(self, thread_id: str) -> bool:
+    def _prove(self, thread_id: str, expect: ResumeExpect | None) -> Proof:
         if not _SAFE_THREAD_ID.fullmatch(thread_id):
-            return False
+            return Proof(False, "the id is not one Codex issues")
         sessions = self._codex_home / "sessions"
         # sessions/YYYY/MM/DD/rollout-<time>-<thread id>.jsonl
-        return any(sessions.glob(f"*/*/*/rollout-*-{thread_id}.jsonl"))
+        for rollout in sorted(sessions.glob(f"*/*/*/rollout-*-{thread_id}.jsonl")):
+            try:
+                text = rollout.read_text(encoding="utf-8", errors="replace")
+            except OSError:
+                continue
+            return codex_record_proves(text.splitlines(), thread_id, expect)
+        return Proof(False, "no rollout of the thread")
 
     async def _run(self, workdir: Path, prompt: str, resume: str | None, emit: Emit) -> _Run:
         stream = CodexStream()
+        named: list[str] = []
 
         async def on_line(line: str) -> None:
-            for output in stream.feed(line):
+            outputs = stream.feed(line)
+            if stream.thread_id is not None and not named:
+                named.append(stream.thread_id)
+                if resume is not None and stream.thread_id != resume:
+                    raise _OtherThread(stream.thread_id)  # ends the run at once
+                await announce_bound(emit, stream.thread_id)
+            for output in outputs:
                 await emit(output)
 
         # Options go before `resume`: `codex exec resume` refuses some of them (--sandbox).

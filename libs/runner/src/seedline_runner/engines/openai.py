@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from seedline_contracts.runner import ResumeExpect
 
 from ..store import Conversation, SeedMessage
 from .base import Emit, EngineError, EngineOutput, StartResult, TurnResult
@@ -72,8 +73,14 @@ class OpenAIChatEngine:
         self._client = client or httpx.AsyncClient(timeout=timeout)
 
     async def start(
-        self, conversation_id: str, resume_key: str | None, workdir: Path | None = None
+        self,
+        conversation_id: str,
+        resume_key: str | None,
+        workdir: Path | None = None,
+        expect: ResumeExpect | None = None,
     ) -> StartResult:
+        # It keeps nothing of its own: whether the runner's store holds the
+        # conversation is the runner's to prove.
         return StartResult(resumed=False, engine_session_id=None)
 
     async def run_turn(self, conversation: Conversation, prompt: str, emit: Emit) -> TurnResult:

@@ -4,6 +4,10 @@ Its reply says what it was given: how many characters of context and the
 sha256 of the brief it found in that context (or that it found none). That
 makes "the engine read the brief" and "the engine never saw the brief"
 observable from the timeline alone.
+
+Its own store is its record: it resumes a conversation only when that store holds it
+and holds the launch's expected turn (CONTRACT.md 3.2, 1.2). A conversation it was
+started on but never given a message is an empty record, and no resume.
 """
 
 from __future__ import annotations
@@ -13,16 +17,23 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from seedline_contracts.runner import ResumeExpect
+
 from ..framing import split_background
 from ..store import Conversation
 from .base import Emit, EngineError, EngineOutput, StartResult, TurnResult
+from .resume_proof import RecordMessage, holds_turn
 
 _QUOTED_CHARS = 60
 
 
 @dataclass
 class _OwnConversation:
-    texts: list[str] = field(default_factory=list)
+    messages: list[RecordMessage] = field(default_factory=list)
+
+    @property
+    def texts(self) -> list[str]:
+        return [message.text for message in self.messages]
 
 
 def scripted_reply(instruction: str, context_chars: int, seed_sha256: str | None) -> str:
@@ -47,11 +58,17 @@ class ScriptedEngine:
         self._bound: dict[str, str] = {}
 
     async def start(
-        self, conversation_id: str, resume_key: str | None, workdir: Path | None = None
+        self,
+        conversation_id: str,
+        resume_key: str | None,
+        workdir: Path | None = None,
+        expect: ResumeExpect | None = None,
     ) -> StartResult:
-        if self.resumable and resume_key is not None and resume_key in self._own:
-            self._bound[conversation_id] = resume_key
-            return StartResult(resumed=True, engine_session_id=resume_key)
+        if self.resumable and resume_key is not None:
+            own = self._own.get(resume_key)
+            if own is not None and holds_turn(own.messages, expect).holds:
+                self._bound[conversation_id] = resume_key
+                return StartResult(resumed=True, engine_session_id=resume_key)
         engine_session_id = f"scripted-{uuid.uuid4().hex}"
         self._own[engine_session_id] = _OwnConversation()
         self._bound[conversation_id] = engine_session_id
@@ -63,11 +80,11 @@ class ScriptedEngine:
             raise EngineError("The scripted engine was given a turn before it was started.")
         self.prompts.append((conversation.conversation_id, prompt))
         own = self._own[engine_session_id]
-        own.texts.append(prompt)
+        own.messages.append(RecordMessage("user", prompt))
         seed_sha256 = _latest_seed_sha256(own.texts)
         _, instruction = split_background(prompt)
         reply = scripted_reply(instruction, sum(len(t) for t in own.texts), seed_sha256)
-        own.texts.append(reply)
+        own.messages.append(RecordMessage("assistant", reply))
         await emit(EngineOutput(kind="chat_assistant", content=reply))
         return TurnResult(engine_session_id=engine_session_id)
 
