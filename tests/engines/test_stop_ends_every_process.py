@@ -27,8 +27,6 @@ from seedline_runner import Checkouts, Runner
 from seedline_runner.engines import ClaudeEngine, CodexEngine
 
 pytestmark = pytest.mark.servers
-# Today a stop kills only the CLI's own process group and the runner's death only the CLI.
-REPRODUCED = pytest.mark.xfail(strict=True, reason="tools outlive a stop and the runner")
 
 INSTANCE = "bd43f4de"
 REPO = "apps/chess-academy"
@@ -45,8 +43,10 @@ def tool_command(folder: Path) -> str:
     )
 
 
-def conversation_processes(tag: str) -> list[int]:
-    """Live processes (zombies aside) whose environment carries this test's tag."""
+def conversation_processes(tag: str, runners: tuple = ()) -> list[int]:
+    """Live processes (zombies aside) whose environment carries this test's tag.
+
+    ``runners``: runner processes, which carry it too (they get the CLI's environment)."""
     needle = f"{TAG}={tag}".encode()
     found = []
     for entry in Path("/proc").iterdir():
@@ -58,7 +58,7 @@ def conversation_processes(tag: str) -> list[int]:
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if state != "Z":
+        if state != "Z" and int(entry.name) not in {r.pid for r in runners}:
             found.append(int(entry.name))
     return found
 
@@ -129,11 +129,18 @@ async def wait_for_file(path: Path, timeout: float = 90.0) -> None:
         await asyncio.sleep(0.05)
 
 
+async def wait_until(check, timeout: float = 60.0):
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError("the engine did not get that far in time")
+        await asyncio.sleep(0.02)
+
+
 def written_files(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir() if p.name != "started")
 
 
-@REPRODUCED
 async def test_a_stop_mid_tool_ends_every_process_before_it_replies(
     system, cli, checkouts, tmp_path
 ):
@@ -200,8 +207,7 @@ async def start_runner_process(system, name, setup, args, checkouts, home, log: 
     return process
 
 
-@REPRODUCED
-async def test_a_runner_killed_mid_tool_leaves_nothing_running_once_started_again(
+async def test_a_runner_killed_mid_tool_leaves_nothing_running_and_its_tail_is_published(
     system, cli, checkouts, tmp_path
 ):
     name, setup, args = cli
@@ -210,33 +216,51 @@ async def test_a_runner_killed_mid_tool_leaves_nothing_running_once_started_agai
     out.mkdir()
     home = tmp_path / "seedline-home"
     log = tmp_path / "runner.log"
-    setup.standin.tool_commands = [tool_command(out)]
+    second = tool_command(out)
+    setup.standin.tool_commands = ["echo step-1", second]
     runner = await start_runner_process(system, name, setup, args, checkouts, home, log, node)
     again = None
     try:
-        opened = await system.open(engine=name, node_id=node, instruction="Run the step")
+        opened = await system.open(engine=name, node_id=node, instruction="Run the steps")
         assert opened["ok"], opened
+        # Frozen once the engine has its prompt, the runner publishes nothing more while
+        # its engine goes on: a step, then the second tool call. Then it dies in the
+        # middle of that tool.
+        await wait_until(lambda: setup.standin.requests)
+        runner.send_signal(signal.SIGSTOP)
         await wait_for_file(out / "started")
         runner.send_signal(signal.SIGKILL)
         await runner.wait()
+        # Its keeper ended the conversation's processes as it died.
+        await asyncio.sleep(TOOL_SECONDS + 2)
+        left_while_down = conversation_processes(str(tmp_path))
+        written_while_down = written_files(out)
 
         again = await start_runner_process(system, name, setup, args, checkouts, home, log,
                                            node)
-        # Presence is put only once the cleanup is done.
-        left_after_cleanup = conversation_processes(str(tmp_path))
-        await asyncio.sleep(TOOL_SECONDS + 2)
-        entries = await timeline(system, opened["session_id"])
 
-        assert left_after_cleanup == []
-        assert conversation_processes(str(tmp_path)) == []
-        assert written_files(out) == []
-        said = engine_said(name, setup)
-        assert said, "the engine recorded no tool call"
-        assert as_in_timeline(name, said, entries)
-        ids = [e["entry_id"] for e in entries]
-        assert len(ids) == len(set(ids))
+        async def published():
+            found = [e for e in await timeline(system, opened["session_id"])
+                     if e["kind"] != "chat_user"]
+            return found if len(found) >= 5 else None
+
+        entries = await system.wait_for(published, timeout=30)
+
+        assert (left_while_down, written_while_down) == ([], [])
+        assert conversation_processes(str(tmp_path), (again,)) == []
+        # What the engine recorded before it was ended, each entry once, with the ids
+        # live publishing gives.
+        assert [e["kind"] for e in entries] == [
+            "chat_assistant", "command", "terminal", "chat_assistant", "command"]
+        assert [e["entry_id"] for e in entries] == [
+            f"{opened['session_id']}:launch:{n}" for n in range(5)]
+        assert entries[0]["content"] == "step 1: running echo step-1"
+        assert "echo step-1" in entries[1]["content"]
+        assert entries[2]["content"].strip() == "step-1"
+        assert entries[3]["content"] == f"step 2: running {second}"
+        assert second in entries[4]["content"]
     finally:
         for process in (runner, again):
             if process is not None and process.returncode is None:
-                process.terminate()
+                process.terminate()  # a clean stop: it tidies its cgroups away
                 await process.wait()

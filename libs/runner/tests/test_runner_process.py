@@ -16,6 +16,7 @@ from seedline_contracts.codec import decode
 from seedline_contracts.runner import RunnerPresence
 from seedline_contracts.subjects import RUNNERS_BUCKET, presence_key, runner_subject
 
+from seedline_runner.containment import ProcessGroupContainment
 from seedline_runner import Checkouts, ConversationStore, Runner, run_runner
 from seedline_runner.engines import EngineError, EngineOutput, OpenAIChatEngine, ScriptedEngine
 from seedline_runner.framing import background, frame_first_prompt
@@ -138,7 +139,7 @@ async def test_presence_is_put_under_the_node_key_with_its_engines(js, start_run
         "scripted": ScriptedEngine(),
         "openai": OpenAIChatEngine(base_url=chat_standin.base_url, model="m"),
     }
-    await start_runner(engines)
+    runner = await start_runner(engines, containment=ProcessGroupContainment("presence-test"))
 
     kv = await js.key_value(RUNNERS_BUCKET)
     entry = await kv.get(presence_key(NODE))
@@ -153,7 +154,9 @@ async def test_presence_is_put_under_the_node_key_with_its_engines(js, start_run
         stateless_engines=["openai"],
         live=[],
         instances=[],
+        containment="process-group",
     )
+    assert runner.containment.name == "process-group"
     config = status.stream_info.config
     settings = (config.max_age, config.max_msgs_per_subject, config.storage)
     assert settings == (30, 1, StorageType.FILE)

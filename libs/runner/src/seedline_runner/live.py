@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import structlog
 from seedline_contracts.runner import LaunchReply, LaunchRequest, RunnerEvent
 
+from .containment import note_step
 from .engines.base import Engine, EngineOutput, TurnResult, join_replies
 from .framing import frame_first_prompt
 from .publishing import Publisher
@@ -82,6 +83,7 @@ class ConversationWorker:
     async def _run(self, live: LiveConversation, step: Step) -> None:
         brief = live.pending_brief
         prompt = frame_first_prompt(brief, step.content) if brief is not None else step.content
+        note_step(step.step_id, prompt)  # a runner started again reads this step back
         emitted: list[EngineOutput] = []
 
         async def emit(output: EngineOutput) -> None:
@@ -98,6 +100,7 @@ class ConversationWorker:
         except Exception as error:
             await emit(_failure_outcome(live.engine_name, error))
             return
+        note_step(None)
         # Spent only once a turn carrying it has been answered; a failed turn keeps it.
         live.pending_brief = None
         live.conversation.append_exchange(prompt, join_replies(emitted))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -29,6 +30,15 @@ from seedline_contracts.subjects import runner_subject
 from seedline_contracts.tokens import escape_token
 
 from .checkouts import Checkouts
+from .containment import (
+    Containment,
+    bind_pen,
+    choose_containment,
+    default_identity,
+    runner_key,
+    unbind_pen,
+)
+from .pens import Pens
 from seedline_contracts.times import now_text
 from .engines.base import Engine
 from .framing import background
@@ -59,7 +69,11 @@ class Runner:
         publish_retry_delays: tuple[float, ...] = RETRY_DELAYS_SECONDS,
         instances: Sequence[str] = (),
         checkouts: Checkouts = Checkouts(),
+        containment: Containment | None = None,
+        state_dir: Path | None = None,
     ) -> None:
+        """``state_dir``: where this runner keeps what a run started again must know
+        (None: nothing; then a restart cannot find what a dead run left)."""
         escape_token(node_id)  # refuses a node id that cannot name subjects
         self.node_id = node_id
         self.label = label
@@ -71,12 +85,24 @@ class Runner:
         js = nc.jetstream()
         self._clock = clock
         self._publisher = Publisher(nc, js, node_id, retry_delays=publish_retry_delays)
+        # Every process an engine starts is held in its conversation's pen.
+        self.containment = containment or choose_containment(
+            runner_key(default_identity(node_id, state_dir))
+        )
+        self._pens = Pens(self.containment, state_dir, self.engines, self._publisher.entry, clock)
         self._worker = ConversationWorker(self._publisher, clock)
         self._live: dict[str, LiveConversation] = {}
         self._presence = PresenceHeartbeat(
             js,
             node_id,
-            lambda: presence_of(node_id, label, self.engines, list(self._live), self.instances),
+            lambda: presence_of(
+                node_id,
+                label,
+                self.engines,
+                list(self._live),
+                self.instances,
+                containment=self.containment.name,
+            ),
             presence_interval,
         )
         self._subscriptions: list[Subscription] = []
@@ -91,6 +117,9 @@ class Runner:
         if self._started:
             return
         self._started = True
+        # Before anything is answered or announced: what a dead run left is ended and
+        # what its engines recorded meanwhile is published (CONTRACT.md 6).
+        await self._pens.start()
         for verb, handler in (
             ("launch", self._on_launch),
             ("turn", self._on_turn),
@@ -100,7 +129,12 @@ class Runner:
             self._subscriptions.append(subscription)
         await self._nc.flush()
         await self._presence.start()
-        log.info("runner_started", node_id=self.node_id, engines=list(self.engines))
+        log.info(
+            "runner_started",
+            node_id=self.node_id,
+            engines=list(self.engines),
+            containment=self.containment.name,
+        )
 
     async def run(self) -> None:
         """Run until cancelled, then stop cleanly."""
@@ -122,6 +156,7 @@ class Runner:
         self._subscriptions.clear()
         for session_id in list(self._live):
             await self._end(session_id)
+        await self._pens.stop()
         await self._presence.stop()
         try:
             await self._nc.flush()
@@ -145,7 +180,12 @@ class Runner:
         if self._live.get(launched.session_id) is not launched:
             return  # stopped while the reply was on its way
         # Only now does the first instruction start: the reply goes out before any engine work.
-        self._worker.start(launched)
+        # The worker task inherits the pen its engine's processes are started into.
+        token = bind_pen(self._pens.open(launched))
+        try:
+            self._worker.start(launched)
+        finally:
+            unbind_pen(token)
         await self._presence.beat()
         if launched.engine_session_id is not None:
             await self._publisher.event(
@@ -271,6 +311,7 @@ class Runner:
             await live.engine.end(session_id)
         except Exception as error:
             log.warning("engine_end_failed", session_id=session_id, error=str(error))
+        await self._pens.end(session_id)
         self.store.discard(session_id)
         await self._publisher.event(
             RunnerEvent(
@@ -282,6 +323,7 @@ class Runner:
         )
         log.info("conversation_ended", session_id=session_id)
         return True
+
 
 
 def _launch_refused(reason: str) -> LaunchReply:

@@ -117,6 +117,11 @@ class ClaudeEngine:
     async def end(self, conversation_id: str) -> None:
         self._bound.pop(conversation_id, None)
 
+    @property
+    def transcripts_home(self) -> Path:
+        """Where the CLI keeps its transcripts (a restarted runner reads them back)."""
+        return self._claude_home
+
     def _transcript_exists(self, checkout: Path, resume_key: str) -> bool:
         if not _SAFE_RESUME_KEY.fullmatch(resume_key):
             return False

@@ -108,6 +108,11 @@ class CodexEngine:
     async def end(self, conversation_id: str) -> None:
         self._bound.pop(conversation_id, None)
 
+    @property
+    def transcripts_home(self) -> Path:
+        """Where the CLI keeps its transcripts (a restarted runner reads them back)."""
+        return self._codex_home
+
     def _rollout_exists(self, thread_id: str) -> bool:
         if not _SAFE_THREAD_ID.fullmatch(thread_id):
             return False

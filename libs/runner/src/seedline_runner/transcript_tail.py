@@ -1,0 +1,125 @@
+"""One step of an engine's own transcript, read back as the outputs live publishing gives (pure).
+
+A runner that died mid-turn published the engine's outputs up to some point; the
+engine went on recording in its own transcript until it was ended. Reading the
+step back from the transcript, in the order and with the kinds the live stream gives,
+yields the same entry ids (``<session>:<step>:<index>``): the ones already published
+are duplicates the timeline keeps once, the rest are the tail the timeline lacked.
+
+A step starts at the person's prompt (found by its digest: a resumed conversation's
+transcript holds earlier steps too) and runs to the end of what was recorded.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+from typing import Any
+
+from .containment.ledger import prompt_digest
+from .engines.base import EngineOutput
+from .engines.claude_stream import ClaudeStream
+from .engines.codex_stream import _command_result
+from .engines.json_lines import parse_object
+
+
+def claude_step(lines: Sequence[str], prompt_sha256: str) -> list[EngineOutput] | None:
+    """The outputs of the step whose prompt has this digest, or None when it is not here."""
+    records = [parse_object(line) for line in lines]
+    start = None
+    for index, record in enumerate(records):
+        if record is not None and record.get("type") == "user":
+            text = _claude_prompt(record)
+            if text is not None and prompt_digest(text) == prompt_sha256:
+                start = index
+    if start is None:
+        return None
+    stream = ClaudeStream()
+    outputs: list[EngineOutput] = []
+    for line in lines[start + 1:]:
+        outputs.extend(stream.feed(line))
+    return outputs
+
+
+def _claude_prompt(record: dict[str, Any]) -> str | None:
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [b.get("text") for b in content if isinstance(b, dict) and b.get("type") == "text"]
+        if texts and all(isinstance(t, str) for t in texts):
+            return "".join(texts)
+    return None
+
+
+def codex_step(lines: Sequence[str], prompt_sha256: str) -> list[EngineOutput] | None:
+    """The outputs of the step whose prompt has this digest, or None when it is not here."""
+    payloads = []
+    for line in lines:
+        record = parse_object(line)
+        payload = record.get("payload") if record is not None else None
+        payloads.append((record.get("type") if record else None, payload))
+    start = None
+    for index, (kind, payload) in enumerate(payloads):
+        if kind == "response_item" and isinstance(payload, dict) and _is_user_message(payload):
+            if any(prompt_digest(t) == prompt_sha256 for t in _texts(payload, "input_text")):
+                start = index
+    if start is None:
+        return None
+    finished = {
+        item.get("id"): item
+        for kind, payload in payloads[start:]
+        if kind == "event_msg" and isinstance(payload, dict)
+        and payload.get("type") == "item_completed"
+        and isinstance(item := payload.get("item"), dict)
+        and item.get("type") == "CommandExecution"
+    }
+    outputs: list[EngineOutput] = []
+    for kind, payload in payloads[start + 1:]:
+        if not isinstance(payload, dict):
+            continue
+        if kind == "response_item":
+            outputs.extend(_codex_item(payload, finished))
+        elif kind == "event_msg" and payload.get("type") == "item_completed":
+            item = payload.get("item")
+            if isinstance(item, dict) and item.get("type") == "CommandExecution":
+                outputs.append(EngineOutput("terminal", _command_result(item)))
+    return outputs
+
+
+def _codex_item(payload: dict[str, Any], finished: dict[Any, dict[str, Any]]) -> list[EngineOutput]:
+    kind = payload.get("type")
+    if kind == "message" and payload.get("role") == "assistant":
+        text = "".join(_texts(payload, "output_text"))
+        return [EngineOutput("chat_assistant", text)] if text.strip() else []
+    if kind == "function_call":
+        command = finished.get(payload.get("call_id"), {}).get("command")
+        if isinstance(command, list) and all(isinstance(part, str) for part in command):
+            return [EngineOutput("command", f"shell: {shlex.join(command)}")]
+        return [EngineOutput("command", f"shell: {_call_command(payload)}")]
+    return []
+
+
+def _call_command(payload: dict[str, Any]) -> str:
+    arguments = parse_object(payload.get("arguments") or "") or {}
+    for key in ("cmd", "command"):
+        value = arguments.get(key)
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list) and all(isinstance(part, str) for part in value):
+            return shlex.join(value)
+    return str(payload.get("name") or "tool")
+
+
+def _is_user_message(payload: dict[str, Any]) -> bool:
+    return payload.get("type") == "message" and payload.get("role") == "user"
+
+
+def _texts(payload: dict[str, Any], part_type: str) -> list[str]:
+    return [
+        part["text"]
+        for part in payload.get("content") or []
+        if isinstance(part, dict) and part.get("type") == part_type
+        and isinstance(part.get("text"), str)
+    ]
