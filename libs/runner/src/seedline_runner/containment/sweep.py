@@ -109,5 +109,8 @@ async def kill_all(
             found.update(more)
         _signal(found.values(), signal.SIGKILL)
         killed.update(found)
-        await asyncio.to_thread(psutil.wait_procs, list(found.values()), 2.0)
-        await asyncio.sleep(_POLL_SECONDS)
+        # Polled, not waited for: psutil's wait would reap this runner's own children,
+        # whose exit asyncio is waiting to collect.
+        settle = time.monotonic() + 2.0
+        while any(alive(p) for p in found.values()) and time.monotonic() < settle:
+            await asyncio.sleep(_POLL_SECONDS)
