@@ -11,7 +11,7 @@ import json
 from seedline_runner.containment.ledger import Ledger, prompt_digest, step_note
 from seedline_runner.engines.base import EngineOutput
 from seedline_runner.engines.claude_stream import ClaudeStream
-from seedline_runner.transcript_tail import claude_step, codex_step
+from seedline_runner.transcript_tail import claude_step, codex_join, codex_step
 
 
 def claude_line(kind: str, content) -> str:
@@ -110,8 +110,8 @@ def test_a_codex_step_is_read_as_exec_json_shows_it():
         EngineOutput("terminal", "step-1\n"),
         EngineOutput("command", "shell: /bin/bash -lc false"),
         EngineOutput("terminal", "(exit code 1)"),
-        # Cut off by the kill: no completion names the shell it would have run in.
-        EngineOutput("command", "shell: sleep 4; touch written"),
+        # Cut off by the kill: named with the shell Codex wrapped the other commands in.
+        EngineOutput("command", "shell: /bin/bash -lc 'sleep 4; touch written'"),
     ]
 
 
@@ -133,3 +133,31 @@ def test_a_ledger_keeps_a_note_per_pen_until_it_is_discarded(tmp_path):
     assert again == {"csess_1": note}
     assert note.prompt_sha256 == prompt_digest("now en passant")
     assert Ledger(tmp_path).notes() == {}
+
+
+# What Codex 0.171 wrote in `codex exec --json` for these commands (run by /bin/bash -lc).
+CODEX_NAMED = {
+    "echo it's \"q\"": '/bin/bash -lc "echo it\'s \\"q\\""',
+    "echo it's $x": '/bin/bash -lc "echo it\'s "\'$x\'',
+    "echo a=b,c.d_e+f:g@h%i/j-k": "/bin/bash -lc 'echo a=b,c.d_e+f:g@h%i/j-k'",
+    "echo ~x #x a*b é": "/bin/bash -lc 'echo ~x #x a*b é'",
+    "'x": '/bin/bash -lc "\'x"',
+    "echo x\\y'z": '/bin/bash -lc "echo x\\\\y\'z"',
+    "echo a!b {c} [d] (e) <f> |g ;h &i": "/bin/bash -lc 'echo a!b {c} [d] (e) <f> |g ;h &i'",
+    'echo "a"\\"b': '/bin/bash -lc "echo \\"a\\"\\\\\\"b"',
+    "^x": "/bin/bash -lc '^x'",
+    'echo "a b" $HOME; setsid sh -c \'echo x\' && echo `date` \\ ok':
+        '/bin/bash -lc \'echo "a b" $HOME; setsid sh -c \'"\'echo x\' && echo "\'`date` \'"\\\\ ok"',
+}
+
+
+def test_commands_read_back_are_named_as_codex_names_them():
+    for command, named in CODEX_NAMED.items():
+        assert codex_join(["/bin/bash", "-lc", command]) == named, command
+
+
+def test_a_call_cut_off_before_it_ran_is_named_with_the_shell_of_the_others():
+    outputs = codex_step(CODEX, prompt_digest("now en passant"))
+
+    named = "shell: /bin/bash -lc 'sleep 4; touch written'"
+    assert outputs[-1] == EngineOutput("command", named)

@@ -12,7 +12,6 @@ transcript holds earlier steps too) and runs to the end of what was recorded.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from typing import Any
 
@@ -67,20 +66,24 @@ def codex_step(lines: Sequence[str], prompt_sha256: str) -> list[EngineOutput] |
                 start = index
     if start is None:
         return None
-    finished = {
-        item.get("id"): item
-        for kind, payload in payloads[start:]
+    executions = [
+        item
+        for kind, payload in payloads
         if kind == "event_msg" and isinstance(payload, dict)
         and payload.get("type") == "item_completed"
         and isinstance(item := payload.get("item"), dict)
         and item.get("type") == "CommandExecution"
-    }
+    ]
+    finished = {item.get("id"): item for item in executions}
+    # The shell Codex wraps commands in (["/bin/bash", "-lc"]), from any command it ran.
+    commands = [_strings(item.get("command")) for item in executions]
+    shell = next((command[:-1] for command in commands if command), [])
     outputs: list[EngineOutput] = []
     for kind, payload in payloads[start + 1:]:
         if not isinstance(payload, dict):
             continue
         if kind == "response_item":
-            outputs.extend(_codex_item(payload, finished))
+            outputs.extend(_codex_item(payload, finished, shell))
         elif kind == "event_msg" and payload.get("type") == "item_completed":
             item = payload.get("item")
             if isinstance(item, dict) and item.get("type") == "CommandExecution":
@@ -88,28 +91,84 @@ def codex_step(lines: Sequence[str], prompt_sha256: str) -> list[EngineOutput] |
     return outputs
 
 
-def _codex_item(payload: dict[str, Any], finished: dict[Any, dict[str, Any]]) -> list[EngineOutput]:
+def _codex_item(
+    payload: dict[str, Any], finished: dict[Any, dict[str, Any]], shell: list[str]
+) -> list[EngineOutput]:
     kind = payload.get("type")
     if kind == "message" and payload.get("role") == "assistant":
         text = "".join(_texts(payload, "output_text"))
         return [EngineOutput("chat_assistant", text)] if text.strip() else []
     if kind == "function_call":
-        command = finished.get(payload.get("call_id"), {}).get("command")
-        if isinstance(command, list) and all(isinstance(part, str) for part in command):
-            return [EngineOutput("command", f"shell: {shlex.join(command)}")]
-        return [EngineOutput("command", f"shell: {_call_command(payload)}")]
+        command = _strings(finished.get(payload.get("call_id"), {}).get("command"))
+        if command:
+            return [EngineOutput("command", f"shell: {codex_join(command)}")]
+        return [EngineOutput("command", f"shell: {_call_command(payload, shell)}")]
     return []
 
 
-def _call_command(payload: dict[str, Any]) -> str:
+def _call_command(payload: dict[str, Any], shell: list[str]) -> str:
+    """A call cut off before Codex reported it, named as Codex would have named it."""
     arguments = parse_object(payload.get("arguments") or "") or {}
     for key in ("cmd", "command"):
         value = arguments.get(key)
         if isinstance(value, str):
-            return value
-        if isinstance(value, list) and all(isinstance(part, str) for part in value):
-            return shlex.join(value)
+            return codex_join([*shell, value]) if shell else value
+        if _strings(value):
+            return codex_join(_strings(value))
     return str(payload.get("name") or "tool")
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, list) and value and all(isinstance(part, str) for part in value):
+        return value
+    return []
+
+
+# Quoting as Codex writes a command in `codex exec --json` (the Rust shlex crate's
+# join): each stretch of an argument is left bare, single-quoted or double-quoted,
+# whichever fits the longest stretch, in that order of preference.
+_BARE = frozenset(b"+-./:@]_0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+_NOT_SINGLE = frozenset(b"'\\")
+_NOT_DOUBLE = frozenset(b"$`!")
+
+
+def codex_join(args: Sequence[str]) -> str:
+    return " ".join(_codex_quote(arg) for arg in args)
+
+
+def _codex_quote(arg: str) -> str:
+    data = arg.encode("utf-8")
+    if not data:
+        return "''"
+    if all(c in _BARE for c in data):
+        return arg
+    out = bytearray()
+    rest = data
+    while rest:
+        bare, single, double = True, True, True
+        length = 0
+        if rest[0] == ord("^"):  # zsh reads a leading ^ specially: quote it
+            bare, double, length = False, False, 1
+        while length < len(rest):
+            c = rest[length]
+            now = (
+                bare and c in _BARE,
+                single and c not in _NOT_SINGLE,
+                double and c not in _NOT_DOUBLE,
+            )
+            if not any(now):
+                break
+            bare, single, double = now
+            length += 1
+        chunk = rest[:length]
+        if bare:
+            out += chunk
+        elif single:
+            out += b"'" + chunk + b"'"
+        else:
+            out += b'"' + chunk.replace(b"\\", b"\\\\").replace(b'"', b'\\"') + b'"'
+        rest = rest[length:]
+    return out.decode("utf-8")
 
 
 def _is_user_message(payload: dict[str, Any]) -> bool:
