@@ -147,7 +147,8 @@ CODEX_NAMED = {
     'echo "a"\\"b': '/bin/bash -lc "echo \\"a\\"\\\\\\"b"',
     "^x": "/bin/bash -lc '^x'",
     'echo "a b" $HOME; setsid sh -c \'echo x\' && echo `date` \\ ok':
-        '/bin/bash -lc \'echo "a b" $HOME; setsid sh -c \'"\'echo x\' && echo "\'`date` \'"\\\\ ok"',
+        '/bin/bash -lc \'echo "a b" $HOME; setsid sh -c \''
+        '"\'echo x\' && echo "\'`date` \'"\\\\ ok"',
 }
 
 
