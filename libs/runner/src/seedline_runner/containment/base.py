@@ -24,6 +24,9 @@ from typing import Protocol, runtime_checkable
 # Every engine process carries ``<runner key>/<pen>`` here; a process keeps it across
 # setsid and re-parenting, which is how a sweep or a restarted runner recognises it.
 PEN_ENV = "SEEDLINE_RUNNER_PEN"
+# Longest a stop waits for a pen to empty (only a process stuck in the kernel outlasts
+# SIGKILL); well inside the gateway's wait for the stop's reply (10 s by default).
+END_TIMEOUT_SECONDS = 5.0
 
 
 @dataclass(frozen=True)

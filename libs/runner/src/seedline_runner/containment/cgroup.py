@@ -24,7 +24,7 @@ from pathlib import Path
 
 import structlog
 
-from .base import PEN_ENV, ChildSetup, pen_tag
+from .base import END_TIMEOUT_SECONDS, PEN_ENV, ChildSetup, pen_tag
 
 log = structlog.get_logger(__name__)
 
@@ -137,7 +137,7 @@ class CgroupContainment:
         """True while any process (dying ones too) is still in the pen's cgroup."""
         return _populated(self.pen_dir(pen))
 
-    async def end(self, pen: str, *, timeout: float = 10.0) -> int:
+    async def end(self, pen: str, *, timeout: float = END_TIMEOUT_SECONDS) -> int:
         folder = self.pen_dir(pen)
         if not folder.is_dir():
             return 0

@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 import psutil
 import structlog
 
+from .base import END_TIMEOUT_SECONDS
+
 log = structlog.get_logger(__name__)
 
 _POLL_SECONDS = 0.02
@@ -81,7 +83,7 @@ def _signal(processes: Iterable[psutil.Process], signum: int) -> None:
 
 
 async def kill_all(
-    find: Callable[[], list[psutil.Process]], *, timeout: float = 10.0
+    find: Callable[[], list[psutil.Process]], *, timeout: float = END_TIMEOUT_SECONDS
 ) -> int:
     """Stop, then kill, everything ``find`` returns until it returns nothing alive.
 
