@@ -578,7 +578,9 @@ async def test_claude_that_starts_over_despite_resume_gets_the_brief_with_the_ne
 # The entry point a command line wraps ----------------------------------------
 
 
-async def test_run_runner_serves_until_cancelled_and_then_goes_offline(nats_url, nc, js):
+async def test_run_runner_serves_until_cancelled_and_then_goes_offline(
+    nats_url, nc, js, tmp_path
+):
     serving = asyncio.create_task(
         run_runner(
             nats_url,
@@ -587,6 +589,7 @@ async def test_run_runner_serves_until_cancelled_and_then_goes_offline(nats_url,
             ["scripted"],
             presence_interval=1,
             stop_signals=False,
+            state_dir=tmp_path / "state",
         )
     )
 
@@ -605,6 +608,8 @@ async def test_run_runner_serves_until_cancelled_and_then_goes_offline(nats_url,
 
     assert reply["seeded"] is True
     assert not await present()
+    # What a run started again would need is kept there (the lock of this run, released).
+    assert (tmp_path / "state" / "runner.lock").exists()
 
 
 async def test_a_warm_conversation_in_the_store_is_not_seeded_again(
