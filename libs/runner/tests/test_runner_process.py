@@ -16,6 +16,7 @@ from seedline_contracts.codec import decode
 from seedline_contracts.runner import RunnerPresence
 from seedline_contracts.subjects import RUNNERS_BUCKET, presence_key, runner_subject
 
+from seedline_runner.containment import ProcessGroupContainment
 from seedline_runner import Checkouts, ConversationStore, Runner, run_runner
 from seedline_runner.engines import (
     EngineError,
@@ -150,7 +151,7 @@ async def test_presence_is_put_under_the_node_key_with_its_engines(js, start_run
         "scripted": ScriptedEngine(),
         "openai": OpenAIChatEngine(base_url=chat_standin.base_url, model="m"),
     }
-    await start_runner(engines)
+    runner = await start_runner(engines, containment=ProcessGroupContainment("presence-test"))
 
     kv = await js.key_value(RUNNERS_BUCKET)
     entry = await kv.get(presence_key(NODE))
@@ -165,7 +166,9 @@ async def test_presence_is_put_under_the_node_key_with_its_engines(js, start_run
         stateless_engines=["openai"],
         live=[],
         instances=[],
+        containment="process-group",
     )
+    assert runner.containment.name == "process-group"
     config = status.stream_info.config
     settings = (config.max_age, config.max_msgs_per_subject, config.storage)
     assert settings == (30, 1, StorageType.FILE)
@@ -590,7 +593,9 @@ async def test_claude_that_starts_another_conversation_is_briefed_with_the_same_
 # The entry point a command line wraps ----------------------------------------
 
 
-async def test_run_runner_serves_until_cancelled_and_then_goes_offline(nats_url, nc, js):
+async def test_run_runner_serves_until_cancelled_and_then_goes_offline(
+    nats_url, nc, js, tmp_path
+):
     serving = asyncio.create_task(
         run_runner(
             nats_url,
@@ -599,6 +604,7 @@ async def test_run_runner_serves_until_cancelled_and_then_goes_offline(nats_url,
             ["scripted"],
             presence_interval=1,
             stop_signals=False,
+            state_dir=tmp_path / "state",
         )
     )
 
@@ -617,6 +623,8 @@ async def test_run_runner_serves_until_cancelled_and_then_goes_offline(nats_url,
 
     assert reply["seeded"] is True
     assert not await present()
+    # What a run started again would need is kept there (the lock of this run, released).
+    assert (tmp_path / "state" / "runner.lock").exists()
 
 
 async def test_a_warm_conversation_in_the_store_is_not_seeded_again(

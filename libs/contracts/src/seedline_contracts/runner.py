@@ -22,6 +22,9 @@ class RunnerPresence(msgspec.Struct):
     live: list[str] | None = None
     # The instances this machine serves; empty serves every instance (CONTRACT.md 4.1).
     instances: list[str] = []
+    # How the machine holds its engines' processes ("cgroup", "subreaper",
+    # "process-group"); None from a runner that does not say.
+    containment: str | None = None
 
 
 class ResumeExpect(msgspec.Struct):

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 from collections.abc import Sequence
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 import nats
 
 from seedline_contracts.subjects import runner_inbox_prefix
+from seedline_contracts.tokens import escape_token
 
 from .checkouts import Checkouts
 from .engines.registry import EngineOptions, build_engines
@@ -30,6 +33,7 @@ async def run_runner(
     stop_signals: bool = True,
     instances: Sequence[str] = (),
     checkouts: Checkouts = Checkouts(),
+    state_dir: Path | None = None,
     **engine_options: Any,
 ) -> None:
     """Serve ``node_id`` until cancelled (or SIGTERM/SIGINT), then stop cleanly.
@@ -37,6 +41,8 @@ async def run_runner(
     ``instances``: the only instances this machine serves (empty: every instance).
     ``checkouts``: where each repo is checked out (``load_checkouts``; default: the
     current directory for every conversation).
+    ``state_dir``: what a run started again must know, such as the step each engine
+    was on (default: ``runners/<node>`` under SEEDLINE_HOME, ``./.seedline``).
     ``engine_options`` are the fields of ``EngineOptions`` (``scripted_resumable``,
     ``claude_executable``, ``claude_workdir``, ``claude_args``, ``codex_executable``,
     ``codex_args``, ``openai_base_url``, ``openai_model``, ``openai_api_key_env``,
@@ -66,6 +72,7 @@ async def run_runner(
             presence_interval=presence_interval,
             instances=instances,
             checkouts=checkouts,
+            state_dir=state_dir or default_state_dir(node_id),
         )
         await _serve_until_stopped(runner, stop_signals)
     finally:
@@ -76,6 +83,11 @@ async def run_runner(
         await nc.drain()
         if tracing is not None:
             tracing.shutdown()
+
+
+def default_state_dir(node_id: str) -> Path:
+    home = Path(os.environ.get("SEEDLINE_HOME") or ".seedline")
+    return (home / "runners" / escape_token(node_id)).resolve()
 
 
 async def _serve_until_stopped(runner: Runner, stop_signals: bool) -> None:

@@ -21,6 +21,7 @@ from pathlib import Path
 import structlog
 from seedline_contracts.runner import LaunchReply, LaunchRequest, RunnerEvent
 
+from .containment import note_step
 from .engines.base import Engine, EngineOutput, ResumeRefused, TurnResult, join_replies
 from .framing import frame_first_prompt
 from .publishing import Publisher
@@ -166,6 +167,7 @@ class ConversationWorker:
             await self._unanswered(live)
             await sink(_failure_outcome(live.engine_name, error))
             return
+        note_step(None)
         # Spent only once a turn carrying it has been answered; a failed turn keeps it.
         live.pending_brief = None
         live.conversation.append_exchange(prompt, join_replies(sink.outputs))
@@ -178,6 +180,7 @@ class ConversationWorker:
     ) -> tuple[str, TurnResult]:
         brief = live.pending_brief
         prompt = frame_first_prompt(brief, step.content) if brief is not None else step.content
+        note_step(step.step_id, prompt)  # a runner started again reads this step back
         check = live.resume_check
         if check is None or check.decided:
             return prompt, await live.engine.run_turn(live.conversation, prompt, sink)

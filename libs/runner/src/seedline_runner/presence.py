@@ -37,6 +37,8 @@ def presence_of(
     engines: Mapping[str, Engine],
     live: Sequence[str],
     instances: Sequence[str] = (),
+    *,
+    containment: str | None = None,
 ) -> RunnerPresence:
     return RunnerPresence(
         node_id=node_id,
@@ -46,6 +48,7 @@ def presence_of(
         protocol=PROTOCOL_VERSION,
         live=list(live),
         instances=list(instances),
+        containment=containment,
     )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -34,6 +35,15 @@ from seedline_contracts.subjects import runner_subject
 from seedline_contracts.tokens import escape_token
 
 from .checkouts import Checkouts
+from .containment import (
+    Containment,
+    bind_pen,
+    choose_containment,
+    default_identity,
+    runner_key,
+    unbind_pen,
+)
+from .pens import Pens
 from seedline_contracts.times import now_text
 from .engines.base import Engine
 from .framing import background
@@ -85,7 +95,11 @@ class Runner:
         instances: Sequence[str] = (),
         checkouts: Checkouts = Checkouts(),
         resume_proof_seconds: float | None = None,
+        containment: Containment | None = None,
+        state_dir: Path | None = None,
     ) -> None:
+        """``state_dir``: where this runner keeps what a run started again must know
+        (None: nothing; then a restart cannot find what a dead run left)."""
         escape_token(node_id)  # refuses a node id that cannot name subjects
         self.resume_proof_seconds = (
             resume_proof_seconds
@@ -102,12 +116,24 @@ class Runner:
         js = nc.jetstream()
         self._clock = clock
         self._publisher = Publisher(nc, js, node_id, retry_delays=publish_retry_delays)
+        # Every process an engine starts is held in its conversation's pen.
+        self.containment = containment or choose_containment(
+            runner_key(default_identity(node_id, state_dir))
+        )
+        self._pens = Pens(self.containment, state_dir, self.engines, self._publisher.entry, clock)
         self._worker = ConversationWorker(self._publisher, clock)
         self._live: dict[str, LiveConversation] = {}
         self._presence = PresenceHeartbeat(
             js,
             node_id,
-            lambda: presence_of(node_id, label, self.engines, list(self._live), self.instances),
+            lambda: presence_of(
+                node_id,
+                label,
+                self.engines,
+                list(self._live),
+                self.instances,
+                containment=self.containment.name,
+            ),
             presence_interval,
         )
         self._subscriptions: list[Subscription] = []
@@ -122,6 +148,9 @@ class Runner:
         if self._started:
             return
         self._started = True
+        # Before anything is answered or announced: what a dead run left is ended and
+        # what its engines recorded meanwhile is published (CONTRACT.md 6).
+        await self._pens.start()
         for verb, handler in (
             ("launch", self._on_launch),
             ("turn", self._on_turn),
@@ -131,7 +160,12 @@ class Runner:
             self._subscriptions.append(subscription)
         await self._nc.flush()
         await self._presence.start()
-        log.info("runner_started", node_id=self.node_id, engines=list(self.engines))
+        log.info(
+            "runner_started",
+            node_id=self.node_id,
+            engines=list(self.engines),
+            containment=self.containment.name,
+        )
 
     async def run(self) -> None:
         """Run until cancelled, then stop cleanly."""
@@ -153,6 +187,7 @@ class Runner:
         self._subscriptions.clear()
         for session_id in list(self._live):
             await self._end(session_id)
+        await self._pens.stop()
         await self._presence.stop()
         try:
             await self._nc.flush()
@@ -182,7 +217,7 @@ class Runner:
             )
         # Usually only now does the first instruction start: the reply goes out before
         # any engine work (a resume check started it already).
-        self._worker.start(launched)
+        self._start_worker(launched)
         await self._presence.beat()
 
     async def _launch(self, msg: Msg) -> tuple[LaunchReply, LiveConversation | None]:
@@ -265,10 +300,21 @@ class Runner:
         )
         return reply, live
 
+    def _start_worker(self, live: LiveConversation) -> None:
+        """Start the conversation's worker (once) inside its pen: the worker task inherits
+        the pen its engine's processes are started into."""
+        if live.worker is not None:
+            return
+        token = bind_pen(self._pens.open(live))
+        try:
+            self._worker.start(live)
+        finally:
+            unbind_pen(token)
+
     async def _first_line_verdict(self, live: LiveConversation) -> bool:
         """Run the instruction now and wait, bounded, for the engine to accept the resume."""
         check = live.resume_check = ResumeCheck()
-        self._worker.start(live)
+        self._start_worker(live)
         try:
             await asyncio.wait_for(asyncio.shield(check.verdict), self.resume_proof_seconds)
         except TimeoutError:
@@ -329,6 +375,7 @@ class Runner:
             await live.engine.end(session_id)
         except Exception as error:
             log.warning("engine_end_failed", session_id=session_id, error=str(error))
+        await self._pens.end(session_id)
         self.store.discard(session_id)
         await self._publisher.event(
             RunnerEvent(

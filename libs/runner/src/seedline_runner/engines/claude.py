@@ -152,6 +152,11 @@ class ClaudeEngine:
     async def end(self, conversation_id: str) -> None:
         self._bound.pop(conversation_id, None)
 
+    @property
+    def transcripts_home(self) -> Path:
+        """Where the CLI keeps its transcripts (a restarted runner reads them back)."""
+        return self._claude_home
+
     def _prove(self, checkout: Path, resume_key: str, expect: ResumeExpect | None) -> Proof:
         if not _SAFE_RESUME_KEY.fullmatch(resume_key):
             return Proof(False, "the id is not one Claude Code issues")

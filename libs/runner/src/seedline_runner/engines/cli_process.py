@@ -3,7 +3,8 @@
 The child gets a process group of its own, so stopping a turn also stops the tools
 it started. On Linux it is also told to die with the runner: an engine left running
 after its runner is gone would go on changing the checkout with nobody recording
-what it does.
+what it does. Inside a runner, the child starts in its conversation's pen
+(``containment``), which holds every process below it, so a stop ends them all.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import structlog
 
+from ..containment import bound_pen
 from .base import EngineError
 
 log = structlog.get_logger(__name__)
@@ -42,6 +45,19 @@ def _die_with_parent() -> None:
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+def _child_preexec(pen_preexec: Callable[[], None] | None) -> Callable[[], None] | None:
+    linux = sys.platform == "linux"
+    if pen_preexec is None:
+        return _die_with_parent if linux else None
+
+    def preexec() -> None:
+        pen_preexec()
+        if linux:
+            _die_with_parent()
+
+    return preexec
+
+
 async def run_cli(
     argv: Sequence[str],
     *,
@@ -56,6 +72,8 @@ async def run_cli(
     ``label`` names the engine in errors ("Claude Code"). Cancelling the call kills
     the child's whole process group.
     """
+    pen = bound_pen()
+    setup = pen.child_setup() if pen is not None else None
     try:
         process = await asyncio.create_subprocess_exec(
             *argv,
@@ -63,15 +81,19 @@ async def run_cli(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             cwd=cwd,
-            env=dict(env),
+            env=dict(env) | (setup.env if setup is not None else {}),
             limit=LINE_LIMIT,
             start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,
+            preexec_fn=_child_preexec(setup.preexec if setup is not None else None),
         )
-    except OSError as error:
+    except (OSError, subprocess.SubprocessError) as error:
+        # SubprocessError: the pen could not take the child (its preexec failed).
+        why = getattr(error, "strerror", None) or error
         raise EngineError(
-            f"{label} could not be started ({argv[0]}): {error.strerror or error}."
+            f"{label} could not be started ({argv[0]}): {why}."
         ) from error
+    if pen is not None:
+        pen.adopt(process.pid)
     try:
         return await _read(process, label, stdin_text, on_line)
     except BaseException:

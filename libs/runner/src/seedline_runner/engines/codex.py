@@ -144,6 +144,11 @@ class CodexEngine:
     async def end(self, conversation_id: str) -> None:
         self._bound.pop(conversation_id, None)
 
+    @property
+    def transcripts_home(self) -> Path:
+        """Where the CLI keeps its transcripts (a restarted runner reads them back)."""
+        return self._codex_home
+
     def _prove(self, thread_id: str, expect: ResumeExpect | None) -> Proof:
         if not _SAFE_THREAD_ID.fullmatch(thread_id):
             return Proof(False, "the id is not one Codex issues")
