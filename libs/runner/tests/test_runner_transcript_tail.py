@@ -109,7 +109,8 @@ def test_a_codex_step_is_read_as_exec_json_shows_it():
         EngineOutput("command", "shell: /bin/bash -lc 'echo step-1'"),
         EngineOutput("terminal", "step-1\n"),
         EngineOutput("command", "shell: /bin/bash -lc false"),
-        EngineOutput("terminal", "(exit code 1)"),
+        # A failed command reads as the live adapter publishes it (tool_errors).
+        EngineOutput("terminal", "[tool error] (exit code 1)"),
         # Cut off by the kill: named with the shell Codex wrapped the other commands in.
         EngineOutput("command", "shell: /bin/bash -lc 'sleep 4; touch written'"),
     ]
