@@ -294,3 +294,14 @@ def test_reasons_are_sentences_for_a_person_in_allowed_words() -> None:
         assert reason[0].islower()
         assert not reason.endswith(".")
         assert wording_violations(reason) == []
+
+
+def test_an_entry_counts_at_the_earlier_of_its_at_and_its_acceptance():
+    from seedline_core.decision import entry_activity_at
+
+    accepted = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    ahead = accepted + timedelta(hours=20)
+    behind = accepted - timedelta(days=3)
+    assert entry_activity_at(ahead, accepted) == accepted  # a clock running ahead
+    assert entry_activity_at(behind, accepted) == behind  # a backfill keeps its own time
+    assert entry_activity_at(ahead, None) == ahead  # no acceptance time known: its `at`

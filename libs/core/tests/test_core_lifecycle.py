@@ -139,3 +139,15 @@ def test_a_protocol_1_presence_is_never_reconciled():
 def test_absence_is_confirmed_only_ten_seconds_after_the_first_miss():
     absent = Absence(first_missed_at=100.0)
     assert not absent.confirmed(109.9) and absent.confirmed(110.0)
+
+
+def test_a_conversation_whose_only_open_failed_is_never_the_earlier_one():
+    from seedline_core.lifecycle import may_be_earlier
+
+    requested = lc.apply(None, lc.Requested("csess_f", "i", "r", 1, "mac", "claude"))
+    failed = lc.apply(requested, lc.OpenFailed())
+    opened = lc.apply(requested, lc.Opened("mac", "claude", "k", "2026-12-01T10:00:00Z"))
+    stopped = lc.apply(opened, lc.Stopped("requested"))
+    assert not may_be_earlier(failed)
+    assert may_be_earlier(None)  # only seen in the timeline
+    assert may_be_earlier(opened) and may_be_earlier(stopped) and may_be_earlier(requested)

@@ -10,6 +10,8 @@ import pytest
 from seedline_contracts.codec import decoder, encode
 from seedline_contracts.events import SessionEvent
 from seedline_contracts.timeline import TimelineEntry
+from seedline_contracts.times import parse_rfc3339
+from seedline_continuity_resolver.app import timeline_facts
 from seedline_continuity_resolver.machines import StaticDirectory
 from seedline_continuity_resolver.opening import Opener, OpenerSettings
 from seedline_continuity_resolver.pending import PendingOpens
@@ -45,13 +47,17 @@ class Resolver:
     async def entry(self, session_id: str, instance_id: str = "inst-a", repo: str = "apps/x",
                     kind: str = "chat_assistant", at: str = "2026-12-01T11:00:00Z",
                     engine: str | None = None, content: str = "work",
-                    entry_id: str | None = None) -> int:
+                    entry_id: str | None = None, accepted: str | None = None) -> int:
+        """An entry the writer stored; `accepted` is when (the stream message's time),
+        its `at` when not given."""
         self._timeline_seq += 1
         seq = self._timeline_seq
         entry = TimelineEntry(entry_id or f"e-{seq}", instance_id, repo, session_id, kind,
                               content, at, engine, None)
         self.view.apply(seq, entry)
-        await self.repo.apply_timeline([(seq, instance_id, repo, session_id, at, engine)])
+        stored = FakeMsg(encode(entry), stream_seq=seq,
+                         timestamp=parse_rfc3339(accepted or at))
+        await self.repo.apply_timeline(timeline_facts([stored]))
         return seq
 
     async def record(self, event) -> None:

@@ -28,6 +28,7 @@ __all__ = [
     "SeedSource",
     "Situation",
     "decide",
+    "entry_activity_at",
     "relocation_decision",
 ]
 
@@ -100,6 +101,16 @@ class Decision:
 def _as_utc(moment: datetime) -> datetime:
     # Naive times are taken as UTC so that mixing them with aware ones never raises.
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def entry_activity_at(at: datetime, accepted_at: datetime | None) -> datetime:
+    """When an entry counts as activity (CONTRACT.md 3.1, 1.2): the earlier of its `at`
+    and the time the writer accepted it. A producer may date an entry up to a day ahead;
+    counted at its `at`, one such entry made its conversation "the earlier conversation"
+    for a day. A backfill's older `at` still counts as written."""
+    if accepted_at is None:
+        return at
+    return min(_as_utc(at), _as_utc(accepted_at))
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ __all__ = [
     "Stopped",
     "apply",
     "judge_relocation",
+    "may_be_earlier",
     "newest",
 ]
 
@@ -151,6 +152,14 @@ def apply(conversation: Conversation | None, event: Event) -> Conversation | Non
             return conversation  # only the machine it is live on speaks for its engine
         return replace(conversation, resume_key=event.resume_key, resume_node_id=event.node_id)
     return conversation
+
+
+def may_be_earlier(conversation: Conversation | None) -> bool:
+    """Whether a conversation may be "the earlier conversation" of a decision (CONTRACT.md
+    3.1, 1.2). One whose only open failed never is: its instruction is in the timeline
+    (and in the brief), but no engine ever held it, and counted it took the resume from
+    the conversation before it. None is one only seen in the timeline."""
+    return conversation is None or conversation.state is not State.FAILED
 
 
 def newest(conversations: Iterable[Conversation]) -> Conversation | None:

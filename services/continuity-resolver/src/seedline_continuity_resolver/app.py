@@ -18,6 +18,7 @@ from seedline_contracts import subjects
 from seedline_contracts.codec import decode, decoder
 from seedline_contracts.events import OpenFailed, Opened, SessionEvent, WakeRequested
 from seedline_contracts.timeline import TimelineEntry
+from seedline_contracts.times import format_utc, parse_rfc3339
 from seedline_core import decision as core
 from seedline_platform.app_base import ServiceApp
 from seedline_platform.lifecycle_events import lifecycle_event
@@ -131,11 +132,15 @@ class ResolverApp(ServiceApp):
 
 
 def timeline_facts(msgs: Sequence[Msg]) -> list[tuple]:
+    """Each entry's activity time is the earlier of its `at` and when the writer accepted
+    it, the stream message's own time (CONTRACT.md 3.1, 1.2): event data, so a rebuild
+    from the stream gives the same rows."""
     facts = []
     for msg in msgs:
         e = decode(msg.data, TimelineEntry)
-        facts.append((msg.metadata.sequence.stream, e.instance_id, e.repo, e.session_id, e.at,
-                      e.engine))
+        active = core.entry_activity_at(parse_rfc3339(e.at), msg.metadata.timestamp)
+        facts.append((msg.metadata.sequence.stream, e.instance_id, e.repo, e.session_id,
+                      format_utc(active), e.engine))
     return facts
 
 

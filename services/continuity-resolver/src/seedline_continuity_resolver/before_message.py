@@ -11,11 +11,20 @@ projection had got when the wake was decided.
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 
 from seedline_core.decision import PreviousConversation
 from seedline_timeline_view import TimelineView
 
-from .repository import ConversationRepository, recency
+from .repository import ConversationRepository, Row, recency
+
+
+def _capped(last_at: datetime, row: Row) -> datetime:
+    """The view's latest `at` below the message, capped by the row's activity time (every
+    entry counted at the earlier of its `at` and its acceptance, CONTRACT.md 3.1): the view
+    keeps no acceptance time, and the row's covers later entries too, so this is an upper
+    bound that a clock running ahead can no longer push into the future."""
+    return min(last_at, row.last_entry_at) if row.last_entry_at else last_at
 
 
 async def previous_before(
@@ -26,14 +35,14 @@ async def previous_before(
     confirmed opens), leaving out the conversation being decided."""
     rows = []
     for row in await conversations.rows_of_repo(instance_id, repo):
-        if row.session_id == deciding:
+        if row.session_id == deciding or not row.may_be_earlier:
             continue
         if row.activity_seq >= before_seq:  # touched at or after the message: read it again
             before = await view.conversation_before(instance_id, repo, row.session_id,
                                                     before_seq)
             if before is None and row.platform is None:
                 continue  # it began with the message
-            row = replace(row, last_entry_at=before.last_at if before else None,
+            row = replace(row, last_entry_at=_capped(before.last_at, row) if before else None,
                           activity_seq=before.last_seq if before else 0,
                           entry_engine=before.engine if before else None)
         rows.append(row)

@@ -169,6 +169,7 @@ class PostgresConversationRepository:
         async with self._connection() as conn:
             cur = await conn.execute(
                 f"SELECT {_COLUMNS} FROM conversations WHERE instance_id = %s AND repo = %s"
+                " AND state IS DISTINCT FROM 'failed'"  # never the earlier one (3.1)
                 " ORDER BY last_activity DESC NULLS LAST, activity_seq DESC,"
                 " created_seq DESC NULLS LAST, session_id DESC LIMIT 1",
                 (instance_id, repo),

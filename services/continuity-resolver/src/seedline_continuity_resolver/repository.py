@@ -21,7 +21,8 @@ from seedline_contracts.times import parse_rfc3339
 from seedline_core import lifecycle as lc
 from seedline_core.decision import PreviousConversation
 
-TimelineFact = tuple[int, str, str, str, str, str | None]  # seq, instance, repo, session, at, engine
+# seq, instance, repo, session, activity time (the earlier of `at` and acceptance), engine
+TimelineFact = tuple[int, str, str, str, str, str | None]
 LifecycleStep = tuple[int, str, lc.Event, bytes | None, str | None]
 # (seq, session_id, event, reply to keep, request_id of that reply)
 
@@ -42,6 +43,10 @@ class Row:
         confirmed = self.platform.confirmed_at if self.platform else None
         times = [t for t in (self.last_entry_at, confirmed and parse_rfc3339(confirmed)) if t]
         return max(times) if times else None
+
+    @property
+    def may_be_earlier(self) -> bool:
+        return lc.may_be_earlier(self.platform)
 
     def previous(self) -> PreviousConversation:
         p = self.platform
@@ -157,7 +162,8 @@ class InMemoryConversationRepository:
         return self.offsets[projection]
 
     async def previous(self, instance_id: str, repo: str) -> PreviousConversation | None:
-        rows = [r for (i, p, _), r in self.by_key.items() if (i, p) == (instance_id, repo)]
+        rows = [r for (i, p, _), r in self.by_key.items()
+                if (i, p) == (instance_id, repo) and r.may_be_earlier]
         return max(rows, key=recency).previous() if rows else None
 
     async def platform(self, session_id: str) -> Row | None:
