@@ -305,3 +305,17 @@ def test_an_entry_counts_at_the_earlier_of_its_at_and_its_acceptance():
     assert entry_activity_at(ahead, accepted) == accepted  # a clock running ahead
     assert entry_activity_at(behind, accepted) == behind  # a backfill keeps its own time
     assert entry_activity_at(ahead, None) == ahead  # no acceptance time known: its `at`
+
+
+def test_a_resume_carries_the_newest_turn_of_the_earlier_conversation():
+    from seedline_core.decision import Turn, newest_turn
+
+    turn = None
+    for seq, kind, content in ((3, "chat_user", "Add castling"), (4, "terminal", "ok"),
+                               (5, "chat_assistant", "x" * 500), (2, "chat_user", "older")):
+        turn = newest_turn(turn, seq, kind, content)
+    assert turn == Turn(5, "chat_assistant", "x" * 200)
+    resumed = decide(request(), replace(previous(), newest_turn=turn), NOW)
+    assert resumed.mode == "resume" and resumed.resume_expect == turn
+    fresh = decide(request(node_id="elsewhere"), replace(previous(), newest_turn=turn), NOW)
+    assert fresh.mode == "fresh" and fresh.resume_expect is None

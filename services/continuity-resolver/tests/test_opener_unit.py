@@ -234,3 +234,44 @@ async def test_a_wake_caps_an_entry_dated_ahead_at_its_acceptance(resolver):
     await resolver.fold()
     last = decided(resolver)[-1]
     assert last["reason_code"] == "resume" and last["resume_from"] == first["session_id"]
+
+
+async def test_a_resume_records_the_newest_turn_its_engine_was_given_or_produced(resolver):
+    await resolver.open(engine="claude", instruction="Add castling")
+    (first,) = resolver.published("open_requested")
+    sid = first["session_id"]
+    await confirm(resolver, sid, key="k1")
+    answer = await resolver.entry(sid, kind="chat_assistant", content="Done. " + "x" * 300,
+                                  engine="claude", at="2026-12-01T11:40:00Z")
+    await resolver.entry(sid, kind="terminal", content="ran the tests",
+                         at="2026-12-01T11:41:00Z")
+    await resolver.entry("someone-else", kind="chat_user", content="not this one",
+                         at="2026-12-01T11:10:00Z")
+    await resolver.open(engine="claude")
+    plan = resolver.published("continuity_decided")[-1]["plan"]
+    assert plan["continuity"]["mode"] == "resume"
+    assert plan["resume_expect"] == {"seq": answer, "kind": "chat_assistant",
+                                     "excerpt": ("Done. " + "x" * 300)[:200]}
+    # A fresh decision carries no expectation.
+    await resolver.open(engine="claude", force_fresh=True)
+    assert resolver.published("continuity_decided")[-1]["plan"]["resume_expect"] is None
+
+
+async def test_a_wake_expects_the_turn_before_the_message_not_the_message(resolver):
+    await resolver.open(engine="claude", instruction="Add castling")
+    (first,) = resolver.published("open_requested")
+    sid = first["session_id"]
+    await confirm(resolver, sid, key="k1")
+    answer = await resolver.entry(sid, kind="chat_assistant", content="Castling added",
+                                  engine="claude", at="2026-12-01T11:40:00Z")
+    await resolver.record(Stopped(session_id=sid, at=AT, reason="idle"))
+    woken_by = await resolver.entry(sid, kind="chat_user", content="Now en passant",
+                                    at="2026-12-01T11:59:00Z")
+    await resolver.opener.wake(WakeRequested(
+        session_id="csess_wake", at=AT, instance_id="inst-a", repo="apps/x", engine="claude",
+        node_id="mac", wake_seq=woken_by, request_id="wake-2"))
+    await resolver.fold()
+    plan = resolver.published("continuity_decided")[-1]["plan"]
+    assert plan["continuity"]["mode"] == "resume"
+    assert plan["resume_expect"] == {"seq": answer, "kind": "chat_assistant",
+                                     "excerpt": "Castling added"}

@@ -234,3 +234,20 @@ async def test_a_conversation_the_gateway_just_stopped_is_not_reported_lost_by_l
         await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", [], revision))
     assert gw.notifier.sent == []
     assert [e["reason"] for e in gw.events("stopped")] == ["superseded"]
+
+
+async def test_a_resume_launch_carries_what_the_engine_record_must_hold(gw):
+    from msgspec.structs import replace
+
+    from seedline_contracts.runner import ResumeExpect
+    from seedline_contracts.sessions import Continuity
+
+    gw.online("mac")
+    await gw.requested("csess_r")
+    composed = gw.composed("csess_r")
+    expect = ResumeExpect(seq=41, kind="chat_assistant", excerpt="Castling added")
+    plan = replace(composed.plan, resume_key="claude-k1", resume_expect=expect,
+                   continuity=Continuity("resume", "csess_a", "resume", "touched 1 hour ago"))
+    await gw.launcher.launch(replace(composed, plan=plan))
+    (_, request), = gw.machines.launches
+    assert request.resume.engine_session_id == "claude-k1" and request.resume.expect == expect

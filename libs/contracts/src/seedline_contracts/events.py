@@ -10,6 +10,7 @@ from __future__ import annotations
 import msgspec
 
 from .errors import ErrorBody
+from .runner import ResumeExpect
 from .sessions import BriefStats, BriefSummary, Continuity, OpenReply
 
 
@@ -29,6 +30,10 @@ class LaunchPlan(msgspec.Struct):
     wake_seq: int | None = None
     # A relocation (CONTRACT.md 4): the launch moves an existing conversation.
     relocation: bool = False
+    # (1.2) With a resume: the newest turn the engine's own record must hold, decided
+    # with the resume from the resolver's projection and recorded here, so the launch
+    # (and any redelivery of it) sends what the decision saw (CONTRACT.md 6).
+    resume_expect: ResumeExpect | None = None
 
 
 class _Event(msgspec.Struct, tag_field="type", kw_only=True):

@@ -32,7 +32,7 @@ from .machines import MachineDirectory, PresenceDirectory
 from .opening import Opener, OpenerSettings
 from .pending import SETTLING, PendingOpens, reply_of
 from .postgres_repository import PostgresConversationRepository
-from .repository import SESSIONS, TIMELINE, ConversationRepository, LifecycleStep
+from .repository import SESSIONS, TIMELINE, ConversationRepository, LifecycleStep, TimelineFact
 
 NAME = "continuity-resolver"
 
@@ -139,8 +139,11 @@ def timeline_facts(msgs: Sequence[Msg]) -> list[tuple]:
     for msg in msgs:
         e = decode(msg.data, TimelineEntry)
         active = core.entry_activity_at(parse_rfc3339(e.at), msg.metadata.timestamp)
-        facts.append((msg.metadata.sequence.stream, e.instance_id, e.repo, e.session_id,
-                      format_utc(active), e.engine))
+        turn = e.kind in core.TURN_KINDS
+        facts.append(TimelineFact(
+            msg.metadata.sequence.stream, e.instance_id, e.repo, e.session_id,
+            format_utc(active), e.engine, e.kind, e.content[:core.EXCERPT_CHARS] if turn else "",
+        ))
     return facts
 
 

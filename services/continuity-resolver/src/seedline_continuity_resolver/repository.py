@@ -15,14 +15,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from seedline_contracts.times import parse_rfc3339
 from seedline_core import lifecycle as lc
-from seedline_core.decision import PreviousConversation
+from seedline_core.decision import PreviousConversation, Turn, newest_turn
 
-# seq, instance, repo, session, activity time (the earlier of `at` and acceptance), engine
-TimelineFact = tuple[int, str, str, str, str, str | None]
+
+
+class TimelineFact(NamedTuple):
+    seq: int
+    instance_id: str
+    repo: str
+    session_id: str
+    at: str  # its activity time: the earlier of `at` and acceptance (CONTRACT.md 3.1)
+    engine: str | None
+    kind: str | None = None
+    excerpt: str = ""  # the content's first 200 characters, for turns alone
+
+
+def as_fact(fact: tuple) -> TimelineFact:
+    return fact if isinstance(fact, TimelineFact) else TimelineFact(*fact)
+
+
 LifecycleStep = tuple[int, str, lc.Event, bytes | None, str | None]
 # (seq, session_id, event, reply to keep, request_id of that reply)
 
@@ -37,6 +52,8 @@ class Row:
     entry_engine: str | None = None
     platform: lc.Conversation | None = None
     last_reply: bytes | None = None
+    # The newest chat_user or chat_assistant entry: a resume's `expect` (CONTRACT.md 6).
+    newest_turn: Turn | None = None
 
     @property
     def last_activity(self) -> datetime | None:
@@ -56,6 +73,7 @@ class Row:
             engine=(p.engine if p and p.engine else None) or self.entry_engine,
             resume_key=p.resume_key if p else None,
             resume_node_id=p.resume_node_id if p else None,
+            newest_turn=self.newest_turn,
         )
 
 
@@ -127,7 +145,8 @@ class InMemoryConversationRepository:
         return None
 
     async def apply_timeline(self, facts: Sequence[TimelineFact]) -> None:
-        for seq, instance_id, repo, session_id, at, engine in facts:
+        for fact in map(as_fact, facts):
+            seq, instance_id, repo, session_id, at, engine, kind, excerpt = fact
             if seq <= self.offsets[TIMELINE]:
                 continue
             key = (instance_id, repo, session_id)
@@ -138,6 +157,7 @@ class InMemoryConversationRepository:
                 last_entry_at=max(moment, row.last_entry_at) if row.last_entry_at else moment,
                 activity_seq=max(seq, row.activity_seq),
                 entry_engine=engine or row.entry_engine,
+                newest_turn=newest_turn(row.newest_turn, seq, kind or "", excerpt),
             )
             self.offsets[TIMELINE] = seq
 

@@ -94,7 +94,7 @@ class Launcher:
             if composed.brief is not None and composed.text is not None else None
         )
         resume = (
-            LaunchResume(plan.resume_key)
+            LaunchResume(plan.resume_key, expect=plan.resume_expect)
             if plan.continuity.mode == "resume" and plan.resume_key else None
         )
         request = LaunchRequest(
