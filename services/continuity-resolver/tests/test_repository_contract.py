@@ -85,6 +85,17 @@ class ConversationRepositoryContract:
         assert await self.repo.reply_for_request("csess_a") == b"first"
         assert await self.repo.reply_for_request("csess_c") is None
 
+    async def test_a_resume_lost_corrects_the_reply_every_later_read_gets(self):
+        await self.repo.claim_request("inst-a", "r-1", "csess_a")
+        await self.repo.apply_lifecycle([
+            requested(1, "csess_a"),
+            (2, "csess_a", lc.Opened("mac", "claude", "k1", AT, "resumed"), b"resumed", "r-1"),
+            (3, "csess_a", lc.ResumeLost("mac", "resume_unconfirmed_briefed"), b"briefed", None),
+        ], 3)
+        assert await self.repo.reply_for_request("csess_a") == b"briefed"
+        row = await self.repo.platform("csess_a")
+        assert row.last_reply == b"briefed" and row.platform.state is lc.State.LIVE
+
     async def test_reset_forgets_rows_and_offsets_but_not_claims(self):
         await self.repo.claim_request("inst-a", "r-1", "csess_a")
         await self.repo.apply_timeline([(1, "inst-a", "apps/x", "s1", AT, None)])

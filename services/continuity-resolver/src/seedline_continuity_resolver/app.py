@@ -15,13 +15,13 @@ from faststream.nats import NatsMessage
 from nats.aio.msg import Msg
 
 from seedline_contracts import subjects
-from seedline_contracts.codec import decode, decoder
-from seedline_contracts.events import OpenFailed, Opened, SessionEvent, WakeRequested
+from seedline_contracts.codec import decode
+from seedline_contracts.events import WakeRequested
 from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import format_utc, parse_rfc3339
 from seedline_core import decision as core
 from seedline_platform.app_base import ServiceApp
-from seedline_platform.lifecycle_events import lifecycle_event
+from seedline_platform.lifecycle_events import lifecycle_steps
 from seedline_platform.publishing import JetStreamPublisher, Publisher
 from seedline_platform.replay import last_seq
 from seedline_platform.settings import Settings
@@ -30,9 +30,11 @@ from seedline_timeline_view import PostgresTimelineView, TimelineView
 
 from .machines import MachineDirectory, PresenceDirectory
 from .opening import Opener, OpenerSettings
-from .pending import SETTLING, PendingOpens, reply_of
+from .pending import SETTLING, PendingOpens
 from .postgres_repository import PostgresConversationRepository
-from .repository import SESSIONS, TIMELINE, ConversationRepository, LifecycleStep, TimelineFact
+from .repository import SESSIONS, TIMELINE, ConversationRepository, TimelineFact
+
+__all__ = ["ResolverApp", "create_app", "lifecycle_steps", "timeline_facts"]
 
 NAME = "continuity-resolver"
 
@@ -145,20 +147,6 @@ def timeline_facts(msgs: Sequence[Msg]) -> list[tuple]:
             format_utc(active), e.engine, e.kind, e.content[:core.EXCERPT_CHARS] if turn else "",
         ))
     return facts
-
-
-def lifecycle_steps(msgs: Sequence[Msg]) -> list[LifecycleStep]:
-    steps: list[LifecycleStep] = []
-    events = decoder(SessionEvent)
-    for msg in msgs:
-        seq = msg.metadata.sequence.stream
-        event = events.decode(msg.data)
-        meaning = lifecycle_event(event, seq)
-        if meaning is None:
-            continue
-        request_id = event.plan.request_id if isinstance(event, (Opened, OpenFailed)) else None
-        steps.append((seq, event.session_id, meaning, reply_of(event), request_id))
-    return steps
 
 
 def create_app(settings: Settings, **ports) -> ResolverApp:

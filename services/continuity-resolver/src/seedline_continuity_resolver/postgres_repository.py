@@ -23,6 +23,7 @@ from .repository import (
     TimelineFact,
     as_fact,
     confirms,
+    corrects,
 )
 
 OFFSETS = pg.Offsets("resolver_offsets")
@@ -177,6 +178,12 @@ class PostgresConversationRepository:
                         after.created_seq, after.node_id, after.engine, after.resume_key,
                         after.resume_node_id, after.confirmed_at, kept,
                     ))
+                if reply is not None and corrects(event):
+                    await conn.execute(
+                        "UPDATE open_requests SET reply = %s WHERE session_id = %s"
+                        " AND reply IS NOT NULL",
+                        (reply, session_id),
+                    )
                 if reply is not None and request_id is not None:
                     await conn.execute(
                         "UPDATE open_requests SET reply = %s WHERE instance_id = %s"

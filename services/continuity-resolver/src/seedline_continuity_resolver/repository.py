@@ -38,8 +38,9 @@ def as_fact(fact: tuple) -> TimelineFact:
     return fact if isinstance(fact, TimelineFact) else TimelineFact(*fact)
 
 
+# (seq, session_id, event, reply to keep, request_id of that reply): the one reading of
+# the stream, seedline_platform.lifecycle_events.Step.
 LifecycleStep = tuple[int, str, lc.Event, bytes | None, str | None]
-# (seq, session_id, event, reply to keep, request_id of that reply)
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,13 @@ class Row:
 
 def confirms(event: lc.Event) -> bool:
     """Whether an event's reply is the conversation's current state (kept for relocate)."""
-    return isinstance(event, (lc.Opened, lc.Relocated))
+    return isinstance(event, (lc.Opened, lc.Relocated, lc.ResumeLost))
+
+
+def corrects(event: lc.Event) -> bool:
+    """Whether an event's reply replaces the one its request was answered with: every
+    later read of the open shows the machine's final word (CONTRACT.md 7, 1.2)."""
+    return isinstance(event, lc.ResumeLost)
 
 
 def recency(row: Row) -> tuple:
@@ -176,6 +183,10 @@ class InMemoryConversationRepository:
             claim = (key[0], request_id) if key is not None else None
             if reply is not None and claim in self.claims:
                 self.request_replies.setdefault(claim, reply)
+            if reply is not None and corrects(event):
+                for claimed, sid in self.claims.items():
+                    if sid == session_id and claimed in self.request_replies:
+                        self.request_replies[claimed] = reply
         self.offsets[SESSIONS] = max(self.offsets[SESSIONS], last_seq)
 
     async def applied(self, projection: str) -> int:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import msgspec
+
 from seedline_contracts.codec import decode
 from seedline_contracts.errors import ErrorBody
 from seedline_contracts.events import OpenFailed, Opened, Relocated, SeedComposed
@@ -119,7 +121,8 @@ class Launcher:
         return OpenReply(
             session_id=composed.session_id, node_id=plan.node_id, resumed=resumed, seeded=seeded,
             outcome=outcome.value, continuity=plan.continuity,
-            brief=composed.brief if seed is not None else None,
+            # (1.2) The receipt says whether the engine was given the brief: `seeded`.
+            brief=msgspec.structs.replace(composed.brief, spent=seeded) if seed else None,
             notice=NoticeBody(**notice.to_wire()),
         ), launch
 
