@@ -109,6 +109,14 @@ def reply_after_resume_lost(reply: OpenReply) -> OpenReply:
     )
 
 
+def brief_given(reply: OpenReply) -> bool:
+    """Whether the engine was given the reply's brief (CONTRACT.md 3.2, 1.2): `brief.spent`,
+    or `seeded` in a reply recorded before 1.2."""
+    if reply.brief is not None and reply.brief.spent is not None:
+        return reply.brief.spent
+    return reply.seeded
+
+
 # -- opens: each decision joined with its answer -------------------------------------------
 
 

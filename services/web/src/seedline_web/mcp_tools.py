@@ -17,9 +17,12 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 from typing_extensions import Annotated
 
-from seedline_contracts.sessions import OpenRequest
+import msgspec
+
+from seedline_contracts.sessions import OpenReply, OpenRequest
 from seedline_contracts.timeline import MAX_CONTENT_CHARS, TimelineEntryIn
 from seedline_contracts.times import now_text
+from seedline_platform.lifecycle_events import brief_given
 from seedline_platform.logging import get_logger
 
 from . import mcp_text
@@ -73,6 +76,20 @@ async def previous_on(tenant: Tenant, repo: str) -> Previous | None:
             moved = await tenant.backend.last_event(session_id, "relocated") or {}
             node_id = moved.get("to_node_id") or plan["node_id"]
             return Previous(session_id, str(node_id), str(plan["engine"]), live=False)
+    return None
+
+
+async def _brief_given(tenant: Tenant, session_id: str, sha256: str) -> bool | None:
+    """What the receipt of the launch that offered this brief says (CONTRACT.md 3.2): the
+    machine's final word first (a resume_lost), then a relocation's, then the open's."""
+    for kind in ("resume_lost", "relocated", "opened"):
+        body = await tenant.backend.last_event(session_id, kind) or {}
+        reply = body.get("reply")
+        if isinstance(reply, dict) and (reply.get("brief") or {}).get("sha256") == sha256:
+            try:
+                return brief_given(msgspec.convert(reply, OpenReply))
+            except msgspec.MsgspecError:
+                return None
     return None
 
 
@@ -170,15 +187,19 @@ def build_server(tenant_of: TenantOf) -> MCPServer:
         decisions = {}
         for session_id in dict.fromkeys(r.session_id for r in page.entries):
             opened = await tenant.backend.last_event(session_id, "opened")
-            reply = (opened or {}).get("reply") or {}
+            lost = await tenant.backend.last_event(session_id, "resume_lost") or {}
+            reply = lost.get("reply") or (opened or {}).get("reply") or {}
             if ((opened or {}).get("plan") or {}).get("instance_id") == tenant.instance_id:
                 decisions[session_id] = (reply.get("notice") or {}).get("console", "")
         return mcp_text.timeline_text(repo, page.entries, page.has_more, decisions)
 
-    @tool("Show the exact brief the engine of a conversation was last given, with its receipt "
-          "(entries, characters, what was left out, up to which seq, sha256).")
+    @tool("Show the exact brief last offered to a conversation, with its receipt (entries, "
+          "characters, what was left out, up to which seq, sha256) and whether the engine was "
+          "given it.")
     async def show_brief(tenant: Tenant, conversation_id: ConversationId) -> str:
-        return mcp_text.brief_text(conversation_id, await tenant.brief(conversation_id))
+        brief = await tenant.brief(conversation_id)
+        given = await _brief_given(tenant, conversation_id, brief.sha256)
+        return mcp_text.brief_text(conversation_id, brief, given)
 
     @tool("List the conversations live on this instance, with their repo, engine and machine.")
     async def list_conversations(tenant: Tenant) -> str:
