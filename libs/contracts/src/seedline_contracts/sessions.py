@@ -118,6 +118,9 @@ class BriefGetReply(msgspec.Struct):
     until_seq: int
     sha256: str
     ok: bool = True
+    # (1.2) Whether the engine was given it, as the receipt of the launch that offered it
+    # says (CONTRACT.md 3.2); None where that is not known (the composer's own reply).
+    spent: bool | None = None
 
 
 class LiveConversation(msgspec.Struct):

@@ -33,6 +33,8 @@ __all__ = [
     "State",
     "Stopped",
     "apply",
+    "confirms",
+    "corrects",
     "judge_relocation",
     "may_be_earlier",
     "newest",
@@ -175,6 +177,17 @@ def apply(conversation: Conversation | None, event: Event) -> Conversation | Non
             return conversation  # only the machine it is live on speaks for its engine
         return replace(conversation, resume_key=event.resume_key, resume_node_id=event.node_id)
     return conversation
+
+
+def confirms(event: Event) -> bool:
+    """Whether the reply an event carries is the conversation's current state."""
+    return isinstance(event, (Opened, Relocated, ResumeLost))
+
+
+def corrects(event: Event) -> bool:
+    """Whether the reply an event carries replaces the one its open was answered with:
+    every later read of that open shows the machine's final word (CONTRACT.md 7, 1.2)."""
+    return isinstance(event, ResumeLost)
 
 
 def may_be_earlier(conversation: Conversation | None) -> bool:

@@ -77,7 +77,7 @@ class Step(NamedTuple):
     @property
     def corrects(self) -> bool:
         """A reply that replaces the one kept before (the machine's final word)."""
-        return isinstance(self.event, lc.ResumeLost)
+        return lc.corrects(self.event)
 
 
 def lifecycle_steps(msgs: Sequence) -> list[Step]:

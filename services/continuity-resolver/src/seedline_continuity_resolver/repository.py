@@ -78,15 +78,8 @@ class Row:
         )
 
 
-def confirms(event: lc.Event) -> bool:
-    """Whether an event's reply is the conversation's current state (kept for relocate)."""
-    return isinstance(event, (lc.Opened, lc.Relocated, lc.ResumeLost))
-
-
-def corrects(event: lc.Event) -> bool:
-    """Whether an event's reply replaces the one its request was answered with: every
-    later read of the open shows the machine's final word (CONTRACT.md 7, 1.2)."""
-    return isinstance(event, lc.ResumeLost)
+confirms = lc.confirms  # its reply is the conversation's current state (kept for relocate)
+corrects = lc.corrects  # its reply replaces the one the open's request was answered with
 
 
 def recency(row: Row) -> tuple:

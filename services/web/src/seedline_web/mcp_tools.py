@@ -17,12 +17,9 @@ from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 from typing_extensions import Annotated
 
-import msgspec
-
-from seedline_contracts.sessions import OpenReply, OpenRequest
+from seedline_contracts.sessions import OpenRequest
 from seedline_contracts.timeline import MAX_CONTENT_CHARS, TimelineEntryIn
 from seedline_contracts.times import now_text
-from seedline_platform.lifecycle_events import brief_given
 from seedline_platform.logging import get_logger
 
 from . import mcp_text
@@ -76,20 +73,6 @@ async def previous_on(tenant: Tenant, repo: str) -> Previous | None:
             moved = await tenant.backend.last_event(session_id, "relocated") or {}
             node_id = moved.get("to_node_id") or plan["node_id"]
             return Previous(session_id, str(node_id), str(plan["engine"]), live=False)
-    return None
-
-
-async def _brief_given(tenant: Tenant, session_id: str, sha256: str) -> bool | None:
-    """What the receipt of the launch that offered this brief says (CONTRACT.md 3.2): the
-    machine's final word first (a resume_lost), then a relocation's, then the open's."""
-    for kind in ("resume_lost", "relocated", "opened"):
-        body = await tenant.backend.last_event(session_id, kind) or {}
-        reply = body.get("reply")
-        if isinstance(reply, dict) and (reply.get("brief") or {}).get("sha256") == sha256:
-            try:
-                return brief_given(msgspec.convert(reply, OpenReply))
-            except msgspec.MsgspecError:
-                return None
     return None
 
 
@@ -198,8 +181,7 @@ def build_server(tenant_of: TenantOf) -> MCPServer:
           "given it.")
     async def show_brief(tenant: Tenant, conversation_id: ConversationId) -> str:
         brief = await tenant.brief(conversation_id)
-        given = await _brief_given(tenant, conversation_id, brief.sha256)
-        return mcp_text.brief_text(conversation_id, brief, given)
+        return mcp_text.brief_text(conversation_id, brief, brief.spent)
 
     @tool("List the conversations live on this instance, with their repo, engine and machine.")
     async def list_conversations(tenant: Tenant) -> str:
