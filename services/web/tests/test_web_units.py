@@ -175,3 +175,13 @@ def test_a_receipt_of_a_brief_not_given_says_so_on_the_console_and_in_mcp():
         shown = mcp_text.brief_text("csess_a", brief, told)
         assert "exactly as the engine read it" not in shown and "read it" not in shown
         assert (BRIEF_NOT_GIVEN in shown) is (told is False)
+
+
+def test_the_live_list_shows_each_open_s_outcome_as_the_machine_finally_had_it():
+    from seedline_contracts.sessions import LiveConversation
+    from seedline_web import mcp_text
+
+    live = [LiveConversation("csess_a", "inst", "apps/x", "mac", "claude", "t0", "t1",
+                             outcome="resume_unconfirmed_briefed")]
+    assert "outcome resume_unconfirmed_briefed" in mcp_text.conversations_text(live, [])
+    assert ">resume_unconfirmed_briefed<" in render.live_section(live, {})

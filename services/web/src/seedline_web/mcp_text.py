@@ -98,8 +98,10 @@ def conversations_text(live: Sequence[LiveConversation], machines: Sequence[Mach
         return "No conversation is live on this instance."
     lines = [f"{len(live)} live conversation{'s' if len(live) != 1 else ''}:"]
     for c in live:
+        outcome = f", outcome {c.outcome}" if c.outcome else ""
         lines.append(f"- {c.repo}: conversation {c.session_id}, engine {c.engine}, on "
-                     f"{machine_name(c.node_id, machines)}, last activity {c.last_activity_at}")
+                     f"{machine_name(c.node_id, machines)}{outcome}, "
+                     f"last activity {c.last_activity_at}")
     return "\n".join(lines)
 
 

@@ -81,9 +81,11 @@ def machines_section(machines: Sequence[Machine]) -> str:
 
 def live_section(live: Sequence[LiveConversation], labels: dict[str, str]) -> str:
     rows = [(repo_link(c.repo), f"<code>{escape(c.session_id)}</code>", escape(c.engine),
-             escape(labels.get(c.node_id, c.node_id)), escape(c.last_activity_at)) for c in live]
+             escape(labels.get(c.node_id, c.node_id)), escape(c.outcome or "-"),
+             escape(c.last_activity_at)) for c in live]
     return ('<section id="live"><h2>Live conversations</h2>'
-            + _table(("repo", "conversation", "engine", "machine", "last activity"), rows,
+            + _table(("repo", "conversation", "engine", "machine", "outcome", "last activity"),
+                     rows,
                      "No conversation is live on this instance.") + "</section>")
 
 
