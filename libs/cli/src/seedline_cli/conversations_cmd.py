@@ -52,7 +52,7 @@ def conversations(
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the conversations as JSON."),
 ) -> None:
-    """List the live conversations: repo, machine, engine and idle time.
+    """List the live conversations: repo, machine, engine, outcome and idle time.
 
     The runner-gateway stops a conversation once it has idled for SEEDLINE_IDLE_STOP_MINUTES.
     """
@@ -77,7 +77,7 @@ def conversations(
         return
     table = Table(title=f"{len(conversations)} live conversation(s)", title_justify="left")
     add_id_column(table, "conversation", [row.get("session_id", "") for row in conversations])
-    columns = ["repo", "machine", "engine", "idle"]
+    columns = ["repo", "machine", "engine", "outcome", "idle"]
     if instance is None:
         columns.insert(0, "instance")
     for column in columns:
@@ -95,6 +95,7 @@ def conversations(
             escape(row.get("repo", "")),
             machine,
             escape(row.get("engine", "")),
+            escape(row.get("outcome") or "-"),  # as the machine finally had it (1.2)
             "-" if idle is None else age_text(idle),
         ]
         if instance is None:
