@@ -504,6 +504,8 @@ def test_status_reports_everything_up_with_lag_and_what_each_machine_hosts(seedl
     for name in ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway"):
         assert services[name]["up"] and services[name]["instances"] == 1, services[name]
         assert services[name]["checked_by"] == "service discovery"
+        # Where its side port is, as its discovery info announces it (CONTRACT 1.2).
+        assert services[name]["side_ports"][0].startswith("http://127.0.0.1:"), services[name]
     consumers = {c["consumer"]: c for c in status["consumers"]}
     assert "continuity-resolver-sessions" in consumers
     for row in consumers.values():
@@ -514,6 +516,7 @@ def test_status_reports_everything_up_with_lag_and_what_each_machine_hosts(seedl
     table = run(seedline, env, "status")
     assert table.exit_code == 0
     assert "Everything is up." in table.stdout and "sync_interval always" in table.stdout
+    assert "metrics and health at http://127.0.0.1:" in table.stdout
     # Consumer names are the system's own ids, quoted as they are.
     assert_plain_words(re.sub("|".join(map(re.escape, consumers)), "", table.stdout))
 

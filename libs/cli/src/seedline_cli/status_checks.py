@@ -43,6 +43,8 @@ class ServiceState:
     errors: int | None = None
     last_error: str | None = None
     checked_by: str = "service discovery"
+    # Each copy's side port (/metrics, /healthz, /readyz), as its discovery info announces it.
+    side_ports: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -103,6 +105,14 @@ async def gather(nc: Client, subject: str, wait: float, enough: int | None = Non
     return replies
 
 
+def side_port(ping: dict) -> str:
+    """Where one copy serves /metrics, /healthz and /readyz, or why it is not known."""
+    url = (ping.get("metadata") or {}).get("http_url")
+    if url is None:
+        return "side port not announced"
+    return url or "side port not bound (see its log)"
+
+
 async def services(nc: Client, monitor_url: str) -> list[ServiceState]:
     pings = await gather(nc, "$SRV.PING", DISCOVERY_WAIT)
     if not pings:
@@ -116,7 +126,8 @@ async def services(nc: Client, monitor_url: str) -> list[ServiceState]:
     for name in names:
         mine = [p for p in pings if p.get("name") == name]
         state = ServiceState(name, bool(mine), len(mine),
-                             mine[0].get("version") if mine else None)
+                             mine[0].get("version") if mine else None,
+                             side_ports=sorted(side_port(p) for p in mine))
         if mine:
             stats = await gather(nc, f"$SRV.STATS.{name}", STATS_WAIT, enough=len(mine))
             endpoints = [e for s in stats for e in s.get("endpoints") or []]

@@ -79,6 +79,8 @@ def render(s: Status) -> None:
                 detail += f", {svc.requests:,} requests, {svc.errors:,} errors"
             if svc.last_error:
                 detail += f" (last: {svc.last_error})"
+            if svc.side_ports:
+                detail += f"; metrics and health at {', '.join(svc.side_ports)}"
         else:
             detail = "not running"
         table.add_row(escape(svc.name), UP if svc.up else DOWN,
