@@ -17,8 +17,17 @@ $(VENV)/.installed: $(UV) uv.lock pyproject.toml libs/*/pyproject.toml services/
 
 install: $(VENV)/.installed
 
+# Ports: `make run NATS_PORT=5222 MONITOR_PORT=9222 WEB_PORT=9080` (defaults 4222, 8222,
+# 8080), and any other option of `seedline up` with ARGS, e.g. ARGS="--no-runner".
+NATS_PORT ?=
+MONITOR_PORT ?=
+WEB_PORT ?=
+ARGS ?=
+UP_ARGS = $(if $(NATS_PORT),--nats-port $(NATS_PORT)) $(if $(MONITOR_PORT),--monitor-port \
+	$(MONITOR_PORT)) $(if $(WEB_PORT),--web-port $(WEB_PORT)) $(ARGS)
+
 run: install
-	$(RUN) seedline up
+	$(RUN) seedline up $(strip $(UP_ARGS))
 
 # The real engine CLIs that tests/engines drives, pinned, installed with npm into
 # ./.tools/engines (README: Engines). Without npm those tests are skipped, and say so.

@@ -541,6 +541,24 @@ def test_status_exits_1_and_names_what_is_down(seedline, nats_server, tmp_path):
     assert_plain_words(table.stdout)
 
 
+def test_status_says_durability_is_unknown_and_fails_when_it_cannot_check_it(
+        seedline, env):
+    # The system is up, but this shell was not told where the monitoring endpoint is.
+    blind = {**env, "SEEDLINE_NATS_MONITOR_URL": f"http://127.0.0.1:{free_port()}"}
+    result = run(seedline, blind, "status", "--json")
+    assert result.exit_code == 1, result.output
+    status = json.loads(result.stdout)
+    assert status["durability"]["known"] is False
+    assert any(p.startswith("durability is unknown") for p in status["problems"])
+    table = run(seedline, {**blind, "COLUMNS": "120"}, "status")
+    assert table.exit_code == 1
+    assert "Everything is up." not in table.stdout
+    assert "durability is unknown" in table.stdout and "SEEDLINE_NATS_MONITOR_URL" in table.stdout
+    # The web process is listed, running or not; the four work without it.
+    assert re.search(r"seedline-web\s+not running", table.stdout), table.stdout
+    assert "seedline-web is not running" not in table.stdout
+
+
 # -- notices from the platform --------------------------------------------------------------
 
 

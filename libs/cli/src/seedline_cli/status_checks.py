@@ -29,6 +29,8 @@ from .up_probes import is_ready
 # The four services of the contract (CONTRACT.md, Processes); others that answer discovery
 # (the web process, say) are listed too, but the system runs without them.
 SERVICES = ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway")
+# Listed always, so a person sees whether it runs; the four work without it.
+WEB = "seedline-web"
 
 DISCOVERY_WAIT = 0.75
 STATS_WAIT = 0.5
@@ -62,6 +64,7 @@ class Status:
     postgres: dict
     # What `seedline up` on SEEDLINE_HOME supervises: restarts and last exit of each process.
     processes: list[dict] | None = None
+    monitor_url: str = ""
     problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -71,6 +74,8 @@ class Status:
             "nats": {"url": self.nats_url, "up": True, "version": self.server_version,
                      "max_payload": self.max_payload},
             "durability": {"sync_interval": self.sync_interval,
+                           "known": self.sync_interval is not None,
+                           "monitor_url": self.monitor_url,
                            "problems": self.durability_problems},
             "postgres": self.postgres,
             "streams": self.streams,
@@ -126,7 +131,8 @@ async def services(nc: Client, monitor_url: str) -> list[ServiceState]:
             for name in SERVICES
         ]
     found: list[ServiceState] = []
-    names = list(SERVICES) + sorted({p.get("name", "") for p in pings} - set(SERVICES) - {""})
+    others = {p.get("name", "") for p in pings} - set(SERVICES) - {WEB, ""}
+    names = [*SERVICES, WEB, *sorted(others)]
     for name in names:
         mine = [p for p in pings if p.get("name") == name]
         state = ServiceState(name, bool(mine), len(mine),
@@ -251,16 +257,21 @@ async def collect(nc: Client, settings: Settings, database_explicit: bool) -> St
         machines=await machines(nc, hosted or {}),
         postgres=await postgres(settings, database_explicit),
         processes=up_state.read(settings.home),
+        monitor_url=settings.nats_monitor_url,
     )
     status.problems = problems_of(status)
     return status
 
 
 def problems_of(status: Status) -> list[str]:
-    """What is down. Weaker durability and consumer lag are shown, never counted as down."""
+    """What is down, or cannot be checked. Weaker durability and consumer lag are shown,
+    never counted as down; durability that cannot be checked at all is a problem."""
     found = [f"stream {s['name']} does not exist" for s in status.streams if not s["exists"]]
     found += [f"{s.name} is not running" for s in status.services
               if not s.up and s.name in SERVICES]
+    if status.sync_interval is None:
+        found.append("durability is unknown: the nats-server monitoring endpoint cannot be "
+                     "read, so sync_interval cannot be checked (set SEEDLINE_NATS_MONITOR_URL)")
     found += [f"{p['name']} is in a crash loop (its log: {p['log']})"
               for p in status.processes or [] if p.get("state") == "crash loop"]
     if status.postgres.get("checked") and not status.postgres.get("up"):

@@ -18,6 +18,7 @@ import signal
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -74,6 +75,10 @@ def up(
         max=65535,
         help="nats-server monitoring port.",
     ),
+    web_port_option: Optional[int] = typer.Option(
+        None, "--web-port", min=1, max=65535,
+        help="Port of the web process (HTTP API, console, MCP); default SEEDLINE_WEB_PORT or 8080.",
+    ),
     no_runner: bool = typer.Option(False, "--no-runner", help="Do not start the demo runner."),
     ready_timeout: float = typer.Option(
         60.0, "--ready-timeout", min=1, help="Seconds to wait for each process to answer."
@@ -97,12 +102,13 @@ def up(
                 f"Port {port} on 127.0.0.1 is already in use (is Seedline or another nats-server "
                 f"already running?). Stop that process, or choose another port with {flag}."
             )
-    web_port = settings.web_port
+    web_port = web_port_option or settings.web_port
     if not port_is_free(web_port):
-        if os.environ.get("SEEDLINE_WEB_PORT"):
+        if web_port_option or os.environ.get("SEEDLINE_WEB_PORT"):
+            named = "--web-port" if web_port_option else "SEEDLINE_WEB_PORT"
             raise OperationFailed(
-                f"Port {web_port} on 127.0.0.1 (SEEDLINE_WEB_PORT, for the HTTP API, console "
-                "and MCP) is already in use. Stop that process, or choose another port."
+                f"Port {web_port} on 127.0.0.1 ({named}, for the HTTP API, console and MCP) "
+                "is already in use. Stop that process, or choose another port."
             )
         web_port = free_port()
         out.print(f"Port {settings.web_port} is in use, so the web process listens on {web_port}.")
@@ -324,11 +330,8 @@ class System:
     def _print_next_steps(self) -> None:
         cli = command_hint()
         out.print("[bold]What to do next[/], in another terminal:")
-        if self.nats_port != DEFAULT_NATS_PORT:
-            out.print(f"  export SEEDLINE_NATS_URL={self.nats.url}")
-        if self.home != Path(".seedline").resolve():
-            # Commands that open the database (rebuild) find it through SEEDLINE_HOME.
-            out.print(f"  export SEEDLINE_HOME={shlex.quote(str(self.home))}")
+        for line in self.second_shell():
+            out.print(f"  {escape(line)}")
         out.print(f"  {cli} status")
         out.print(
             f"  {cli} publish --instance demo --repo apps/hello --conversation first-chat "
@@ -344,6 +347,19 @@ class System:
         if WEB in ready:
             self._print_web_addresses(cli)
         out.print(f"Logs: {self.logs}/<name>.log")
+
+    def second_shell(self) -> list[str]:
+        """What a shell needs to reach this system, set whatever it had: the defaults of a
+        fresh shell may point elsewhere (another nats-server, another data folder)."""
+        exports = {
+            "SEEDLINE_NATS_URL": self.nats.url,
+            # `seedline status` checks durability (sync_interval) through it.
+            "SEEDLINE_NATS_MONITOR_URL": self.nats.monitor_url,
+            # Commands that open the database (rebuild, tokens) find it through SEEDLINE_HOME.
+            "SEEDLINE_HOME": str(self.home),
+            "SEEDLINE_WEB_PORT": str(self.web_port),
+        }
+        return [f"export {name}={shlex.quote(value)}" for name, value in exports.items()]
 
     def _print_web_addresses(self, cli: str) -> None:
         base = f"http://127.0.0.1:{self.web_port}"
