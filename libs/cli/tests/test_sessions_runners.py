@@ -348,6 +348,47 @@ def test_relocating_to_an_offline_machine_names_it_and_points_to_runners(seedlin
     assert_plain_words(result.stderr)
 
 
+def test_relocating_an_older_conversation_is_a_refusal_not_a_usage_error(seedline, env):
+    system = system_of(env)
+    system.start_runner("mac-mini-1", "Mac mini")
+    system.start_runner("mac-studio", "Mac Studio")
+    older = open_one(seedline, env)
+    system.settle()
+    newer = json.loads(run(seedline, env, "open", "--instance", INSTANCE, "--repo", REPO,
+                           "--engine", "scripted", "--node", "mac-mini-1", "--fresh",
+                           "--json").stdout)["session_id"]
+    assert newer != older
+    system.settle()
+
+    result = run(seedline, env, "relocate", older, "--node", "mac-studio")
+
+    # A valid command the service refused: exit 1, the README's usage-error code is 2.
+    assert result.exit_code == 1, result.output
+    assert newer in result.stderr
+
+
+def test_opening_on_a_machine_never_seen_points_at_runners(seedline, env):
+    result = run(seedline, env, "open", "--instance", INSTANCE, "--repo", REPO, "--engine",
+                 "scripted", "--node", "ghost-node", "Hello")
+
+    assert result.exit_code == 1, result.output
+    assert "ghost-node" in result.stderr and "seedline runners" in result.stderr
+    assert_plain_words(result.stderr)
+
+
+def test_brief_show_of_a_conversation_given_no_brief_says_why_not_check_the_id(seedline, env):
+    system_of(env).start_runner("mac-mini-1", "Mac mini")
+    opened = run(seedline, env, "open", "--instance", INSTANCE, "--repo", REPO, "--engine",
+                 "scripted", "--node", "mac-mini-1", "--fresh", "--json")
+    conversation = json.loads(opened.stdout)["session_id"]
+
+    result = run(seedline, env, "brief", "show", conversation)
+
+    assert result.exit_code == 1, result.output
+    assert f"No brief was given to {conversation}" in result.stderr
+    assert "--fresh" in result.stderr and "check the id" not in result.stderr
+
+
 def test_relocate_without_node_is_a_usage_error(seedline, env):
     result = run(seedline, env, "relocate", "csess_x")
     assert result.exit_code == 2
@@ -482,6 +523,8 @@ def test_ids_appear_whole_at_80_columns(seedline, env):
     assert re.search(rf"\b{conversation}\b", table.stdout), table.stdout
     machines = run(seedline, narrow, "runners")
     assert machine in machines.stdout, machines.stdout
+    # Words wrap whole: "conversation(s)" once came out as "conversatio" / "n(s)".
+    assert "conversation(s)" in machines.stdout, machines.stdout
     status = run(seedline, narrow, "status")
     assert conversation in status.stdout and machine in status.stdout, status.stdout
 
