@@ -92,7 +92,9 @@ def test_a_failed_open_and_a_wake_say_so():
                                            Continuity("fresh", None, "no_previous", "b"),
                                            None, None, False))),
     ])
-    assert failed[0].text().endswith("· failed: Your Mac mini is offline.")
+    # Nothing was opened, so the line must not begin "opened".
+    assert failed[0].text().startswith("open failed: Your Mac mini is offline. (it had decided")
+    assert "opened" not in failed[0].text()
     woken = marks_from_events([decided("c3", 6, "no_resume_key", wake_seq=7)])
     assert (woken[0].kind, woken[0].after_seq) == ("wake", 7)
     assert woken[0].text().startswith("woken by #7, fresh:")

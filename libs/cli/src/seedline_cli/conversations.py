@@ -17,7 +17,7 @@ from seedline_platform.lifecycle_events import brief_given
 from .config import check_name, load_settings
 from .console import err, out, print_json
 from .errors import reports_errors
-from .nats_client import call, connected
+from .nats_client import ReplyError, call, connected
 from .timeline_opens import conversation_events, opens_of_events
 
 TONE_STYLES = {"info": "green", "warning": "yellow"}
@@ -67,6 +67,7 @@ def open_conversation(
             body,
             "continuity-resolver",
             settings.open_timeout_seconds + 5,
+            OPEN_HINTS,
         )
     )
     if json_out:
@@ -128,11 +129,15 @@ def brief_show(
     """
     check_name("CONVERSATION", conversation, "csess_21b8d1b9")
     settings = load_settings(ctx)
-    reply = asyncio.run(
-        _request(
-            settings, subjects.API_BRIEFS_GET, {"session_id": conversation}, "seed-composer", 10.0
+    try:
+        reply = asyncio.run(
+            _request(settings, subjects.API_BRIEFS_GET, {"session_id": conversation},
+                     "seed-composer", 10.0)
         )
-    )
+    except ReplyError as exc:
+        if exc.code != "not_found":
+            raise
+        raise ReplyError(exc.code, brief_not_found(conversation)) from None
     if json_out:
         print_json(reply)
         return
@@ -160,6 +165,28 @@ async def _brief_given(settings, session_id: str, sha256: str) -> bool | None:
     return None
 
 
-async def _request(settings, subject: str, body: dict, service: str, timeout: float) -> dict:
+# Where a refusal leaves a person, said after the service's own sentence.
+OPEN_HINTS = {
+    "runner_offline": "A machine is online while `seedline runner` runs on it; `seedline "
+                      "runners` lists the machines online now.",
+}
+
+
+def brief_not_found(conversation: str) -> str:
+    # The composer's "no brief with that id" reads as a wrong id, but a real conversation
+    # that resumed, or was opened --fresh or --clean-slate, was given no brief either.
+    return (f"No brief was given to {conversation}: it resumed, or was opened with --fresh or "
+            "--clean-slate, or the id is not one Seedline issued. `seedline timeline` shows "
+            "how each open of a repo went.")
+
+
+async def _request(settings, subject: str, body: dict, service: str, timeout: float,
+                   hints: dict[str, str] | None = None) -> dict:
     async with connected(settings) as nc:
-        return await call(nc, subject, body, service=service, timeout=timeout)
+        try:
+            return await call(nc, subject, body, service=service, timeout=timeout)
+        except ReplyError as exc:
+            hint = (hints or {}).get(exc.code)
+            if hint is None:
+                raise
+            raise ReplyError(exc.code, f"{exc.message} {hint}") from None

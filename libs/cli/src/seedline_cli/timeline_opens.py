@@ -45,14 +45,18 @@ class OpenMark:
 
     def text(self) -> str:
         decided = f"{self.continuity.get('mode')}: {self.continuity.get('reason')}"
+        if self.error is not None:
+            # Nothing was opened: "opened fresh ... · failed" read as if something had been.
+            attempt = {"relocation": f"relocation to {self.node_id}",
+                       "wake": f"wake by #{self.after_seq}"}.get(self.kind, "open")
+            return (f"{attempt} failed: {self.error.get('message')} "
+                    f"(it had decided {decided})")
         if self.kind == "relocation":
             head = f"relocated to {self.node_id}, {decided}"
         elif self.kind == "wake":
             head = f"woken by #{self.after_seq}, {decided}"
         else:
             head = f"opened {decided}"
-        if self.error is not None:
-            return f"{head} · failed: {self.error.get('message')}"
         if self.outcome is None:
             return f"{head} · no answer from the machine yet"
         return f"{head} · outcome {self.outcome}"
