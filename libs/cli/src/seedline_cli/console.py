@@ -60,10 +60,14 @@ def keep_words_whole(table: Table, width: int | None = None) -> Table:
     if sum(highs) <= room:
         return table
     if sum(lows) > room:
-        # Wider than the terminal whatever is done (a long machine id): each column its
-        # longest word; the output console soft-wraps, it does not cut.
-        for column, low in zip(table.columns, lows):
-            column.width = low
+        # Wider than the terminal whatever is done (a long machine id): id columns keep
+        # their width (the next command needs the whole id) and the others share what is
+        # left by their longest word, folding inside a word where they must.
+        ids = [bool(column.min_width) for column in table.columns]
+        left = max(room - sum(low for low, is_id in zip(lows, ids) if is_id), 0)
+        others = sum(low for low, is_id in zip(lows, ids) if not is_id) or 1
+        for column, low, is_id in zip(table.columns, lows, ids):
+            column.width = low if is_id else max(left * low // others, min(low, 4))
         return table
     spare, extra = room - sum(lows), [high - low for high, low in zip(highs, lows)]
     for column, low, more in zip(table.columns, lows, extra):

@@ -27,10 +27,11 @@ COMMANDS = (
       "Open a conversation on a repo (resume, or brief a fresh engine)."),
     C("brief", "conversations", "brief", "Briefs offered to conversations."),
     C("conversations", "conversations_cmd", "conversations",
-      "List the live conversations: repo, machine, engine and idle time."),
+      "List the live conversations: repo, machine, engine, outcome and idle time."),
     # The older name, for scripts.
     C("sessions", "conversations_cmd", "conversations",
-      "List the live conversations: repo, machine, engine and idle time.", hidden=True),
+      "List the live conversations: repo, machine, engine, outcome and idle time.",
+      hidden=True),
     C("relocate", "relocate_cmd", "relocate", "Move a conversation to another machine."),
     C("stop", "stop_cmd", "stop", "Stop a live conversation: its machine ends the engine."),
     C("runner", "runner_cmd", "runner", "Run this machine as a runner that hosts engines."),

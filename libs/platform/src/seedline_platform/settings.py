@@ -36,6 +36,10 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
     "SEEDLINE_IDLE_SWEEP_SECONDS": ("30", "how often the gateway looks for idle conversations"),
     "SEEDLINE_OPEN_TIMEOUT_SECONDS": ("30", "longest an open or relocation waits for the machine"),
     "SEEDLINE_LAUNCH_TIMEOUT_SECONDS": ("10", "longest the gateway waits for a launch reply"),
+    # Read by the runner (seedline_runner.runner); listed here so the README's table is whole.
+    "SEEDLINE_RESUME_PROOF_SECONDS": (
+        "5", "longest a runner's launch reply waits for an engine's first line to accept a resume"
+    ),
     "SEEDLINE_MAX_DELIVER": ("5", "deliveries before a message that keeps failing is parked"),
     "SEEDLINE_BATCH_SIZE": ("256", "messages fetched and applied per transaction"),
     "SEEDLINE_INGEST_PARTITIONS": (
