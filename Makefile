@@ -5,7 +5,12 @@ UV := .tools/bin/uv
 VENV := .venv
 RUN := $(UV) run --frozen --no-sync
 
-.PHONY: run test test-faults test-containers bench install lint clean schema engines chromium
+# The fast inner loop: unit tests (no servers: not marked servers or slow), the contract tests
+# of every port over its fake, and lint with ruff when it is installed. `make test` runs all.
+# tests/engines drives the real Claude Code and Codex CLIs (about 9 s a test): make test only.
+CHECK_ARGS := -m "not servers and not slow" --ignore=tests/engines --durations=15
+
+.PHONY: run check test test-faults test-containers bench install lint clean schema engines chromium
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -17,8 +22,17 @@ $(VENV)/.installed: $(UV) uv.lock pyproject.toml libs/*/pyproject.toml services/
 
 install: $(VENV)/.installed
 
+# Ports: `make run NATS_PORT=5222 MONITOR_PORT=9222 WEB_PORT=9080` (defaults 4222, 8222,
+# 8080), and any other option of `seedline up` with ARGS, e.g. ARGS="--no-runner".
+NATS_PORT ?=
+MONITOR_PORT ?=
+WEB_PORT ?=
+ARGS ?=
+UP_ARGS = $(if $(NATS_PORT),--nats-port $(NATS_PORT)) $(if $(MONITOR_PORT),--monitor-port \
+	$(MONITOR_PORT)) $(if $(WEB_PORT),--web-port $(WEB_PORT)) $(ARGS)
+
 run: install
-	$(RUN) seedline up
+	$(RUN) seedline up $(strip $(UP_ARGS))
 
 # The real engine CLIs that tests/engines drives, pinned, installed with npm into
 # ./.tools/engines (README: Engines). Without npm those tests are skipped, and say so.
@@ -51,6 +65,15 @@ chromium:
 				chromium >/dev/null; } || echo "chromium did not install: the browser test will be skipped"; \
 		else echo "chromium is missing and needs root with apt-get: the browser test will be skipped"; fi; \
 	fi
+
+check: install
+	@started=$$(date +%s); \
+	$(RUN) pytest -q -p no:cacheprovider $(CHECK_ARGS); rc=$$?; \
+	if [ -x $(VENV)/bin/ruff ] || command -v ruff >/dev/null 2>&1; then \
+		ruff=$$( [ -x $(VENV)/bin/ruff ] && echo $(VENV)/bin/ruff || echo ruff ); \
+		$$ruff check libs services tests bench || rc=1; \
+	else echo "ruff is not installed: lint skipped (pip install ruff, or uv tool install ruff)"; fi; \
+	echo "make check took $$(( $$(date +%s) - started )) s"; exit $$rc
 
 # pytest exits 5 when it collected no tests: that is a failure, not a pass.
 test: install engines chromium

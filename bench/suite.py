@@ -10,13 +10,14 @@ Runs, each on its own real servers in a temporary folder:
    entries through the writer, the four services running as processes
    (--entries 200000 for the issue's full size: its fill alone takes about four
    minutes on 2 cores and the suite then runs past ten);
-5. LangGraph's PostgresSaver against Seedline (bench.langgraph_compare).
+5. LangGraph's PostgresSaver against Seedline (bench.langgraph_compare);
+6. the `seedline` command's start-up: import time of --help and status (bench.cli_startup).
 
 Every figure is the median of several runs, with min and max; every ratio is
 against a baseline measured in this run. Writes bench/results/summary.md and
 summary.json (and each benchmark's own .md/.json beside them) and prints the table.
 
-    python -m bench.suite [--entries 200000] [--only ingest,lag,open,fill,langgraph]
+    python -m bench.suite [--entries 200000] [--only ingest,lag,open,fill,langgraph,startup]
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from pathlib import Path
 
 from bench import report
 
-PARTS = ("ingest", "lag", "open", "fill", "langgraph")
+PARTS = ("ingest", "lag", "open", "fill", "langgraph", "startup")
 DEFAULTS = {
     "ingest_rounds": 3,
     "ingest_count": 10_000,
@@ -49,6 +50,7 @@ DEFAULTS = {
     "rebuild_rounds": 3,
     "langgraph_runs": 3,
     "langgraph_turns": 500,
+    "startup_rounds": 7,
 }
 TIME_BUDGET_SECONDS = 600
 
@@ -178,6 +180,11 @@ def run_suite(only: tuple[str, ...] = PARTS, profile_misses: bool = True, **opti
             "langgraph",
             lambda: run_langgraph_compare(opts["langgraph_runs"], opts["langgraph_turns"]),
         )
+
+    if "startup" in only:
+        from bench.cli_startup import run_startup_bench
+
+        step("startup", lambda: run_startup_bench(opts["startup_rounds"]))
 
     measured_seconds = time.perf_counter() - started
     profiles = {
@@ -406,6 +413,13 @@ def rows(results: dict, opts: dict) -> tuple[list[dict], list[dict]]:
                 "7 vs journal", f"Seedline stream bytes per turn, turn {journal['marks'][-1]}"
                 f" / turn {journal['marks'][0]}", f"{linear:.2f}x", "-", linear,
                 f"linear (<= {FLAT_STREAM_LIMIT}x)", linear <= FLAT_STREAM_LIMIT))
+    if "startup" in results:
+        r = results["startup"]
+        for name, s in r["seconds"].items():
+            out.append(_row("8 CLI start-up", f"import time of seedline {name}, s",
+                            cell(s, 3), cell(r["bare_python_seconds"], 3) + " (python -c pass)",
+                            s["median"] / r["target_seconds"], f"<= {r['target_seconds']} s",
+                            s["median"] <= r["target_seconds"]))
     return out, figures
 
 

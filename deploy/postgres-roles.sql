@@ -56,8 +56,7 @@ ALTER TABLE IF EXISTS gateway_conversations OWNER TO seedline_owner;
 ALTER TABLE IF EXISTS machines OWNER TO seedline_owner;
 ALTER TABLE IF EXISTS last_opens OWNER TO seedline_owner;
 ALTER TABLE IF EXISTS web_offsets OWNER TO seedline_owner;
-ALTER TABLE IF EXISTS web_open_decisions OWNER TO seedline_owner;
-ALTER TABLE IF EXISTS web_opens OWNER TO seedline_owner;
+ALTER TABLE IF EXISTS web_open_views OWNER TO seedline_owner;
 ALTER TABLE IF EXISTS web_tokens OWNER TO seedline_owner;
 
 -- 3. Tables, created by the owner: each service's own DDL, verbatim.
@@ -116,9 +115,16 @@ CREATE TABLE IF NOT EXISTS conversations (
     resume_node_id text,
     confirmed_at timestamptz,
     last_reply bytea,
+    turn_seq bigint,
+    turn_kind text,
+    turn_excerpt text,
     last_activity timestamptz GENERATED ALWAYS AS (GREATEST(last_entry_at, confirmed_at)) STORED,
     PRIMARY KEY (instance_id, repo, session_id)
 );
+-- 1.2: the newest turn, a resume's expect (added to tables made before it).
+ALTER TABLE conversations ADD COLUMN IF NOT EXISTS turn_seq bigint;
+ALTER TABLE conversations ADD COLUMN IF NOT EXISTS turn_kind text;
+ALTER TABLE conversations ADD COLUMN IF NOT EXISTS turn_excerpt text;
 CREATE UNIQUE INDEX IF NOT EXISTS conversations_platform
     ON conversations (session_id) WHERE state IS NOT NULL;
 CREATE INDEX IF NOT EXISTS conversations_recent
@@ -160,8 +166,11 @@ CREATE TABLE IF NOT EXISTS gateway_conversations (
     node_id text,
     engine text,
     confirmed_at timestamptz,
-    last_activity timestamptz
+    last_activity timestamptz,
+    outcome text
 );
+-- 1.2: the last launch's outcome as the machine finally had it (added to older tables).
+ALTER TABLE gateway_conversations ADD COLUMN IF NOT EXISTS outcome text;
 CREATE INDEX IF NOT EXISTS gateway_conversations_current
     ON gateway_conversations (instance_id, repo, created_seq) WHERE state IN ('live', 'opening');
 CREATE TABLE IF NOT EXISTS machines (
@@ -176,39 +185,23 @@ CREATE TABLE IF NOT EXISTS last_opens (
     PRIMARY KEY (instance_id, repo)
 );
 
--- seedline-web owns: web_offsets, web_open_decisions, web_opens, web_tokens
+-- seedline-web owns: web_offsets, web_open_views, web_tokens
 CREATE TABLE IF NOT EXISTS web_offsets (
     projection text PRIMARY KEY,
     applied_seq bigint NOT NULL DEFAULT 0
 );
 
-CREATE TABLE IF NOT EXISTS web_open_decisions (
-    session_id text PRIMARY KEY,
-    instance_id text NOT NULL,
-    repo text NOT NULL,
-    node_id text NOT NULL,
-    engine text NOT NULL,
-    relocation_from text,
-    until_seq bigint,
-    brief_text text,
-    answered boolean NOT NULL DEFAULT false
-);
-CREATE TABLE IF NOT EXISTS web_opens (
-    event_seq bigint PRIMARY KEY,
+CREATE TABLE IF NOT EXISTS web_open_views (
     session_id text NOT NULL,
+    decided_seq bigint NOT NULL,
     instance_id text NOT NULL,
     repo text NOT NULL,
-    node_id text NOT NULL,
-    engine text NOT NULL,
-    at text NOT NULL,
-    relocation_from text,
-    until_seq bigint,
-    reply text,
-    error_code text,
-    error_message text,
-    brief_text text
+    view text NOT NULL,
+    answered_seq bigint,
+    PRIMARY KEY (session_id, decided_seq)
 );
-CREATE INDEX IF NOT EXISTS web_opens_by_repo ON web_opens (instance_id, repo, event_seq);
+CREATE INDEX IF NOT EXISTS web_open_views_by_repo
+    ON web_open_views (instance_id, repo, answered_seq) WHERE answered_seq IS NOT NULL;
 CREATE TABLE IF NOT EXISTS web_tokens (
     token_id text PRIMARY KEY,
     instance_id text NOT NULL,
@@ -251,8 +244,7 @@ GRANT SELECT, INSERT, UPDATE ON gateway_offsets TO seedline_gateway;
 
 -- seedline_web: its tokens and its projection of opens; everything else through the APIs.
 GRANT SELECT, INSERT, UPDATE, DELETE ON web_offsets TO seedline_web;
-GRANT SELECT, INSERT, UPDATE, DELETE ON web_open_decisions TO seedline_web;
-GRANT SELECT, INSERT, UPDATE, DELETE ON web_opens TO seedline_web;
+GRANT SELECT, INSERT, UPDATE, DELETE ON web_open_views TO seedline_web;
 GRANT SELECT, INSERT, UPDATE, DELETE ON web_tokens TO seedline_web;
 
 COMMIT;

@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bin="$PWD/.venv/bin"
 home="$(mktemp -d /tmp/seedline-tour-XXXXXX)"
-port=${TOUR_NATS_PORT:-14555}
+port=${TOUR_NATS_PORT:-14555}  # tests/test_tour.py gives free ones
 monitor=${TOUR_MONITOR_PORT:-18555}
 export SEEDLINE_HOME="$home/home" SEEDLINE_NATS_URL="nats://127.0.0.1:$port"
 export SEEDLINE_NATS_MONITOR_URL="http://127.0.0.1:$monitor" COLUMNS=100 NO_COLOR=1

@@ -6,7 +6,11 @@ Its steps are random sequences of entries published by two instances that share
 conversation ids, opens (engines a machine does and does not offer, either machine,
 force_fresh, an instruction), relocations, stops, a person's fresh messages (a turn, a
 wake, or not_woken), a machine going offline and coming back, a runner process killed
-with -9 and started again, and a service killed with SIGKILL and restarted.
+with -9 and started again, and a service killed with SIGKILL and restarted. The faults
+of 1.2 (each a rule of its own, so others can be added beside them): a producer whose
+clock runs ahead (entries dated 20 hours after their arrival), a failed open between a
+stop and the next open, and an engine that refuses a resume after its reply (the
+runner's `resume_lost`).
 
 After every step the system is left to settle (ingest empty, every durable consumer
 idle, the machine's replies in the timeline, the expected notices received) and is
@@ -18,12 +22,15 @@ were sent, none missing and none extra.
 Each Hypothesis example uses a fresh pair of instance ids, so one long-lived platform
 serves them all (its machines are shared). ``make test`` runs 800 steps or more (about
 three minutes on two cores); ``make test-faults`` (``-m slow``) runs 3,000 or more;
-SEEDLINE_MODEL_STEPS overrides. Every step, and each settled result, is written to
+SEEDLINE_MODEL_STEPS overrides. ``make test`` always draws from the same seed, so it is
+reproducible; ``make test-faults`` draws a fresh one on every run and prints it, and
+SEEDLINE_MODEL_SEED=<seed> replays it. Every step, and each settled result, is written to
 steps.log in the platform's log folder (named in the summary line), beside each process's log.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import os
@@ -36,7 +43,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, seed, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     RuleBasedStateMachine,
@@ -50,6 +57,7 @@ from seedline_core.notices import wording_violations
 
 sys.path.insert(0, str(Path(__file__).parent))
 from model.processes import SERVICES, Loop, Platform, servers  # noqa: E402
+from seedline_cli.timeline_opens import read_marks  # noqa: E402
 from model.reference import Expected, Model, Verdict  # noqa: E402
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]
@@ -58,12 +66,15 @@ MACHINES = {"m1": "Machine one", "m2": "Machine two"}
 REPOS = ("apps/alpha", "apps/beta")
 SHARED_IDS = ("s1", "s2")
 AGES = {"2 hours": 2 * 3600, "30 hours": 30 * 3600, "5 days": 5 * 86400}
+# A producer whose clock runs ahead: dated this long after it arrives (CONTRACT.md 3.1, 1.2).
+AHEAD = "20 hours ahead"
+AHEAD_SECONDS = 20 * 3600
 KINDS = ("chat_assistant", "terminal", "command", "brain", "chat_user")
 ENTRY_ENGINES = (None, "scripted", "claude")
 OPEN_ENGINES = ("scripted",) * 4 + ("codex", "openai")
 # Lifecycle events compared one for one with the model (the others are read, not counted).
 COUNTED_EVENTS = ("open_requested", "opened", "open_failed", "relocated", "stopped", "reaped",
-                  "engine_bound", "wake_requested")
+                  "engine_bound", "wake_requested", "resume_lost")
 # The expensive steps act on one draw in four or eight (False first: shrinking drops them).
 ONE_IN_4 = st.sampled_from((False,) * 3 + (True,))
 ONE_IN_8 = st.sampled_from((False,) * 7 + (True,))
@@ -73,6 +84,9 @@ STEP_TIMEOUT = 45.0
 KILL_SHARE = 32
 DEFAULT_STEPS, SLOW_STEPS = 800, 3000
 RUN = secrets.token_hex(2)
+# `make test` draws from this seed (reproducible); `make test-faults` from a fresh one.
+FIXED_SEED = 20261202
+REFUSED = "the engine found no conversation to continue"
 
 
 @dataclass
@@ -115,6 +129,10 @@ def _now_text() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+def _ahead_text() -> str:
+    return (datetime.now(UTC) + timedelta(seconds=AHEAD_SECONDS)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 class ConversationState(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
@@ -133,6 +151,7 @@ class ConversationState(RuleBasedStateMachine):
         self.run(self.p.pull())
         self.mine: set[str] = set()  # platform conversation ids this example created
         self.published: list[dict] = []
+        self.open_bodies: dict[str, dict] = {}  # each open's request, to read its reply again
         self.n = 0
 
     # -- helpers ------------------------------------------------------------------------
@@ -227,9 +246,9 @@ class ConversationState(RuleBasedStateMachine):
         for instance_id in self.instances:
             reply = self._request(subjects.API_SESSIONS_LIST, {"instance_id": instance_id})
             assert reply["ok"], reply
-            listed = sorted((c["session_id"], c["repo"], c["node_id"], c["engine"])
-                            for c in reply["conversations"])
-            want = sorted((c.session_id, c.repo, c.node_id, c.engine)
+            listed = sorted((c["session_id"], c["repo"], c["node_id"], c["engine"],
+                             c.get("outcome")) for c in reply["conversations"])
+            want = sorted((c.session_id, c.repo, c.node_id, c.engine, c.outcome)
                           for c in self.model.live(instance_id))
             assert listed == want, f"{what}: {instance_id} lists {listed}, the model {want}"
 
@@ -240,12 +259,24 @@ class ConversationState(RuleBasedStateMachine):
         return found[-1]
 
     def _check_decided(self, new: dict, session_id: str, verdict: Verdict, what: str) -> None:
-        decided = self._event(new, "continuity_decided", session_id)["continuity"]
+        event = self._event(new, "continuity_decided", session_id)
+        decided = event["continuity"]
         assert (decided["reason_code"], decided["mode"]) == (verdict.reason_code, verdict.mode), (
             f"{what}: decided {decided}, the model {verdict.reason_code}")
+        self._check_expect(event["plan"].get("resume_expect"), verdict, what)
         assert not wording_violations(decided["reason"]), decided
         for words in verdict.reason_says:
             assert words in decided["reason"], f"{what}: {decided['reason']!r} lacks {words!r}"
+
+    def _check_expect(self, expect: dict | None, verdict: Verdict, what: str) -> None:
+        """A resume names the earlier conversation's newest turn (CONTRACT.md 6, 1.2)."""
+        if verdict.expect is None:
+            assert expect is None, f"{what}: resume_expect {expect}, the model none"
+            return
+        [entry] = [e for e in self.p.seen.timeline if e["entry_id"] == verdict.expect]
+        got = expect and (expect["seq"], expect["kind"], expect["excerpt"])
+        assert got == (entry["_seq"], entry["kind"], entry["content"][:200]), (
+            f"{what}: resume_expect {expect}, the model {verdict.expect} at #{entry['_seq']}")
 
     def _check_reply(self, reply: dict, verdict: Verdict, node_id: str, what: str) -> None:
         if verdict.error:
@@ -282,27 +313,32 @@ class ConversationState(RuleBasedStateMachine):
 
     @rule(which=st.integers(0, 1), repo=st.sampled_from(REPOS),
           session_id=st.sampled_from(SHARED_IDS), kind=st.sampled_from(KINDS),
-          age=st.sampled_from(list(AGES)), engine=st.sampled_from(ENTRY_ENGINES))
+          age=st.sampled_from([*AGES, AHEAD]), engine=st.sampled_from(ENTRY_ENGINES))
     def publish(self, which, repo, session_id, kind, age, engine):
         """Another system's entry, written hours or days before the test started."""
         self._count("publish", which=which, repo=repo, session_id=session_id, kind=kind,
                     age=age, engine=engine)
         instance_id = self.instances[which]
+        ahead = age == AHEAD and kind != "chat_user"  # a message dated ahead is no wake
+        age = "2 hours" if age == AHEAD and not ahead else age
         entry = {"entry_id": f"e-{self.instances[0]}-{self.n}", "instance_id": instance_id,
                  "repo": repo, "session_id": session_id, "kind": kind,
                  "content": f"{kind} number {self.n}",
-                 "at": _old_time(self.h.started, AGES[age]), "engine": engine}
+                 "at": _ahead_text() if ahead else _old_time(self.h.started, AGES[age]),
+                 "engine": engine}
         mark, expected = self._mark(), Expected(entries=[entry["entry_id"]])
-        at = -AGES[age]
+        at = AHEAD_SECONDS * 1000 if ahead else -AGES[age]  # ahead: after anything the test does
         if kind == "chat_user":
             # The synchronous append names the entry's seq: a turn's answer is keyed by it.
             reply = self._request(subjects.API_TIMELINE_APPEND, entry)
             assert reply["ok"] and not reply["duplicate"], reply
             self.model.message(instance_id, repo, session_id, at, reply["seq"], expected,
-                               engine)
+                               engine, entry["entry_id"])
         else:
             self.run(self.p.publish_ingest(entry))
-            self.model.add_entry(instance_id, repo, session_id, at, engine)
+            # Counted from its arrival, not its `at` (3.1, 1.2).
+            self.model.add_entry(instance_id, repo, session_id, at, engine, kind,
+                                 entry["entry_id"], self.model.tick() if ahead else None)
         self.published.append(entry)
         self._settle(mark, expected, f"publish {kind} {session_id} on {repo} ({age} old)")
 
@@ -346,6 +382,7 @@ class ConversationState(RuleBasedStateMachine):
         session_id = (reply["session_id"] if reply["ok"]
                       else self._created(mark, "open_requested", instance_id, repo))
         self.mine.add(session_id)
+        self.open_bodies[session_id] = body
         expected = Expected()
         self.model.open(verdict, session_id, instance_id, repo, engine, node_id,
                         instruction_entry=instruction, instructed=instruction, expected=expected)
@@ -442,7 +479,8 @@ class ConversationState(RuleBasedStateMachine):
         at = self.model.tick()
         reply = self._request(subjects.API_TIMELINE_APPEND, entry)
         assert reply["ok"], reply
-        kind = self.model.message(instance_id, repo, session_id, at, reply["seq"], expected)
+        kind = self.model.message(instance_id, repo, session_id, at, reply["seq"], expected,
+                                  entry_id=entry["entry_id"])
         what = f"message on {repo} of {instance_id[-1]} as {session_id} ({kind})"
         if kind != "wake":
             self._settle(mark, expected, what)
@@ -507,6 +545,56 @@ class ConversationState(RuleBasedStateMachine):
         mark = self._mark()
         self.run(self.p.kill_service(name))
         self._settle(mark, Expected(), f"{name} killed and restarted")
+
+    # -- the faults of 1.2 (rules of their own: more can be added beside them) ---------------
+
+    @precondition(lambda self: any(c.outcome == "resumed" for c in self.model.live()))
+    @rule(n=st.integers(0, 10_000))
+    def resume_refused_late(self, n):
+        """The engine refuses a resume after the reply said it resumed: the runner reports
+        `resume_lost` (as a runner does, CONTRACT.md 6), and every read of the open shows
+        the machine's final word from then on (7)."""
+        resumed = sorted(c.session_id for c in self.model.live() if c.outcome == "resumed")
+        session_id = resumed[n % len(resumed)]
+        c = self.model.by_id[session_id]
+        self._count("resume_refused_late", session_id=session_id)
+        mark, expected = self._mark(), Expected()
+        self.model.resume_lost(session_id, REFUSED, expected)
+        self.run(self.p.runner_event(c.node_id, {
+            "type": "resume_lost", "session_id": session_id, "at": _now_text(),
+            "reason": REFUSED}))
+        what = f"resume_lost of {session_id} on {c.node_id}"
+        self._settle(mark, expected, what)
+        body = self.open_bodies.get(session_id)
+        if body is not None:  # the same request again: its reply, as corrected
+            again = self._request(subjects.API_SESSIONS_OPEN, body)
+            assert again.get("session_id") == session_id, f"{what}: {again}"
+            assert (again["outcome"], again["resumed"]) == (c.outcome, False), (
+                f"{what}: the request's reply again {_brief_reply(again)}, the model {c.outcome}")
+            if again["brief"] is not None:
+                assert again["brief"]["spent"] is True, f"{what}: {again['brief']}"
+        marks = self.run(read_marks(self.p.nc, {session_id}))
+        assert [m.outcome for m in marks if m.kind != "relocation"][-1] == c.outcome, (
+            f"{what}: the timeline's open line says {[m.outcome for m in marks]}")
+
+    @precondition(lambda self: any(c.node_id in self.model.online for c in self.model.live()))
+    @rule(n=st.integers(0, 10_000), act=ONE_IN_4)
+    def failed_open_between_stop_and_open(self, n, act):
+        """Stop a conversation, take its machine offline, open (runner_offline), bring the
+        machine back and open again where it ran: the failed open is never the earlier
+        conversation (3.1, 1.2), so the decision is the one without it."""
+        if not act:
+            return self._idle_draw()
+        live = sorted((c for c in self.model.live() if c.node_id in self.model.online),
+                      key=lambda c: c.session_id)
+        c = live[n % len(live)]
+        self._count("failed_open_between_stop_and_open", session_id=c.session_id)
+        which, node_id = self.instances.index(c.instance_id), c.node_id
+        self.stop("live", self._platform_ids("live").index(c.session_id))
+        self.machine_offline(node_id, True)
+        self.open(which, c.repo, node_id, c.engine, False, True, False)
+        self.machine_online(node_id)
+        self.open(which, c.repo, node_id, c.engine, False, False, False)
 
     def teardown(self) -> None:
         """Stop what the example left live, as the platform lists it (the model may be the
@@ -582,6 +670,16 @@ def harness(postgres_server):
             loop.close()
 
 
+def _seed(config: pytest.Config) -> int:
+    """SEEDLINE_MODEL_SEED replays a run; else a fresh seed under -m slow, the fixed one
+    otherwise."""
+    if os.environ.get("SEEDLINE_MODEL_SEED"):
+        return int(os.environ["SEEDLINE_MODEL_SEED"])
+    if "slow" in (config.getoption("markexpr") or ""):
+        return secrets.randbits(32)
+    return FIXED_SEED
+
+
 def _target_steps(config: pytest.Config) -> int:
     if os.environ.get("SEEDLINE_MODEL_STEPS"):
         return int(os.environ["SEEDLINE_MODEL_STEPS"])
@@ -593,12 +691,19 @@ def test_conversation_state_matches_the_model_step_by_step(harness, request, cap
     global HARNESS
     HARNESS = harness
     target = _target_steps(request.config)
+    first_seed = _seed(request.config)
+    with capsys.disabled():
+        print(f"\nmodel-based seed {first_seed} (replay: SEEDLINE_MODEL_SEED={first_seed})")
     began = time.monotonic()
     try:
-        # Hypothesis chooses each example's length: run until the target is reached.
-        while (stats := harness.stats).steps < target:
+        # Hypothesis chooses each example's length: run until the target is reached. Each
+        # round draws from a seed of its own, all derived from the first (one replays all).
+        for round_ in itertools.count():
+            if (stats := harness.stats).steps >= target:
+                break
             per_example = stats.steps / stats.examples if stats.steps else 15
-            run_state_machine_as_test(ConversationState, settings=settings(
+            machine = seed(first_seed + round_)(ConversationState)
+            run_state_machine_as_test(machine, settings=settings(
                 max_examples=max(2, math.ceil((target - stats.steps) / per_example)),
                 stateful_step_count=30, deadline=None, database=None, print_blob=True,
                 suppress_health_check=list(HealthCheck),

@@ -37,7 +37,7 @@ OWNED = {
     "continuity-resolver": {"conversations", "open_requests", "resolver_offsets"},
     "seed-composer": {"briefs"},
     "runner-gateway": {"gateway_conversations", "machines", "last_opens", "gateway_offsets"},
-    "seedline-web": {"web_offsets", "web_open_decisions", "web_opens", "web_tokens"},
+    "seedline-web": {"web_offsets", "web_open_views", "web_tokens"},
 }
 TABLES = tuple(sorted(set().union(*OWNED.values())))
 PRIVILEGES = ("SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER")

@@ -75,9 +75,9 @@ async def test_a_failed_open_makes_no_engine_fact_and_keeps_the_persons_instruct
     assert refused["error"]["code"] == "launch_refused", refused
     opened = await system.open(engine="scripted")
     assert opened["ok"], opened
-    # The previous conversation is the failed one (its instruction is activity), which
-    # never ran on any engine: not "ran on claude".
-    assert opened["continuity"]["reason_code"] == "no_resume_key", opened["continuity"]
+    # A conversation whose only open failed is never the earlier conversation (CONTRACT.md
+    # 3.1, 1.2; under 1.1 its instruction made it that, no_resume_key): never "ran on claude".
+    assert opened["continuity"]["reason_code"] == "no_previous", opened["continuity"]
     assert "claude" not in opened["continuity"]["reason"]
     [instruction] = [e for e in await read(system, "bd43f4de", "apps/chess-academy")
                      if e["kind"] == "chat_user"]

@@ -239,6 +239,12 @@ class Platform:
         await self.js.publish(subjects.INGEST_TIMELINE, json.dumps(entry).encode(),
                               headers={"Nats-Msg-Id": entry["entry_id"]})
 
+    async def runner_event(self, node_id: str, event: dict) -> None:
+        """What a runner publishes about its conversations (CONTRACT.md 6)."""
+        await self.nc.publish(subjects.runner_subject(node_id, "events"),
+                              json.dumps(event).encode())
+        await self.nc.flush()
+
     async def follow_notices(self, instance_id: str) -> None:
         received = self.seen.notices.setdefault(instance_id, [])
 

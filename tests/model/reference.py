@@ -11,10 +11,15 @@ message, then the machine's confirmation, then what the engine says).
 
 Readings of the contract it makes: a wake is decided as the repo stood before the
 person's message (the message is the new conversation's instruction, not the previous
-one's activity); a failed open is a conversation of the repo (its instruction entry is
-activity; without one it has none); activity ties go to the conversation with the
-higher entry seq; the engine a timeline-only conversation ran on is the newest engine
-its entries name.
+one's activity); a conversation whose only open failed is never the earlier
+conversation (1.2; its instruction entry still counts for the brief); an entry counts
+at the earlier of its `at` and when it was accepted (1.2: one dated ahead counts from
+its arrival); activity ties go to the conversation with the higher entry seq; the
+engine a timeline-only conversation ran on is the newest engine its entries name; a
+resume's expectation is the newest chat_user or chat_assistant entry of the earlier
+conversation (1.2); a runner's `resume_lost` after a resumed reply makes the outcome
+resume_unconfirmed_briefed (fresh when no brief was offered), recorded, listed and told
+once (1.2, section 7).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 RESUME_WINDOW_SECONDS = 4 * 86400
+TURN_KINDS = ("chat_user", "chat_assistant")
 STATELESS_ENGINES = frozenset({"raw", "openai"})
 
 
@@ -44,6 +50,9 @@ class Conversation:
     last_entry_at: float | None = None
     last_entry_seq: int = 0
     confirmed_at: float | None = None
+    newest_turn: str | None = None  # entry_id of its newest chat_user or chat_assistant entry
+    outcome: str | None = None  # the last launch's outcome, as the machine finally had it
+    brief_offered: bool = False  # whether that launch was offered a brief
 
     @property
     def activity(self) -> float | None:
@@ -75,6 +84,7 @@ class Verdict:
     unchanged: bool = False  # a relocation to the machine it is live on
     reason_says: tuple[str, ...] = ()  # words the reason sentence must hold
     error_message_names: str | None = None  # e.g. the newer conversation's id
+    expect: str | None = None  # a resume's expectation: the entry_id of the earlier turn
 
 
 @dataclass
@@ -141,10 +151,16 @@ class Model:
         return self.conversations[key]
 
     def add_entry(
-        self, instance_id: str, repo: str, session_id: str, at: float, engine: str | None
+        self, instance_id: str, repo: str, session_id: str, at: float, engine: str | None,
+        kind: str | None = None, entry_id: str | None = None, accepted: float | None = None,
     ) -> None:
+        """`accepted`: when the writer took it, for an entry dated after that (3.1, 1.2)."""
         c = self.conversation(instance_id, repo, session_id)
         self._seq += 1
+        if accepted is not None:
+            at = min(at, accepted)
+        if kind in TURN_KINDS and entry_id is not None:
+            c.newest_turn = entry_id
         c.last_entry_at = at if c.last_entry_at is None else max(at, c.last_entry_at)
         c.last_entry_seq = self._seq
         c.entry_engine = engine or c.entry_engine
@@ -168,7 +184,8 @@ class Model:
     # -- the decision (3.1) -------------------------------------------------------------
 
     def previous(self, instance_id: str, repo: str) -> Conversation | None:
-        mine = [c for (i, r, _), c in self.conversations.items() if (i, r) == (instance_id, repo)]
+        mine = [c for (i, r, _), c in self.conversations.items()
+                if (i, r) == (instance_id, repo) and c.state != "failed"]
         return max(mine, key=Conversation.recency, default=None)
 
     def decide(
@@ -201,7 +218,8 @@ class Model:
         brief = self.repo_entries[(instance_id, repo)] > 0 and not force_fresh
         base = Verdict(reason_code=reason, mode=mode, brief=brief,
                        resume_from=prev.session_id if mode == "resume" else None,
-                       reason_says=reason_words(reason, prev, engine))
+                       reason_says=reason_words(reason, prev, engine),
+                       expect=prev.newest_turn if mode == "resume" else None)
         if node_id not in self.online:
             return replace(base, error="runner_offline")
         if engine not in self.offered:
@@ -226,7 +244,8 @@ class Model:
         self.by_id[session_id] = c
         expected.events.append(("open_requested", session_id, None))
         if instruction_entry:
-            self.add_entry(instance_id, repo, session_id, self.tick(), None)
+            self.add_entry(instance_id, repo, session_id, self.tick(), None, "chat_user",
+                           f"{session_id}:instruction")
             expected.entries.append(f"{session_id}:instruction")
         if verdict.error:
             c.state = "failed"
@@ -237,10 +256,12 @@ class Model:
         c.state, c.engine, c.confirmed_at = "live", engine, self.tick()
         c.key = prev.key if verdict.resumed else (node_id, self.generation[node_id])
         c.key_given = (verdict.resumed and prev.key_given) or instructed
+        c.outcome, c.brief_offered = verdict.outcome, verdict.brief
         self.last_open[(instance_id, repo)] = (node_id, engine)
         expected.events += [("opened", session_id, None), ("engine_bound", session_id, None)]
         if instructed:
-            self.add_entry(instance_id, repo, session_id, self.tick(), engine)
+            self.add_entry(instance_id, repo, session_id, self.tick(), engine, "chat_assistant",
+                           f"{session_id}:launch:0")
             expected.entries.append(f"{session_id}:launch:0")
 
     def _supersede(self, instance_id: str, repo: str, keep: str, expected: Expected) -> None:
@@ -251,7 +272,7 @@ class Model:
 
     def message(
         self, instance_id: str, repo: str, session_id: str, at: float, seq: int,
-        expected: Expected, engine: str | None = None,
+        expected: Expected, engine: str | None = None, entry_id: str | None = None,
     ) -> str:
         """A person's chat_user entry: a turn, a wake, not_woken, or (a backfill) nothing.
 
@@ -260,10 +281,12 @@ class Model:
         """
         fresh = at > 0
         live = self.live_in_repo(instance_id, repo)
-        self.add_entry(instance_id, repo, session_id, at, engine)
+        self.add_entry(instance_id, repo, session_id, at, engine, "chat_user", entry_id)
         if live is not None:
-            self.add_entry(instance_id, repo, live.session_id, self.tick(), live.engine)
-            expected.entries.append(f"{live.session_id}:turn-{seq}:0")
+            answer = f"{live.session_id}:turn-{seq}:0"
+            self.add_entry(instance_id, repo, live.session_id, self.tick(), live.engine,
+                           "chat_assistant", answer)
+            expected.entries.append(answer)
             live.key_given = True
             return "turn"
         if not fresh:
@@ -306,8 +329,21 @@ class Model:
         self._supersede(c.instance_id, c.repo, session_id, expected)
         c.state, c.node_id, c.confirmed_at = "live", node_id, self.tick()
         c.key, c.key_given = (node_id, self.generation[node_id]), False
+        c.outcome, c.brief_offered = verdict.outcome, verdict.brief
         self.last_open[(c.instance_id, c.repo)] = (node_id, c.engine)
         expected.events += [("relocated", session_id, None), ("engine_bound", session_id, None)]
+
+    def resume_lost(self, session_id: str, reason: str, expected: Expected) -> bool:
+        """A runner says the engine refused the resume after its reply (6, 7; 1.2). Only a
+        live, resumed launch changes: its outcome becomes the machine's final word,
+        recorded once and told once. Returns whether it changed."""
+        c = self.by_id.get(session_id)
+        if c is None or c.state != "live" or c.outcome != "resumed":
+            return False
+        c.outcome = outcome_of(False, c.brief_offered, c.brief_offered, "resume")
+        expected.events.append(("resume_lost", session_id, reason))
+        expected.notices.append((c.instance_id, "resume_lost", session_id, None))
+        return True
 
     def stop(self, session_id: str, expected: Expected) -> str:
         """"not_found", "stopped" or "not_live"."""

@@ -68,9 +68,12 @@ async def test_publish_open_brief_and_stop_through_http(system, web):
         assert brief.status_code == 200, brief.text
         assert brief.json()["sha256"] == reply["brief"]["sha256"]
         assert "earlier work number 1" in brief.json()["text"]
+        # The receipt says the engine was given it (1.2), in the reply and in the read.
+        assert reply["brief"]["spent"] is True and brief.json()["spent"] is True
 
         live = await client.get(f"/v1/instances/{INSTANCE}/conversations")
         assert [c["session_id"] for c in live.json()["conversations"]] == [session_id]
+        assert live.json()["conversations"][0]["outcome"] == "briefed"
 
         machines = (await client.get(f"/v1/instances/{INSTANCE}/machines")).json()["machines"]
         assert [(m["node_id"], m["label"], m["live"]) for m in machines] == [

@@ -11,3 +11,21 @@ def test_one_entry_is_an_entry_and_more_are_entries():
     assert brief_numbers(brief(1)) == "1 entry, 12 characters, 0 left out, up to seq 1"
     assert brief_numbers(brief(2)).startswith("2 entries, ")
     assert brief_numbers(brief(0)).startswith("0 entries, ")
+
+
+def test_the_open_reply_s_receipt_says_when_the_brief_was_not_given(capsys):
+    from seedline_cli.conversations import print_open_reply
+    from seedline_core.notices import BRIEF_NOT_GIVEN
+
+    def shown(reply: dict) -> str:
+        print_open_reply({"session_id": "csess_a", "node_id": "mac", "continuity": {},
+                          "notice": {}, **reply})
+        return " ".join(capsys.readouterr().out.split())
+
+    resumed = shown({"outcome": "resumed", "seeded": False,
+                     "brief": {**brief(3), "spent": False}})
+    assert BRIEF_NOT_GIVEN in resumed
+    briefed = shown({"outcome": "briefed", "seeded": True, "brief": {**brief(3), "spent": True}})
+    assert BRIEF_NOT_GIVEN not in briefed
+    older = shown({"outcome": "resumed", "seeded": False, "brief": brief(3)})  # before 1.2
+    assert BRIEF_NOT_GIVEN in older

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from seedline_platform.settings import SETTINGS_DOC
 
@@ -40,3 +45,20 @@ def test_prose_keeps_sentences_and_drops_code():
     assert prose("A sentence.\n```sh\nseedline sessions\n```\nRun `seedline sessions`.") == (
         "A sentence.\n\nRun ."
     )
+
+
+def test_make_run_moves_its_ports_as_the_readme_says():
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    root = README.parent
+    # Not the make that may run this test (make check): its flags must not leak in.
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")}
+    dry = subprocess.run(
+        ["make", "--no-print-directory", "-n", "-o", "install", "run", "NATS_PORT=5222",
+         "MONITOR_PORT=9222", "WEB_PORT=9080", "ARGS=--no-runner"],
+        cwd=root, capture_output=True, text=True, timeout=60, env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert any(line.endswith(
+        "seedline up --nats-port 5222 --monitor-port 9222 --web-port 9080 --no-runner")
+        for line in dry.stdout.splitlines()), dry.stdout
+    assert "make run NATS_PORT=5222 MONITOR_PORT=9222 WEB_PORT=9080" in README.read_text()

@@ -348,6 +348,47 @@ def test_relocating_to_an_offline_machine_names_it_and_points_to_runners(seedlin
     assert_plain_words(result.stderr)
 
 
+def test_relocating_an_older_conversation_is_a_refusal_not_a_usage_error(seedline, env):
+    system = system_of(env)
+    system.start_runner("mac-mini-1", "Mac mini")
+    system.start_runner("mac-studio", "Mac Studio")
+    older = open_one(seedline, env)
+    system.settle()
+    newer = json.loads(run(seedline, env, "open", "--instance", INSTANCE, "--repo", REPO,
+                           "--engine", "scripted", "--node", "mac-mini-1", "--fresh",
+                           "--json").stdout)["session_id"]
+    assert newer != older
+    system.settle()
+
+    result = run(seedline, env, "relocate", older, "--node", "mac-studio")
+
+    # A valid command the service refused: exit 1, the README's usage-error code is 2.
+    assert result.exit_code == 1, result.output
+    assert newer in result.stderr
+
+
+def test_opening_on_a_machine_never_seen_points_at_runners(seedline, env):
+    result = run(seedline, env, "open", "--instance", INSTANCE, "--repo", REPO, "--engine",
+                 "scripted", "--node", "ghost-node", "Hello")
+
+    assert result.exit_code == 1, result.output
+    assert "ghost-node" in result.stderr and "seedline runners" in result.stderr
+    assert_plain_words(result.stderr)
+
+
+def test_brief_show_of_a_conversation_given_no_brief_says_why_not_check_the_id(seedline, env):
+    system_of(env).start_runner("mac-mini-1", "Mac mini")
+    opened = run(seedline, env, "open", "--instance", INSTANCE, "--repo", REPO, "--engine",
+                 "scripted", "--node", "mac-mini-1", "--fresh", "--json")
+    conversation = json.loads(opened.stdout)["session_id"]
+
+    result = run(seedline, env, "brief", "show", conversation)
+
+    assert result.exit_code == 1, result.output
+    assert f"No brief was given to {conversation}" in result.stderr
+    assert "--fresh" in result.stderr and "check the id" not in result.stderr
+
+
 def test_relocate_without_node_is_a_usage_error(seedline, env):
     result = run(seedline, env, "relocate", "csess_x")
     assert result.exit_code == 2
@@ -482,6 +523,8 @@ def test_ids_appear_whole_at_80_columns(seedline, env):
     assert re.search(rf"\b{conversation}\b", table.stdout), table.stdout
     machines = run(seedline, narrow, "runners")
     assert machine in machines.stdout, machines.stdout
+    # Words wrap whole: "conversation(s)" once came out as "conversatio" / "n(s)".
+    assert "conversation(s)" in machines.stdout, machines.stdout
     status = run(seedline, narrow, "status")
     assert conversation in status.stdout and machine in status.stdout, status.stdout
 
@@ -504,6 +547,8 @@ def test_status_reports_everything_up_with_lag_and_what_each_machine_hosts(seedl
     for name in ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway"):
         assert services[name]["up"] and services[name]["instances"] == 1, services[name]
         assert services[name]["checked_by"] == "service discovery"
+        # Where its side port is, as its discovery info announces it (CONTRACT 1.2).
+        assert services[name]["side_ports"][0].startswith("http://127.0.0.1:"), services[name]
     consumers = {c["consumer"]: c for c in status["consumers"]}
     assert "continuity-resolver-sessions" in consumers
     for row in consumers.values():
@@ -514,6 +559,7 @@ def test_status_reports_everything_up_with_lag_and_what_each_machine_hosts(seedl
     table = run(seedline, env, "status")
     assert table.exit_code == 0
     assert "Everything is up." in table.stdout and "sync_interval always" in table.stdout
+    assert "metrics and health at http://127.0.0.1:" in table.stdout
     # Consumer names are the system's own ids, quoted as they are.
     assert_plain_words(re.sub("|".join(map(re.escape, consumers)), "", table.stdout))
 
@@ -536,6 +582,24 @@ def test_status_exits_1_and_names_what_is_down(seedline, nats_server, tmp_path):
     assert table.exit_code == 1
     assert "problem(s):" in table.stdout and "runner-gateway is not running" in table.stdout
     assert_plain_words(table.stdout)
+
+
+def test_status_says_durability_is_unknown_and_fails_when_it_cannot_check_it(
+        seedline, env):
+    # The system is up, but this shell was not told where the monitoring endpoint is.
+    blind = {**env, "SEEDLINE_NATS_MONITOR_URL": f"http://127.0.0.1:{free_port()}"}
+    result = run(seedline, blind, "status", "--json")
+    assert result.exit_code == 1, result.output
+    status = json.loads(result.stdout)
+    assert status["durability"]["known"] is False
+    assert any(p.startswith("durability is unknown") for p in status["problems"])
+    table = run(seedline, {**blind, "COLUMNS": "120"}, "status")
+    assert table.exit_code == 1
+    assert "Everything is up." not in table.stdout
+    assert "durability is unknown" in table.stdout and "SEEDLINE_NATS_MONITOR_URL" in table.stdout
+    # The web process is listed, running or not; the four work without it.
+    assert re.search(r"seedline-web\s+not running", table.stdout), table.stdout
+    assert "seedline-web is not running" not in table.stdout
 
 
 # -- notices from the platform --------------------------------------------------------------

@@ -4,22 +4,49 @@ from __future__ import annotations
 
 import io
 
+import msgspec
+
+from seedline_contracts.errors import ErrorBody
+from seedline_contracts.events import ContinuityDecided, LaunchPlan, Opened, OpenFailed, Relocated
+from seedline_contracts.sessions import BriefStats, Continuity, NoticeBody, OpenReply
 from seedline_cli.publish_file import capped_lines
 from seedline_cli.timeline_opens import first_decisions, interleave, marks_from_events
 
 
-def decided(session, until_seq, reason_code, *, relocation_from=None, wake_seq=None, node="m1"):
-    return {
-        "type": "continuity_decided", "session_id": session, "at": "2026-12-01T10:00:00Z",
-        "until_seq": until_seq,
-        "continuity": {"mode": "fresh", "resume_from": None, "reason_code": reason_code,
-                       "reason": f"because {reason_code}"},
-        "plan": {"node_id": node, "relocation_from": relocation_from, "wake_seq": wake_seq},
-    }
+AT = "2026-12-01T10:00:00Z"
+
+
+def decided(session, until_seq, reason_code, *, relocation_from=None, wake_seq=None, node="m1",
+            relocation=False):
+    continuity = Continuity("fresh", None, reason_code, f"because {reason_code}")
+    plan = LaunchPlan("inst", "apps/x", "scripted", node, continuity, None, None, False,
+                      relocation_from=relocation_from, wake_seq=wake_seq, relocation=relocation)
+    return as_dict(ContinuityDecided(session_id=session, at=AT, continuity=continuity,
+                                     seed_source="repo_timeline", until_seq=until_seq,
+                                     entries_upto=until_seq, plan=plan))
+
+
+def reply(session, outcome, node="m1"):
+    mode = "resume" if outcome == "resumed" else "fresh"
+    return OpenReply(session, node, outcome == "resumed", outcome == "briefed", outcome,
+                     Continuity(mode, None, "no_previous", "because"),
+                     BriefStats(1, 10, 0, 1, "ab" * 32), NoticeBody("c", "c", "m", "warning"))
 
 
 def opened(session, outcome):
-    return {"type": "opened", "session_id": session, "reply": {"outcome": outcome}}
+    plan = LaunchPlan("inst", "apps/x", "scripted", "m1",
+                      Continuity("fresh", None, "no_previous", "because"), None, None, False)
+    return as_dict(Opened(session_id=session, at=AT, reply=reply(session, outcome), plan=plan))
+
+
+def relocated(session, from_node, to_node, outcome=None):
+    return as_dict(Relocated(session_id=session, at=AT, from_node_id=from_node,
+                             to_node_id=to_node,
+                             reply=reply(session, outcome, to_node) if outcome else None))
+
+
+def as_dict(event) -> dict:
+    return msgspec.to_builtins(event)
 
 
 def entry(seq, session):
@@ -33,7 +60,7 @@ def test_each_open_keeps_the_decision_made_then_and_a_relocation_is_its_own_mark
         opened("c1", "briefed"),
         {"type": "engine_bound", "session_id": "c1"},
         decided("c1", 5, "other_machine", relocation_from="m1", node="m2"),
-        {"type": "relocated", "session_id": "c1", "from_node_id": "m1", "to_node_id": "m2"},
+        relocated("c1", "m1", "m2"),
         opened("c1", "briefed"),
     ])
     assert [(m.kind, m.after_seq, m.continuity["reason_code"], m.outcome) for m in marks] == [
@@ -49,10 +76,8 @@ def test_each_open_keeps_the_decision_made_then_and_a_relocation_is_its_own_mark
 def test_a_relocation_answered_in_its_relocated_event_has_its_outcome():
     marks = marks_from_events([
         decided("c1", 2, "no_previous"), opened("c1", "briefed"),
-        {**decided("c1", 4, "other_machine", node="m2"),
-         "plan": {"node_id": "m2", "relocation": True, "relocation_from": None}},
-        {"type": "relocated", "session_id": "c1", "from_node_id": "m1", "to_node_id": "m2",
-         "reply": {"outcome": "briefed"}},
+        decided("c1", 4, "other_machine", node="m2", relocation=True),
+        relocated("c1", "m1", "m2", "briefed"),
     ])
     assert [(m.kind, m.outcome, m.from_node_id) for m in marks] == [
         ("open", "briefed", None), ("relocation", "briefed", "m1")]
@@ -61,10 +86,15 @@ def test_a_relocation_answered_in_its_relocated_event_has_its_outcome():
 def test_a_failed_open_and_a_wake_say_so():
     failed = marks_from_events([
         decided("c2", 0, "no_previous"),
-        {"type": "open_failed", "session_id": "c2",
-         "error": {"code": "runner_offline", "message": "Your Mac mini is offline."}},
+        as_dict(OpenFailed(session_id="c2", at=AT,
+                           error=ErrorBody("runner_offline", "Your Mac mini is offline."),
+                           plan=LaunchPlan("inst", "apps/x", "scripted", "m1",
+                                           Continuity("fresh", None, "no_previous", "b"),
+                                           None, None, False))),
     ])
-    assert failed[0].text().endswith("· failed: Your Mac mini is offline.")
+    # Nothing was opened, so the line must not begin "opened".
+    assert failed[0].text().startswith("open failed: Your Mac mini is offline. (it had decided")
+    assert "opened" not in failed[0].text()
     woken = marks_from_events([decided("c3", 6, "no_resume_key", wake_seq=7)])
     assert (woken[0].kind, woken[0].after_seq) == ("wake", 7)
     assert woken[0].text().startswith("woken by #7, fresh:")
@@ -103,3 +133,15 @@ def test_capped_lines_keeps_lines_up_to_the_limit_and_only_measures_longer_ones(
     lines = list(capped_lines(io.BytesIO(data), limit=20))
     assert lines == [(1, b"short\n", 6), (2, None, 51), (3, b"y" * 10 + b"\n", 11),
                      (4, b"last", 4)]
+
+
+def test_a_resume_lost_after_the_reply_shows_the_corrected_outcome():
+    from seedline_contracts.events import ResumeLost
+
+    marks = marks_from_events([
+        decided("c1", 2, "resume"), opened("c1", "resumed"),
+        as_dict(ResumeLost(session_id="c1", at=AT, node_id="m1", reason="no record")),
+    ])
+    assert [m.outcome for m in marks] == ["resume_unconfirmed_briefed"]
+    assert marks[0].to_json()["outcome"] == "resume_unconfirmed_briefed"
+    assert marks[0].text().endswith("· outcome resume_unconfirmed_briefed")

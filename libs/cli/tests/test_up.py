@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -109,6 +110,20 @@ def test_up_runs_the_system_and_stops_cleanly_on_ctrl_c(seedline, home, tmp_path
         assert "publish --instance demo --repo apps/hello" in output
         assert (home / "logs" / "timeline-writer.log").exists()
         assert (home / "nats" / "jetstream").is_dir()
+
+        # The export lines are all a second shell needs: status finds everything up with them.
+        exports = dict(re.findall(r"^\s*export (SEEDLINE_[A-Z_]+)=(\S+)$", output, re.MULTILINE))
+        assert exports["SEEDLINE_NATS_MONITOR_URL"] == f"http://127.0.0.1:{monitor_port}"
+        second_shell = {k: v for k, v in os.environ.items() if not k.startswith("SEEDLINE_")}
+        checked = subprocess.run([sys.executable, "-m", "seedline_cli", "status", "--json"],
+                                 env={**second_shell, **exports}, capture_output=True, text=True,
+                                 timeout=60, cwd=tmp_path)
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        status = json.loads(checked.stdout)
+        assert status["durability"]["sync_interval"] == "always"
+        assert {s["name"]: s["up"] for s in status["services"]}["seedline-web"] is True
+        assert {p["name"] for p in status["processes"]} >= {"nats-server", "postgres",
+                                                            "timeline-writer", "seedline-web"}
 
         cli_env = {"SEEDLINE_NATS_URL": f"nats://127.0.0.1:{nats_port}", "SEEDLINE_HOME": str(home)}
         published = seedline(

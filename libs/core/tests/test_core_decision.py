@@ -294,3 +294,28 @@ def test_reasons_are_sentences_for_a_person_in_allowed_words() -> None:
         assert reason[0].islower()
         assert not reason.endswith(".")
         assert wording_violations(reason) == []
+
+
+def test_an_entry_counts_at_the_earlier_of_its_at_and_its_acceptance():
+    from seedline_core.decision import entry_activity_at
+
+    accepted = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    ahead = accepted + timedelta(hours=20)
+    behind = accepted - timedelta(days=3)
+    assert entry_activity_at(ahead, accepted) == accepted  # a clock running ahead
+    assert entry_activity_at(behind, accepted) == behind  # a backfill keeps its own time
+    assert entry_activity_at(ahead, None) == ahead  # no acceptance time known: its `at`
+
+
+def test_a_resume_carries_the_newest_turn_of_the_earlier_conversation():
+    from seedline_core.decision import Turn, newest_turn
+
+    turn = None
+    for seq, kind, content in ((3, "chat_user", "Add castling"), (4, "terminal", "ok"),
+                               (5, "chat_assistant", "x" * 500), (2, "chat_user", "older")):
+        turn = newest_turn(turn, seq, kind, content)
+    assert turn == Turn(5, "chat_assistant", "x" * 200)
+    resumed = decide(request(), replace(previous(), newest_turn=turn), NOW)
+    assert resumed.mode == "resume" and resumed.resume_expect == turn
+    fresh = decide(request(node_id="elsewhere"), replace(previous(), newest_turn=turn), NOW)
+    assert fresh.mode == "fresh" and fresh.resume_expect is None

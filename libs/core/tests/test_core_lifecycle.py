@@ -139,3 +139,26 @@ def test_a_protocol_1_presence_is_never_reconciled():
 def test_absence_is_confirmed_only_ten_seconds_after_the_first_miss():
     absent = Absence(first_missed_at=100.0)
     assert not absent.confirmed(109.9) and absent.confirmed(110.0)
+
+
+def test_a_conversation_whose_only_open_failed_is_never_the_earlier_one():
+    from seedline_core.lifecycle import may_be_earlier
+
+    requested = lc.apply(None, lc.Requested("csess_f", "i", "r", 1, "mac", "claude"))
+    failed = lc.apply(requested, lc.OpenFailed())
+    opened = lc.apply(requested, lc.Opened("mac", "claude", "k", "2026-12-01T10:00:00Z"))
+    stopped = lc.apply(opened, lc.Stopped("requested"))
+    assert not may_be_earlier(failed)
+    assert may_be_earlier(None)  # only seen in the timeline
+    assert may_be_earlier(opened) and may_be_earlier(stopped) and may_be_earlier(requested)
+
+
+def test_a_resume_lost_corrects_the_outcome_of_a_resumed_launch_only():
+    live = lc.apply(lc.apply(None, requested()), lc.Opened("mac", "claude", "k1", AT, "resumed"))
+    lost = lc.apply(live, lc.ResumeLost("mac", "resume_unconfirmed_briefed"))
+    assert lost.outcome == "resume_unconfirmed_briefed" and lost.state is lc.State.LIVE
+    assert lost.resume_key == "k1"  # the engine's next id comes with engine_bound
+    assert lc.apply(live, lc.ResumeLost("elsewhere", "fresh")) == live
+    briefed = lc.apply(lc.apply(None, requested()), lc.Opened("mac", "claude", None, AT, "briefed"))
+    assert lc.apply(briefed, lc.ResumeLost("mac", "fresh")) == briefed
+    assert lc.apply(lost, lc.ResumeLost("mac", "fresh")) == lost  # told once

@@ -277,3 +277,14 @@ def test_every_error_code_has_its_own_sentence() -> None:
     texts = {error_message(code) for code in ERROR_CODES}
     assert len(texts) == len(ERROR_CODES)
     assert error_message("never_heard_of") not in texts
+
+
+def test_resume_lost_and_brief_not_given_follow_the_notice_rules():
+    from seedline_core.notices import BRIEF_NOT_GIVEN, resume_lost_text
+
+    briefed, bare = resume_lost_text(True), resume_lost_text(False)
+    for text in (briefed, bare, BRIEF_NOT_GIVEN):
+        assert wording_violations(text) == []
+    assert "could not continue its earlier conversation after all" in briefed
+    assert "was given a brief" in briefed and "reconstructed" in briefed
+    assert "brief" not in bare and "without any earlier context" in bare

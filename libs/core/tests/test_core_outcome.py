@@ -60,3 +60,11 @@ def test_outcome_values_are_the_wire_names() -> None:
         "unbriefed",
         "fresh",
     ]
+
+
+def test_a_resume_lost_after_the_reply_is_briefed_or_fresh_never_resumed():
+    from seedline_core.outcome import outcome_after_resume_lost
+
+    assert outcome_after_resume_lost(True, "resume") == (
+        Outcome.RESUME_UNCONFIRMED_BRIEFED, False, True)
+    assert outcome_after_resume_lost(False, "resume") == (Outcome.FRESH, False, False)

@@ -7,15 +7,16 @@ from datetime import datetime, timezone
 
 import pytest
 
-from seedline_contracts.codec import decoder, encode
-from seedline_contracts.events import SessionEvent
+from seedline_contracts.codec import encode
 from seedline_contracts.timeline import TimelineEntry
+from seedline_contracts.times import parse_rfc3339
+from seedline_continuity_resolver.app import timeline_facts
 from seedline_continuity_resolver.machines import StaticDirectory
 from seedline_continuity_resolver.opening import Opener, OpenerSettings
 from seedline_continuity_resolver.pending import PendingOpens
 from seedline_continuity_resolver.repository import InMemoryConversationRepository
 from seedline_core.decision import DecisionSettings
-from seedline_platform.lifecycle_events import lifecycle_event
+from seedline_platform.lifecycle_events import lifecycle_steps
 from seedline_platform.publishing import RecordingPublisher
 from seedline_devtools.fakes import FakeMsg
 from seedline_timeline_view import InMemoryTimelineView
@@ -45,13 +46,17 @@ class Resolver:
     async def entry(self, session_id: str, instance_id: str = "inst-a", repo: str = "apps/x",
                     kind: str = "chat_assistant", at: str = "2026-12-01T11:00:00Z",
                     engine: str | None = None, content: str = "work",
-                    entry_id: str | None = None) -> int:
+                    entry_id: str | None = None, accepted: str | None = None) -> int:
+        """An entry the writer stored; `accepted` is when (the stream message's time),
+        its `at` when not given."""
         self._timeline_seq += 1
         seq = self._timeline_seq
         entry = TimelineEntry(entry_id or f"e-{seq}", instance_id, repo, session_id, kind,
                               content, at, engine, None)
         self.view.apply(seq, entry)
-        await self.repo.apply_timeline([(seq, instance_id, repo, session_id, at, engine)])
+        stored = FakeMsg(encode(entry), stream_seq=seq,
+                         timestamp=parse_rfc3339(accepted or at))
+        await self.repo.apply_timeline(timeline_facts([stored]))
         return seq
 
     async def record(self, event) -> None:
@@ -61,10 +66,8 @@ class Resolver:
         await self.fold()
 
     async def fold(self) -> None:
-        from seedline_continuity_resolver.pending import reply_of
-
-        events = decoder(SessionEvent)
-        steps = []
+        """Apply every session event published so far, as the projection consumer would."""
+        recorded = []
         for subject, payload, _ in self.publisher.messages[self._folded:]:
             self._folded += 1
             if subject.startswith("seedline.ingest."):
@@ -74,12 +77,8 @@ class Resolver:
             if not subject.startswith("seedline.session."):
                 continue
             self._seq += 1
-            event = events.decode(payload)
-            meaning = lifecycle_event(event, self._seq)
-            if meaning is not None:
-                request_id = getattr(getattr(event, "plan", None), "request_id", None)
-                steps.append((self._seq, event.session_id, meaning, reply_of(event), request_id))
-        await self.repo.apply_lifecycle(steps, self._seq)
+            recorded.append(FakeMsg(payload, subject=subject, stream_seq=self._seq))
+        await self.repo.apply_lifecycle(lifecycle_steps(recorded), self._seq)
 
     async def land_ingest(self) -> None:
         """What the timeline-writer does with the entries the opener put into ingest."""

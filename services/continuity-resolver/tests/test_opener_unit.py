@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from seedline_contracts.events import LaunchPlan, Opened, OpenFailed, WakeRequested
+from seedline_contracts.events import LaunchPlan, Opened, OpenFailed, Stopped, WakeRequested
 from seedline_contracts.errors import ErrorBody
 from seedline_contracts.sessions import Continuity, NoticeBody, OpenReply
 from seedline_core.notices import wording_violations
@@ -187,3 +187,91 @@ async def test_a_decision_right_after_an_open_waits_for_that_open_s_instruction(
     instruction_seq = max(resolver.view.entries)
     assert resolver.view.entries[instruction_seq].content == "Add castling."
     assert moved["until_seq"] == instruction_seq and moved["entries_upto"] == 1
+
+
+async def test_a_failed_open_between_a_stop_and_the_next_open_never_takes_the_resume(resolver):
+    # CONTRACT.md 3.1 (1.2): a conversation whose only open failed is never "the earlier
+    # conversation". Before, its instruction made it the newest: no_resume_key, 30 min ago.
+    await resolver.open(engine="claude")
+    (first,) = resolver.published("open_requested")
+    await confirm(resolver, first["session_id"], key="k1")
+    await resolver.record(Stopped(session_id=first["session_id"], at=AT, reason="requested"))
+    await resolver.open(engine="claude", instruction="Go on")
+    failing = resolver.published("open_requested")[-1]["session_id"]
+    await resolver.record(OpenFailed(session_id=failing, at=AT,
+                                     error=ErrorBody("runner_offline", "offline"),
+                                     plan=plan(failing)))
+    await resolver.open(engine="claude")
+    last = decided(resolver)[-1]
+    assert last["reason_code"] == "resume" and last["resume_from"] == first["session_id"]
+
+
+async def test_an_entry_dated_ahead_counts_from_when_it_was_accepted(resolver):
+    # An entry dated 20 hours ahead under another conversation id, accepted an hour ago,
+    # made every later open "last touched 0 seconds ago" of that conversation.
+    await resolver.entry("s-ahead", at="2026-12-02T07:00:00Z", accepted="2026-12-01T11:00:00Z",
+                         engine="claude")
+    await resolver.open(engine="claude")
+    (first,) = resolver.published("open_requested")
+    await confirm(resolver, first["session_id"], key="k1")  # confirmed at 11:30
+    await resolver.open(engine="claude")
+    last = decided(resolver)[-1]
+    assert last["reason_code"] == "resume" and last["resume_from"] == first["session_id"]
+    assert last["reason"].endswith("30 minutes ago")
+
+
+async def test_a_wake_caps_an_entry_dated_ahead_at_its_acceptance(resolver):
+    await resolver.open(engine="claude")
+    (first,) = resolver.published("open_requested")
+    await confirm(resolver, first["session_id"], key="k1")
+    await resolver.entry("s-ahead", at="2026-12-02T07:00:00Z", accepted="2026-12-01T11:00:00Z",
+                         engine="claude")
+    woken_by = await resolver.entry("s-person", kind="chat_user", at="2026-12-01T11:59:00Z",
+                                    content="go on")
+    await resolver.opener.wake(WakeRequested(
+        session_id="csess_wake", at=AT, instance_id="inst-a", repo="apps/x", engine="claude",
+        node_id="mac", wake_seq=woken_by, request_id="wake-1"))
+    await resolver.fold()
+    last = decided(resolver)[-1]
+    assert last["reason_code"] == "resume" and last["resume_from"] == first["session_id"]
+
+
+async def test_a_resume_records_the_newest_turn_its_engine_was_given_or_produced(resolver):
+    await resolver.open(engine="claude", instruction="Add castling")
+    (first,) = resolver.published("open_requested")
+    sid = first["session_id"]
+    await confirm(resolver, sid, key="k1")
+    answer = await resolver.entry(sid, kind="chat_assistant", content="Done. " + "x" * 300,
+                                  engine="claude", at="2026-12-01T11:40:00Z")
+    await resolver.entry(sid, kind="terminal", content="ran the tests",
+                         at="2026-12-01T11:41:00Z")
+    await resolver.entry("someone-else", kind="chat_user", content="not this one",
+                         at="2026-12-01T11:10:00Z")
+    await resolver.open(engine="claude")
+    plan = resolver.published("continuity_decided")[-1]["plan"]
+    assert plan["continuity"]["mode"] == "resume"
+    assert plan["resume_expect"] == {"seq": answer, "kind": "chat_assistant",
+                                     "excerpt": ("Done. " + "x" * 300)[:200]}
+    # A fresh decision carries no expectation.
+    await resolver.open(engine="claude", force_fresh=True)
+    assert resolver.published("continuity_decided")[-1]["plan"]["resume_expect"] is None
+
+
+async def test_a_wake_expects_the_turn_before_the_message_not_the_message(resolver):
+    await resolver.open(engine="claude", instruction="Add castling")
+    (first,) = resolver.published("open_requested")
+    sid = first["session_id"]
+    await confirm(resolver, sid, key="k1")
+    answer = await resolver.entry(sid, kind="chat_assistant", content="Castling added",
+                                  engine="claude", at="2026-12-01T11:40:00Z")
+    await resolver.record(Stopped(session_id=sid, at=AT, reason="idle"))
+    woken_by = await resolver.entry(sid, kind="chat_user", content="Now en passant",
+                                    at="2026-12-01T11:59:00Z")
+    await resolver.opener.wake(WakeRequested(
+        session_id="csess_wake", at=AT, instance_id="inst-a", repo="apps/x", engine="claude",
+        node_id="mac", wake_seq=woken_by, request_id="wake-2"))
+    await resolver.fold()
+    plan = resolver.published("continuity_decided")[-1]["plan"]
+    assert plan["continuity"]["mode"] == "resume"
+    assert plan["resume_expect"] == {"seq": answer, "kind": "chat_assistant",
+                                     "excerpt": "Castling added"}

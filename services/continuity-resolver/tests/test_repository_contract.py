@@ -65,6 +65,15 @@ class ConversationRepositoryContract:
         (conversation,) = await self.repo.platform_of_repo("inst-a", "apps/x")
         assert conversation.state is lc.State.FAILED and conversation.engine is None
 
+    async def test_a_conversation_whose_only_open_failed_is_never_the_previous_one(self):
+        await self.repo.apply_timeline([
+            (1, "inst-a", "apps/x", "s1", "2026-12-01T09:00:00Z", "claude"),
+            (2, "inst-a", "apps/x", "csess_f", "2026-12-01T10:00:00Z", None),
+        ])
+        await self.repo.apply_lifecycle([requested(1, "csess_f"),
+                                         (2, "csess_f", lc.OpenFailed(), None, None)], 2)
+        assert (await self.repo.previous("inst-a", "apps/x")).session_id == "s1"
+
     async def test_request_claims_and_their_replies(self):
         assert await self.repo.claim_request("inst-a", "r-1", "csess_a") is None
         assert await self.repo.claim_request("inst-a", "r-1", "csess_b") == "csess_a"
@@ -75,6 +84,17 @@ class ConversationRepositoryContract:
         ], 2)
         assert await self.repo.reply_for_request("csess_a") == b"first"
         assert await self.repo.reply_for_request("csess_c") is None
+
+    async def test_a_resume_lost_corrects_the_reply_every_later_read_gets(self):
+        await self.repo.claim_request("inst-a", "r-1", "csess_a")
+        await self.repo.apply_lifecycle([
+            requested(1, "csess_a"),
+            (2, "csess_a", lc.Opened("mac", "claude", "k1", AT, "resumed"), b"resumed", "r-1"),
+            (3, "csess_a", lc.ResumeLost("mac", "resume_unconfirmed_briefed"), b"briefed", None),
+        ], 3)
+        assert await self.repo.reply_for_request("csess_a") == b"briefed"
+        row = await self.repo.platform("csess_a")
+        assert row.last_reply == b"briefed" and row.platform.state is lc.State.LIVE
 
     async def test_reset_forgets_rows_and_offsets_but_not_claims(self):
         await self.repo.claim_request("inst-a", "r-1", "csess_a")

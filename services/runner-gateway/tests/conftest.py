@@ -9,17 +9,19 @@ from dataclasses import dataclass, field
 import pytest
 
 from seedline_contracts import subjects
-from seedline_contracts.codec import decoder, encode
-from seedline_contracts.events import LaunchPlan, OpenRequested, SeedComposed, SessionEvent
+from seedline_contracts.codec import decode, encode
+from seedline_contracts.events import LaunchPlan, Opened, OpenRequested, SeedComposed
 from seedline_contracts.runner import RunnerPresence
 from seedline_contracts.sessions import BriefStats, Continuity
-from seedline_platform.lifecycle_events import lifecycle_event
+from seedline_devtools.fakes import FakeMsg
+from seedline_platform.lifecycle_events import lifecycle_steps
 from seedline_platform.publishing import RecordingPublisher
 from seedline_runner_gateway.launching import Launcher
 from seedline_runner_gateway.machine_calls import FakeMachines
 from seedline_runner_gateway.notify import RecordingNotifier
 from seedline_runner_gateway.presence import Sighting
 from seedline_runner_gateway.reconcile import Reconciler
+from seedline_runner_gateway.resume_lost import ResumeLostRecorder
 from seedline_runner_gateway.state import InMemoryGatewayState
 from seedline_runner_gateway.stopping import Stopper
 
@@ -63,6 +65,8 @@ class Gateway:
         )
         self._folded = 0
         self._seq = 0
+        self.resume_lost = ResumeLostRecorder(self.publisher, self.notifier,
+                                              self.recorded_reply, clock=lambda: AT)
 
     def online(self, node_id: str, label: str = "Mac mini", live=None, revision: int = 1,
                instances=None) -> None:
@@ -72,18 +76,22 @@ class Gateway:
 
     async def fold(self, upto: int | None = None) -> None:
         """Apply every session event published so far, as the stream consumer would."""
-        events = decoder(SessionEvent)
-        steps = []
+        recorded = []
         for subject, payload, _ in self.publisher.messages[self._folded:]:
             self._folded += 1
             if not subject.startswith("seedline.session."):
                 continue
             self._seq += 1
-            event = events.decode(payload)
-            meaning = lifecycle_event(event, self._seq)
-            if meaning is not None:
-                steps.append((self._seq, event.session_id, meaning))
-        await self.state.apply_lifecycle(steps, self._seq)
+            recorded.append(FakeMsg(payload, subject=subject, stream_seq=self._seq))
+        await self.state.apply_lifecycle(lifecycle_steps(recorded), self._seq)
+
+    async def recorded_reply(self, session_id: str):
+        """The reply of the conversation's last `opened` event, as the stream holds it."""
+        found = None
+        for subject, payload, _ in self.publisher.messages:
+            if subject == subjects.session_event_subject(session_id, "opened"):
+                found = decode(payload, Opened).reply
+        return found
 
     async def requested(self, session_id: str, node_id: str = "mac") -> None:
         await self.publisher.publish([(

@@ -40,6 +40,18 @@ class GatewayStateContract:
         await self.state.apply_lifecycle([(5, "csess_b", lc.Stopped("again"))], 6)
         assert (await self.state.held("csess_b")).state is lc.State.LIVE  # already applied
 
+    async def test_the_outcome_is_the_machine_s_final_word(self):
+        await self.state.apply_lifecycle([
+            requested(1, "csess_a"),
+            (2, "csess_a", lc.Opened("mac", "claude", "k1", "2026-12-01T10:00:00Z", "resumed")),
+        ], 2)
+        assert (await self.state.held("csess_a")).conversation.outcome == "resumed"
+        await self.state.apply_lifecycle([
+            (3, "csess_a", lc.ResumeLost("mac", "resume_unconfirmed_briefed"))], 3)
+        held = await self.state.held("csess_a")
+        assert held.conversation.outcome == "resume_unconfirmed_briefed"
+        assert held.state is lc.State.LIVE
+
     async def test_activity_and_idleness(self):
         await self.state.apply_lifecycle([requested(1, "csess_a"), opened(2, "csess_a")], 2)
         later = datetime(2026, 12, 1, 15, 0, tzinfo=timezone.utc)

@@ -24,6 +24,7 @@ async def test_a_launch_records_opened_with_what_the_machine_confirmed(gw):
     await gw.open("csess_a")
     (opened,) = gw.events("opened")
     assert opened["reply"]["outcome"] == "briefed" and opened["reply"]["seeded"] is True
+    assert opened["reply"]["brief"]["spent"] is True
     (node, request), = gw.machines.launches
     assert node == "mac" and request.seed.text == "the brief" and request.instruction
     assert (await gw.state.held("csess_a")).state is lc.State.LIVE
@@ -234,3 +235,74 @@ async def test_a_conversation_the_gateway_just_stopped_is_not_reported_lost_by_l
         await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", [], revision))
     assert gw.notifier.sent == []
     assert [e["reason"] for e in gw.events("stopped")] == ["superseded"]
+
+
+async def test_a_resume_launch_carries_what_the_engine_record_must_hold(gw):
+    from msgspec.structs import replace
+
+    from seedline_contracts.runner import ResumeExpect
+    from seedline_contracts.sessions import Continuity
+
+    gw.online("mac")
+    await gw.requested("csess_r")
+    composed = gw.composed("csess_r")
+    expect = ResumeExpect(seq=41, kind="chat_assistant", excerpt="Castling added")
+    plan = replace(composed.plan, resume_key="claude-k1", resume_expect=expect,
+                   continuity=Continuity("resume", "csess_a", "resume", "touched 1 hour ago"))
+    await gw.launcher.launch(replace(composed, plan=plan))
+    (_, request), = gw.machines.launches
+    assert request.resume.engine_session_id == "claude-k1" and request.resume.expect == expect
+
+
+async def test_a_resumed_engine_s_receipt_says_the_brief_was_not_spent(gw):
+    from seedline_contracts.runner import LaunchReply
+
+    gw.online("mac")
+    gw.machines.answer_launch = lambda node, request: LaunchReply(
+        accepted=True, resumed_conversation=True, seeded=False, engine_session_id="k1")
+    await gw.open("csess_a")
+    (opened,) = gw.events("opened")
+    assert opened["reply"]["outcome"] == "resumed"
+    assert opened["reply"]["brief"]["spent"] is False and opened["reply"]["seeded"] is False
+
+
+async def test_a_resume_lost_is_recorded_corrects_every_read_and_tells_the_person(gw):
+    from msgspec.structs import replace
+
+    from seedline_contracts.sessions import Continuity
+    from seedline_core.notices import wording_violations
+
+    gw.online("mac")
+    gw.machines.answer_launch = lambda node, request: LaunchReply(
+        accepted=True, resumed_conversation=True, seeded=False, engine_session_id="k1")
+    await gw.requested("csess_a")
+    composed = gw.composed("csess_a")
+    plan = replace(composed.plan, resume_key="k0",
+                   continuity=Continuity("resume", "csess_0", "resume", "touched 1 hour ago"))
+    await gw.launcher.launch(replace(composed, plan=plan))
+    await gw.fold()
+    api = GatewayApi(gw.state, gw.stopper, gw.publisher, gw.fold, gw.resume_lost)
+
+    def lost(node: str) -> FakeMsg:
+        return FakeMsg(json.dumps({"type": "resume_lost", "session_id": "csess_a", "at": AT,
+                                   "reason": "No conversation found"}).encode(),
+                       subject=f"seedline.runner.{node}.events")
+
+    await api.on_runner_event(lost("pc"))  # not the machine it runs on: ignored
+    assert gw.events("resume_lost") == []
+    await api.on_runner_event(lost("mac"))
+    await gw.fold()
+    await api.on_runner_event(lost("mac"))  # told twice, recorded once
+    await gw.fold()
+    (recorded,) = gw.events("resume_lost")
+    reply = recorded["reply"]
+    assert (reply["outcome"], reply["resumed"], reply["seeded"]) == (
+        "resume_unconfirmed_briefed", False, True)
+    assert reply["brief"]["spent"] is True and "was given a brief" in reply["notice"]["chat"]
+    listed = json.loads(await api.list_live(FakeMsg(b"{}")))["conversations"]
+    assert [(c["session_id"], c["outcome"]) for c in listed] == [
+        ("csess_a", "resume_unconfirmed_briefed")]
+    (instance, notice), = gw.notifier.sent
+    assert instance == INSTANCE and notice.session_id == "csess_a"
+    assert "could not continue its earlier conversation" in notice.text
+    assert wording_violations(notice.text) == []

@@ -151,3 +151,37 @@ def test_an_event_keeps_its_framing_whatever_the_notice_holds():
     text = sse_event("stopped_idle\ndata: forged", {"text": "two\nlines"})
     assert text.splitlines() == ["event: stopped_idledataforged",
                                  'data: {"text": "two\\nlines"}', ""]
+
+
+def test_a_receipt_of_a_brief_not_given_says_so_on_the_console_and_in_mcp():
+    from msgspec.structs import replace
+
+    from seedline_contracts.sessions import BriefGetReply
+    from seedline_core.notices import BRIEF_NOT_GIVEN
+    from seedline_web import mcp_text
+
+    given = opened(10, "a", 2, "first")
+    reply = replace(given.record.reply, resumed=True, seeded=False, outcome="resumed",
+                    brief=replace(given.record.reply.brief, spent=False))
+    resumed = render.OpenView(OpenRecord(*[*given.record.__dict__.values()][:8], reply,
+                                         None, None, None), "the brief")
+    page = render.timeline([row(1, "a")], [resumed], {})
+    assert BRIEF_NOT_GIVEN in page
+    assert BRIEF_NOT_GIVEN not in render.timeline([row(1, "a")], [given], {})
+    text = mcp_text.open_text(reply, "apps/x", [])
+    assert f"Brief receipt ({BRIEF_NOT_GIVEN})" in text
+    brief = BriefGetReply("the brief", 3, 81, 0, 2, "ab" * 32)
+    for told in (True, False, None):
+        shown = mcp_text.brief_text("csess_a", brief, told)
+        assert "exactly as the engine read it" not in shown and "read it" not in shown
+        assert (BRIEF_NOT_GIVEN in shown) is (told is False)
+
+
+def test_the_live_list_shows_each_open_s_outcome_as_the_machine_finally_had_it():
+    from seedline_contracts.sessions import LiveConversation
+    from seedline_web import mcp_text
+
+    live = [LiveConversation("csess_a", "inst", "apps/x", "mac", "claude", "t0", "t1",
+                             outcome="resume_unconfirmed_briefed")]
+    assert "outcome resume_unconfirmed_briefed" in mcp_text.conversations_text(live, [])
+    assert ">resume_unconfirmed_briefed<" in render.live_section(live, {})

@@ -17,6 +17,7 @@ from typer._click.exceptions import UsageError
 from typer.core import TyperGroup
 
 from .errors import USAGE, UsageProblem, report
+from .lazy_commands import LazyCommand, LazyCommands
 
 JSON_FLAG = "--json"
 
@@ -70,6 +71,34 @@ def takes_json(command: Command) -> bool:
 
 class SeedlineGroup(TyperGroup):
     _args: list[str] = []
+    # The commands imported only when used (lazy_commands.py), in the order `--help` lists them.
+    lazy: tuple[LazyCommand, ...] = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._listing = False
+        self._by_name = {c.name: c for c in self.lazy}
+        self.commands = LazyCommands(self.commands, {c.name: c.load for c in self.lazy})
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return list(self.commands)
+
+    def get_command(self, ctx: Context, name: str) -> Command | None:
+        spec = self._by_name.get(name)
+        if self._listing and spec is not None and not self.commands.is_loaded(name):
+            return spec.placeholder()
+        return self.commands.get(name)
+
+    def format_help(self, ctx: Context, formatter: Any) -> None:
+        self._listing = True  # the listing needs names and summaries, not the modules
+        try:
+            super().format_help(ctx, formatter)
+        finally:
+            self._listing = False
+
+    def all_commands(self) -> dict[str, Command]:
+        """Every command, each imported."""
+        return dict(self.commands.items())
 
     def main(self, args: Sequence[str] | None = None, *rest: Any, **extra: Any) -> Any:
         self._args = list(sys.argv[1:] if args is None else args)

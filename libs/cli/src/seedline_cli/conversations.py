@@ -1,4 +1,4 @@
-"""`seedline open` and `seedline brief show`: start a conversation, read the brief it was given."""
+"""`seedline open` and `seedline brief show`: start a conversation, read the brief offered to it."""
 
 from __future__ import annotations
 
@@ -11,11 +11,14 @@ from rich.markup import escape
 from rich.table import Table
 
 from seedline_contracts import subjects
+from seedline_core.notices import BRIEF_NOT_GIVEN
+from seedline_platform.lifecycle_events import brief_given
 
 from .config import check_name, load_settings
 from .console import err, out, print_json
 from .errors import reports_errors
-from .nats_client import call, connected
+from .nats_client import ReplyError, call, connected
+from .timeline_opens import conversation_events, opens_of_events
 
 TONE_STYLES = {"info": "green", "warning": "yellow"}
 
@@ -64,6 +67,7 @@ def open_conversation(
             body,
             "continuity-resolver",
             settings.open_timeout_seconds + 5,
+            OPEN_HINTS,
         )
     )
     if json_out:
@@ -90,9 +94,16 @@ def print_open_reply(reply: dict) -> None:
         "brief",
         "none"
         if brief is None
-        else brief_numbers(brief),
+        else brief_numbers(brief) + ("" if _given(reply) else f" ({BRIEF_NOT_GIVEN})"),
     )
     out.print(table)
+
+
+def _given(reply: dict) -> bool:
+    """Whether the engine was given the reply's brief (CONTRACT.md 3.2): `brief.spent`,
+    or `seeded` in a reply of before 1.2."""
+    spent = (reply.get("brief") or {}).get("spent")
+    return bool(reply.get("seeded")) if spent is None else bool(spent)
 
 
 def brief_numbers(brief: dict) -> str:
@@ -111,27 +122,71 @@ def brief_show(
     conversation: str = typer.Argument(..., help="Conversation id, as `seedline open` printed it."),
     json_out: bool = typer.Option(False, "--json", help="Print the brief and its numbers as JSON."),
 ) -> None:
-    """Print the brief a conversation was given.
+    """Print the brief last offered to a conversation.
 
-    The text goes to stdout byte for byte; its numbers go to stderr.
+    The text goes to stdout byte for byte; its numbers, and whether the engine was given
+    it, go to stderr.
     """
     check_name("CONVERSATION", conversation, "csess_21b8d1b9")
     settings = load_settings(ctx)
-    reply = asyncio.run(
-        _request(
-            settings, subjects.API_BRIEFS_GET, {"session_id": conversation}, "seed-composer", 10.0
+    try:
+        reply = asyncio.run(
+            _request(settings, subjects.API_BRIEFS_GET, {"session_id": conversation},
+                     "seed-composer", 10.0)
         )
-    )
+    except ReplyError as exc:
+        if exc.code != "not_found":
+            raise
+        raise ReplyError(exc.code, brief_not_found(conversation)) from None
     if json_out:
         print_json(reply)
         return
     sys.stdout.write(reply["text"])
     sys.stdout.flush()
+    given = asyncio.run(_brief_given(settings, conversation, reply["sha256"]))
+    told = {False: f"; {BRIEF_NOT_GIVEN}", True: "; the engine was given it"}.get(given, "")
     err.print(
-        f"[dim]{escape(brief_numbers(reply))}, sha256 {reply['sha256']}[/]"
+        f"[dim]{escape(brief_numbers(reply))}, sha256 {reply['sha256']}{escape(told)}[/]"
     )
 
 
-async def _request(settings, subject: str, body: dict, service: str, timeout: float) -> dict:
+async def _brief_given(settings, session_id: str, sha256: str) -> bool | None:
+    """What the receipt of the launch that offered this brief says, as the machine finally
+    had it (None: no receipt of it could be read)."""
+    try:
+        async with connected(settings) as nc:
+            events = await conversation_events(nc, session_id)
+    except Exception:
+        return None
+    for mark in reversed(opens_of_events(events)):
+        reply = mark.reply
+        if reply is not None and reply.brief is not None and reply.brief.sha256 == sha256:
+            return brief_given(reply)
+    return None
+
+
+# Where a refusal leaves a person, said after the service's own sentence.
+OPEN_HINTS = {
+    "runner_offline": "A machine is online while `seedline runner` runs on it; `seedline "
+                      "runners` lists the machines online now.",
+}
+
+
+def brief_not_found(conversation: str) -> str:
+    # The composer's "no brief with that id" reads as a wrong id, but a real conversation
+    # that resumed, or was opened --fresh or --clean-slate, was given no brief either.
+    return (f"No brief was given to {conversation}: it resumed, or was opened with --fresh or "
+            "--clean-slate, or the id is not one Seedline issued. `seedline timeline` shows "
+            "how each open of a repo went.")
+
+
+async def _request(settings, subject: str, body: dict, service: str, timeout: float,
+                   hints: dict[str, str] | None = None) -> dict:
     async with connected(settings) as nc:
-        return await call(nc, subject, body, service=service, timeout=timeout)
+        try:
+            return await call(nc, subject, body, service=service, timeout=timeout)
+        except ReplyError as exc:
+            hint = (hints or {}).get(exc.code)
+            if hint is None:
+                raise
+            raise ReplyError(exc.code, f"{exc.message} {hint}") from None

@@ -15,7 +15,7 @@ from seedline_contracts.times import parse_rfc3339
 from seedline_platform.settings import Settings
 
 from .config import check_name, load_settings
-from .console import add_id_column, add_text_column, out, print_json
+from .console import add_id_column, add_text_column, keep_words_whole, out, print_json
 from .errors import reports_errors
 from .nats_client import call, connected
 from .runners_cmd import age_text, read_presence
@@ -52,7 +52,7 @@ def conversations(
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the conversations as JSON."),
 ) -> None:
-    """List the live conversations: repo, machine, engine and idle time.
+    """List the live conversations: repo, machine, engine, outcome and idle time.
 
     The runner-gateway stops a conversation once it has idled for SEEDLINE_IDLE_STOP_MINUTES.
     """
@@ -77,7 +77,7 @@ def conversations(
         return
     table = Table(title=f"{len(conversations)} live conversation(s)", title_justify="left")
     add_id_column(table, "conversation", [row.get("session_id", "") for row in conversations])
-    columns = ["repo", "machine", "engine", "idle"]
+    columns = ["repo", "machine", "engine", "outcome", "idle"]
     if instance is None:
         columns.insert(0, "instance")
     for column in columns:
@@ -95,9 +95,10 @@ def conversations(
             escape(row.get("repo", "")),
             machine,
             escape(row.get("engine", "")),
+            escape(row.get("outcome") or "-"),  # as the machine finally had it (1.2)
             "-" if idle is None else age_text(idle),
         ]
         if instance is None:
             cells.insert(1, escape(row.get("instance_id", "")))
         table.add_row(*cells)
-    out.print(table)
+    out.print(keep_words_whole(table))

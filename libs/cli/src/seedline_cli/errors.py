@@ -9,7 +9,6 @@ from typing import TypeVar
 import typer
 from typer._click.exceptions import ClickException
 
-from .console import err, print_json
 
 OK = 0
 FAILED = 1
@@ -48,6 +47,9 @@ class Unreachable(CliError):
 
 def report(exc: CliError, as_json: bool) -> None:
     """An error for a person on stderr, or the contract's error reply on stdout for --json."""
+    # Imported here: rich is not needed until there is something to print (start-up time).
+    from .console import err, print_json
+
     if as_json:
         print_json({"ok": False, "error": {"code": exc.code, "message": exc.message}})
     else:

@@ -1,4 +1,8 @@
-"""The `seedline` command: one Typer app, one module per command group."""
+"""The `seedline` command: one Typer app, one module per command group.
+
+Each command's module is imported only when that command runs (lazy_commands.py), so
+`seedline --help` and a quick `seedline status` do not pay for every other command's imports.
+"""
 
 from __future__ import annotations
 
@@ -7,34 +11,67 @@ from typing import Optional
 import typer
 
 from .app_group import SeedlineGroup
-from .bench_cmd import bench
-from .capture_cmd import capture
-from .conversations import brief, open_conversation
-from .conversations_cmd import conversations
-from .docs_cmd import docs
-from .eval_cmd import eval_app
-from .import_cmd import importer
-from .mcp_cmd import mcp
-from .notices_cmd import notices
-from .publish import publish
-from .rebuild_cmd import rebuild
-from .rejected_cmd import rejected
-from .relocate_cmd import relocate
-from .runner_cmd import runner
-from .runners_cmd import runners
-from .schema_cmd import schema
-from .status_cmd import status
-from .stop_cmd import stop
-from .timeline_cmd import timeline
-from .tokens_cmd import tokens
-from .up import up
+from .lazy_commands import LazyCommand as C
+
+COMMANDS = (
+    C("up", "up", "up",
+      "Run everything here: embedded NATS and Postgres, services, demo runner."),
+    C("publish", "publish", "publish", "Publish one timeline entry, or many from a JSONL file."),
+    C("import", "import_cmd", "importer",
+      "Import existing Claude Code or Codex conversations into the timeline."),
+    C("capture", "capture_cmd", "capture",
+      "Follow Claude Code's or Codex's transcript folder and publish new lines as they "
+      "are written."),
+    C("timeline", "timeline_cmd", "timeline", "Read a repo's timeline, oldest first."),
+    C("open", "conversations", "open_conversation",
+      "Open a conversation on a repo (resume, or brief a fresh engine)."),
+    C("brief", "conversations", "brief", "Briefs offered to conversations."),
+    C("conversations", "conversations_cmd", "conversations",
+      "List the live conversations: repo, machine, engine, outcome and idle time."),
+    # The older name, for scripts.
+    C("sessions", "conversations_cmd", "conversations",
+      "List the live conversations: repo, machine, engine, outcome and idle time.",
+      hidden=True),
+    C("relocate", "relocate_cmd", "relocate", "Move a conversation to another machine."),
+    C("stop", "stop_cmd", "stop", "Stop a live conversation: its machine ends the engine."),
+    C("runner", "runner_cmd", "runner", "Run this machine as a runner that hosts engines."),
+    C("runners", "runners_cmd", "runners",
+      "List the runner machines online now: label, engines and last heartbeat."),
+    C("status", "status_cmd", "status",
+      "Check the running system: NATS, services, consumer lag, machines online."),
+    C("rejected", "rejected_cmd", "rejected",
+      "Input that could not be accepted, with its reason (newest first)."),
+    C("notices", "notices_cmd", "notices",
+      "Print an instance's notices as they come (needs --follow)."),
+    C("schema", "schema_cmd", "schema", "Print or write the JSON Schemas of the wire messages."),
+    C("docs", "docs_cmd", "docs",
+      "Print or write the published contract: an AsyncAPI 3.0 document and JSON Schemas,\n"
+      "and the HTTP API's OpenAPI document."),
+    C("mcp", "mcp_cmd", "mcp",
+      "Serve Seedline's MCP tools over stdio (an agent starts this command itself)."),
+    C("tokens", "tokens_cmd", "tokens",
+      "API tokens for the HTTP API, the console and MCP over HTTP."),
+    C("rebuild", "rebuild_cmd", "rebuild",
+      "Rebuild projections from the streams and compare digests."),
+    C("bench", "bench_cmd", "bench",
+      "Run the benchmark suite on real servers and print its table (about 10 minutes)."),
+    C("eval", "eval_cmd", "eval_app", "Measure what Seedline gives an engine."),
+)
+
+
+class SeedlineCommands(SeedlineGroup):
+    lazy = COMMANDS
+
 
 app = typer.Typer(
     name="seedline",
-    cls=SeedlineGroup,
+    cls=SeedlineCommands,
     help="Seedline: conversations for coding agents that outlive their processes.",
     no_args_is_help=True,
     add_completion=False,
+    # Plain help for the command list: rich's help formatting imports markdown-it and
+    # pygments, several times what everything else at start-up costs.
+    rich_markup_mode=None,
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -52,30 +89,6 @@ def root(
     """Settings come from the environment (SEEDLINE_*); see the README's Configuration table."""
     ctx.obj = {"nats_url": nats_url}
 
-
-app.command("up")(up)
-app.command("publish")(publish)
-app.add_typer(importer, name="import")
-app.add_typer(capture, name="capture")
-app.command("timeline")(timeline)
-app.command("open")(open_conversation)
-app.add_typer(brief, name="brief")
-app.command("conversations")(conversations)
-app.command("sessions", hidden=True)(conversations)  # the older name, for scripts
-app.command("relocate")(relocate)
-app.command("stop")(stop)
-app.command("runner")(runner)
-app.command("runners")(runners)
-app.command("status")(status)
-app.add_typer(rejected, name="rejected")
-app.command("notices")(notices)
-app.command("schema")(schema)
-app.command("docs")(docs)
-app.command("mcp")(mcp)
-app.add_typer(tokens, name="tokens")
-app.add_typer(rebuild, name="rebuild")
-app.command("bench")(bench)
-app.add_typer(eval_app, name="eval")
 
 if __name__ == "__main__":
     app()

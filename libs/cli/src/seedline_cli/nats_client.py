@@ -39,7 +39,10 @@ async def _quiet(*_args) -> None:
 
 
 @asynccontextmanager
-async def connected(settings: Settings, name: str = "seedline-cli") -> AsyncIterator[Client]:
+async def connected(settings: Settings, name: str = "seedline-cli",
+                    reconnect: bool = False) -> AsyncIterator[Client]:
+    """``reconnect``: a long command (publish --file) rides out a server restart, reconnecting
+    until the command itself gives up; others fail at once when the server goes."""
     try:
         # max_reconnect_attempts=0 would retry for ever inside nats-py; 1 gives each
         # server two tries and then gives up.
@@ -48,9 +51,9 @@ async def connected(settings: Settings, name: str = "seedline-cli") -> AsyncIter
                 servers=settings.nats_servers,
                 name=name,
                 connect_timeout=2,
-                allow_reconnect=False,
-                max_reconnect_attempts=1,
-                reconnect_time_wait=0.2,
+                allow_reconnect=reconnect,
+                max_reconnect_attempts=-1 if reconnect else 1,
+                reconnect_time_wait=0.5 if reconnect else 0.2,
                 error_cb=_quiet,
                 disconnected_cb=_quiet,
                 closed_cb=_quiet,

@@ -1,6 +1,6 @@
 """`seedline notices --instance X --follow`: what the platform tells an instance's people,
 as it happens (seedline.notify.<instance>: stopped_idle, runner_offline, runner_restarted,
-not_woken)."""
+not_woken, resume_lost)."""
 
 from __future__ import annotations
 

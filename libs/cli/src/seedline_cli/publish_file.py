@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from nats.errors import NoRespondersError
+from nats.errors import ConnectionClosedError, NoRespondersError, StaleConnectionError
+from nats.errors import TimeoutError as NatsTimeout
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
 
@@ -15,7 +17,7 @@ from seedline_contracts import subjects
 from seedline_contracts.normalise import Accepted, normalise
 from seedline_contracts.timeline import MAX_CONTENT_CHARS
 from seedline_contracts.times import now_text
-from seedline_platform.natsio import publish_window
+from seedline_platform.natsio import PUBLISH_ACK_TIMEOUT, publish_window
 from seedline_platform.settings import Settings
 
 from .console import err, out, print_json
@@ -24,6 +26,10 @@ from .nats_client import connected
 from .sizes import size_text
 
 DEFAULT_WINDOW = 256
+# How long a window is published again while NATS does not acknowledge it: long enough for
+# `seedline up` to start a killed nats-server again, short enough to tell a person soon.
+RETRY_SECONDS = 60.0
+RETRY_PAUSE_SECONDS = 0.5
 READ_CHUNK = 1 << 20
 
 
@@ -65,7 +71,7 @@ async def publish_file(settings: Settings, path: Path, window: int) -> FileSumma
     except OSError as exc:
         raise UsageProblem(f"Cannot read --file {path}: {exc.strerror}.") from None
     summary = FileSummary()
-    async with connected(settings) as nc:
+    async with connected(settings, reconnect=True) as nc:
         js = nc.jetstream()
         limit = nc.max_payload
         progress = Progress(
@@ -108,24 +114,54 @@ async def publish_file(settings: Settings, path: Path, window: int) -> FileSumma
     return summary
 
 
-async def _flush(js, pending: list, summary: FileSummary) -> None:
+async def _flush(js, pending: list, summary: FileSummary,
+                 patience: float = RETRY_SECONDS) -> None:
+    """Publish the window; a window whose acks do not all come (the server restarting, a
+    timeline-writer far behind) is published again, as a whole, for up to ``patience``
+    seconds. That is safe: the stream and the timeline-writer drop what they already hold
+    (same Nats-Msg-Id, same entry_id)."""
     if not pending:
         return
-    try:
-        acks = await publish_window(js, pending)
-    except NoRespondersError:
-        raise Unreachable(
-            f"No stream takes {subjects.INGEST_TIMELINE} yet: the timeline-writer creates it "
-            f"when it starts. {START_HINT}."
-        ) from None
-    except Exception as exc:
-        raise OperationFailed(
-            f"Publishing stopped after {summary.published} entries ({type(exc).__name__}: {exc}). "
-            "Publishing the file again is safe: entries are deduplicated by entry_id."
-        ) from None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + patience
+    tries = 0
+    while True:
+        tries += 1
+        try:
+            acks = await publish_window(js, pending)
+            break
+        except NoRespondersError:
+            if summary.published == 0 and tries == 1:
+                raise Unreachable(
+                    f"No stream takes {subjects.INGEST_TIMELINE} yet: the timeline-writer "
+                    f"creates it when it starts. {START_HINT}."
+                ) from None
+            why = "JetStream did not answer (the server may be starting again)"
+        except Exception as exc:
+            why = _why(exc, len(pending))
+        if loop.time() > deadline:
+            server = js._nc.connected_url.geturl() if js._nc.connected_url else "the server"
+            raise OperationFailed(
+                f"Publishing stopped after {summary.published} entries: {why}, and that went "
+                f"on for {patience:g} s while trying again. Check NATS at {server} with "
+                "`seedline status`, then publish the file again: entries already stored are "
+                "not duplicated (they are deduplicated by entry_id)."
+            )
+        await asyncio.sleep(RETRY_PAUSE_SECONDS)
     summary.published += len(acks)
-    summary.duplicates += sum(1 for ack in acks if ack.duplicate)
+    if tries == 1:  # after a retry a duplicate is most likely this run's own first try
+        summary.duplicates += sum(1 for ack in acks if ack.duplicate)
     pending.clear()
+
+
+def _why(exc: BaseException, pending: int) -> str:
+    """In words: nats-py's timeouts and closed connections have empty messages."""
+    if isinstance(exc, (TimeoutError, NatsTimeout)):
+        return (f"NATS did not acknowledge the {pending} entries sent within "
+                f"{PUBLISH_ACK_TIMEOUT:g} s")
+    if isinstance(exc, (ConnectionClosedError, StaleConnectionError)):
+        return "the connection to NATS was lost"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 
 def report_file(summary: FileSummary, path: Path, json_out: bool) -> None:

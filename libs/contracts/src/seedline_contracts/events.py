@@ -10,6 +10,7 @@ from __future__ import annotations
 import msgspec
 
 from .errors import ErrorBody
+from .runner import ResumeExpect
 from .sessions import BriefStats, BriefSummary, Continuity, OpenReply
 
 
@@ -29,6 +30,10 @@ class LaunchPlan(msgspec.Struct):
     wake_seq: int | None = None
     # A relocation (CONTRACT.md 4): the launch moves an existing conversation.
     relocation: bool = False
+    # (1.2) With a resume: the newest turn the engine's own record must hold, decided
+    # with the resume from the resolver's projection and recorded here, so the launch
+    # (and any redelivery of it) sends what the decision saw (CONTRACT.md 6).
+    resume_expect: ResumeExpect | None = None
 
 
 class _Event(msgspec.Struct, tag_field="type", kw_only=True):
@@ -95,6 +100,20 @@ class Relocated(_Event, tag="relocated"):
     engine_session_id: str | None = None
 
 
+class ResumeLost(_Event, tag="resume_lost"):
+    """(1.2) The engine refused the resume after the launch reply said it resumed
+    (CONTRACT.md 6, 7): recorded by the gateway from the runner's `resume_lost`.
+
+    `reply` is the open's reply as the machine finally had it (not resumed; the brief,
+    when one was offered, goes with the next message): every read of the open shows it
+    from then on. None when the open's reply could not be read back.
+    """
+
+    node_id: str
+    reason: str | None = None
+    reply: OpenReply | None = None
+
+
 class WakeRequested(_Event, tag="wake_requested"):
     """A person's message reached a repo with no live conversation (CONTRACT.md 4).
 
@@ -132,6 +151,7 @@ SessionEvent = (
     | Stopped
     | Reaped
     | WakeRequested
+    | ResumeLost
 )
 
 EVENT_TYPES: tuple[type[_Event], ...] = (
@@ -145,6 +165,7 @@ EVENT_TYPES: tuple[type[_Event], ...] = (
     Stopped,
     Reaped,
     WakeRequested,
+    ResumeLost,
 )
 
 

@@ -118,6 +118,9 @@ class BriefGetReply(msgspec.Struct):
     until_seq: int
     sha256: str
     ok: bool = True
+    # (1.2) Whether the engine was given it, as the receipt of the launch that offered it
+    # says (CONTRACT.md 3.2); None where that is not known (the composer's own reply).
+    spent: bool | None = None
 
 
 class LiveConversation(msgspec.Struct):
@@ -128,6 +131,8 @@ class LiveConversation(msgspec.Struct):
     engine: str
     opened_at: str
     last_activity_at: str
+    # (1.2) The open's outcome as the machine finally had it (a resume_lost corrects it).
+    outcome: str | None = None
 
 
 class SessionsListRequest(msgspec.Struct):
@@ -165,8 +170,17 @@ class NotWokenNotification(msgspec.Struct, tag_field="kind", tag="not_woken"):
     at: str
 
 
+class ResumeLostNotification(msgspec.Struct, tag_field="kind", tag="resume_lost"):
+    """(1.2) The engine could not continue its earlier conversation after all (CONTRACT.md 7)."""
+
+    session_id: str
+    text: str
+    at: str
+
+
 Notification = (
-    StoppedIdleNotification
+    ResumeLostNotification
+    | StoppedIdleNotification
     | RunnerOfflineNotification
     | RunnerRestartedNotification
     | NotWokenNotification

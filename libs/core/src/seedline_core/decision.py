@@ -27,7 +27,10 @@ __all__ = [
     "ReasonCode",
     "SeedSource",
     "Situation",
+    "Turn",
+    "newest_turn",
     "decide",
+    "entry_activity_at",
     "relocation_decision",
 ]
 
@@ -60,6 +63,29 @@ class OpenRequest:
     runner_stateless_engines: frozenset[str] = frozenset()
 
 
+# The kinds an engine is given (a person's message) or produces (its answer): the turns
+# its own record must hold for a resume to count (CONTRACT.md 3.2, 1.2).
+TURN_KINDS = ("chat_user", "chat_assistant")
+EXCERPT_CHARS = 200
+
+
+@dataclass(frozen=True)
+class Turn:
+    """The newest turn of a conversation: what a resume must find in the engine's own
+    record (the launch's `resume.expect`, CONTRACT.md 6)."""
+
+    seq: int
+    kind: str
+    excerpt: str
+
+
+def newest_turn(current: Turn | None, seq: int, kind: str, content: str) -> Turn | None:
+    """The conversation's newest turn after an entry (entries come in seq order)."""
+    if kind not in TURN_KINDS or (current is not None and seq <= current.seq):
+        return current
+    return Turn(seq, kind, content[:EXCERPT_CHARS])
+
+
 @dataclass(frozen=True)
 class PreviousConversation:
     session_id: str
@@ -67,6 +93,7 @@ class PreviousConversation:
     engine: str | None
     resume_key: str | None
     resume_node_id: str | None
+    newest_turn: Turn | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +113,9 @@ class Decision:
     resume_from: str | None
     resume_key: str | None
     seed: SeedSource | None
+    # What the engine's record must hold for the resume to count (None: nothing beyond
+    # the resume key, the conversation has no turn yet).
+    resume_expect: Turn | None = None
 
     def to_continuity(self) -> dict[str, str | None]:
         """The wire `continuity` object."""
@@ -100,6 +130,16 @@ class Decision:
 def _as_utc(moment: datetime) -> datetime:
     # Naive times are taken as UTC so that mixing them with aware ones never raises.
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+
+
+def entry_activity_at(at: datetime, accepted_at: datetime | None) -> datetime:
+    """When an entry counts as activity (CONTRACT.md 3.1, 1.2): the earlier of its `at`
+    and the time the writer accepted it. A producer may date an entry up to a day ahead;
+    counted at its `at`, one such entry made its conversation "the earlier conversation"
+    for a day. A backfill's older `at` still counts as written."""
+    if accepted_at is None:
+        return at
+    return min(_as_utc(at), _as_utc(accepted_at))
 
 
 @dataclass(frozen=True)
@@ -266,9 +306,10 @@ def decide(
     """Resume or fresh, with the reason; the first branch of BRANCHES that holds decides."""
     situation = Situation(request=request, previous=previous, now=now, settings=settings)
     branch = next(b for b in BRANCHES if b.applies(situation))
-    resume_from = resume_key = None
+    resume_from = resume_key = expect = None
     if branch.mode == "resume" and previous is not None:
         resume_from, resume_key = previous.session_id, previous.resume_key
+        expect = previous.newest_turn
     return Decision(
         mode=branch.mode,
         reason_code=branch.reason_code,
@@ -276,6 +317,7 @@ def decide(
         resume_from=resume_from,
         resume_key=resume_key,
         seed=branch.seed,
+        resume_expect=expect,
     )
 
 

@@ -29,12 +29,19 @@ __all__ = [
     "Relocated",
     "RelocationVerdict",
     "Requested",
+    "ResumeLost",
     "State",
     "Stopped",
     "apply",
+    "confirms",
+    "corrects",
     "judge_relocation",
+    "may_be_earlier",
     "newest",
 ]
+
+
+RESUMED = "resumed"  # seedline_core.outcome.Outcome.RESUMED
 
 
 class State(StrEnum):
@@ -59,6 +66,8 @@ class Conversation:
     resume_node_id: str | None = None
     # When the last successful open or relocation was confirmed (RFC 3339), if ever.
     confirmed_at: str | None = None
+    # The last launch's outcome as the machine finally had it (CONTRACT.md 3.2, 7).
+    outcome: str | None = None
 
     @property
     def live_node(self) -> str | None:
@@ -81,6 +90,7 @@ class Opened:
     engine: str
     resume_key: str | None
     at: str
+    outcome: str | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +104,7 @@ class Relocated:
     engine: str | None
     resume_key: str | None
     at: str
+    outcome: str | None = None
 
 
 @dataclass(frozen=True)
@@ -109,7 +120,17 @@ class EngineBound:
     resume_key: str
 
 
-Event = Requested | Opened | OpenFailed | Relocated | Stopped | EngineBound
+@dataclass(frozen=True)
+class ResumeLost:
+    """(1.2) The engine refused the resume after the reply said it resumed: the outcome
+    becomes the machine's final word. Only a resumed launch can lose its resume, and only
+    the machine it ran on speaks for it."""
+
+    node_id: str
+    outcome: str
+
+
+Event = Requested | Opened | OpenFailed | Relocated | Stopped | EngineBound | ResumeLost
 
 
 def apply(conversation: Conversation | None, event: Event) -> Conversation | None:
@@ -130,7 +151,7 @@ def apply(conversation: Conversation | None, event: Event) -> Conversation | Non
             conversation, state=State.LIVE, node_id=event.node_id, engine=event.engine,
             resume_key=event.resume_key,
             resume_node_id=event.node_id if event.resume_key else None,
-            confirmed_at=event.at,
+            confirmed_at=event.at, outcome=event.outcome,
         )
     if isinstance(event, OpenFailed) and state is State.OPENING:
         return replace(conversation, state=State.FAILED)
@@ -140,17 +161,41 @@ def apply(conversation: Conversation | None, event: Event) -> Conversation | Non
         moved = replace(
             conversation, state=State.LIVE, node_id=event.to_node_id,
             engine=event.engine or conversation.engine, confirmed_at=event.at,
+            outcome=event.outcome or conversation.outcome,
         )
         if event.resume_key:
             moved = replace(moved, resume_key=event.resume_key, resume_node_id=event.to_node_id)
         return moved
     if isinstance(event, Stopped) and state is State.LIVE:
         return replace(conversation, state=State.STOPPED)
+    if isinstance(event, ResumeLost) and conversation.outcome == RESUMED:
+        if event.node_id != conversation.node_id:
+            return conversation
+        return replace(conversation, outcome=event.outcome)
     if isinstance(event, EngineBound) and state is State.LIVE:
         if event.node_id != conversation.node_id:
             return conversation  # only the machine it is live on speaks for its engine
         return replace(conversation, resume_key=event.resume_key, resume_node_id=event.node_id)
     return conversation
+
+
+def confirms(event: Event) -> bool:
+    """Whether the reply an event carries is the conversation's current state."""
+    return isinstance(event, (Opened, Relocated, ResumeLost))
+
+
+def corrects(event: Event) -> bool:
+    """Whether the reply an event carries replaces the one its open was answered with:
+    every later read of that open shows the machine's final word (CONTRACT.md 7, 1.2)."""
+    return isinstance(event, ResumeLost)
+
+
+def may_be_earlier(conversation: Conversation | None) -> bool:
+    """Whether a conversation may be "the earlier conversation" of a decision (CONTRACT.md
+    3.1, 1.2). One whose only open failed never is: its instruction is in the timeline
+    (and in the brief), but no engine ever held it, and counted it took the resume from
+    the conversation before it. None is one only seen in the timeline."""
+    return conversation is None or conversation.state is not State.FAILED
 
 
 def newest(conversations: Iterable[Conversation]) -> Conversation | None:

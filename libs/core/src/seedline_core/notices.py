@@ -15,6 +15,7 @@ from seedline_core.ages import describe_duration
 from seedline_core.outcome import Outcome
 
 __all__ = [
+    "BRIEF_NOT_GIVEN",
     "FORBIDDEN_PATTERNS",
     "Notice",
     "error_message",
@@ -22,6 +23,7 @@ __all__ = [
     "launch_refused_for_instance",
     "not_woken_text",
     "open_notice",
+    "resume_lost_text",
     "runner_offline_notice_text",
     "runner_restarted_text",
     "stopped_idle_text",
@@ -154,6 +156,20 @@ _OPEN_NOTICES = {
 def open_notice(outcome: Outcome, reason: str) -> Notice:
     """What an open did, told three ways; each names the decision's reason sentence."""
     return _OPEN_NOTICES[Outcome(outcome)](reason)
+
+
+# (CONTRACT.md 3.2, 1.2) Every receipt of a brief the engine was not given says so.
+BRIEF_NOT_GIVEN = "offered; not given: the engine continued its own conversation"
+
+
+def resume_lost_text(brief_offered: bool) -> str:
+    """The engine refused to continue after the open said it had (CONTRACT.md 7, 1.2)."""
+    lost = ("The engine could not continue its earlier conversation after all, although "
+            "the open first said it had.")
+    if not brief_offered:
+        return f"{lost} It goes on without any earlier context."
+    return (f"{lost} It was given a brief of what happened earlier on this repo with your "
+            f"next message instead, so {_RECONSTRUCTED}.")
 
 
 def _machine(label: str | None, node_id: str | None) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = ["Outcome", "decide_outcome"]
+__all__ = ["Outcome", "decide_outcome", "outcome_after_resume_lost"]
 
 
 class Outcome(StrEnum):
@@ -38,3 +38,10 @@ def decide_outcome(
     else:
         outcome = Outcome.UNBRIEFED
     return outcome, False, used_brief
+
+
+def outcome_after_resume_lost(brief_offered: bool, mode: str) -> tuple[Outcome, bool, bool]:
+    """The machine's final word on an open whose engine refused the resume after the launch
+    reply (CONTRACT.md 7, 1.2): not resumed, and the brief, when one was offered, goes
+    with the next message, so it counts as given."""
+    return decide_outcome(False, True, brief_offered, mode)

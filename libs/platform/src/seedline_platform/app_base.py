@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import socket
 from collections.abc import Awaitable, Callable, Sequence
 
 import nats.micro
@@ -46,6 +48,12 @@ REQUEST_WORKERS = 256
 LAG_REFRESH_SECONDS = 5.0
 # A fetch in flight returns within the consumer's fetch_wait (0.25 s) and is handed back.
 QUIESCE_SECONDS = 2.0
+
+
+def side_port_metadata(health: HealthServer) -> dict[str, str]:
+    """What `seedline status` shows of a copy: where its side port is, and which process."""
+    return {"http_url": health.url or "", "pid": str(os.getpid()),
+            "host": socket.gethostname()}
 
 
 async def _raw_body(msg) -> bytes:
@@ -177,15 +185,17 @@ class ServiceApp:
             await consumer.start()
         # Subscribes to the request subjects only now, when everything can answer.
         await self.broker.start()
+        # The side port first, so that service discovery can say where it is.
+        self.health = HealthServer(s.http_host, s.http_port, self.metrics.registry,
+                                   self._alive, self._ready)
+        await self.health.start()
         self._micro = await nats.micro.add_service(
-            self.nc, name=self.name, version=VERSION, description=self.description
+            self.nc, name=self.name, version=VERSION, description=self.description,
+            metadata=side_port_metadata(self.health),
         )
         # Ready means a request is answered: the server must hold those subscriptions before
         # anyone is told (a request sent the moment after start found no responders).
         await self.nc.flush()
-        self.health = HealthServer(s.http_host, s.http_port, self.metrics.registry,
-                                   self._alive, self._ready)
-        await self.health.start()
         self.ready = True
         log.info("ready", health=self.health.url)
 

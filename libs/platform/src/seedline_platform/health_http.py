@@ -4,6 +4,11 @@ Three GET routes and nothing else, so a plain asyncio server does the job withou
 a web framework in every service image. /healthz says the process is alive and
 holds its NATS connection; /readyz also says it has started and its checks pass
 (docker compose gates start-up on it); /metrics is the Prometheus text format.
+
+It is a side port (CONTRACT 1.2, Processes): by default any free port, so any number of
+services run side by side on one machine, and the port taken is logged. A port the
+operator set (SEEDLINE_HTTP_PORT) that is taken is logged as an error naming the
+variable and tried again now and then; the service works on without it meanwhile.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ log = get_logger(__name__)
 
 Check = Callable[[], Awaitable[dict[str, bool]]]
 _MAX_REQUEST_BYTES = 8192
+PORT_VARIABLE = "SEEDLINE_HTTP_PORT"
+RETRY_SECONDS = 10.0
 
 
 class HealthServer:
@@ -33,6 +40,7 @@ class HealthServer:
         self._alive = alive
         self._ready = ready
         self._server: asyncio.Server | None = None
+        self._retry: asyncio.Task | None = None
 
     @property
     def port(self) -> int | None:
@@ -45,10 +53,37 @@ class HealthServer:
         return None if self.port is None else f"http://{self._host}:{self.port}"
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, self._host, self._port)
-        log.info("health_http_listening", url=self.url)
+        """Never raises: a side port must not stop the service (CONTRACT 1.2)."""
+        problem = await self._bind()
+        if problem is None:
+            return
+        log.error("health_http_port_taken", port=self._port, error=problem, message=(
+            f"{PORT_VARIABLE}={self._port}: {self._host}:{self._port} cannot be used "
+            f"({problem}); /metrics, /healthz and /readyz are off until it can (tried again "
+            f"every {RETRY_SECONDS:g} s). Free that port, or unset {PORT_VARIABLE} to take "
+            "any free one. The service works on meanwhile."))
+        self._retry = asyncio.create_task(self._bind_later())
+
+    async def _bind(self) -> str | None:
+        try:
+            self._server = await asyncio.start_server(self._serve, self._host, self._port)
+        except OSError as exc:
+            return (exc.strerror or str(exc)).split(" (")[0]
+        log.info("health_http_listening", url=self.url, port=self.port,
+                 chosen="any free port" if self._port == 0 else PORT_VARIABLE)
+        return None
+
+    async def _bind_later(self) -> None:
+        while True:
+            await asyncio.sleep(RETRY_SECONDS)
+            if await self._bind() is None:
+                return
 
     async def stop(self) -> None:
+        if self._retry is not None:
+            self._retry.cancel()
+            await asyncio.gather(self._retry, return_exceptions=True)
+            self._retry = None
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(Exception):

@@ -1,13 +1,33 @@
-"""From the events of SEEDLINE_SESSIONS to the pure lifecycle of CONTRACT.md 4.1.
+"""The one reading of SEEDLINE_SESSIONS: what each recorded event means (CONTRACT.md 4.1, 7).
 
-The resolver and the gateway both fold the stream through ``seedline_core.lifecycle``;
-this is the one reading of which event means what.
+Two folds are made from it, and every service and surface uses these instead of a
+reading of its own:
+- ``lifecycle_steps``: each event as a step of the pure lifecycle machine of
+  ``seedline_core.lifecycle`` (the resolver's ``conversations``, the gateway's
+  ``gateway_conversations``), with the reply it settles or corrects;
+- ``fold_opens``: each conversation's opens as they were decided and answered, with
+  the outcome as the machine finally had it (the web's console projection, the CLI's
+  ``timeline`` open lines, MCP).
+
+A new event type is added here, in ``seedline_contracts.events`` and, when it moves
+the lifecycle, in ``seedline_core.lifecycle``; nothing else reads event types.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import NamedTuple
+
+import msgspec
+
 from seedline_contracts import events as ev
+from seedline_contracts.codec import decoder, encode
+from seedline_contracts.errors import ErrorBody
+from seedline_contracts.sessions import Continuity, NoticeBody, OpenReply
 from seedline_core import lifecycle as lc
+from seedline_core.notices import open_notice
+from seedline_core.outcome import Outcome, outcome_after_resume_lost
 
 
 def lifecycle_event(event: ev.SessionEvent, seq: int) -> lc.Event | None:
@@ -20,13 +40,173 @@ def lifecycle_event(event: ev.SessionEvent, seq: int) -> lc.Event | None:
                             event.node_id, event.engine)
     if isinstance(event, ev.Opened):
         return lc.Opened(event.plan.node_id, event.plan.engine, event.engine_session_id,
-                         event.at)
+                         event.at, event.reply.outcome)
     if isinstance(event, ev.OpenFailed):
         return lc.OpenFailed()
     if isinstance(event, ev.Relocated):
-        return lc.Relocated(event.to_node_id, event.engine, event.engine_session_id, event.at)
+        return lc.Relocated(event.to_node_id, event.engine, event.engine_session_id, event.at,
+                            event.reply.outcome if event.reply else None)
     if isinstance(event, (ev.Stopped, ev.Reaped)):
         return lc.Stopped(event.reason if isinstance(event, ev.Stopped) else "idle")
     if isinstance(event, ev.EngineBound):
         return lc.EngineBound(event.node_id, event.engine_session_id)
+    if isinstance(event, ev.ResumeLost):
+        outcome = event.reply.outcome if event.reply else Outcome.RESUME_UNCONFIRMED_BRIEFED
+        return lc.ResumeLost(event.node_id, str(outcome))
     return None
+
+
+def reply_of(event: object) -> bytes | None:
+    """The reply an event settles a waiting request with, or corrects (resume_lost)."""
+    if isinstance(event, (ev.Opened, ev.ResumeLost)) and event.reply is not None:
+        return encode(event.reply)
+    if isinstance(event, ev.Relocated) and event.reply is not None:
+        return encode(event.reply)
+    if isinstance(event, ev.OpenFailed):
+        return encode({"ok": False, "error": event.error})
+    return None
+
+
+class Step(NamedTuple):
+    seq: int
+    session_id: str
+    event: lc.Event
+    reply: bytes | None  # the reply to keep for the conversation and its request
+    request_id: str | None  # whose request that reply answers
+
+    @property
+    def corrects(self) -> bool:
+        """A reply that replaces the one kept before (the machine's final word)."""
+        return lc.corrects(self.event)
+
+
+def lifecycle_steps(msgs: Sequence) -> list[Step]:
+    """The lifecycle steps of a batch of SEEDLINE_SESSIONS messages, in stream order."""
+    events = decoder(ev.SessionEvent)
+    steps: list[Step] = []
+    for msg in msgs:
+        seq = msg.metadata.sequence.stream
+        event = events.decode(msg.data)
+        meaning = lifecycle_event(event, seq)
+        if meaning is None:
+            continue
+        plan = getattr(event, "plan", None)
+        steps.append(Step(seq, event.session_id, meaning, reply_of(event),
+                          plan.request_id if plan is not None else None))
+    return steps
+
+
+def reply_after_resume_lost(reply: OpenReply) -> OpenReply:
+    """An open's reply once its engine refused the resume (CONTRACT.md 7, 1.2): the brief,
+    when one was offered, goes with the next message, so it counts as given."""
+    offered = reply.brief is not None
+    outcome, resumed, seeded = outcome_after_resume_lost(offered, reply.continuity.mode)
+    notice = open_notice(outcome, reply.continuity.reason)
+    return msgspec.structs.replace(
+        reply, resumed=resumed, seeded=seeded, outcome=outcome.value,
+        brief=msgspec.structs.replace(reply.brief, spent=seeded) if offered else None,
+        notice=NoticeBody(**notice.to_wire()),
+    )
+
+
+def brief_given(reply: OpenReply) -> bool:
+    """Whether the engine was given the reply's brief (CONTRACT.md 3.2, 1.2): `brief.spent`,
+    or `seeded` in a reply recorded before 1.2."""
+    if reply.brief is not None and reply.brief.spent is not None:
+        return reply.brief.spent
+    return reply.seeded
+
+
+# -- opens: each decision joined with its answer -------------------------------------------
+
+
+@dataclass(frozen=True)
+class OpenView:
+    """One open, wake or relocation of a conversation: its decision and its answer."""
+
+    session_id: str
+    decided_seq: int
+    at: str
+    instance_id: str
+    repo: str
+    node_id: str
+    engine: str
+    continuity: Continuity
+    until_seq: int | None
+    wake_seq: int | None
+    relocation: bool
+    relocation_from: str | None  # "" for a relocation from a machine not known
+    brief_text: str | None = None
+    answered_seq: int | None = None
+    answered_at: str | None = None
+    reply: OpenReply | None = None  # as the machine finally had it
+    error: ErrorBody | None = None
+
+    @property
+    def kind(self) -> str:
+        if self.relocation:
+            return "relocation"
+        return "wake" if self.wake_seq else "open"
+
+    @property
+    def answered(self) -> bool:
+        return self.answered_seq is not None
+
+
+def _moved_from(plan: ev.LaunchPlan) -> str | None:
+    if plan.relocation_from:
+        return plan.relocation_from
+    return "" if plan.relocation else None
+
+
+def fold_opens(opens: tuple[OpenView, ...], event: ev.SessionEvent, seq: int
+               ) -> tuple[OpenView, ...]:
+    """One conversation's opens after one of its events (in stream order).
+
+    A decision starts an open; the first answer (`opened`, `relocated` carrying its reply,
+    or `open_failed`) ends it; a `resume_lost` corrects the newest resumed answer.
+    """
+    if isinstance(event, ev.ContinuityDecided):
+        plan = event.plan
+        return (*opens, OpenView(
+            event.session_id, seq, event.at, plan.instance_id, plan.repo, plan.node_id,
+            plan.engine, event.continuity, event.until_seq, plan.wake_seq,
+            bool(plan.relocation or plan.relocation_from), _moved_from(plan)))
+    if not opens:
+        return opens
+    last = opens[-1]
+    if isinstance(event, ev.SeedComposed) and not last.answered:
+        return (*opens[:-1], replace(last, brief_text=event.text))
+    answer = _answer(event)
+    if answer is not None and not last.answered:
+        reply, error, moved_from = answer
+        if moved_from:
+            last = replace(last, relocation_from=moved_from)
+        return (*opens[:-1], replace(last, answered_seq=seq, answered_at=event.at,
+                                     reply=reply, error=error))
+    if isinstance(event, ev.ResumeLost):
+        for i in range(len(opens) - 1, -1, -1):
+            reply = opens[i].reply
+            if reply is not None and reply.outcome == Outcome.RESUMED:
+                corrected = event.reply or reply_after_resume_lost(reply)
+                return (*opens[:i], replace(opens[i], reply=corrected), *opens[i + 1:])
+    return opens
+
+
+def _answer(event) -> tuple[OpenReply | None, ErrorBody | None, str | None] | None:
+    if isinstance(event, ev.Opened):
+        return event.reply, None, None
+    if isinstance(event, ev.Relocated) and event.reply is not None:
+        # Before 1.1 a relocated event carried no reply; its opened event answered.
+        return event.reply, None, event.from_node_id
+    if isinstance(event, ev.OpenFailed):
+        return None, event.error, None
+    return None
+
+
+def opens_of(events: Sequence[tuple[int, ev.SessionEvent]]) -> tuple[OpenView, ...]:
+    """A conversation's opens from its events, oldest first."""
+    opens: tuple[OpenView, ...] = ()
+    for seq, event in events:
+        opens = fold_opens(opens, event, seq)
+    return opens

@@ -40,11 +40,16 @@ async def connect(servers: Sequence[str], name: str, **options) -> Client:
         log.warning("nats_error", error=str(exc))
 
     async def on_disconnect() -> None:
-        log.warning("nats_disconnected")
+        # close() marks the connection closed before it calls back: a normal end is no warning.
+        if nc is not None and nc.is_closed:
+            log.info("nats_closed")
+        else:
+            log.warning("nats_disconnected")
 
     async def on_reconnect() -> None:
         log.info("nats_reconnected")
 
+    nc: Client | None = None
     nc = await nats.connect(
         servers=list(servers),
         name=name,

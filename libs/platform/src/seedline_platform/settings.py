@@ -36,6 +36,10 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
     "SEEDLINE_IDLE_SWEEP_SECONDS": ("30", "how often the gateway looks for idle conversations"),
     "SEEDLINE_OPEN_TIMEOUT_SECONDS": ("30", "longest an open or relocation waits for the machine"),
     "SEEDLINE_LAUNCH_TIMEOUT_SECONDS": ("10", "longest the gateway waits for a launch reply"),
+    # Read by the runner (seedline_runner.runner); listed here so the README's table is whole.
+    "SEEDLINE_RESUME_PROOF_SECONDS": (
+        "5", "longest a runner's launch reply waits for an engine's first line to accept a resume"
+    ),
     "SEEDLINE_MAX_DELIVER": ("5", "deliveries before a message that keeps failing is parked"),
     "SEEDLINE_BATCH_SIZE": ("256", "messages fetched and applied per transaction"),
     "SEEDLINE_INGEST_PARTITIONS": (
@@ -49,7 +53,11 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         "see deploy/nats-tls.conf",
     ),
     "SEEDLINE_HTTP_HOST": ("127.0.0.1", "address a service serves /metrics, /healthz and /readyz on"),
-    "SEEDLINE_HTTP_PORT": ("9100", "port of /metrics, /healthz and /readyz (0: any free port)"),
+    "SEEDLINE_HTTP_PORT": (
+        "0",
+        "side port of /metrics, /healthz and /readyz; 0: any free port (logged at start, "
+        "shown by `seedline status`); a port set here that is taken is logged as an error",
+    ),
     "SEEDLINE_OTLP_ENDPOINT": (
         "(none)",
         "OpenTelemetry collector (OTLP over HTTP, e.g. http://127.0.0.1:4318); "
@@ -196,7 +204,7 @@ class Settings:
     stream_replicas: int = 1
     nats_ca_file: str | None = None
     http_host: str = "127.0.0.1"
-    http_port: int = 9100
+    http_port: int = 0  # 0: any free port, so copies run side by side (CONTRACT 1.2)
     otlp_endpoint: str | None = None
     web_host: str = "127.0.0.1"
     web_port: int = 8080

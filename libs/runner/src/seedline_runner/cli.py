@@ -16,9 +16,12 @@ from seedline_contracts.subjects import runner_inbox_prefix
 from seedline_contracts.tokens import escape_token
 
 from .checkouts import Checkouts
+from .connection_log import connection_callbacks
 from .engines.registry import EngineOptions, build_engines
 from .tracing import configure_tracing
 from .runner import DEFAULT_PRESENCE_INTERVAL_SECONDS, Runner
+
+CLOSE_SECONDS = 0.5
 
 _ENGINE_OPTION_NAMES = frozenset(f.name for f in fields(EngineOptions))
 
@@ -62,6 +65,7 @@ async def run_runner(
         name=f"seedline-runner:{node_id}",
         inbox_prefix=runner_inbox_prefix(node_id).encode(),
         max_reconnect_attempts=-1,
+        **connection_callbacks(node_id),
     )
     try:
         runner = Runner(
@@ -80,7 +84,7 @@ async def run_runner(
             close = getattr(engine, "aclose", None)
             if close is not None:
                 await close()
-        await nc.drain()
+        await _let_go(nc)
         if tracing is not None:
             tracing.shutdown()
 
@@ -88,6 +92,24 @@ async def run_runner(
 def default_state_dir(node_id: str) -> Path:
     home = Path(os.environ.get("SEEDLINE_HOME") or ".seedline")
     return (home / "runners" / escape_token(node_id)).resolve()
+
+
+async def _let_go(nc) -> None:
+    """Drain what is pending when NATS is there; when it is not, close at once: a drain
+    would wait on a reconnect that may never come (Ctrl-C took 5 to 14 s)."""
+    if nc.is_connected:
+        try:
+            await asyncio.wait_for(nc.drain(), CLOSE_SECONDS)
+            return
+        except Exception:
+            pass
+    if not nc.is_closed:
+        # Closing a connection whose socket is gone raises (ConnectionResetError): it is
+        # closed all the same, and the stop goes on.
+        try:
+            await asyncio.wait_for(nc.close(), CLOSE_SECONDS)
+        except Exception:
+            pass
 
 
 async def _serve_until_stopped(runner: Runner, stop_signals: bool) -> None:

@@ -29,6 +29,7 @@ from seedline_contracts.subjects import (
 from .engines.base import Engine
 
 log = structlog.get_logger(__name__)
+STOP_DELETE_SECONDS = 1.0
 
 
 def presence_of(
@@ -123,9 +124,12 @@ class PresenceHeartbeat:
             if self._kv is None:
                 return
             try:
-                await self._kv.delete(self._key)
+                # Bounded: with NATS away the delete cannot land, and a stop must be quick;
+                # the key then ends by its TTL.
+                await asyncio.wait_for(self._kv.delete(self._key), STOP_DELETE_SECONDS)
             except Exception as error:
-                log.warning("presence_not_deleted", key=self._key, error=str(error))
+                log.warning("presence_not_deleted", key=self._key,
+                            error=str(error) or type(error).__name__)
 
     async def _loop(self) -> None:
         while True:

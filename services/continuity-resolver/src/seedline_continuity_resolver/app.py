@@ -15,12 +15,13 @@ from faststream.nats import NatsMessage
 from nats.aio.msg import Msg
 
 from seedline_contracts import subjects
-from seedline_contracts.codec import decode, decoder
-from seedline_contracts.events import OpenFailed, Opened, SessionEvent, WakeRequested
+from seedline_contracts.codec import decode
+from seedline_contracts.events import WakeRequested
 from seedline_contracts.timeline import TimelineEntry
+from seedline_contracts.times import format_utc, parse_rfc3339
 from seedline_core import decision as core
 from seedline_platform.app_base import ServiceApp
-from seedline_platform.lifecycle_events import lifecycle_event
+from seedline_platform.lifecycle_events import lifecycle_steps
 from seedline_platform.publishing import JetStreamPublisher, Publisher
 from seedline_platform.replay import last_seq
 from seedline_platform.settings import Settings
@@ -29,9 +30,11 @@ from seedline_timeline_view import PostgresTimelineView, TimelineView
 
 from .machines import MachineDirectory, PresenceDirectory
 from .opening import Opener, OpenerSettings
-from .pending import SETTLING, PendingOpens, reply_of
+from .pending import SETTLING, PendingOpens
 from .postgres_repository import PostgresConversationRepository
-from .repository import SESSIONS, TIMELINE, ConversationRepository, LifecycleStep
+from .repository import SESSIONS, TIMELINE, ConversationRepository, TimelineFact
+
+__all__ = ["ResolverApp", "create_app", "lifecycle_steps", "timeline_facts"]
 
 NAME = "continuity-resolver"
 
@@ -131,26 +134,19 @@ class ResolverApp(ServiceApp):
 
 
 def timeline_facts(msgs: Sequence[Msg]) -> list[tuple]:
+    """Each entry's activity time is the earlier of its `at` and when the writer accepted
+    it, the stream message's own time (CONTRACT.md 3.1, 1.2): event data, so a rebuild
+    from the stream gives the same rows."""
     facts = []
     for msg in msgs:
         e = decode(msg.data, TimelineEntry)
-        facts.append((msg.metadata.sequence.stream, e.instance_id, e.repo, e.session_id, e.at,
-                      e.engine))
+        active = core.entry_activity_at(parse_rfc3339(e.at), msg.metadata.timestamp)
+        turn = e.kind in core.TURN_KINDS
+        facts.append(TimelineFact(
+            msg.metadata.sequence.stream, e.instance_id, e.repo, e.session_id,
+            format_utc(active), e.engine, e.kind, e.content[:core.EXCERPT_CHARS] if turn else "",
+        ))
     return facts
-
-
-def lifecycle_steps(msgs: Sequence[Msg]) -> list[LifecycleStep]:
-    steps: list[LifecycleStep] = []
-    events = decoder(SessionEvent)
-    for msg in msgs:
-        seq = msg.metadata.sequence.stream
-        event = events.decode(msg.data)
-        meaning = lifecycle_event(event, seq)
-        if meaning is None:
-            continue
-        request_id = event.plan.request_id if isinstance(event, (Opened, OpenFailed)) else None
-        steps.append((seq, event.session_id, meaning, reply_of(event), request_id))
-    return steps
 
 
 def create_app(settings: Settings, **ports) -> ResolverApp:

@@ -11,11 +11,35 @@ projection had got when the wake was decided.
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 
-from seedline_core.decision import PreviousConversation
+from seedline_core.decision import TURN_KINDS, PreviousConversation, Turn, newest_turn
 from seedline_timeline_view import TimelineView
 
-from .repository import ConversationRepository, recency
+from .repository import ConversationRepository, Row, recency
+
+
+def _capped(last_at: datetime, row: Row) -> datetime:
+    """The view's latest `at` below the message, capped by the row's activity time (every
+    entry counted at the earlier of its `at` and its acceptance, CONTRACT.md 3.1): the view
+    keeps no acceptance time, and the row's covers later entries too, so this is an upper
+    bound that a clock running ahead can no longer push into the future."""
+    return min(last_at, row.last_entry_at) if row.last_entry_at else last_at
+
+
+# How far back a wake looks for the conversation's last turn before the message.
+TURN_LOOKBACK = 500
+
+
+async def _turn_before(view: TimelineView, row: Row, before_seq: int) -> Turn | None:
+    found = None
+    for kind in TURN_KINDS:
+        for entry in await view.newest_first(row.instance_id, row.repo, before_seq - 1,
+                                             TURN_LOOKBACK, kind):
+            if entry.session_id == row.session_id:
+                found = newest_turn(found, entry.seq, entry.kind, entry.content)
+                break
+    return found
 
 
 async def previous_before(
@@ -26,15 +50,18 @@ async def previous_before(
     confirmed opens), leaving out the conversation being decided."""
     rows = []
     for row in await conversations.rows_of_repo(instance_id, repo):
-        if row.session_id == deciding:
+        if row.session_id == deciding or not row.may_be_earlier:
             continue
         if row.activity_seq >= before_seq:  # touched at or after the message: read it again
             before = await view.conversation_before(instance_id, repo, row.session_id,
                                                     before_seq)
             if before is None and row.platform is None:
                 continue  # it began with the message
-            row = replace(row, last_entry_at=before.last_at if before else None,
+            row = replace(row, last_entry_at=_capped(before.last_at, row) if before else None,
                           activity_seq=before.last_seq if before else 0,
                           entry_engine=before.engine if before else None)
+        if row.newest_turn is not None and row.newest_turn.seq >= before_seq:
+            # The message itself (or a later turn) was never given to that engine.
+            row = replace(row, newest_turn=await _turn_before(view, row, before_seq))
         rows.append(row)
     return max(rows, key=recency).previous() if rows else None

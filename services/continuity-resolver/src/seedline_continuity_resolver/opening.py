@@ -22,6 +22,7 @@ from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.errors import error_reply
 from seedline_contracts.events import ContinuityDecided, LaunchPlan, OpenRequested, WakeRequested
+from seedline_contracts.runner import ResumeExpect
 from seedline_contracts.sessions import Continuity, OpenRequest, RelocateRequest
 from seedline_contracts.timeline import (
     MAX_CONTENT_CHARS,
@@ -176,7 +177,7 @@ class Opener:
             node_id=request.node_id, continuity=Continuity(**decided.to_continuity()),
             resume_key=decided.resume_key, instruction=instruction,
             clean_slate=request.clean_slate, request_id=request.request_id,
-            wake_seq=request.wake_seq,
+            wake_seq=request.wake_seq, resume_expect=resume_expect(decided),
         )
         at = format_utc(now)
         messages: list[Outgoing] = []
@@ -311,6 +312,11 @@ class Opener:
             return _error("timeout", error_message("timeout"))
         finally:
             self._pending.forget(session_id)
+
+
+def resume_expect(decided: core.Decision) -> ResumeExpect | None:
+    turn = decided.resume_expect
+    return ResumeExpect(turn.seq, turn.kind, turn.excerpt) if turn else None
 
 
 def _event(event) -> Outgoing:

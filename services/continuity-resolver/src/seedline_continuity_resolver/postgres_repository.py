@@ -12,10 +12,19 @@ from psycopg_pool import AsyncConnectionPool
 
 from seedline_contracts.times import format_utc
 from seedline_core import lifecycle as lc
-from seedline_core.decision import PreviousConversation
+from seedline_core.decision import TURN_KINDS, PreviousConversation, Turn
 from seedline_platform import pg
 
-from .repository import SESSIONS, TIMELINE, LifecycleStep, Row, TimelineFact, confirms
+from .repository import (
+    SESSIONS,
+    TIMELINE,
+    LifecycleStep,
+    Row,
+    TimelineFact,
+    as_fact,
+    confirms,
+    corrects,
+)
 
 OFFSETS = pg.Offsets("resolver_offsets")
 
@@ -35,9 +44,16 @@ CREATE TABLE IF NOT EXISTS conversations (
     resume_node_id text,
     confirmed_at timestamptz,
     last_reply bytea,
+    turn_seq bigint,
+    turn_kind text,
+    turn_excerpt text,
     last_activity timestamptz GENERATED ALWAYS AS (GREATEST(last_entry_at, confirmed_at)) STORED,
     PRIMARY KEY (instance_id, repo, session_id)
 );
+-- 1.2: the newest turn, a resume's expect (added to tables made before it).
+ALTER TABLE conversations ADD COLUMN IF NOT EXISTS turn_seq bigint;
+ALTER TABLE conversations ADD COLUMN IF NOT EXISTS turn_kind text;
+ALTER TABLE conversations ADD COLUMN IF NOT EXISTS turn_excerpt text;
 CREATE UNIQUE INDEX IF NOT EXISTS conversations_platform
     ON conversations (session_id) WHERE state IS NOT NULL;
 CREATE INDEX IF NOT EXISTS conversations_recent
@@ -55,16 +71,21 @@ CREATE INDEX IF NOT EXISTS open_requests_session ON open_requests (session_id);
 
 _COLUMNS = (
     "instance_id, repo, session_id, last_entry_at, activity_seq, entry_engine, state, "
-    "created_seq, node_id, engine, resume_key, resume_node_id, confirmed_at, last_reply"
+    "created_seq, node_id, engine, resume_key, resume_node_id, confirmed_at, last_reply, "
+    "turn_seq, turn_kind, turn_excerpt"
 )
 
 _UPSERT_ENTRY = """
-INSERT INTO conversations (instance_id, repo, session_id, last_entry_at, activity_seq, entry_engine)
-VALUES (%s, %s, %s, %s, %s, %s)
+INSERT INTO conversations (instance_id, repo, session_id, last_entry_at, activity_seq, entry_engine,
+                           turn_seq, turn_kind, turn_excerpt)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
     last_entry_at = GREATEST(conversations.last_entry_at, EXCLUDED.last_entry_at),
     activity_seq = GREATEST(conversations.activity_seq, EXCLUDED.activity_seq),
-    entry_engine = COALESCE(EXCLUDED.entry_engine, conversations.entry_engine)
+    entry_engine = COALESCE(EXCLUDED.entry_engine, conversations.entry_engine),
+    turn_seq = COALESCE(EXCLUDED.turn_seq, conversations.turn_seq),
+    turn_kind = COALESCE(EXCLUDED.turn_kind, conversations.turn_kind),
+    turn_excerpt = COALESCE(EXCLUDED.turn_excerpt, conversations.turn_excerpt)
 """
 
 _WRITE_PLATFORM = """
@@ -85,15 +106,18 @@ def _utc(moment: datetime | None) -> datetime | None:
 
 def _row(values: Sequence) -> Row:
     (instance_id, repo, session_id, last_entry_at, activity_seq, entry_engine, state,
-     created_seq, node_id, engine, resume_key, resume_node_id, confirmed_at, last_reply) = values
+     created_seq, node_id, engine, resume_key, resume_node_id, confirmed_at, last_reply,
+     turn_seq, turn_kind, turn_excerpt) = values
     platform = None
     if state is not None:
         platform = lc.Conversation(
             session_id, instance_id, repo, lc.State(state), int(created_seq), node_id, engine,
             resume_key, resume_node_id, format_utc(confirmed_at) if confirmed_at else None,
         )
+    turn = Turn(int(turn_seq), turn_kind, turn_excerpt) if turn_seq is not None else None
     return Row(instance_id, repo, session_id, _utc(last_entry_at), int(activity_seq),
-               entry_engine, platform, bytes(last_reply) if last_reply is not None else None)
+               entry_engine, platform, bytes(last_reply) if last_reply is not None else None,
+               turn)
 
 
 class PostgresConversationRepository:
@@ -117,13 +141,15 @@ class PostgresConversationRepository:
     async def apply_timeline(self, facts: Sequence[TimelineFact]) -> None:
         async with self._connection() as conn, conn.transaction():
             applied = await OFFSETS.lock(conn, TIMELINE)
-            fresh = [f for f in facts if f[0] > applied]
+            fresh = [f for f in map(as_fact, facts) if f.seq > applied]
             if not fresh:
                 return
             async with conn.cursor() as cur:
+                # In seq order, so a turn always replaces an older one.
                 await cur.executemany(_UPSERT_ENTRY, [
-                    (instance_id, repo, session_id, at, seq, engine)
-                    for seq, instance_id, repo, session_id, at, engine in fresh
+                    (f.instance_id, f.repo, f.session_id, f.at, f.seq, f.engine,
+                     *((f.seq, f.kind, f.excerpt) if f.kind in TURN_KINDS else (None,) * 3))
+                    for f in fresh
                 ])
             await OFFSETS.set(conn, TIMELINE, max(f[0] for f in fresh))
 
@@ -152,6 +178,12 @@ class PostgresConversationRepository:
                         after.created_seq, after.node_id, after.engine, after.resume_key,
                         after.resume_node_id, after.confirmed_at, kept,
                     ))
+                if reply is not None and corrects(event):
+                    await conn.execute(
+                        "UPDATE open_requests SET reply = %s WHERE session_id = %s"
+                        " AND reply IS NOT NULL",
+                        (reply, session_id),
+                    )
                 if reply is not None and request_id is not None:
                     await conn.execute(
                         "UPDATE open_requests SET reply = %s WHERE instance_id = %s"
@@ -169,6 +201,7 @@ class PostgresConversationRepository:
         async with self._connection() as conn:
             cur = await conn.execute(
                 f"SELECT {_COLUMNS} FROM conversations WHERE instance_id = %s AND repo = %s"
+                " AND state IS DISTINCT FROM 'failed'"  # never the earlier one (3.1)
                 " ORDER BY last_activity DESC NULLS LAST, activity_seq DESC,"
                 " created_seq DESC NULLS LAST, session_id DESC LIMIT 1",
                 (instance_id, repo),

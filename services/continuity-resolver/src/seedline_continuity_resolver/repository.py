@@ -15,15 +15,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from seedline_contracts.times import parse_rfc3339
 from seedline_core import lifecycle as lc
-from seedline_core.decision import PreviousConversation
+from seedline_core.decision import PreviousConversation, Turn, newest_turn
 
-TimelineFact = tuple[int, str, str, str, str, str | None]  # seq, instance, repo, session, at, engine
+
+
+class TimelineFact(NamedTuple):
+    seq: int
+    instance_id: str
+    repo: str
+    session_id: str
+    at: str  # its activity time: the earlier of `at` and acceptance (CONTRACT.md 3.1)
+    engine: str | None
+    kind: str | None = None
+    excerpt: str = ""  # the content's first 200 characters, for turns alone
+
+
+def as_fact(fact: tuple) -> TimelineFact:
+    return fact if isinstance(fact, TimelineFact) else TimelineFact(*fact)
+
+
+# (seq, session_id, event, reply to keep, request_id of that reply): the one reading of
+# the stream, seedline_platform.lifecycle_events.Step.
 LifecycleStep = tuple[int, str, lc.Event, bytes | None, str | None]
-# (seq, session_id, event, reply to keep, request_id of that reply)
 
 
 @dataclass(frozen=True)
@@ -36,12 +53,18 @@ class Row:
     entry_engine: str | None = None
     platform: lc.Conversation | None = None
     last_reply: bytes | None = None
+    # The newest chat_user or chat_assistant entry: a resume's `expect` (CONTRACT.md 6).
+    newest_turn: Turn | None = None
 
     @property
     def last_activity(self) -> datetime | None:
         confirmed = self.platform.confirmed_at if self.platform else None
         times = [t for t in (self.last_entry_at, confirmed and parse_rfc3339(confirmed)) if t]
         return max(times) if times else None
+
+    @property
+    def may_be_earlier(self) -> bool:
+        return lc.may_be_earlier(self.platform)
 
     def previous(self) -> PreviousConversation:
         p = self.platform
@@ -51,12 +74,12 @@ class Row:
             engine=(p.engine if p and p.engine else None) or self.entry_engine,
             resume_key=p.resume_key if p else None,
             resume_node_id=p.resume_node_id if p else None,
+            newest_turn=self.newest_turn,
         )
 
 
-def confirms(event: lc.Event) -> bool:
-    """Whether an event's reply is the conversation's current state (kept for relocate)."""
-    return isinstance(event, (lc.Opened, lc.Relocated))
+confirms = lc.confirms  # its reply is the conversation's current state (kept for relocate)
+corrects = lc.corrects  # its reply replaces the one the open's request was answered with
 
 
 def recency(row: Row) -> tuple:
@@ -122,7 +145,8 @@ class InMemoryConversationRepository:
         return None
 
     async def apply_timeline(self, facts: Sequence[TimelineFact]) -> None:
-        for seq, instance_id, repo, session_id, at, engine in facts:
+        for fact in map(as_fact, facts):
+            seq, instance_id, repo, session_id, at, engine, kind, excerpt = fact
             if seq <= self.offsets[TIMELINE]:
                 continue
             key = (instance_id, repo, session_id)
@@ -133,6 +157,7 @@ class InMemoryConversationRepository:
                 last_entry_at=max(moment, row.last_entry_at) if row.last_entry_at else moment,
                 activity_seq=max(seq, row.activity_seq),
                 entry_engine=engine or row.entry_engine,
+                newest_turn=newest_turn(row.newest_turn, seq, kind or "", excerpt),
             )
             self.offsets[TIMELINE] = seq
 
@@ -151,13 +176,18 @@ class InMemoryConversationRepository:
             claim = (key[0], request_id) if key is not None else None
             if reply is not None and claim in self.claims:
                 self.request_replies.setdefault(claim, reply)
+            if reply is not None and corrects(event):
+                for claimed, sid in self.claims.items():
+                    if sid == session_id and claimed in self.request_replies:
+                        self.request_replies[claimed] = reply
         self.offsets[SESSIONS] = max(self.offsets[SESSIONS], last_seq)
 
     async def applied(self, projection: str) -> int:
         return self.offsets[projection]
 
     async def previous(self, instance_id: str, repo: str) -> PreviousConversation | None:
-        rows = [r for (i, p, _), r in self.by_key.items() if (i, p) == (instance_id, repo)]
+        rows = [r for (i, p, _), r in self.by_key.items()
+                if (i, p) == (instance_id, repo) and r.may_be_earlier]
         return max(rows, key=recency).previous() if rows else None
 
     async def platform(self, session_id: str) -> Row | None:

@@ -26,6 +26,7 @@ from seedline_core.notices import error_message
 from seedline_platform.logging import get_logger
 from seedline_platform.publishing import Publisher
 
+from .resume_lost import ResumeLostRecorder
 from .state import GatewayState
 from .stopping import Stopper, event_message
 
@@ -38,11 +39,12 @@ MAX_ENGINE_SESSION_CHARS = 256
 class GatewayApi:
     def __init__(
         self, state: GatewayState, stopper: Stopper, publisher: Publisher,
-        caught_up: Callable[[], Awaitable[None]],
+        caught_up: Callable[[], Awaitable[None]], resume_lost: ResumeLostRecorder | None = None,
     ) -> None:
         self._state = state
         self._stopper = stopper
         self._publisher = publisher
+        self._resume_lost = resume_lost
         # Answers reflect every event recorded before the request (read your own writes).
         self._caught_up = caught_up
 
@@ -78,6 +80,7 @@ class GatewayApi:
                 h.session_id, h.conversation.instance_id, h.conversation.repo, h.node_id or "",
                 h.conversation.engine or "", h.conversation.confirmed_at or "",
                 format_utc(h.last_activity) if h.last_activity else "",
+                outcome=h.conversation.outcome,
             )
             for h in rows
         ]))
@@ -99,12 +102,17 @@ class GatewayApi:
         return held
 
     async def on_runner_event(self, msg: Msg) -> None:
-        """engine_bound from the machine a conversation is live on becomes a recorded fact."""
+        """engine_bound and resume_lost from the machine a conversation is live on become
+        recorded facts."""
         try:
             node_id = unescape_token(msg.subject.split(".")[2])
             event = decode(msg.data, RunnerEvent)
         except (TokenError, IndexError, msgspec.MsgspecError):
             log.warning("runner_event_unreadable", subject=msg.subject)
+            return
+        if event.type == "resume_lost" and self._resume_lost is not None:
+            held = await self._settled(event.session_id, node_id)
+            await self._resume_lost.record(held, node_id, event.session_id, event.reason)
             return
         if event.type != "engine_bound" or not event.engine_session_id:
             return

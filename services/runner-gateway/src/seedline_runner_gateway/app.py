@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import msgspec
 from faststream.nats import NatsMessage
 from nats.aio.msg import Msg
+from nats.js.errors import NotFoundError
 
 from seedline_contracts import subjects
-from seedline_contracts.codec import decoder
-from seedline_contracts.events import SessionEvent
+from seedline_contracts.codec import decode
+from seedline_contracts.events import Opened
+from seedline_contracts.sessions import OpenReply
 from seedline_platform import natsio
 from seedline_platform.app_base import ServiceApp
-from seedline_platform.lifecycle_events import lifecycle_event
+from seedline_platform.lifecycle_events import lifecycle_steps
 from seedline_platform.publishing import JetStreamPublisher, Publisher
 from seedline_platform.replay import last_seq
 from seedline_platform.logging import get_logger
@@ -32,7 +35,8 @@ from .postgres_state import PostgresGatewayState
 from .presence import KvPresence
 from .reaper import Reaper
 from .reconcile import Reconciler
-from .state import GatewayState, Step
+from .resume_lost import ResumeLostRecorder
+from .state import GatewayState
 from .stopping import Stopper
 from .turns import TimelineFollower
 
@@ -76,7 +80,7 @@ class GatewayApp(ServiceApp):
             await self.api.on_runner_event(msg.raw_message)
 
         self.broker.subscriber("seedline.runner.*.events", queue=NAME, title="runner-events",
-                               description="engine_bound and exited from machines (6).")(
+                               description="engine_bound, resume_lost and exited from machines (6).")(
             runner_event)
 
     async def setup(self) -> None:
@@ -104,7 +108,8 @@ class GatewayApp(ServiceApp):
             state=state, presence=self.presence, machines=machines, publisher=publisher,
             stopper=stopper, notifier=notifier, caught_up=self.caught_up,
         )
-        self.api = GatewayApi(state, stopper, publisher, self.caught_up)
+        resume_lost = ResumeLostRecorder(publisher, notifier, self._recorded_reply)
+        self.api = GatewayApi(state, stopper, publisher, self.caught_up, resume_lost)
         self.reaper = Reaper(state, stopper, s.idle_stop, s.idle_sweep_seconds, self.caught_up)
         self.consume(stream=subjects.SESSIONS_STREAM, durable="runner-gateway-sessions",
                      filter_subjects=[subjects.SESSION_EVENTS_ALL], handle=self.apply_sessions,
@@ -125,20 +130,17 @@ class GatewayApp(ServiceApp):
         if not await self.folded.reached(target, CATCH_UP_SECONDS):
             log.warning("fold_behind", target=target, applied=self.folded.seq)
 
+    async def _recorded_reply(self, session_id: str) -> OpenReply | None:
+        """The reply its `opened` event recorded (a direct get of the subject's last message)."""
+        try:
+            msg = await self.js.get_last_msg(
+                subjects.SESSIONS_STREAM, subjects.session_event_subject(session_id, "opened"))
+            return decode(msg.data, Opened).reply
+        except (NotFoundError, msgspec.MsgspecError):
+            return None
+
     async def _park_session(self, msg: Msg, reason: str) -> None:
         await self.parker(subjects.REJECTED_SESSIONS)(msg, reason)
-
-
-def lifecycle_steps(msgs: Sequence[Msg]) -> list[Step]:
-    events = decoder(SessionEvent)
-    steps: list[Step] = []
-    for msg in msgs:
-        seq = msg.metadata.sequence.stream
-        event = events.decode(msg.data)
-        meaning = lifecycle_event(event, seq)
-        if meaning is not None:
-            steps.append((seq, event.session_id, meaning))
-    return steps
 
 
 def create_app(settings: Settings, **ports) -> GatewayApp:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+import msgspec
+
 from seedline_contracts.codec import decode
 from seedline_contracts.errors import ErrorBody
 from seedline_contracts.events import OpenFailed, Opened, Relocated, SeedComposed
@@ -94,7 +96,7 @@ class Launcher:
             if composed.brief is not None and composed.text is not None else None
         )
         resume = (
-            LaunchResume(plan.resume_key)
+            LaunchResume(plan.resume_key, expect=plan.resume_expect)
             if plan.continuity.mode == "resume" and plan.resume_key else None
         )
         request = LaunchRequest(
@@ -119,7 +121,8 @@ class Launcher:
         return OpenReply(
             session_id=composed.session_id, node_id=plan.node_id, resumed=resumed, seeded=seeded,
             outcome=outcome.value, continuity=plan.continuity,
-            brief=composed.brief if seed is not None else None,
+            # (1.2) The receipt says whether the engine was given the brief: `seeded`.
+            brief=msgspec.structs.replace(composed.brief, spent=seeded) if seed else None,
             notice=NoticeBody(**notice.to_wire()),
         ), launch
 

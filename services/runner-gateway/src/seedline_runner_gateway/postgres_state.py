@@ -26,8 +26,11 @@ CREATE TABLE IF NOT EXISTS gateway_conversations (
     node_id text,
     engine text,
     confirmed_at timestamptz,
-    last_activity timestamptz
+    last_activity timestamptz,
+    outcome text
 );
+-- 1.2: the last launch's outcome as the machine finally had it (added to older tables).
+ALTER TABLE gateway_conversations ADD COLUMN IF NOT EXISTS outcome text;
 CREATE INDEX IF NOT EXISTS gateway_conversations_current
     ON gateway_conversations (instance_id, repo, created_seq) WHERE state IN ('live', 'opening');
 CREATE TABLE IF NOT EXISTS machines (
@@ -44,21 +47,22 @@ CREATE TABLE IF NOT EXISTS last_opens (
 """
 
 _COLUMNS = ("session_id, instance_id, repo, state, created_seq, node_id, engine, confirmed_at,"
-            " last_activity")
+            " last_activity, outcome")
 
 _WRITE = f"""
-INSERT INTO gateway_conversations ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+INSERT INTO gateway_conversations ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (session_id) DO UPDATE SET state = EXCLUDED.state, node_id = EXCLUDED.node_id,
-    engine = EXCLUDED.engine, confirmed_at = EXCLUDED.confirmed_at,
+    engine = EXCLUDED.engine, confirmed_at = EXCLUDED.confirmed_at, outcome = EXCLUDED.outcome,
     last_activity = GREATEST(gateway_conversations.last_activity, EXCLUDED.last_activity)
 """
 
 
 def _held(row: Sequence) -> Held:
-    session_id, instance_id, repo, state, created_seq, node_id, engine, confirmed, activity = row
+    (session_id, instance_id, repo, state, created_seq, node_id, engine, confirmed, activity,
+     outcome) = row
     conversation = lc.Conversation(
         session_id, instance_id, repo, lc.State(state), int(created_seq), node_id, engine,
-        confirmed_at=format_utc(confirmed) if confirmed else None,
+        confirmed_at=format_utc(confirmed) if confirmed else None, outcome=outcome,
     )
     return Held(conversation, activity.astimezone(timezone.utc) if activity else None)
 
@@ -74,7 +78,7 @@ class PostgresGatewayState:
         async with self._pool.connection() as conn, conn.transaction():
             applied = await OFFSETS.lock(conn, PROJECTION)
             for step in steps:
-                seq, session_id, _ = step
+                seq, session_id = step[0], step[1]
                 if seq <= applied:
                     continue
                 cur = await conn.execute(
@@ -90,7 +94,7 @@ class PostgresGatewayState:
                 c = held.conversation
                 await conn.execute(_WRITE, (
                     c.session_id, c.instance_id, c.repo, c.state.value, c.created_seq, c.node_id,
-                    c.engine, c.confirmed_at, held.last_activity,
+                    c.engine, c.confirmed_at, held.last_activity, c.outcome,
                 ))
                 where = opened_where(step, held)
                 if where:

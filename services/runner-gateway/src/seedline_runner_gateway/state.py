@@ -16,7 +16,8 @@ from typing import Protocol
 from seedline_contracts.times import parse_rfc3339
 from seedline_core import lifecycle as lc
 
-Step = tuple[int, str, lc.Event]  # (stream seq, session_id, lifecycle event)
+# (stream seq, session_id, lifecycle event, ...): seedline_platform.lifecycle_events.Step
+Step = tuple
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ class GatewayState(Protocol):
 
 def fold(current: Held | None, step: Step) -> Held | None:
     """The pure step both adapters take for each event."""
-    _, _, event = step
+    event = step[2]
     before = current.conversation if current else None
     after = lc.apply(before, event)
     if after is None:
@@ -85,7 +86,7 @@ def fold(current: Held | None, step: Step) -> Held | None:
 
 def opened_where(step: Step, held: Held | None) -> tuple[str, str] | None:
     """(node, engine) when the step is a successful open or relocation, else None."""
-    _, _, event = step
+    event = step[2]
     if held is None or held.state is not lc.State.LIVE:
         return None
     if isinstance(event, (lc.Opened, lc.Relocated)) and held.conversation.engine:
@@ -102,7 +103,7 @@ class InMemoryGatewayState:
 
     async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> None:
         for step in steps:
-            seq, session_id, _ = step
+            seq, session_id = step[0], step[1]
             if seq <= self._applied:
                 continue
             held = fold(self.conversations.get(session_id), step)

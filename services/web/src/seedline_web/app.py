@@ -4,10 +4,13 @@ served by uvicorn in the service's own event loop."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
+import os
 import socket
 from contextlib import asynccontextmanager, nullcontext
 
+import nats.micro
 import uvicorn
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from fastapi import FastAPI, Request
@@ -92,6 +95,7 @@ class WebApp:
         self.asgi = Measured(BodyLimit(self.fastapi, settings.web_max_body_bytes), self.metrics)
         self._server: uvicorn.Server | None = None
         self._serving: asyncio.Task | None = None
+        self._micro = None
 
     # -- lifecycle (the shape every service has: start, run, stop) ----------------------
 
@@ -119,6 +123,11 @@ class WebApp:
                 self._serving.result()  # raises why it stopped
                 raise RuntimeError("the web process stopped while starting")
             await asyncio.sleep(0.02)
+        # Found by service discovery like the four services, so `seedline status` lists it.
+        self._micro = await nats.micro.add_service(
+            self.nc, name=NAME, version=f"{VERSION}.0",  # discovery wants x.y.z
+            description="HTTP API, console and MCP",
+            metadata={"http_url": self.url, "pid": str(os.getpid())})
         log.info("ready", url=self.url)
 
     async def run(self) -> None:
@@ -126,6 +135,9 @@ class WebApp:
         await asyncio.gather(self.opens.run(), asyncio.shield(self._serving))
 
     async def stop(self) -> None:
+        if self._micro is not None:
+            with contextlib.suppress(Exception):
+                await self._micro.stop()
         if self._server is not None:
             self._server.should_exit = True
         if self._serving is not None:

@@ -44,6 +44,7 @@ from seedline_contracts.timeline import (
     TimelineReadRequest,
 )
 from seedline_core.notices import error_message
+from seedline_platform.lifecycle_events import brief_given
 from seedline_platform.logging import get_logger
 from seedline_platform.natsio import publish_window
 from seedline_platform.replay import last_seq, newest_values, replay
@@ -282,6 +283,20 @@ class Backend:
         except (ValueError, RecursionError):
             return None
         return body if isinstance(body, dict) else None
+
+    async def brief_given(self, session_id: str, sha256: str) -> bool | None:
+        """What the receipt of the launch that offered this brief says (CONTRACT.md 3.2): the
+        machine's final word first (a resume_lost), then a relocation's, then the open's.
+        None when no receipt of it is found."""
+        for kind in ("resume_lost", "relocated", "opened"):
+            body = await self.last_event(session_id, kind) or {}
+            reply = body.get("reply")
+            if isinstance(reply, dict) and (reply.get("brief") or {}).get("sha256") == sha256:
+                try:
+                    return brief_given(msgspec.convert(reply, OpenReply))
+                except msgspec.MsgspecError:
+                    return None
+        return None
 
     async def owner(self, session_id: str) -> Owner | None:
         """The instance and repo of a conversation the platform opened, from its own events.

@@ -7,6 +7,8 @@ from typing import Iterable, Sequence
 
 from seedline_contracts.sessions import BriefGetReply, BriefStats, LiveConversation, OpenReply
 from seedline_contracts.timeline import MAX_CONTENT_CHARS, TimelineRow
+from seedline_core.notices import BRIEF_NOT_GIVEN
+from seedline_platform.lifecycle_events import brief_given
 
 from .tenant import Machine
 
@@ -20,11 +22,13 @@ def machine_name(node_id: str, machines: Iterable[Machine]) -> str:
     return node_id
 
 
-def receipt(brief: BriefStats | BriefGetReply | None) -> str:
+def receipt(brief: BriefStats | BriefGetReply | None, given: bool | None = None) -> str:
+    """`given` False: the engine was not given it (CONTRACT.md 3.2), and the receipt says so."""
     if brief is None:
         return "Brief: none was offered."
+    label = f" ({BRIEF_NOT_GIVEN})" if given is False else ""
     return (
-        f"Brief receipt: {brief.rows} {'entry' if brief.rows == 1 else 'entries'}, "
+        f"Brief receipt{label}: {brief.rows} {'entry' if brief.rows == 1 else 'entries'}, "
         f"{brief.chars:,} characters of entry text, "
         f"{brief.omitted_rows} earlier entries left out, up to seq {brief.until_seq}, "
         f"sha256 {brief.sha256}."
@@ -45,14 +49,18 @@ def open_text(reply: OpenReply, repo: str, machines: Sequence[Machine], moved: b
     if decided.resume_from:
         lines.append(f"Continuing from: conversation {decided.resume_from}.")
     lines.append(f"Outcome, as the machine confirmed it: {reply.outcome}.")
-    lines.append(receipt(reply.brief))
+    lines.append(receipt(reply.brief, brief_given(reply)))
     return "\n".join(lines)
 
 
-def brief_text(session_id: str, brief: BriefGetReply) -> str:
+def brief_text(session_id: str, brief: BriefGetReply, given: bool | None = None) -> str:
+    """The brief byte for byte; whether the engine was given it is what the open's receipt
+    says (`given` None: no receipt of it was found), never assumed."""
+    told = {True: " The engine was given it.",
+            False: f" It was {BRIEF_NOT_GIVEN}."}.get(given, "")
     return (
-        f"The brief last offered to conversation {session_id}, exactly as the engine read it.\n"
-        f"{receipt(brief)}\n\n{brief.text}"
+        f"The brief last offered to conversation {session_id}, byte for byte.{told}\n"
+        f"{receipt(brief, given)}\n\n{brief.text}"
     )
 
 
@@ -90,8 +98,10 @@ def conversations_text(live: Sequence[LiveConversation], machines: Sequence[Mach
         return "No conversation is live on this instance."
     lines = [f"{len(live)} live conversation{'s' if len(live) != 1 else ''}:"]
     for c in live:
+        outcome = f", outcome {c.outcome}" if c.outcome else ""
         lines.append(f"- {c.repo}: conversation {c.session_id}, engine {c.engine}, on "
-                     f"{machine_name(c.node_id, machines)}, last activity {c.last_activity_at}")
+                     f"{machine_name(c.node_id, machines)}{outcome}, "
+                     f"last activity {c.last_activity_at}")
     return "\n".join(lines)
 
 

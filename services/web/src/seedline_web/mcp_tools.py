@@ -170,15 +170,18 @@ def build_server(tenant_of: TenantOf) -> MCPServer:
         decisions = {}
         for session_id in dict.fromkeys(r.session_id for r in page.entries):
             opened = await tenant.backend.last_event(session_id, "opened")
-            reply = (opened or {}).get("reply") or {}
+            lost = await tenant.backend.last_event(session_id, "resume_lost") or {}
+            reply = lost.get("reply") or (opened or {}).get("reply") or {}
             if ((opened or {}).get("plan") or {}).get("instance_id") == tenant.instance_id:
                 decisions[session_id] = (reply.get("notice") or {}).get("console", "")
         return mcp_text.timeline_text(repo, page.entries, page.has_more, decisions)
 
-    @tool("Show the exact brief the engine of a conversation was last given, with its receipt "
-          "(entries, characters, what was left out, up to which seq, sha256).")
+    @tool("Show the exact brief last offered to a conversation, with its receipt (entries, "
+          "characters, what was left out, up to which seq, sha256) and whether the engine was "
+          "given it.")
     async def show_brief(tenant: Tenant, conversation_id: ConversationId) -> str:
-        return mcp_text.brief_text(conversation_id, await tenant.brief(conversation_id))
+        brief = await tenant.brief(conversation_id)
+        return mcp_text.brief_text(conversation_id, brief, brief.spent)
 
     @tool("List the conversations live on this instance, with their repo, engine and machine.")
     async def list_conversations(tenant: Tenant) -> str:

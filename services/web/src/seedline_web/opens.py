@@ -3,8 +3,9 @@
 Built from SEEDLINE_SESSIONS with an ephemeral consumer that keeps nothing on the
 server; the applied stream sequence is stored in the same transaction as the
 rows (DESIGN.md rule 2), so a restart resumes where it stopped and a redelivery
-changes nothing. An open is a decision (`continuity_decided`, with the brief's text from
-`seed_composed`) joined with its answer: `opened`, `relocated` or `open_failed`.
+changes nothing. What an event does to a conversation's opens is the one fold of
+``seedline_platform.lifecycle_events.fold_opens`` (a decision joined with its answer,
+a `resume_lost` correcting it): this module only loads, folds and stores.
 """
 
 from __future__ import annotations
@@ -21,54 +22,35 @@ from nats.js import api as js_api
 from psycopg_pool import AsyncConnectionPool
 
 from seedline_contracts import subjects
-from seedline_contracts.codec import decode, encode
-from seedline_contracts.events import (
-    ContinuityDecided,
-    Opened,
-    OpenFailed,
-    Relocated,
-    SeedComposed,
-)
+from seedline_contracts.codec import decoder, encode
+from seedline_contracts.events import SessionEvent
 from seedline_contracts.sessions import OpenReply
 from seedline_platform import pg
+from seedline_platform.lifecycle_events import OpenView, fold_opens
 from seedline_platform.logging import get_logger
 from seedline_platform.replay import last_seq
 
 log = get_logger(__name__)
 
-PROJECTION = "seedline-web-opens"
+PROJECTION = "seedline-web-opens-2"
 BATCH = 256
 
 OFFSETS = pg.Offsets("web_offsets")
 
+# A table of its own, replayed from the stream's start under a new offset name: the
+# rows of before (web_open_decisions, web_opens) had no place for a corrected reply.
 DDL = OFFSETS.ddl + """
-CREATE TABLE IF NOT EXISTS web_open_decisions (
-    session_id text PRIMARY KEY,
-    instance_id text NOT NULL,
-    repo text NOT NULL,
-    node_id text NOT NULL,
-    engine text NOT NULL,
-    relocation_from text,
-    until_seq bigint,
-    brief_text text,
-    answered boolean NOT NULL DEFAULT false
-);
-CREATE TABLE IF NOT EXISTS web_opens (
-    event_seq bigint PRIMARY KEY,
+CREATE TABLE IF NOT EXISTS web_open_views (
     session_id text NOT NULL,
+    decided_seq bigint NOT NULL,
     instance_id text NOT NULL,
     repo text NOT NULL,
-    node_id text NOT NULL,
-    engine text NOT NULL,
-    at text NOT NULL,
-    relocation_from text,
-    until_seq bigint,
-    reply text,
-    error_code text,
-    error_message text,
-    brief_text text
+    view text NOT NULL,
+    answered_seq bigint,
+    PRIMARY KEY (session_id, decided_seq)
 );
-CREATE INDEX IF NOT EXISTS web_opens_by_repo ON web_opens (instance_id, repo, event_seq);
+CREATE INDEX IF NOT EXISTS web_open_views_by_repo
+    ON web_open_views (instance_id, repo, answered_seq) WHERE answered_seq IS NOT NULL;
 """
 
 
@@ -90,18 +72,8 @@ class OpenRecord:
     brief_text: str | None
 
 
-def _moved_from(plan) -> str | None:
-    """The machine a relocation left; "" when it is a relocation from an unknown machine."""
-    if plan.relocation_from:
-        return plan.relocation_from
-    return "" if getattr(plan, "relocation", False) else None
-
-
-ANSWERS = {"opened": Opened, "relocated": Relocated, "open_failed": OpenFailed}
-
-
-def _event_type(msg: Msg) -> str:
-    return msg.subject.rsplit(".", 1)[-1]
+_events = decoder(SessionEvent)
+_views = msgspec.json.Decoder(OpenView)
 
 
 class OpensProjection:
@@ -166,47 +138,22 @@ class OpensProjection:
             await OFFSETS.set(conn, PROJECTION, newest)
 
     async def _apply_one(self, conn, seq: int, msg: Msg) -> None:
-        """A decision is kept until its answer: `opened`, `relocated` carrying the reply
-        (1.1), or `open_failed`; the first answer to a decision is its open."""
-        kind = _event_type(msg)
-        if kind == "continuity_decided":
-            event = decode(msg.data, ContinuityDecided)
-            plan = event.plan
-            await conn.execute(
-                "INSERT INTO web_open_decisions VALUES (%s, %s, %s, %s, %s, %s, %s, NULL, false)"
-                " ON CONFLICT (session_id) DO UPDATE SET instance_id = EXCLUDED.instance_id,"
-                " repo = EXCLUDED.repo, node_id = EXCLUDED.node_id, engine = EXCLUDED.engine,"
-                " relocation_from = EXCLUDED.relocation_from, until_seq = EXCLUDED.until_seq,"
-                " brief_text = NULL, answered = false",
-                (event.session_id, plan.instance_id, plan.repo, plan.node_id, plan.engine,
-                 _moved_from(plan), event.until_seq),
-            )
-        elif kind == "seed_composed":
-            composed = decode(msg.data, SeedComposed)
-            await conn.execute(
-                "UPDATE web_open_decisions SET brief_text = %s WHERE session_id = %s",
-                (composed.text, composed.session_id),
-            )
-        elif kind in ANSWERS:
-            event = decode(msg.data, ANSWERS[kind])
-            reply = getattr(event, "reply", None)
-            error = getattr(event, "error", None)
-            if reply is None and error is None:
-                return  # a relocated event of before 1.1: its opened event is the answer
-            await conn.execute(
-                "INSERT INTO web_opens SELECT %s, session_id, instance_id, repo, node_id, engine,"
-                " %s, COALESCE(%s, relocation_from), until_seq, %s, %s, %s, brief_text"
-                " FROM web_open_decisions WHERE session_id = %s AND NOT answered"
-                " ON CONFLICT (event_seq) DO NOTHING",
-                (seq, event.at, getattr(event, "from_node_id", None) or None,
-                 encode(reply).decode() if reply else None,
-                 error.code if error else None, error.message if error else None,
-                 event.session_id),
-            )
-            await conn.execute(
-                "UPDATE web_open_decisions SET answered = true WHERE session_id = %s",
-                (event.session_id,),
-            )
+        event = _events.decode(msg.data)
+        cur = await conn.execute(
+            "SELECT view FROM web_open_views WHERE session_id = %s ORDER BY decided_seq",
+            (event.session_id,),
+        )
+        before = tuple(_views.decode(row[0]) for row in await cur.fetchall())
+        after = fold_opens(before, event, seq)
+        for view in after:
+            if view not in before:
+                await conn.execute(
+                    "INSERT INTO web_open_views VALUES (%s, %s, %s, %s, %s, %s)"
+                    " ON CONFLICT (session_id, decided_seq) DO UPDATE SET view = EXCLUDED.view,"
+                    " answered_seq = EXCLUDED.answered_seq",
+                    (view.session_id, view.decided_seq, view.instance_id, view.repo,
+                     encode(view).decode(), view.answered_seq),
+                )
 
     async def catch_up(self, timeout: float = 2.0) -> bool:
         """Wait until everything already in the stream is applied (read your own opens)."""
@@ -219,30 +166,30 @@ class OpensProjection:
     async def for_repo(self, instance_id: str, repo: str, limit: int = 500) -> list[OpenRecord]:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                "SELECT event_seq, session_id, repo, node_id, engine, at, relocation_from,"
-                " until_seq, reply, error_code, error_message, brief_text FROM ("
-                "  SELECT * FROM web_opens WHERE instance_id = %s AND repo = %s"
-                "  ORDER BY event_seq DESC LIMIT %s) newest ORDER BY event_seq",
+                "SELECT view FROM ("
+                "  SELECT view, answered_seq FROM web_open_views WHERE instance_id = %s"
+                "  AND repo = %s AND answered_seq IS NOT NULL"
+                "  ORDER BY answered_seq DESC LIMIT %s) newest ORDER BY answered_seq",
                 (instance_id, repo, limit),
             )
             rows = await cur.fetchall()
-        return [_record(row) for row in rows]
+        return [record_of(_views.decode(row[0])) for row in rows]
 
     async def repos(self, instance_id: str) -> list[tuple[str, int]]:
         """Repos of the instance the platform opened conversations on, with how many opens."""
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                "SELECT repo, count(*) FROM web_opens WHERE instance_id = %s"
-                " GROUP BY repo ORDER BY repo",
+                "SELECT repo, count(*) FROM web_open_views WHERE instance_id = %s"
+                " AND answered_seq IS NOT NULL GROUP BY repo ORDER BY repo",
                 (instance_id,),
             )
             return [(r, int(n)) for r, n in await cur.fetchall()]
 
 
-def _record(row: tuple) -> OpenRecord:
-    (event_seq, session_id, repo, node_id, engine, at, relocation_from, until_seq, reply,
-     error_code, error_message, brief_text) = row
-    parsed = decode(reply.encode(), OpenReply) if reply else None
-    return OpenRecord(int(event_seq), session_id, repo, node_id, engine, at, relocation_from,
-                      until_seq, parsed, error_code, error_message, brief_text)
-
+def record_of(view: OpenView) -> OpenRecord:
+    error = view.error
+    return OpenRecord(view.answered_seq or view.decided_seq, view.session_id, view.repo,
+                      view.node_id, view.engine, view.answered_at or view.at,
+                      view.relocation_from, view.until_seq, view.reply,
+                      error.code if error else None, error.message if error else None,
+                      view.brief_text)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import msgspec
+
 from seedline_contracts.runner import RunnerPresence
 from seedline_contracts.sessions import (
     BriefGetReply,
@@ -79,8 +81,11 @@ class Tenant:
         return await self.backend.stop(StopRequest(session_id=session_id, reason=reason[:200]))
 
     async def brief(self, session_id: str) -> BriefGetReply:
+        """The brief last offered, with whether the engine was given it (CONTRACT.md 3.2)."""
         await self.owner(session_id)
-        return await self.backend.brief(session_id)
+        brief = await self.backend.brief(session_id)
+        spent = await self.backend.brief_given(session_id, brief.sha256)
+        return msgspec.structs.replace(brief, spent=spent)
 
     # -- the instance's repos --------------------------------------------------------------
 

@@ -10,6 +10,8 @@ from urllib.parse import urlencode
 
 from seedline_contracts.sessions import BriefStats, LiveConversation
 from seedline_contracts.timeline import RejectedInput, TimelineRow
+from seedline_core.notices import BRIEF_NOT_GIVEN
+from seedline_platform.lifecycle_events import brief_given
 
 from ..opens import OpenRecord
 from ..tenant import Machine
@@ -79,9 +81,11 @@ def machines_section(machines: Sequence[Machine]) -> str:
 
 def live_section(live: Sequence[LiveConversation], labels: dict[str, str]) -> str:
     rows = [(repo_link(c.repo), f"<code>{escape(c.session_id)}</code>", escape(c.engine),
-             escape(labels.get(c.node_id, c.node_id)), escape(c.last_activity_at)) for c in live]
+             escape(labels.get(c.node_id, c.node_id)), escape(c.outcome or "-"),
+             escape(c.last_activity_at)) for c in live]
     return ('<section id="live"><h2>Live conversations</h2>'
-            + _table(("repo", "conversation", "engine", "machine", "last activity"), rows,
+            + _table(("repo", "conversation", "engine", "machine", "outcome", "last activity"),
+                     rows,
                      "No conversation is live on this instance.") + "</section>")
 
 
@@ -109,10 +113,11 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]} … ({len(text) - limit:,} more)"
 
 
-def receipt(brief: BriefStats | None) -> str:
+def receipt(brief: BriefStats | None, given: bool = True) -> str:
     if brief is None:
         return '<p class="receipt none">No brief was offered.</p>'
-    cells = (("entries", f"{brief.rows}"), ("characters", f"{brief.chars:,}"),
+    cells = (("given", "yes" if given else escape(BRIEF_NOT_GIVEN)),
+             ("entries", f"{brief.rows}"), ("characters", f"{brief.chars:,}"),
              ("earlier entries left out", f"{brief.omitted_rows}"),
              ("up to seq", f"{brief.until_seq}"),
              ("sha256", f"<code>{escape(brief.sha256)}</code>"))
@@ -147,11 +152,12 @@ def open_card(view: OpenView, labels: dict[str, str]) -> str:
     decided = r.continuity
     text = ""
     if r.brief is not None:
+        given = brief_given(r)
         inner = (f'<pre class="brief-text">{escape(view.brief_text)}</pre>' if view.brief_text
                  is not None else "<p>A later brief of this conversation replaced this one, so "
-                 "its exact text is no longer served; the receipt is what the engine was "
-                 "given.</p>")
-        text = f"<details><summary>The brief's exact text</summary>{inner}</details>"
+                 "its exact text is no longer served; the receipt is what was offered.</p>")
+        label = "" if given else f" ({escape(BRIEF_NOT_GIVEN)})"
+        text = f"<details><summary>The brief's exact text{label}</summary>{inner}</details>"
     return (
         f'<article class="open" data-conversation="{escape(o.session_id)}">{head}'
         f'<p class="notice {escape(r.notice.tone)}">{escape(r.notice.console)}</p>'
@@ -159,7 +165,7 @@ def open_card(view: OpenView, labels: dict[str, str]) -> str:
         f'<dt>Decision</dt><dd>{escape(decided.mode)} (<code>{escape(decided.reason_code)}</code>)'
         f'</dd><dt>Reason</dt><dd class="reason">{escape(decided.reason)}</dd>'
         f'<dt>Outcome</dt><dd class="outcome">{escape(r.outcome)}</dd></dl>'
-        f"{receipt(r.brief)}{text}</article>"
+        f"{receipt(r.brief, brief_given(r))}{text}</article>"
     )
 
 

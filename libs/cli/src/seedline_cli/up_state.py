@@ -1,0 +1,47 @@
+"""What `seedline up` tells `seedline status` about the processes it supervises: a small
+JSON file in SEEDLINE_HOME, rewritten whole (write, then rename) on every change."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+STATE_NAME = "up-processes.json"
+
+
+def now_text() -> str:
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def path_in(home: Path) -> Path:
+    return home / STATE_NAME
+
+
+def write(path: Path, processes: list[dict]) -> None:
+    body = {"up_pid": os.getpid(), "updated_at": now_text(), "processes": processes}
+    partial = path.with_suffix(".tmp")
+    partial.write_text(json.dumps(body, indent=1) + "\n")
+    os.replace(partial, path)
+
+
+def read(home: Path) -> list[dict] | None:
+    """The processes of the `seedline up` running on this folder; None when none runs."""
+    try:
+        body = json.loads(path_in(home).read_text())
+        pid = int(body["up_pid"])
+        processes = list(body["processes"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return processes if _alive(pid) else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
