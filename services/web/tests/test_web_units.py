@@ -151,3 +151,27 @@ def test_an_event_keeps_its_framing_whatever_the_notice_holds():
     text = sse_event("stopped_idle\ndata: forged", {"text": "two\nlines"})
     assert text.splitlines() == ["event: stopped_idledataforged",
                                  'data: {"text": "two\\nlines"}', ""]
+
+
+# -- instance names a token may be created for ------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [">", "*", "demo.>", "demo.*", "demo ", " demo", "a b", "a\tb",
+                                  "a\x01b", ""])
+def test_a_token_is_never_created_for_a_name_outside_the_token_rules(name):
+    from seedline_platform.settings import Settings
+    from seedline_web.token_admin import TokenAdminError, create_token, instance_name_problem
+
+    assert instance_name_problem(name) is not None
+    # Refused before any database is opened: the settings point nowhere that answers.
+    settings = Settings(database_url="postgresql://nobody@127.0.0.1:1/none")
+    with pytest.raises(TokenAdminError) as caught:
+        asyncio.run(create_token(settings, name, ""))
+    assert caught.value.args[0].startswith("--instance ")
+
+
+@pytest.mark.parametrize("name", ["bd43f4de", "demo", "team-a_2", "apps.example"])
+def test_ordinary_instance_names_are_accepted(name):
+    from seedline_web.token_admin import instance_name_problem
+
+    assert instance_name_problem(name) is None

@@ -16,7 +16,7 @@ from fastapi.responses import Response
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import HTTPConnection
+from starlette.requests import ClientDisconnect, HTTPConnection
 from starlette.routing import Route
 
 from seedline_platform import natsio, pg
@@ -26,8 +26,11 @@ from seedline_platform.settings import Settings
 from . import http_api, wire
 from .auth import Gate, bearer
 from .backend import Backend
+from .connections import guarded_protocol
 from .console import pages
+from .console.logins import ConsoleLogins
 from .errors import WebError, unavailable
+from .intake import CLIENT_CLOSED, BodyDeadline, TokenFirst
 from .limits import BodyLimit
 from .metrics import Measured, WebMetrics
 from .mcp_tools import build_server
@@ -83,13 +86,19 @@ class WebApp:
         self.backend: Backend | None = None
         self.gate: Gate | None = None
         self.tokens: TokenStore | None = None
+        self.logins: ConsoleLogins | None = None
         self.opens: OpensProjection | None = None
         self.open_streams = 0
         self.metrics = WebMetrics()
         self.metrics.streams.set_function(lambda: self.open_streams)
         self.mcp = build_server(self._mcp_tenant)
         self.fastapi = self._build_fastapi()
-        self.asgi = Measured(BodyLimit(self.fastapi, settings.web_max_body_bytes), self.metrics)
+        # Outermost first: count every answer, bound the body's time, check the token
+        # before reading the body, bound its size (intake.py says why in that order).
+        self.asgi = Measured(BodyDeadline(TokenFirst(
+            BodyLimit(self.fastapi, settings.web_max_body_bytes),
+            lambda: self.gate.instance_for if self.gate is not None else None),
+            settings.web_body_timeout_seconds), self.metrics)
         self._server: uvicorn.Server | None = None
         self._serving: asyncio.Task | None = None
 
@@ -104,14 +113,18 @@ class WebApp:
         self.pool = await pg.open_pool(s.database_url, NAME)
         self.tokens = TokenStore(self.pool)
         await self.tokens.setup()
+        self.logins = ConsoleLogins(self.pool)
+        await self.logins.setup()
         self.opens = OpensProjection(self.js, self.pool)
         await self.opens.setup()
         self.backend = Backend(self.nc, self.js, s.open_timeout_seconds)
-        self.gate = Gate(self.tokens, self.backend)
+        self.gate = Gate(self.tokens, self.backend, self.logins)
         # Bound here, not by uvicorn, which would exit the whole process on a busy port.
         listening = _listen(s.web_host, s.web_port)
-        config = uvicorn.Config(self.asgi, log_config=None, access_log=False, lifespan="on",
-                                timeout_graceful_shutdown=5)
+        config = uvicorn.Config(
+            self.asgi, log_config=None, access_log=False, lifespan="on",
+            timeout_graceful_shutdown=5,
+            http=guarded_protocol(s.web_header_timeout_seconds, s.web_max_connections_per_client))
         self._server = _QuietServer(config)
         self._serving = asyncio.create_task(self._server.serve(sockets=[listening]))
         while not self._server.started:
@@ -220,6 +233,13 @@ class WebApp:
                                 status_code=405, media_type="application/json")
             return Response(WebError("invalid_request", str(exc.detail)).body(),
                             status_code=exc.status_code, media_type="application/json")
+
+        @app.exception_handler(ClientDisconnect)
+        async def on_client_gone(request: Request, _exc: ClientDisconnect) -> Response:
+            # Nobody is left to read an answer; the status is for the log and /metrics.
+            log.info("client_disconnected", status=CLIENT_CLOSED, method=request.method,
+                     route=getattr(request.scope.get("route"), "path", "unmatched"))
+            return Response(status_code=CLIENT_CLOSED)
 
         @app.exception_handler(Exception)
         async def on_crash(_request: Request, exc: Exception) -> Response:

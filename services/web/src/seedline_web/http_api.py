@@ -21,6 +21,7 @@ from seedline_contracts.sessions import (
 from seedline_contracts.timeline import MAX_READ_LIMIT, TimelineReadReply
 
 from . import publishing, wire
+from .auth import bearer
 from .errors import WebError
 from .notifications import notification_stream
 from .publishing import AppendReceipt, BatchBody, EntryBody, PublishReply
@@ -190,7 +191,10 @@ async def machines(instance_id: str, request: Request) -> Response:
             summary="Stream the instance's notifications (seedline.notify.<instance>)")
 async def notifications(instance_id: str, request: Request) -> StreamingResponse:
     tenant = await _tenant(request, instance_id)
-    stream = await notification_stream(_web(request), tenant, request)
+    gate, token = _web(request).gate, bearer(request)
+    stream = await notification_stream(
+        _web(request), tenant, request,
+        lambda: gate.still_allowed(token or "", tenant.instance_id))
     return StreamingResponse(stream, media_type="text/event-stream",
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 

@@ -18,12 +18,16 @@ ENTRY_CHARS = 4000
 RAW_CHARS = 400
 
 
-def page(title: str, body: str, instance_id: str | None = None) -> str:
+def csrf_field(csrf: str | None) -> str:
+    return f'<input type="hidden" name="csrf" value="{escape(csrf)}">' if csrf else ""
+
+
+def page(title: str, body: str, instance_id: str | None = None, csrf: str | None = None) -> str:
     who = ""
     if instance_id is not None:
         who = (f'<span class="who">instance <code>{escape(instance_id)}</code></span>'
                '<form method="post" action="/console/logout" class="logout">'
-               '<button type="submit">Log out</button></form>')
+               f'{csrf_field(csrf)}<button type="submit">Log out</button></form>')
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -34,7 +38,7 @@ def page(title: str, body: str, instance_id: str | None = None) -> str:
     )
 
 
-def login(message: str | None = None) -> str:
+def login(message: str | None = None, csrf: str | None = None) -> str:
     note = f'<p class="problem">{escape(message)}</p>' if message else ""
     return page("Log in", (
         "<h1>Log in</h1>"
@@ -42,15 +46,16 @@ def login(message: str | None = None) -> str:
         "<code>seedline tokens create --instance &lt;instance&gt;</code>.</p>"
         f"{note}"
         '<form method="post" action="/console/login" class="login">'
+        f"{csrf_field(csrf)}"
         '<label for="token">Token</label>'
         '<input id="token" name="token" type="password" autocomplete="off" required>'
         '<button type="submit">Log in</button></form>'
     ))
 
 
-def error_page(instance_id: str | None, message: str) -> str:
+def error_page(instance_id: str | None, message: str, csrf: str | None = None) -> str:
     return page("Not available", f'<h1>Not available</h1><p class="problem">{escape(message)}'
-                '</p><p><a href="/console">Back to the overview</a></p>', instance_id)
+                '</p><p><a href="/console">Back to the overview</a></p>', instance_id, csrf)
 
 
 def _table(head: Sequence[str], rows: Iterable[Sequence[str]], empty: str) -> str:
@@ -205,9 +210,10 @@ def timeline(rows: Sequence[TimelineRow], opens: Sequence[OpenView], labels: dic
     return "".join(out) or '<p class="empty">This repo has no entries yet.</p>'
 
 
-def repo_page(instance_id: str, repo: str, body: str, older: int | None) -> str:
+def repo_page(instance_id: str, repo: str, body: str, older: int | None,
+              csrf: str | None = None) -> str:
     query = urlencode({"repo": repo, "before_seq": older})
     more = (f'<p class="older"><a href="/console/repo?{query}">Older entries</a></p>'
             if older else "")
     return page(repo, f'<p><a href="/console">Overview</a></p><h1>{escape(repo)}</h1>'
-                f'<section id="timeline">{more}{body}</section>', instance_id)
+                f'<section id="timeline">{more}{body}</section>', instance_id, csrf)
