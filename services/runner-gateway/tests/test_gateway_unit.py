@@ -234,3 +234,26 @@ async def test_a_conversation_the_gateway_just_stopped_is_not_reported_lost_by_l
         await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", [], revision))
     assert gw.notifier.sent == []
     assert [e["reason"] for e in gw.events("stopped")] == ["superseded"]
+
+
+async def test_a_burst_to_a_repo_never_opened_gives_one_not_woken_notice(gw):
+    f = follower(gw)
+    for seq in range(10, 60):
+        await handle(f, person_message(seq, f"message {seq}"))
+    # Past the window, the people are told again (a message that arrived then).
+    later = person_message(60, "later", at="2026-12-01T10:30:00Z")
+    await handle(f, FakeMsg(later.data, stream_seq=60,
+                            timestamp=parse_rfc3339("2026-12-01T10:30:00Z")))
+    assert [type(n).__struct_config__.tag for _, n in gw.notifier.sent] == ["not_woken"] * 2
+
+
+async def test_a_wake_on_an_offline_machine_says_the_message_is_kept_and_what_comes_next(gw):
+    from seedline_core.notices import wording_violations
+
+    gw.state.labels["mac"] = "Mac mini"
+    await gw.open("csess_w", wake_seq=10)
+    (_, notice), = gw.notifier.sent
+    assert type(notice).__struct_config__.tag == "runner_offline"
+    assert notice.text.startswith("Your Mac mini is offline.")
+    assert "kept" in notice.text and "next message" in notice.text
+    assert not wording_violations(notice.text)

@@ -34,7 +34,7 @@ def test_every_tool_description_and_parameter_follows_the_wording_rules():
         raise AssertionError("not called")
 
     tools = asyncio.run(build_server(no_tenant).list_tools())
-    assert len(tools) == 8
+    assert len(tools) == 9
     texts = [INSTRUCTIONS]
     for tool in tools:
         assert "session" not in tool.name

@@ -12,6 +12,7 @@ import json
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 import msgspec
@@ -46,6 +47,7 @@ from seedline_contracts.timeline import (
 from seedline_core.notices import error_message
 from seedline_platform.logging import get_logger
 from seedline_platform.natsio import publish_window
+from seedline_platform.notices import StoredNotice, read_notices
 from seedline_platform.replay import last_seq, newest_values, replay
 
 from .errors import WebError, unavailable
@@ -234,6 +236,19 @@ class Backend:
                 continue
             counts[repo] = counts.get(repo, 0) + int(count)
         return counts
+
+    # -- stored notices (CONTRACT.md 1, 1.2) ------------------------------------------------
+
+    async def notices(self, instance_id: str, after_seq: int | None, since: datetime | None,
+                      limit: int) -> tuple[list[StoredNotice], bool]:
+        try:
+            return await read_notices(self.js, instance_id, after_seq=after_seq, since=since,
+                                      limit=limit)
+        except NotFoundError:  # no stream yet: nothing was kept
+            return [], False
+        except Exception as exc:
+            log.warning("notices_unreadable", error=str(exc))
+            raise unavailable() from None
 
     # -- rejected input (CONTRACT.md 2.1) ----------------------------------------------------
 

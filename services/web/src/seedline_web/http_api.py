@@ -19,6 +19,7 @@ from seedline_contracts.sessions import (
     StopReply,
 )
 from seedline_contracts.timeline import MAX_READ_LIMIT, TimelineReadReply
+from seedline_contracts.times import parse_rfc3339
 
 from . import publishing, wire
 from .auth import bearer
@@ -28,6 +29,8 @@ from .publishing import AppendReceipt, BatchBody, EntryBody, PublishReply
 from .wire import (
     MachineOut,
     MachinesReply,
+    NoticeOut,
+    NoticesReply,
     OpenBody,
     RejectedOut,
     RejectedReply,
@@ -184,8 +187,10 @@ async def machines(instance_id: str, request: Request) -> Response:
 
 @router.get(INSTANCE + "/notifications", response_class=StreamingResponse,
             responses={200: {"description": "Server-Sent Events: one `event: <kind>` with the "
-                             "notification's JSON as `data` for each notice to the instance "
-                             "(stopped_idle, runner_offline, runner_restarted, not_woken)",
+                             "notification's JSON as `data` and its id (the SEEDLINE_NOTICES "
+                             "sequence) as `id:` for each notice to the instance (stopped_idle, "
+                             "runner_offline, runner_restarted, not_woken, ...). Send "
+                             "`Last-Event-ID` to get every notice after that one first.",
                              "content": {"text/event-stream": {"schema": {"type": "string"}}}},
                        **{k: v for k, v in replies(None, 200).items()}},
             summary="Stream the instance's notifications (seedline.notify.<instance>)")
@@ -197,6 +202,32 @@ async def notifications(instance_id: str, request: Request) -> StreamingResponse
         lambda: gate.still_allowed(token or "", tenant.instance_id))
     return StreamingResponse(stream, media_type="text/event-stream",
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+
+
+@router.get(INSTANCE + "/notices", response_class=Response,
+            responses=replies(NoticesReply, 200, 503),
+            summary="The instance's stored notices, oldest first (SEEDLINE_NOTICES)")
+async def past_notices(
+    instance_id: str, request: Request,
+    after_id: int | None = Query(None, ge=0, description="Only notices after this id (the "
+                                 "`id` of a notice, or an SSE event's `id:`)"),
+    since: str | None = Query(None, description="Only notices kept at or after this RFC 3339 "
+                              "time, e.g. 2026-12-01T10:00:00Z (ignored with after_id)"),
+    limit: int = Query(100, ge=1, le=1000, description="At most this many, oldest first"),
+) -> Response:
+    tenant = await _tenant(request, instance_id)
+    found, more = await tenant.notices(after_id, _since(since), limit)
+    return json_response(NoticesReply([NoticeOut(n.seq, n.notice) for n in found], more))
+
+
+def _since(text: str | None):
+    if text is None:
+        return None
+    try:
+        return parse_rfc3339(text)
+    except ValueError:
+        raise WebError("invalid_request", f"since {text[:40]!r} is not an RFC 3339 time; send "
+                       "one like 2026-12-01T10:00:00Z.") from None
 
 
 @router.get(INSTANCE + "/rejected", response_class=Response,

@@ -189,6 +189,21 @@ def build_server(tenant_of: TenantOf) -> MCPServer:
     async def list_machines(tenant: Tenant) -> str:
         return mcp_text.machines_text(await tenant.machines())
 
+    @tool("Read the notices Seedline sent to this instance's people (a conversation stopped "
+          "for idling, a machine gone offline or restarted, a message that woke nothing), "
+          "oldest first. Notices are kept for 30 days, so this shows the ones sent while nobody "
+          "was listening; each has an id to continue from.")
+    async def read_notices(
+        tenant: Tenant,
+        after_id: Annotated[int | None, Field(ge=0, description="Only notices after this id "
+                                                                "(the #N a notice was shown "
+                                                                "with); omit for the oldest "
+                                                                "kept.")] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="At most this many.")] = 50,
+    ) -> str:
+        found, more = await tenant.notices(after_id, None, limit)
+        return mcp_text.notices_text(found, more)
+
     @tool("Stop a live conversation. Its timeline stays; the next message to its repo wakes a "
           "conversation again.")
     async def stop_conversation(tenant: Tenant, conversation_id: ConversationId) -> str:

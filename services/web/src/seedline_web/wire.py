@@ -67,6 +67,21 @@ class RejectedReply(msgspec.Struct):
     ok: bool = True
 
 
+class NoticeOut(msgspec.Struct):
+    """A stored notice: its id (the SEEDLINE_NOTICES sequence) and the notice as sent."""
+
+    id: int
+    notice: dict[str, Any]
+
+
+class NoticesReply(msgspec.Struct):
+    """An instance's stored notices, oldest first (CONTRACT.md 1, 1.2)."""
+
+    notices: list[NoticeOut]
+    has_more: bool
+    ok: bool = True
+
+
 class Health(msgspec.Struct):
     ok: bool
     checks: dict[str, str]
@@ -75,7 +90,7 @@ class Health(msgspec.Struct):
 DOCUMENTED = (
     EntryBody, BatchBody, PublishReply, AppendReceipt, OpenBody, RelocateBody, StopBody,
     OpenReply, StopReply, SessionsListReply, BriefGetReply, TimelineReadReply, MachinesReply,
-    RejectedReply, Health, ErrorReply,
+    RejectedReply, NoticesReply, Health, ErrorReply,
 )
 
 
