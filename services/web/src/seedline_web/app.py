@@ -23,7 +23,7 @@ from seedline_platform import natsio, pg
 from seedline_platform.logging import get_logger
 from seedline_platform.settings import Settings
 
-from . import http_api, wire
+from . import docs, http_api, wire
 from .auth import Gate, bearer
 from .backend import Backend
 from .connections import guarded_protocol
@@ -184,7 +184,8 @@ class WebApp:
                 yield
 
         app = FastAPI(title="Seedline HTTP API", version=VERSION, lifespan=lifespan,
-                      description=DESCRIPTION, docs_url="/docs", redoc_url=None)
+                      description=DESCRIPTION, docs_url=None, redoc_url=None)
+        docs.serve(app)
         app.state.web = self
         app.include_router(http_api.router)
         app.include_router(pages.router)
@@ -194,12 +195,14 @@ class WebApp:
         public = {"security": []}
 
         @app.get("/healthz", response_class=Response, openapi_extra=public,
-                 responses=wire.replies(wire.Health, 200), summary="The process is up")
+                 responses=wire.replies(wire.Health, 200, guarded=False),
+                 summary="The process is up")
         async def healthz() -> Response:
             return http_api.json_response(wire.Health(ok=True, checks={"process": "up"}))
 
         @app.get("/readyz", response_class=Response, openapi_extra=public,
-                 responses=wire.replies(wire.Health, 200, 503), summary="NATS and Postgres answer")
+                 responses=wire.replies(wire.Health, 200, 503, guarded=False),
+                 summary="NATS and Postgres answer")
         async def readyz() -> Response:
             checks = await self._checks()
             ok = all(v == "ok" for v in checks.values())
@@ -228,9 +231,11 @@ class WebApp:
                 return _error(WebError("not_found", "Nothing is served at this address; the "
                                        "API's routes are listed at /docs and /openapi.json."))
             if exc.status_code == 405:
+                # The methods it does take, as RFC 9110 asks of every 405.
                 return Response(WebError("invalid_request", "This address does not take that "
                                          "method; see /docs for the ones it takes.").body(),
-                                status_code=405, media_type="application/json")
+                                status_code=405, media_type="application/json",
+                                headers=exc.headers)
             return Response(WebError("invalid_request", str(exc.detail)).body(),
                             status_code=exc.status_code, media_type="application/json")
 
