@@ -76,7 +76,7 @@ def test_request_bodies_carry_the_rules_the_server_enforces():
     assert set(entry["kind"]["enum"]) == {"chat_user", "chat_assistant", "terminal", "command",
                                           "brain", "outcome", "system"}
     at = entry["at"]["anyOf"][0]
-    assert at["format"] == "date-time" and at["pattern"].startswith("^[0-9]{4}-")
+    assert at["format"] == "date-time" and at["pattern"].startswith("^(2[0-9]{3}|")
     assert entry["repo"]["minLength"] == 1 and "pattern" in entry["repo"]
     batch = schemas["BatchBody"]["properties"]["entries"]
     assert (batch["minItems"], batch["maxItems"]) == (1, 1000)

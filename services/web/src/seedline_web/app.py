@@ -17,7 +17,7 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect, HTTPConnection
-from starlette.routing import Route
+from starlette.routing import Match, Route
 
 from seedline_platform import natsio, pg
 from seedline_platform.logging import get_logger
@@ -27,7 +27,7 @@ from . import docs, http_api, wire
 from .auth import Gate, bearer
 from .backend import Backend
 from .connections import guarded_protocol
-from .console import pages
+from .console import conversation, pages
 from .console.logins import ConsoleLogins
 from .errors import WebError, unavailable
 from .intake import CLIENT_CLOSED, BodyDeadline, TokenFirst
@@ -189,6 +189,7 @@ class WebApp:
         app.state.web = self
         app.include_router(http_api.router)
         app.include_router(pages.router)
+        app.include_router(conversation.router)
         app.router.routes.append(Route("/mcp", endpoint=_McpGate(StreamableHTTPASGIApp(manager),
                                                                  self), methods=None))
 
@@ -231,11 +232,12 @@ class WebApp:
                 return _error(WebError("not_found", "Nothing is served at this address; the "
                                        "API's routes are listed at /docs and /openapi.json."))
             if exc.status_code == 405:
-                # The methods it does take, as RFC 9110 asks of every 405.
+                # Every method the address takes (each is a route of its own), as RFC 9110
+                # asks of every 405.
                 return Response(WebError("invalid_request", "This address does not take that "
                                          "method; see /docs for the ones it takes.").body(),
                                 status_code=405, media_type="application/json",
-                                headers=exc.headers)
+                                headers={"Allow": _methods_taken(app, _request)})
             return Response(WebError("invalid_request", str(exc.detail)).body(),
                             status_code=exc.status_code, media_type="application/json")
 
@@ -263,6 +265,15 @@ class WebApp:
         except Exception:
             checks["postgres"] = "not answering"
         return checks
+
+
+def _methods_taken(app: FastAPI, request: Request) -> str:
+    taken: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            taken |= set(getattr(route, "methods", None) or ())
+    return ", ".join(sorted(taken))
 
 
 class _McpGate:

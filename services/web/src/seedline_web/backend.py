@@ -298,6 +298,38 @@ class Backend:
             return None
         return body if isinstance(body, dict) else None
 
+    async def conversation_events(self, session_id: str, limit: int = 2000
+                                  ) -> list[tuple[int, dict]]:
+        """Every event of a conversation's life (CONTRACT.md 7), oldest first, with its seq."""
+        from nats.js import api as js_api
+
+        subject = f"seedline.session.{escape_token(session_id)}.*"
+        config = js_api.ConsumerConfig(ack_policy=js_api.AckPolicy.NONE, inactive_threshold=30.0,
+                                       mem_storage=True, max_ack_pending=-1,
+                                       deliver_policy=js_api.DeliverPolicy.ALL)
+        found: list[tuple[int, dict]] = []
+        try:
+            sub = await self.js.pull_subscribe(subject, stream=subjects.SESSIONS_STREAM,
+                                               config=config)
+            try:
+                pending = (await sub.consumer_info()).num_pending
+                while pending > 0 and len(found) < limit:
+                    msgs = await sub.fetch(min(pending, 256), timeout=5)
+                    for msg in msgs:
+                        try:
+                            body = json.loads(msg.data)
+                        except (ValueError, RecursionError):
+                            continue
+                        if isinstance(body, dict):
+                            found.append((msg.metadata.sequence.stream, body))
+                    pending = msgs[-1].metadata.num_pending
+            finally:
+                await sub.unsubscribe()
+        except Exception as exc:
+            log.warning("session_events_unreadable", error=str(exc))
+            raise unavailable() from None
+        return found
+
     async def owner(self, session_id: str) -> Owner | None:
         """The instance and repo of a conversation the platform opened, from its own events.
 

@@ -19,9 +19,14 @@ from seedline_contracts.timeline import MAX_CONTENT_CHARS, MAX_ENGINE_CHARS, MAX
 _CONTROLS = "\\u0000-\\u001f\\u007f-\\u009f"
 NO_CONTROL = f"^[^{_CONTROLS}]+$"
 NO_SPACE_OR_CONTROL = f"^[^\\s{_CONTROLS}]+$"
-RFC3339 = (r"^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?"
-           r"([Zz]|[+-][0-9]{2}:[0-9]{2})$")
+# An RFC 3339 time from the year 2000 on (CONTRACT.md 4.1, time bounds). What a pattern
+# cannot say (the days of each month; no later than a day after arrival) the server checks.
+RFC3339 = (r"^(2[0-9]{3}|[3-9][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt ]"
+           r"([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?"
+           r"([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$")
 MAX_NAME_CHARS = 255
+# Stream sequences and ids: far beyond any stream, and inside Postgres' bigint.
+MAX_SEQ = 2**62
 
 
 def name(what: str, example: str) -> Meta:

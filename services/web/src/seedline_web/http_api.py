@@ -113,10 +113,12 @@ async def read_timeline(
     session_id: str | None = Query(None, description="Only this conversation",
                                    min_length=1, max_length=fields.MAX_NAME_CHARS,
                                    pattern=fields.NO_CONTROL),
-    before_seq: int | None = Query(None, ge=1, description="Only entries with a lower seq"),
+    before_seq: int | None = Query(None, ge=1, le=fields.MAX_SEQ,
+                                   description="Only entries with a lower seq"),
     limit: int = Query(100, ge=1, le=MAX_READ_LIMIT, description="How many of the newest "
                        "entries, oldest first"),
-    min_seq: int | None = Query(None, ge=1, description="Wait up to 5 s until this seq is read"),
+    min_seq: int | None = Query(None, ge=1, le=fields.MAX_SEQ,
+                                description="Wait up to 5 s until this seq is read"),
 ) -> Response:
     tenant = await _tenant(request, instance_id)
     return json_response(await tenant.read(repo, session_id, before_seq, limit, min_seq))
@@ -213,10 +215,12 @@ async def notifications(instance_id: str, request: Request) -> StreamingResponse
             summary="The instance's stored notices, oldest first (SEEDLINE_NOTICES)")
 async def past_notices(
     instance_id: str, request: Request,
-    after_id: int | None = Query(None, ge=0, description="Only notices after this id (the "
+    after_id: int | None = Query(None, ge=0, le=fields.MAX_SEQ, description="Only notices "
+                                 "after this id (the "
                                  "`id` of a notice, or an SSE event's `id:`)"),
     since: str | None = Query(None, description="Only notices kept at or after this RFC 3339 "
-                              "time, e.g. 2026-12-01T10:00:00Z (ignored with after_id)"),
+                              "time, e.g. 2026-12-01T10:00:00Z (ignored with after_id)",
+                              pattern=fields.RFC3339),
     limit: int = Query(100, ge=1, le=1000, description="At most this many, oldest first"),
 ) -> Response:
     tenant = await _tenant(request, instance_id)

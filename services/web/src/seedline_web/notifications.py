@@ -21,6 +21,7 @@ from seedline_platform.logging import get_logger
 from seedline_platform.notices import follow_notices
 
 from .errors import WebError
+from .fields import MAX_SEQ
 from .tenant import Tenant
 
 log = get_logger(__name__)
@@ -45,7 +46,7 @@ def last_event_id(request: Request) -> int | None:
     raw = request.headers.get("last-event-id", "").strip()
     if not raw:
         return None
-    if not raw.isascii() or not raw.isdigit() or len(raw) > 19:
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 19 or int(raw) > MAX_SEQ:
         raise WebError("invalid_request", "Last-Event-ID must be the id of a notice this stream "
                        "sent (a whole number); send the last one received, or none to start now.")
     return int(raw)

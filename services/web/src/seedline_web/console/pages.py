@@ -29,9 +29,12 @@ PAGE_ENTRIES = 200
 PRE_LOGIN = "seedline_login_form"
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; "
+                               "script-src 'self'; connect-src 'self'; "
                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with
+    # every form, and the Origin check below could not tell the console's own forms apart.
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
 NOT_KNOWN = "That token is not known or was revoked."
@@ -135,7 +138,8 @@ async def logout(request: Request) -> Response:
 
 
 @router.get("")
-async def overview(request: Request) -> Response:
+async def overview(request: Request, q: str = Query("", max_length=300),
+                   state: str = Query("all", pattern="^(all|live|idle)$")) -> Response:
     redirect = await _with_token(request)
     if redirect is not None:
         return redirect
@@ -150,7 +154,15 @@ async def overview(request: Request) -> Response:
     except WebError as exc:
         return html(render.error_page(tenant.instance_id, exc.message, csrf), exc.status)
     labels = {m.node_id: m.label for m in machines}
+    found = q.strip().lower()
+    live_repos = {c.repo for c in live}
+    live = [c for c in live if found in c.repo.lower() or found in c.session_id.lower()]
+    repos = {r: n for r, n in repos.items() if found in r.lower()
+             and (state == "all" or (state == "live") == (r in live_repos))}
+    if state == "idle":
+        live = []
     body = (f"<h1>Instance {render.escape(tenant.instance_id)}</h1>"
+            + render.filter_form(q, state)
             + render.machines_section(machines) + render.live_section(live, labels)
             + render.repos_section(repos) + render.rejected_section(rejected))
     return html(render.page("Overview", body, tenant.instance_id, csrf))
@@ -192,7 +204,10 @@ async def repo_page(request: Request, repo: str = Query(..., max_length=1000),
     labels = {m.node_id: m.label for m in machines}
     body = render.timeline(rows, views, labels)
     older = rows[0].seq if rows and page.has_more else None
-    return html(render.repo_page(tenant.instance_id, repo, body, older, csrf))
+    from .conversation import open_form
+
+    return html(render.repo_page(tenant.instance_id, repo, body, older, csrf,
+                                 before=open_form(login_now, repo, machines)))
 
 
 async def _brief_text(tenant: Tenant, record) -> str | None:
