@@ -64,6 +64,7 @@ async def test_schemathesis_finds_nothing_with_every_check(system, web, tmp_path
         "--exclude-path-regex", "/notifications$",
         "--report", "json", "--report-json-path", str(report),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        cwd=str(tmp_path),  # its cache folder goes there, not into the work tree
         env={**os.environ, "PYTHONPATH": os.pathsep.join(
             [str(HOOKS.parent), os.environ.get("PYTHONPATH", "")])})
     output, _ = await process.communicate()
