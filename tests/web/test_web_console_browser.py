@@ -90,3 +90,86 @@ async def _has_reply(client, session_id: str) -> bool:
     reply = await client.get(f"/v1/instances/{INSTANCE}/timeline",
                              params={"repo": REPO, "session_id": session_id})
     return any(e["kind"] == "chat_assistant" for e in reply.json()["entries"])
+
+
+CONVERSATION_SHOTS = {1200: "console-conversation.png", 390: "console-conversation-390.png"}
+
+
+async def _wait_reply(client, session_id: str, count: int) -> bool:
+    reply = await client.get(f"/v1/instances/{INSTANCE}/timeline",
+                             params={"repo": REPO, "session_id": session_id})
+    return sum(e["kind"] == "chat_assistant" for e in reply.json()["entries"]) >= count
+
+
+async def test_a_conversation_page_shows_its_whole_history_live_and_takes_actions(system, web,
+                                                                                  tmp_path):
+    import json
+
+    from playwright.async_api import async_playwright
+
+    from seedline_contracts import subjects
+
+    await system.start_runner()
+    await system.start_runner("linux-1", "Linux box")
+    async with web.client(web.token) as client:
+        opened = (await client.post(f"/v1/instances/{INSTANCE}/conversations", json={
+            "repo": REPO, "engine": "scripted", "node_id": "mac-mini-1",
+            "instruction": "Add castling."})).json()
+        sid = opened["session_id"]
+        await system.wait_for(lambda: _wait_reply(client, sid, 1))
+        turn = await client.post(f"/v1/instances/{INSTANCE}/timeline/append", json={
+            "entry_id": "console-turn-1", "repo": REPO, "session_id": sid, "kind": "chat_user",
+            "content": "Now en passant. " + "A long explanation follows. " * 60})
+        assert turn.status_code == 200, turn.text
+        await system.wait_for(lambda: _wait_reply(client, sid, 2))
+        moved = await client.post(f"/v1/conversations/{sid}/relocate",
+                                  json={"node_id": "linux-1"})
+        assert moved.status_code == 200, moved.text
+
+    async with async_playwright() as p:
+        browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
+        page = await browser.new_page(viewport={"width": 1200, "height": 900})
+        await page.goto(f"{web.url}/console?token={web.token}")
+        await page.fill("#q", "chess")
+        await page.click("form.filter button")
+        await page.click(f"#live a:has-text('{sid}')")
+        await page.wait_for_selector("#history")
+        assert (await page.locator(".state").inner_text()) == "live"
+        # Stop, confirmed on a page of its own.
+        await page.click("text=Stop…")
+        assert "Stop conversation" in await page.locator(".question").inner_text()
+        await page.click("text=Stop it")
+        await page.wait_for_selector("#history")
+        assert (await page.locator(".state").inner_text()) == "stopped"
+        kinds = await page.locator("ol.history > li.event").evaluate_all(
+            "nodes => nodes.map(n => n.querySelector('.meta').textContent.split(' ')[0])")
+        order = [k for k in kinds if k in ("open_requested", "opened", "relocated", "stopped")]
+        assert order == ["open_requested", "opened", "relocated", "stopped"], kinds
+        assert await page.locator("li.entry").count() >= 4
+        assert await page.locator("time[title]").count() > 0
+        assert await page.locator("details.fold").count() >= 1  # the long turn is folded
+        assert "given to the engine" in await page.locator(".spent").first.inner_text()
+
+        # A notice about this conversation arrives while the page is open: shown at once.
+        text = "The engine could not continue its earlier conversation after all."
+        from seedline_contracts.times import now_text
+
+        await system.nc.publish(subjects.notify_subject(INSTANCE), json.dumps({
+            "kind": "resume_lost", "session_id": sid, "text": text, "at": now_text()}).encode())
+        await page.wait_for_selector(f"#live-notices >> text={text}", timeout=15000)
+        await page.wait_for_selector(f"li.notice-item >> text={text}", timeout=15000)
+        assert not wording_violations(await page.locator("main").inner_text())
+
+        shots = {}
+        for width, name in CONVERSATION_SHOTS.items():
+            await page.set_viewport_size({"width": width, "height": 900})
+            overflow = await page.evaluate(
+                "document.documentElement.scrollWidth - document.documentElement.clientWidth")
+            assert overflow <= 0, (width, overflow)
+            shots[name] = tmp_path / name
+            await page.screenshot(path=str(shots[name]), full_page=True)
+        await browser.close()
+    for name, shot in shots.items():
+        assert shot.stat().st_size > 10_000
+        if os.environ.get("SEEDLINE_UPDATE_SCREENSHOT") == "1":
+            shutil.copyfile(shot, SCREENSHOT.with_name(name))

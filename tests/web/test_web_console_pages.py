@@ -35,9 +35,11 @@ async def test_a_relocation_and_a_failed_open_are_shown_where_they_happened(syst
     assert failed.status_code == 409
 
     async with httpx.AsyncClient(base_url=web.url, timeout=30) as browser:
-        login = await browser.post("/console/login", data={"token": web.token})
+        form = await browser.get("/console")
+        csrf = re.search(r'name="csrf" value="([^"]+)"', form.text).group(1)
+        login = await browser.post("/console/login", data={"token": web.token, "csrf": csrf})
         assert login.status_code == 303 and "HttpOnly" in login.headers["set-cookie"]
-        assert "SameSite=lax" in login.headers["set-cookie"]
+        assert "SameSite=strict" in login.headers["set-cookie"]
         page = await browser.get("/console/repo", params={"repo": REPO})
     assert page.status_code == 200
     assert "default-src 'none'" in page.headers["content-security-policy"]
@@ -59,7 +61,8 @@ async def test_the_console_shows_only_the_tokens_instance(system, web):
         assert redirect.status_code == 303 and redirect.headers["location"] == "/console"
         overview = await browser.get("/console")
         page = await browser.get("/console/repo", params={"repo": REPO})
-        await browser.post("/console/logout")
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+        await browser.post("/console/logout", data={"csrf": csrf})
         after = await browser.get("/console/repo", params={"repo": REPO})
     assert f"Instance {OTHER}" in text(overview.text) and REPO in overview.text
     assert "theirs: a private plan" in page.text and "ours: the board" not in page.text

@@ -31,6 +31,14 @@ async def test_a_token_neither_reads_nor_writes_another_instance(system, web):
         # The other tenant works on a repo with the same name.
         assert (await theirs.post(f"/v1/instances/{OTHER}/timeline/append",
                                   json=entry(1))).status_code == 200
+
+        # The message woke nothing (the repo was never opened): once that notice is kept,
+        # the gateway is past it, and the open below cannot receive it as a turn.
+        async def told_not_woken() -> bool:
+            kept = (await theirs.get(f"/v1/instances/{OTHER}/notices")).json()["notices"]
+            return any(n["notice"]["kind"] == "not_woken" for n in kept)
+
+        await system.wait_for(told_not_woken, timeout=30)
         their_open = await open_on(theirs, OTHER)
         their_id = their_open["session_id"]
 

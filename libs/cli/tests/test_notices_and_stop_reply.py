@@ -125,3 +125,34 @@ def test_stop_says_plainly_when_the_conversation_was_not_running(seedline,
     assert "Stopped" not in result.stdout
     as_json = json.loads(seedline("stop", "csess_1", "--json", env=stop_answers_not_running).stdout)
     assert as_json["ok"] is True and as_json["stopped"] is False
+
+
+def test_kept_notices_are_printed_after_an_id_or_from_a_time(seedline, nats_server):
+    from seedline_contracts.streams import NOTICES
+    from seedline_platform.natsio import ensure_streams
+
+    async def keep_and_send() -> None:
+        nc = await nats.connect(nats_server.url)
+        await ensure_streams(nc.jetstream(), [NOTICES])
+        await nc.close()
+
+    asyncio.run(keep_and_send())
+    # Sent while nobody listened: kept all the same.
+    send(nats_server.url, *notices_for("bd43f4de"), *notices_for("someone-else"),
+         notices_for("bd43f4de")[0])
+    env = {"SEEDLINE_NATS_URL": nats_server.url}
+    every = seedline("notices", "--instance", "bd43f4de", "--json", env=env)
+    assert every.exit_code == 0, every.output
+    kept = [json.loads(line) for line in every.stdout.splitlines()]
+    assert [n["kind"] for n in kept] == ["stopped_idle", "not_woken", "stopped_idle"]
+    assert [n["id"] for n in kept] == sorted(n["id"] for n in kept)
+    after = seedline("notices", "--instance", "bd43f4de", "--since", str(kept[0]["id"]),
+                     "--json", env=env)
+    assert [json.loads(line)["id"] for line in after.stdout.splitlines()] == [
+        kept[1]["id"], kept[2]["id"]]
+    since = seedline("notices", "--instance", "bd43f4de", "--since", "2000-01-01T00:00:00Z",
+                     env=env)
+    assert since.exit_code == 0 and f"#{kept[0]['id']}  {AT}  stopped_idle" in since.stdout
+    bad = seedline("notices", "--instance", "bd43f4de", "--since", "yesterday", env=env)
+    assert bad.exit_code != 0 and "RFC 3339" in bad.output
+    assert not wording_violations(every.stdout + since.stdout + bad.output)

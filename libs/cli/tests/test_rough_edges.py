@@ -92,7 +92,7 @@ def test_with_json_an_unreachable_nats_is_a_json_error_on_stdout_with_exit_3(
         ["publish", "--instance", "i", "--repo", "r", "--conversation", "c", "--kind", "bogus",
          "--content", "x", "--json"],
         ["publish", *ENTRY, "--conversation", "d", "--session", "e", "--content", "x", "--json"],
-        ["notices", "--instance", "i", "--json"],
+        ["notices", "--instance", "i", "--since", "soon", "--json"],
     ],
     ids=lambda args: " ".join(args[:3]),
 )
@@ -162,10 +162,11 @@ def test_a_jsonl_file_that_is_a_folder_says_so(seedline, closed, tmp_path):
     assert "is a folder; give a JSONL file" in result.stderr
 
 
-def test_notices_without_follow_explains_that_notices_are_not_stored(seedline, closed):
-    result = seedline("notices", "--instance", "bd43f4de", env=closed)
+def test_notices_since_something_that_is_neither_an_id_nor_a_time_says_what_it_takes(seedline,
+                                                                                      closed):
+    result = seedline("notices", "--instance", "bd43f4de", "--since", "yesterday", env=closed)
     assert result.exit_code == 2
-    assert "not stored" in result.stderr and "--follow" in result.stderr
+    assert "a notice's id" in result.stderr and "RFC 3339" in result.stderr
 
 
 def test_an_unexpected_failure_is_one_sentence_not_a_traceback(capsys):

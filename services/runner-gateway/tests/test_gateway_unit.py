@@ -306,3 +306,26 @@ async def test_a_resume_lost_is_recorded_corrects_every_read_and_tells_the_perso
     assert instance == INSTANCE and notice.session_id == "csess_a"
     assert "could not continue its earlier conversation" in notice.text
     assert wording_violations(notice.text) == []
+
+
+async def test_a_burst_to_a_repo_never_opened_gives_one_not_woken_notice(gw):
+    f = follower(gw)
+    for seq in range(10, 60):
+        await handle(f, person_message(seq, f"message {seq}"))
+    # Past the window, the people are told again (a message that arrived then).
+    later = person_message(60, "later", at="2026-12-01T10:30:00Z")
+    await handle(f, FakeMsg(later.data, stream_seq=60,
+                            timestamp=parse_rfc3339("2026-12-01T10:30:00Z")))
+    assert [type(n).__struct_config__.tag for _, n in gw.notifier.sent] == ["not_woken"] * 2
+
+
+async def test_a_wake_on_an_offline_machine_says_the_message_is_kept_and_what_comes_next(gw):
+    from seedline_core.notices import wording_violations
+
+    gw.state.labels["mac"] = "Mac mini"
+    await gw.open("csess_w", wake_seq=10)
+    (_, notice), = gw.notifier.sent
+    assert type(notice).__struct_config__.tag == "runner_offline"
+    assert notice.text.startswith("Your Mac mini is offline.")
+    assert "kept" in notice.text and "next message" in notice.text
+    assert not wording_violations(notice.text)

@@ -185,3 +185,53 @@ def test_the_live_list_shows_each_open_s_outcome_as_the_machine_finally_had_it()
                              outcome="resume_unconfirmed_briefed")]
     assert "outcome resume_unconfirmed_briefed" in mcp_text.conversations_text(live, [])
     assert ">resume_unconfirmed_briefed<" in render.live_section(live, {})
+
+
+# -- instance names a token may be created for ------------------------------------------------
+
+
+@pytest.mark.parametrize("name", [">", "*", "demo.>", "demo.*", "demo ", " demo", "a b", "a\tb",
+                                  "a\x01b", ""])
+def test_a_token_is_never_created_for_a_name_outside_the_token_rules(name):
+    from seedline_platform.settings import Settings
+    from seedline_web.token_admin import TokenAdminError, create_token, instance_name_problem
+
+    assert instance_name_problem(name) is not None
+    # Refused before any database is opened: the settings point nowhere that answers.
+    settings = Settings(database_url="postgresql://nobody@127.0.0.1:1/none")
+    with pytest.raises(TokenAdminError) as caught:
+        asyncio.run(create_token(settings, name, ""))
+    assert caught.value.args[0].startswith("--instance ")
+
+
+@pytest.mark.parametrize("name", ["bd43f4de", "demo", "team-a_2", "apps.example"])
+def test_ordinary_instance_names_are_accepted(name):
+    from seedline_web.token_admin import instance_name_problem
+
+    assert instance_name_problem(name) is None
+
+
+# -- a conversation's history on the console -------------------------------------------------
+
+
+def test_the_history_merges_events_entries_and_notices_in_time_order():
+    from datetime import datetime, timezone
+
+    from seedline_platform.notices import StoredNotice
+    from seedline_web.console import history
+
+    events = [(1, {"type": "open_requested", "at": "2026-12-01T10:00:00Z", "node_id": "mac",
+                   "engine": "scripted"}),
+              (4, {"type": "stopped", "at": "2026-12-01T10:05:00Z", "reason": "requested"})]
+    entries = [row(2, "c"), TimelineRow(3, "e3", "c", "terminal", "y" * 5000,
+                                        "2026-12-01T10:01:00Z", None, None)]
+    notices = [StoredNotice(9, {"kind": "stopped_idle", "session_id": "c", "text": "Idle <b>",
+                                "at": "2026-12-01T10:06:00Z"})]
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+    items = history.history(events, entries, notices, {"mac": "Mac mini"}, now)
+    assert [(i.source, i.seq) for i in items] == [
+        ("event", 1), ("entry", 2), ("entry", 3), ("event", 4), ("notice", 9)]
+    html = "".join(i.html for i in items)
+    assert "Open asked for on Mac mini" in html and "Idle &lt;b&gt;" in html
+    assert 'title="2026-12-01 10:00:00 UTC">2 hours ago</time>' in html
+    assert "show all 5,000 characters" in html  # long content is folded

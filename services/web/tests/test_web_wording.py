@@ -34,7 +34,7 @@ def test_every_tool_description_and_parameter_follows_the_wording_rules():
         raise AssertionError("not called")
 
     tools = asyncio.run(build_server(no_tenant).list_tools())
-    assert len(tools) == 8
+    assert len(tools) == 9
     texts = [INSTRUCTIONS]
     for tool in tools:
         assert "session" not in tool.name
@@ -110,3 +110,36 @@ def test_the_gate_refuses_in_words_that_follow_the_rules():
             asyncio.run(gate.instance_for(token))
         assert caught.value.code == "unauthorized" and caught.value.status == 401
         assert not wording_violations(caught.value.message)
+
+
+def test_the_mcp_server_names_its_version_and_each_tool_its_effects_and_output():
+    async def no_tenant():
+        raise AssertionError("not called")
+
+    server = build_server(no_tenant)
+    tools = {t.name: t for t in asyncio.run(server.list_tools())}
+    assert server.version == "1.2"
+    for tool in tools.values():
+        hints = tool.annotations
+        assert hints is not None and None not in (
+            hints.read_only_hint, hints.destructive_hint, hints.idempotent_hint), tool.name
+        assert set(tool.output_schema["properties"]) == {"text", "data"}, tool.name
+    assert tools["read_timeline"].annotations.read_only_hint is True
+    assert tools["open_conversation"].annotations.read_only_hint is False
+    assert tools["stop_conversation"].annotations.destructive_hint is True
+    fresh = tools["open_conversation"].input_schema["properties"]["fresh"]["description"]
+    assert "no brief" in fresh
+
+
+def test_a_tool_answers_with_structured_content_beside_its_text():
+    class OneMachine:
+        async def machines(self):
+            return MACHINES[:1]
+
+    async def tenant_of():
+        return OneMachine()
+
+    result = asyncio.run(build_server(tenant_of).call_tool("list_machines", {}))
+    assert result.structured_content["data"]["machines"][0]["node_id"] == "mac-mini-1"
+    assert result.structured_content["text"] == result.content[0].text
+    assert "Mac mini" in result.content[0].text

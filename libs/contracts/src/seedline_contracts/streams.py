@@ -14,6 +14,8 @@ DUPLICATE_WINDOW_SECONDS = 120.0
 # How long SEEDLINE_INGEST keeps a message after it arrived (the writer takes it in
 # milliseconds; the rest is room for a writer that is down, and for inspection).
 INGEST_MAX_AGE_SECONDS = 7 * 24 * 3600.0
+# How long SEEDLINE_NOTICES keeps a notice (CONTRACT.md 1, 1.2: limits, 30 days).
+NOTICES_MAX_AGE_SECONDS = 30 * 24 * 3600.0
 
 
 @dataclass(frozen=True)
@@ -71,4 +73,17 @@ REJECTED = StreamSpec(
     deny_purge=False,
 )
 
-ALL_STREAMS: tuple[StreamSpec, ...] = (INGEST, TIMELINE, SESSIONS, REJECTED)
+# Notices are plain publishes (CONTRACT.md, Conventions) that this stream keeps, so a
+# person who was not listening still gets them; the oldest go first past their age.
+# Deletes and purges stay allowed: forgetting an instance removes its notices.
+NOTICES = StreamSpec(
+    name=subjects.NOTICES_STREAM,
+    subjects=(subjects.NOTIFY_ALL,),
+    retention="limits",
+    discard="old",
+    deny_delete=False,
+    deny_purge=False,
+    max_age=NOTICES_MAX_AGE_SECONDS,
+)
+
+ALL_STREAMS: tuple[StreamSpec, ...] = (INGEST, TIMELINE, SESSIONS, REJECTED, NOTICES)

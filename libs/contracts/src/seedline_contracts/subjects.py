@@ -11,6 +11,8 @@ INGEST_STREAM = "SEEDLINE_INGEST"
 TIMELINE_STREAM = "SEEDLINE_TIMELINE"
 SESSIONS_STREAM = "SEEDLINE_SESSIONS"
 REJECTED_STREAM = "SEEDLINE_REJECTED"
+NOTICES_STREAM = "SEEDLINE_NOTICES"  # 1.2: notices are kept; a notice's id is its seq here
+NOTIFY_ALL = "seedline.notify.>"
 
 INGEST_TIMELINE = "seedline.ingest.timeline"
 # Runner-scoped ingest (CONTRACT.md 6, 1.1): a machine publishes its engines' output

@@ -22,6 +22,7 @@ __all__ = [
     "offline_text",
     "launch_refused_for_instance",
     "not_woken_text",
+    "wake_offline_text",
     "open_notice",
     "resume_lost_text",
     "runner_offline_notice_text",
@@ -219,6 +220,16 @@ def not_woken_text(repo: str) -> str:
         f"No machine has worked on {repo} yet, so nothing was started for this message. "
         "Open a conversation on it once, on the machine and engine you want; later messages "
         "then continue there by themselves."
+    )
+
+
+def wake_offline_text(offline: str) -> str:
+    """A person's message could not wake a conversation: its machine is offline (CONTRACT.md
+    4). `offline` is the error's own sentence, "Your Mac mini is offline."."""
+    return (
+        f"{offline} Your message is kept in the timeline, but nothing was started for it. Once "
+        "the machine is back online, your next message to this repo starts a conversation "
+        "there, with a brief of what happened so far that includes this message."
     )
 
 

@@ -76,6 +76,18 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         "4194304",
         "largest HTTP request body the web process reads (4 MiB)",
     ),
+    "SEEDLINE_WEB_HEADER_TIMEOUT_SECONDS": (
+        "10",
+        "longest the web process waits for a request's headers; the connection is then closed",
+    ),
+    "SEEDLINE_WEB_BODY_TIMEOUT_SECONDS": (
+        "30",
+        "longest the web process waits for a request's whole body; it then answers 408",
+    ),
+    "SEEDLINE_WEB_MAX_CONNECTIONS_PER_CLIENT": (
+        "100",
+        "open connections one client address may hold to the web process; more get 503",
+    ),
     "SEEDLINE_BRIEF_BUDGETS": (
         "(none: 60:12000 for every engine)",
         "brief budget per engine as ENGINE=ROWS:CHARS, comma-separated "
@@ -209,6 +221,9 @@ class Settings:
     web_host: str = "127.0.0.1"
     web_port: int = 8080
     web_max_body_bytes: int = 4 * 1024 * 1024
+    web_header_timeout_seconds: float = 10.0
+    web_body_timeout_seconds: float = 30.0
+    web_max_connections_per_client: int = 100
     brief_budgets: tuple[tuple[str, Budget], ...] = ()
     brief_summary_url: str = ""
     brief_summary_model: str = ""
@@ -277,6 +292,9 @@ class Settings:
             web_host=_get(env, "SEEDLINE_WEB_HOST"),
             web_port=_int(env, "SEEDLINE_WEB_PORT"),
             web_max_body_bytes=_int(env, "SEEDLINE_WEB_MAX_BODY_BYTES", minimum=1024),
+            web_header_timeout_seconds=float(_int(env, "SEEDLINE_WEB_HEADER_TIMEOUT_SECONDS")),
+            web_body_timeout_seconds=float(_int(env, "SEEDLINE_WEB_BODY_TIMEOUT_SECONDS")),
+            web_max_connections_per_client=_int(env, "SEEDLINE_WEB_MAX_CONNECTIONS_PER_CLIENT"),
             brief_budgets=_brief_budgets(env),
             brief_summary_url=_summary_url(env),
             brief_summary_model=env.get("SEEDLINE_BRIEF_SUMMARY_MODEL") or "",

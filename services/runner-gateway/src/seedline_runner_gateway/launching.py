@@ -25,6 +25,7 @@ from seedline_core.notices import (
     offline_text,
     open_notice,
 )
+from seedline_core.notices import wake_offline_text
 from seedline_core.outcome import decide_outcome
 from seedline_platform.logging import get_logger
 from seedline_platform.publishing import Publisher
@@ -138,8 +139,8 @@ class Launcher:
         if plan.wake_seq is not None and failure.code == "runner_offline":
             # Nobody waits on a wake's reply: the person is told where it could not go.
             await self._notifier.notify(plan.instance_id, RunnerOfflineNotification(
-                session_id=composed.session_id, node_id=plan.node_id, text=failure.message,
-                at=self._clock()))
+                session_id=composed.session_id, node_id=plan.node_id,
+                text=wake_offline_text(failure.message), at=self._clock()))
 
     async def _confirmed(
         self, composed: SeedComposed, held, delivered: tuple[OpenReply, LaunchReply],

@@ -19,18 +19,21 @@ from fastapi.responses import Response
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.requests import HTTPConnection
-from starlette.routing import Route
+from starlette.requests import ClientDisconnect, HTTPConnection
+from starlette.routing import Match, Route
 
 from seedline_platform import natsio, pg
 from seedline_platform.logging import get_logger
 from seedline_platform.settings import Settings
 
-from . import http_api, wire
+from . import docs, http_api, wire
 from .auth import Gate, bearer
 from .backend import Backend
-from .console import pages
+from .connections import guarded_protocol
+from .console import conversation, pages
+from .console.logins import ConsoleLogins
 from .errors import WebError, unavailable
+from .intake import CLIENT_CLOSED, BodyDeadline, TokenFirst
 from .limits import BodyLimit
 from .metrics import Measured, WebMetrics
 from .mcp_tools import build_server
@@ -86,13 +89,19 @@ class WebApp:
         self.backend: Backend | None = None
         self.gate: Gate | None = None
         self.tokens: TokenStore | None = None
+        self.logins: ConsoleLogins | None = None
         self.opens: OpensProjection | None = None
         self.open_streams = 0
         self.metrics = WebMetrics()
         self.metrics.streams.set_function(lambda: self.open_streams)
         self.mcp = build_server(self._mcp_tenant)
         self.fastapi = self._build_fastapi()
-        self.asgi = Measured(BodyLimit(self.fastapi, settings.web_max_body_bytes), self.metrics)
+        # Outermost first: count every answer, bound the body's time, check the token
+        # before reading the body, bound its size (intake.py says why in that order).
+        self.asgi = Measured(BodyDeadline(TokenFirst(
+            BodyLimit(self.fastapi, settings.web_max_body_bytes),
+            lambda: self.gate.instance_for if self.gate is not None else None),
+            settings.web_body_timeout_seconds), self.metrics)
         self._server: uvicorn.Server | None = None
         self._serving: asyncio.Task | None = None
         self._micro = None
@@ -108,14 +117,18 @@ class WebApp:
         self.pool = await pg.open_pool(s.database_url, NAME)
         self.tokens = TokenStore(self.pool)
         await self.tokens.setup()
+        self.logins = ConsoleLogins(self.pool)
+        await self.logins.setup()
         self.opens = OpensProjection(self.js, self.pool)
         await self.opens.setup()
         self.backend = Backend(self.nc, self.js, s.open_timeout_seconds)
-        self.gate = Gate(self.tokens, self.backend)
+        self.gate = Gate(self.tokens, self.backend, self.logins)
         # Bound here, not by uvicorn, which would exit the whole process on a busy port.
         listening = _listen(s.web_host, s.web_port)
-        config = uvicorn.Config(self.asgi, log_config=None, access_log=False, lifespan="on",
-                                timeout_graceful_shutdown=5)
+        config = uvicorn.Config(
+            self.asgi, log_config=None, access_log=False, lifespan="on",
+            timeout_graceful_shutdown=5,
+            http=guarded_protocol(s.web_header_timeout_seconds, s.web_max_connections_per_client))
         self._server = _QuietServer(config)
         self._serving = asyncio.create_task(self._server.serve(sockets=[listening]))
         while not self._server.started:
@@ -183,22 +196,26 @@ class WebApp:
                 yield
 
         app = FastAPI(title="Seedline HTTP API", version=VERSION, lifespan=lifespan,
-                      description=DESCRIPTION, docs_url="/docs", redoc_url=None)
+                      description=DESCRIPTION, docs_url=None, redoc_url=None)
+        docs.serve(app)
         app.state.web = self
         app.include_router(http_api.router)
         app.include_router(pages.router)
+        app.include_router(conversation.router)
         app.router.routes.append(Route("/mcp", endpoint=_McpGate(StreamableHTTPASGIApp(manager),
                                                                  self), methods=None))
 
         public = {"security": []}
 
         @app.get("/healthz", response_class=Response, openapi_extra=public,
-                 responses=wire.replies(wire.Health, 200), summary="The process is up")
+                 responses=wire.replies(wire.Health, 200, guarded=False),
+                 summary="The process is up")
         async def healthz() -> Response:
             return http_api.json_response(wire.Health(ok=True, checks={"process": "up"}))
 
         @app.get("/readyz", response_class=Response, openapi_extra=public,
-                 responses=wire.replies(wire.Health, 200, 503), summary="NATS and Postgres answer")
+                 responses=wire.replies(wire.Health, 200, 503, guarded=False),
+                 summary="NATS and Postgres answer")
         async def readyz() -> Response:
             checks = await self._checks()
             ok = all(v == "ok" for v in checks.values())
@@ -227,11 +244,21 @@ class WebApp:
                 return _error(WebError("not_found", "Nothing is served at this address; the "
                                        "API's routes are listed at /docs and /openapi.json."))
             if exc.status_code == 405:
+                # Every method the address takes (each is a route of its own), as RFC 9110
+                # asks of every 405.
                 return Response(WebError("invalid_request", "This address does not take that "
                                          "method; see /docs for the ones it takes.").body(),
-                                status_code=405, media_type="application/json")
+                                status_code=405, media_type="application/json",
+                                headers={"Allow": _methods_taken(app, _request)})
             return Response(WebError("invalid_request", str(exc.detail)).body(),
                             status_code=exc.status_code, media_type="application/json")
+
+        @app.exception_handler(ClientDisconnect)
+        async def on_client_gone(request: Request, _exc: ClientDisconnect) -> Response:
+            # Nobody is left to read an answer; the status is for the log and /metrics.
+            log.info("client_disconnected", status=CLIENT_CLOSED, method=request.method,
+                     route=getattr(request.scope.get("route"), "path", "unmatched"))
+            return Response(status_code=CLIENT_CLOSED)
 
         @app.exception_handler(Exception)
         async def on_crash(_request: Request, exc: Exception) -> Response:
@@ -250,6 +277,15 @@ class WebApp:
         except Exception:
             checks["postgres"] = "not answering"
         return checks
+
+
+def _methods_taken(app: FastAPI, request: Request) -> str:
+    taken: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match is not Match.NONE:
+            taken |= set(getattr(route, "methods", None) or ())
+    return ", ".join(sorted(taken))
 
 
 class _McpGate:

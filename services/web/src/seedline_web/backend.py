@@ -12,6 +12,7 @@ import json
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 import msgspec
@@ -47,6 +48,7 @@ from seedline_core.notices import error_message
 from seedline_platform.lifecycle_events import brief_given
 from seedline_platform.logging import get_logger
 from seedline_platform.natsio import publish_window
+from seedline_platform.notices import StoredNotice, read_notices
 from seedline_platform.replay import last_seq, newest_values, replay
 
 from .errors import WebError, unavailable
@@ -236,6 +238,19 @@ class Backend:
             counts[repo] = counts.get(repo, 0) + int(count)
         return counts
 
+    # -- stored notices (CONTRACT.md 1, 1.2) ------------------------------------------------
+
+    async def notices(self, instance_id: str, after_seq: int | None, since: datetime | None,
+                      limit: int) -> tuple[list[StoredNotice], bool]:
+        try:
+            return await read_notices(self.js, instance_id, after_seq=after_seq, since=since,
+                                      limit=limit)
+        except NotFoundError:  # no stream yet: nothing was kept
+            return [], False
+        except Exception as exc:
+            log.warning("notices_unreadable", error=str(exc))
+            raise unavailable() from None
+
     # -- rejected input (CONTRACT.md 2.1) ----------------------------------------------------
 
     async def rejected(self, scan: int) -> list[tuple[int, RejectedInput]]:
@@ -297,6 +312,38 @@ class Backend:
                 except msgspec.MsgspecError:
                     return None
         return None
+
+    async def conversation_events(self, session_id: str, limit: int = 2000
+                                  ) -> list[tuple[int, dict]]:
+        """Every event of a conversation's life (CONTRACT.md 7), oldest first, with its seq."""
+        from nats.js import api as js_api
+
+        subject = f"seedline.session.{escape_token(session_id)}.*"
+        config = js_api.ConsumerConfig(ack_policy=js_api.AckPolicy.NONE, inactive_threshold=30.0,
+                                       mem_storage=True, max_ack_pending=-1,
+                                       deliver_policy=js_api.DeliverPolicy.ALL)
+        found: list[tuple[int, dict]] = []
+        try:
+            sub = await self.js.pull_subscribe(subject, stream=subjects.SESSIONS_STREAM,
+                                               config=config)
+            try:
+                pending = (await sub.consumer_info()).num_pending
+                while pending > 0 and len(found) < limit:
+                    msgs = await sub.fetch(min(pending, 256), timeout=5)
+                    for msg in msgs:
+                        try:
+                            body = json.loads(msg.data)
+                        except (ValueError, RecursionError):
+                            continue
+                        if isinstance(body, dict):
+                            found.append((msg.metadata.sequence.stream, body))
+                    pending = msgs[-1].metadata.num_pending
+            finally:
+                await sub.unsubscribe()
+        except Exception as exc:
+            log.warning("session_events_unreadable", error=str(exc))
+            raise unavailable() from None
+        return found
 
     async def owner(self, session_id: str) -> Owner | None:
         """The instance and repo of a conversation the platform opened, from its own events.

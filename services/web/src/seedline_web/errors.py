@@ -2,8 +2,8 @@
 
 Every reply that is not a success is `{"ok": false, "error": {"code", "message"}}`
 (CONTRACT.md, Conventions), with the same codes the NATS APIs use plus three that
-only HTTP has: `unauthorized`, `payload_too_large` and `not_permitted` for a token
-of another instance.
+only HTTP has: `unauthorized`, `payload_too_large`, `request_timeout` (a body that
+did not arrive in time) and `not_permitted` for a token of another instance.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ STATUS: dict[str, int] = {
     "unauthorized": 401,
     "not_permitted": 403,
     "not_found": 404,
+    "request_timeout": 408,
     "not_yet_visible": 409,
     "runner_offline": 409,
     "launch_refused": 409,

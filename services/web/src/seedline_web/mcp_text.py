@@ -156,3 +156,15 @@ def no_engine(machine: str) -> str:
 def engines_unknown(machine: str) -> str:
     return (f"The machine {machine} is not online, so which engines it offers is not known; "
             "start it, or name the engine with the engine argument.")
+
+
+def notices_text(notices: Sequence, has_more: bool) -> str:
+    """Stored notices (CONTRACT.md 1, 1.2), oldest first, each with its id to continue from."""
+    if not notices:
+        return "No notices were kept for this instance in that range."
+    lines = [f"#{n.seq} {n.notice.get('at', '-')} {n.notice.get('kind', 'notice')}"
+             f"{' ' + str(about) if (about := n.notice.get('session_id') or n.notice.get('repo')) else ''}"
+             f": {n.notice.get('text', '')}" for n in notices]
+    if has_more:
+        lines.append(f"More notices follow; read again with after_id {notices[-1].seq}.")
+    return "\n".join(lines)

@@ -10,11 +10,12 @@ sentence the platform wrote.
 # from its parameters' annotations, which must be real objects, not strings.
 import asyncio
 import uuid
-from typing import Awaitable, Callable
+from typing import Any, Awaitable, Callable
 
+import msgspec
 from mcp.server.mcpserver import MCPServer
-from mcp.types import CallToolResult, TextContent
-from pydantic import Field
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
 from typing_extensions import Annotated
 
 from seedline_contracts.sessions import OpenRequest
@@ -31,6 +32,7 @@ log = get_logger(__name__)
 
 TenantOf = Callable[[], Awaitable[Tenant]]
 RECENT_ENTRIES = 200
+SERVER_VERSION = "1.2"  # the wire contract this server speaks (CONTRACT.md)
 JUST_OPENED_SECONDS = 10.0
 
 INSTRUCTIONS = (
@@ -47,8 +49,33 @@ ConversationId = Annotated[str, Field(description="The conversation's id, e.g. c
                                                   "(list_conversations or read_timeline show it).")]
 
 
-def _text(text: str, error: bool = False) -> CallToolResult:
-    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
+class ToolReply(BaseModel):
+    """Every tool's structured result: the text a person reads, and the data behind it."""
+
+    text: str = Field(description="What happened, in words for a person (CONTRACT.md 3.3).")
+    data: dict[str, Any] = Field(default_factory=dict, description=(
+        "The facts behind the text, in the contract's own field names: an open's reply, "
+        "timeline entries, a brief and its receipt, conversations, machines or notices."))
+
+
+Replied = Annotated[CallToolResult, ToolReply]
+
+
+def _text(text: str, error: bool = False, data: Any = None) -> CallToolResult:
+    structured = None if error else {"text": text, "data": msgspec.to_builtins(data or {})}
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error,
+                          structured_content=structured)
+
+
+# What each tool does to the world, for clients that ask before calling (MCP tool hints).
+READS = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True,
+                        open_world_hint=False)
+STARTS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=False,
+                         open_world_hint=True)
+STOPS = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True,
+                        open_world_hint=True)
+WRITES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False,
+                         open_world_hint=True)
 
 
 async def previous_on(tenant: Tenant, repo: str) -> Previous | None:
@@ -84,13 +111,16 @@ async def _live_on(tenant: Tenant, repo: str) -> Previous | None:
 
 
 def build_server(tenant_of: TenantOf) -> MCPServer:
-    server = MCPServer("seedline", instructions=INSTRUCTIONS, log_level="WARNING")
+    server = MCPServer("seedline", instructions=INSTRUCTIONS, log_level="WARNING",
+                       version=SERVER_VERSION)
 
-    def tool(description: str):
+    def tool(description: str, hints: ToolAnnotations = READS):
         def register(fn):
-            async def run(**kwargs) -> CallToolResult:
+            async def run(**kwargs) -> Replied:
                 try:
-                    return _text(await fn(await tenant_of(), **kwargs))
+                    said = await fn(await tenant_of(), **kwargs)
+                    text, data = said if isinstance(said, tuple) else (said, None)
+                    return _text(text, data=data)
                 except WebError as exc:
                     return _text(exc.message, error=True)
                 except Exception:
@@ -99,9 +129,11 @@ def build_server(tenant_of: TenantOf) -> MCPServer:
                                  error=True)
 
             run.__name__ = fn.__name__
-            run.__signature__ = _without_tenant(fn)  # type: ignore[attr-defined]
+            # The tool's arguments are fn's (less the tenant); its result is always a ToolReply.
+            run.__signature__ = _without_tenant(fn).replace(  # type: ignore[attr-defined]
+                return_annotation=Replied)
             server.add_tool(run, name=fn.__name__, description=description,
-                            structured_output=False)
+                            annotations=hints)
             return fn
 
         return register
@@ -110,7 +142,7 @@ def build_server(tenant_of: TenantOf) -> MCPServer:
           "continue its own earlier conversation there or starts fresh with a brief "
           "reconstructed from the timeline, and the reply says which, why, and what the brief "
           "held. If a conversation is already live on the repo, the new one takes over from it; "
-          "to keep talking to the live one, use send_message instead.")
+          "to keep talking to the live one, use send_message instead.", STARTS)
     async def open_conversation(
         tenant: Tenant, repo: Repo,
         instruction: Annotated[str | None, Field(description="The person's message that starts "
@@ -120,8 +152,10 @@ def build_server(tenant_of: TenantOf) -> MCPServer:
         machine: Annotated[str | None, Field(description="Machine (node id) to run on; "
                                                          "defaults to the repo's last one, or "
                                                          "the only machine online.")] = None,
-        fresh: Annotated[bool, Field(description="Start fresh without continuing the engine's "
-                                                 "own earlier conversation.")] = False,
+        fresh: Annotated[bool, Field(description="Start a fresh engine conversation and give "
+                                                 "it no brief: the engine starts with nothing of "
+                                                 "the earlier work on the repo. Leave it false to "
+                                                 "continue or be briefed.")] = False,
     ) -> str:
         online = await tenant.machines()
         previous = None if machine and engine else await previous_on(tenant, repo)
@@ -129,11 +163,11 @@ def build_server(tenant_of: TenantOf) -> MCPServer:
         reply = await tenant.open(OpenRequest(
             instance_id=tenant.instance_id, repo=repo, engine=chosen_engine, node_id=node_id,
             instruction=instruction, force_fresh=fresh))
-        return mcp_text.open_text(reply, repo, online)
+        return mcp_text.open_text(reply, repo, online), reply
 
     @tool("Send the person's next message to a repo. It reaches the conversation live there as "
           "its next turn; when none is live, it wakes one on the machine and engine that last "
-          "worked on the repo, with a brief of what happened so far.")
+          "worked on the repo, with a brief of what happened so far.", WRITES)
     async def send_message(
         tenant: Tenant, repo: Repo,
         text: Annotated[str, Field(description="The message, as the person wrote it.")],
@@ -154,7 +188,9 @@ def build_server(tenant_of: TenantOf) -> MCPServer:
                   "next turn." if previous.live else
                   f"No conversation was live on the repo, so it wakes one on {where} with the "
                   f"engine {previous.engine}; if that machine is offline, you will be told so.")
-        return mcp_text.message_text(repo, reply.seq, effect)
+        return mcp_text.message_text(repo, reply.seq, effect), {
+            "repo": repo, "seq": reply.seq, "conversation_id": previous.session_id,
+            "live": previous.live}
 
     @tool("Read a repo's timeline, oldest first, with a line where each conversation begins.")
     async def read_timeline(
@@ -174,39 +210,58 @@ def build_server(tenant_of: TenantOf) -> MCPServer:
             reply = lost.get("reply") or (opened or {}).get("reply") or {}
             if ((opened or {}).get("plan") or {}).get("instance_id") == tenant.instance_id:
                 decisions[session_id] = (reply.get("notice") or {}).get("console", "")
-        return mcp_text.timeline_text(repo, page.entries, page.has_more, decisions)
+        return mcp_text.timeline_text(repo, page.entries, page.has_more, decisions), page
 
     @tool("Show the exact brief last offered to a conversation, with its receipt (entries, "
           "characters, what was left out, up to which seq, sha256) and whether the engine was "
           "given it.")
     async def show_brief(tenant: Tenant, conversation_id: ConversationId) -> str:
         brief = await tenant.brief(conversation_id)
-        return mcp_text.brief_text(conversation_id, brief, brief.spent)
+        return mcp_text.brief_text(conversation_id, brief, brief.spent), brief
 
     @tool("List the conversations live on this instance, with their repo, engine and machine.")
     async def list_conversations(tenant: Tenant) -> str:
-        return mcp_text.conversations_text(await tenant.live(), await tenant.machines())
+        live = await tenant.live()
+        return mcp_text.conversations_text(live, await tenant.machines()), {"conversations": live}
 
     @tool("List the machines online for this instance: their labels, engines and what they "
           "host now.")
     async def list_machines(tenant: Tenant) -> str:
-        return mcp_text.machines_text(await tenant.machines())
+        machines = await tenant.machines()
+        return mcp_text.machines_text(machines), {
+            "machines": [m.__dict__ for m in machines]}
+
+    @tool("Read the notices Seedline sent to this instance's people (a conversation stopped "
+          "for idling, a machine gone offline or restarted, a message that woke nothing), "
+          "oldest first. Notices are kept for 30 days, so this shows the ones sent while nobody "
+          "was listening; each has an id to continue from.")
+    async def read_notices(
+        tenant: Tenant,
+        after_id: Annotated[int | None, Field(ge=0, description="Only notices after this id "
+                                                                "(the #N a notice was shown "
+                                                                "with); omit for the oldest "
+                                                                "kept.")] = None,
+        limit: Annotated[int, Field(ge=1, le=1000, description="At most this many.")] = 50,
+    ) -> str:
+        found, more = await tenant.notices(after_id, None, limit)
+        return mcp_text.notices_text(found, more), {
+            "notices": [{"id": n.seq, "notice": n.notice} for n in found], "has_more": more}
 
     @tool("Stop a live conversation. Its timeline stays; the next message to its repo wakes a "
-          "conversation again.")
+          "conversation again.", STOPS)
     async def stop_conversation(tenant: Tenant, conversation_id: ConversationId) -> str:
         reply = await tenant.stop(conversation_id, "requested")
-        return mcp_text.stop_text(conversation_id, reply.stopped)
+        return mcp_text.stop_text(conversation_id, reply.stopped), reply
 
     @tool("Move a conversation to another machine. The engine there starts fresh with a brief "
-          "of what happened so far, and the reply says what it was given.")
+          "of what happened so far, and the reply says what it was given.", STARTS)
     async def move_conversation(
         tenant: Tenant, conversation_id: ConversationId,
         machine: Annotated[str, Field(description="The machine (node id) to move it to.")],
     ) -> str:
         owner = await tenant.owner(conversation_id)
         reply = await tenant.relocate(conversation_id, machine)
-        return mcp_text.open_text(reply, owner.repo, await tenant.machines(), moved=True)
+        return mcp_text.open_text(reply, owner.repo, await tenant.machines(), moved=True), reply
 
     return server
 

@@ -1,72 +1,115 @@
-"""Server-Sent Events of an instance's notifications (seedline.notify.<instance>).
+"""Server-Sent Events of an instance's notices, from SEEDLINE_NOTICES (CONTRACT.md 1, 1.2).
 
-The subscription is in place before the first byte goes out (a `: ready` comment),
-so a client that has read it misses nothing published afterwards. A comment every
-15 seconds keeps proxies from closing a quiet stream.
+Each event's `id:` is the notice's stream sequence. A client that reconnects with
+`Last-Event-ID` (every EventSource does) gets every notice after that one first, then
+the rest as they come, so nothing is missed across a dropped connection or a restart
+of this process. Without it the stream starts now. The reading consumer is in place
+before the first byte goes out (a `: ready` comment). A comment every 15 seconds keeps
+proxies from closing a quiet stream. The token is checked again every 2 seconds: a
+stream ends within 5 seconds of its token's revocation.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from typing import AsyncIterator
+from typing import AsyncIterator, Awaitable, Callable
 
 from starlette.requests import Request
 
-from seedline_contracts import subjects
+from seedline_platform.logging import get_logger
+from seedline_platform.notices import follow_notices
 
 from .errors import WebError
+from .fields import MAX_SEQ
 from .tenant import Tenant
 
+log = get_logger(__name__)
+
 KEEPALIVE_SECONDS = 15.0
+RECHECK_SECONDS = 2.0
 MAX_STREAMS = 200
-QUEUE_SIZE = 1000
+
+StillAllowed = Callable[[], Awaitable[bool]]
 
 
-def sse_event(kind: str, body: dict) -> str:
+def sse_event(kind: str, body: dict, event_id: int | None = None) -> str:
     """One event; json.dumps keeps `data` on one line whatever the notice says, and the
     event name keeps only the characters a kind has."""
     name = "".join(c for c in kind if c.isascii() and (c.isalnum() or c == "_"))[:64]
-    return f"event: {name or 'notice'}\ndata: {json.dumps(body, ensure_ascii=False)}\n\n"
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: {name or 'notice'}\ndata: {json.dumps(body, ensure_ascii=False)}\n\n"
 
 
-async def notification_stream(web, tenant: Tenant, request: Request) -> AsyncIterator[str]:
+def last_event_id(request: Request) -> int | None:
+    """The `Last-Event-ID` a reconnecting client sends: a notice's id, or absent."""
+    raw = request.headers.get("last-event-id", "").strip()
+    if not raw:
+        return None
+    if not raw.isascii() or not raw.isdigit() or len(raw) > 19 or int(raw) > MAX_SEQ:
+        raise WebError("invalid_request", "Last-Event-ID must be the id of a notice this stream "
+                       "sent (a whole number); send the last one received, or none to start now.")
+    return int(raw)
+
+
+async def notification_stream(web, tenant: Tenant, request: Request,
+                              still_allowed: StillAllowed) -> AsyncIterator[str]:
     if web.open_streams >= MAX_STREAMS:
         raise WebError("unavailable", f"This web process already serves {MAX_STREAMS} "
                        "notification streams; close one or try again later.")
-    queue: asyncio.Queue = asyncio.Queue(QUEUE_SIZE)
-
-    async def on_message(msg) -> None:
-        if not queue.full():  # a reader this far behind loses the oldest news, not the process
-            queue.put_nowait(msg.data)
-
-    nc = tenant.backend.nc
-    sub = await nc.subscribe(subjects.notify_subject(tenant.instance_id), cb=on_message)
-    await nc.flush()
+    after = last_event_id(request)
+    notices = follow_notices(tenant.backend.js, tenant.instance_id, after_seq=after,
+                             tick=RECHECK_SECONDS)
+    try:
+        await notices.__anext__()  # the consumer is in place
+    except Exception as exc:
+        await notices.aclose()
+        raise WebError("unavailable", "The notices cannot be read right now; try again in a "
+                       "moment.") from exc
     web.open_streams += 1
 
     async def events() -> AsyncIterator[str]:
+        loop = asyncio.get_running_loop()
+        checked = quiet_since = loop.time()
         try:
             yield ": ready\n\n"
-            while True:
-                try:
-                    data = await asyncio.wait_for(queue.get(), KEEPALIVE_SECONDS)
-                except TimeoutError:
-                    if await request.is_disconnected():
+            async for notice in _until_broken(notices):
+                now = loop.time()
+                if now - checked >= RECHECK_SECONDS:
+                    checked = now
+                    if not await _allowed(still_allowed):
                         return
-                    yield ": keepalive\n\n"
+                if notice is None:
+                    if now - quiet_since >= KEEPALIVE_SECONDS:
+                        if await request.is_disconnected():
+                            return
+                        quiet_since = now
+                        yield ": keepalive\n\n"
                     continue
-                try:
-                    body = json.loads(data)
-                except (ValueError, RecursionError):
-                    continue
-                if isinstance(body, dict):
-                    yield sse_event(str(body.get("kind") or "notice"), body)
+                quiet_since = now
+                yield sse_event(str(notice.notice.get("kind") or "notice"), notice.notice,
+                                notice.seq)
         finally:
             web.open_streams -= 1
-            try:
-                await sub.unsubscribe()
-            except Exception:
-                pass
+            await notices.aclose()
 
     return events()
+
+
+async def _until_broken(notices: AsyncIterator) -> AsyncIterator:
+    """The notices until NATS goes away; the client then reconnects with its
+    Last-Event-ID and misses nothing."""
+    try:
+        async for notice in notices:
+            yield notice
+    except Exception as exc:
+        log.warning("notices_stream_ended", error=f"{type(exc).__name__}: {exc}")
+
+
+async def _allowed(still_allowed: StillAllowed) -> bool:
+    """A token table that cannot be read right now does not end a stream; a revoked
+    token does."""
+    try:
+        return await still_allowed()
+    except Exception:
+        return True

@@ -8,15 +8,17 @@ when it will be cut, and to how many characters.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Annotated, Literal, Sequence
 
 import msgspec
+from msgspec import Meta
 
 from seedline_contracts.codec import encode
 from seedline_contracts.normalise import Refusal, normalise
-from seedline_contracts.timeline import MAX_CONTENT_CHARS, TimelineEntryIn
+from seedline_contracts.timeline import MAX_CONTENT_CHARS, Kind, TimelineEntryIn
 from seedline_contracts.times import now_text
 
+from . import fields
 from .errors import WebError
 
 MAX_BATCH = 1000
@@ -25,20 +27,25 @@ MAX_BATCH = 1000
 class EntryBody(msgspec.Struct, forbid_unknown_fields=False):
     """A timeline entry (CONTRACT.md 2.1); the instance comes from the token."""
 
-    entry_id: str
-    repo: str
-    session_id: str
-    kind: str
-    content: str
-    at: str | None = None
-    engine: str | None = None
-    instance_id: str | None = None
-    # "import" for history (1.2): it never wakes a conversation or becomes a turn.
-    origin: str | None = None
+    entry_id: fields.EntryId
+    repo: fields.Repo
+    session_id: fields.ConversationId
+    kind: Annotated[Kind, Meta(description="What the entry is.")]
+    content: fields.Content
+    at: fields.MaybeAt = None
+    engine: fields.MaybeEntryEngine = None
+    instance_id: Annotated[fields.InstanceId | None, Meta(
+        description="Optional; when given it must be the token's own instance.")] = None
+    origin: Annotated[Literal["live", "import"] | None, Meta(
+        description='"import" for history (CONTRACT.md 2.1, 1.2): it is stored and read like any'
+        ' other entry but never wakes a conversation or becomes a turn. Default "live".')] = None
 
 
 class BatchBody(msgspec.Struct):
-    entries: list[EntryBody]
+    """Up to 1,000 entries, published in order."""
+
+    entries: Annotated[list[EntryBody], Meta(min_length=1, max_length=MAX_BATCH, description=(
+        f"1 to {MAX_BATCH:,} entries; if any is refused, none is published."))]
 
 
 class EntryReceipt(msgspec.Struct):

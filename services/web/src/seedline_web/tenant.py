@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 
 import msgspec
 
@@ -32,6 +33,8 @@ from seedline_contracts.timeline import (
     TimelineReadRequest,
 )
 from seedline_contracts.tokens import name_problem
+
+from seedline_platform.notices import StoredNotice
 
 from .backend import Backend, Owner
 from .errors import WebError, not_found
@@ -128,6 +131,11 @@ class Tenant:
         found = [(seq, r) for seq, r in await self.backend.rejected(scan)
                  if names_instance(r, self.instance_id)]
         return found[-limit:]
+
+    async def notices(self, after_seq: int | None = None, since: datetime | None = None,
+                      limit: int = 100) -> tuple[list[StoredNotice], bool]:
+        """The instance's stored notices, oldest first (CONTRACT.md 1, 1.2)."""
+        return await self.backend.notices(self.instance_id, after_seq, since, limit)
 
     async def repos(self) -> dict[str, int]:
         """The instance's repos with how many entries each has."""

@@ -33,9 +33,29 @@ async def token_store(settings: Settings) -> AsyncIterator[TokenStore]:
         await pool.close()
 
 
+# Characters a subject wildcard or a shell word boundary would make of an instance
+# name: a token for `>` or `demo.>` must never read as "every instance".
+NOT_IN_INSTANCE_NAMES = frozenset(">*")
+
+
+def instance_name_problem(instance_id: object) -> str | None:
+    """Why a name cannot be an instance a token is for (CONTRACT.md, Conventions), or None."""
+    problem = name_problem(instance_id)
+    if problem is not None:
+        return problem
+    assert isinstance(instance_id, str)
+    if any(c.isspace() for c in instance_id):
+        return "contains whitespace; an instance name is one word"
+    wild = sorted(set(instance_id) & NOT_IN_INSTANCE_NAMES)
+    if wild:
+        return (f"contains {' and '.join(repr(c) for c in wild)}, which stand for other "
+                "instances in subjects; use the instance's own name")
+    return None
+
+
 async def create_token(settings: Settings, instance_id: str, label: str) -> tuple[TokenRecord,
                                                                                    str]:
-    problem = name_problem(instance_id)
+    problem = instance_name_problem(instance_id)
     if problem:
         raise TokenAdminError(f"--instance {problem}; give the instance's name, e.g. bd43f4de.")
     async with token_store(settings) as store:

@@ -1,9 +1,13 @@
-"""The console's routes. A token arrives once, by the login form or `?token=`, and
-lives in an HttpOnly, SameSite cookie; every page shows only that token's instance."""
+"""The console's routes. A token arrives once, by the login form or `?token=`, and is
+exchanged for a login kept on the server (logins.py): the cookie holds only its random
+reference (HttpOnly, SameSite=Strict, Secure over TLS). Every form carries the login's
+CSRF token, the login form a pre-login one, and a post from another origin is refused.
+Every page shows only that token's instance."""
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
@@ -16,27 +20,60 @@ from ..auth import COOKIE
 from ..errors import WebError
 from ..tenant import Tenant
 from . import render
+from .logins import LOGIN_DAYS, ConsoleLogin, same_secret
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 STATIC = Path(__file__).parent / "static"
 PAGE_ENTRIES = 200
-COOKIE_DAYS = 30
+# The login form's own CSRF token, before there is a login to hold one (double submit).
+PRE_LOGIN = "seedline_login_form"
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; "
+                               "script-src 'self'; connect-src 'self'; "
                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
+    # same-origin, not no-referrer: under no-referrer a browser sends `Origin: null` with
+    # every form, and the Origin check below could not tell the console's own forms apart.
+    "Referrer-Policy": "same-origin",
     "Cache-Control": "no-store",
 }
+NOT_KNOWN = "That token is not known or was revoked."
+FORM_EXPIRED = ("This form came from another page or has expired; reload the page and send it "
+                "again.")
 
 
 def html(text: str, status: int = 200) -> HTMLResponse:
     return HTMLResponse(text, status_code=status, headers=SECURITY_HEADERS)
 
 
-def _set_cookie(response: Response, request: Request, token: str) -> None:
-    response.set_cookie(COOKIE, token, max_age=COOKIE_DAYS * 86400, httponly=True,
-                        samesite="lax", secure=request.url.scheme == "https", path="/console")
+def _cookie(response: Response, request: Request, name: str, value: str, max_age: int) -> None:
+    response.set_cookie(name, value, max_age=max_age, httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https", path="/console")
+
+
+def login_page(request: Request, message: str | None = None, status: int = 200) -> Response:
+    """The login form with a fresh pre-login CSRF token, in the form and in a cookie."""
+    csrf = secrets.token_urlsafe(24)
+    response = html(render.login(message, csrf), status)
+    _cookie(response, request, PRE_LOGIN, csrf, 3600)
+    return response
+
+
+def same_origin(request: Request) -> bool:
+    """A browser names the page a form was posted from; it must be this server. A
+    client that sends no Origin is not a browser, and still needs the CSRF token."""
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    return origin == f"{request.url.scheme}://{request.headers.get('host', '')}"
+
+
+async def _start_login(request: Request, token: str, to: str) -> Response:
+    reference = await request.app.state.web.logins.start(token)
+    response = RedirectResponse(to, status_code=303)
+    _cookie(response, request, COOKIE, reference, LOGIN_DAYS * 86400)
+    response.delete_cookie(PRE_LOGIN, path="/console")
+    return response
 
 
 def _without_token(request: Request) -> str:
@@ -44,8 +81,12 @@ def _without_token(request: Request) -> str:
     return request.url.path + (f"?{urlencode(rest)}" if rest else "")
 
 
-async def _tenant(request: Request) -> Tenant | None:
-    return await request.app.state.web.gate.console_tenant(request)
+async def _login(request: Request) -> ConsoleLogin | None:
+    return await request.app.state.web.gate.console_login(request)
+
+
+def _tenant_of(request: Request, login: ConsoleLogin) -> Tenant:
+    return Tenant(request.app.state.web.backend, login.instance_id)
 
 
 async def _with_token(request: Request) -> Response | None:
@@ -55,10 +96,13 @@ async def _with_token(request: Request) -> Response | None:
         return None
     gate = request.app.state.web.gate
     if not token or await gate.tokens.instance_of(token) is None:
-        return html(render.login("That token is not known or was revoked."), 401)
-    response = RedirectResponse(_without_token(request), status_code=303)
-    _set_cookie(response, request, token)
-    return response
+        return login_page(request, NOT_KNOWN, 401)
+    return await _start_login(request, token, _without_token(request))
+
+
+async def _form(request: Request) -> dict[str, str]:
+    form = parse_qs((await request.body()).decode("utf-8", "replace"))
+    return {k: v[0] for k, v in form.items()}
 
 
 @router.get("/static/console.css")
@@ -69,40 +113,59 @@ async def stylesheet() -> FileResponse:
 
 @router.post("/login")
 async def login(request: Request) -> Response:
-    form = parse_qs((await request.body()).decode("utf-8", "replace"))
-    token = (form.get("token") or [""])[0].strip()
+    if not same_origin(request):
+        return login_page(request, FORM_EXPIRED, 403)
+    form = await _form(request)
+    if not same_secret(form.get("csrf"), request.cookies.get(PRE_LOGIN) or "\0"):
+        return login_page(request, FORM_EXPIRED, 403)
+    token = form.get("token", "").strip()
     if not token or await request.app.state.web.gate.tokens.instance_of(token) is None:
-        return html(render.login("That token is not known or was revoked."), 401)
-    response = RedirectResponse("/console", status_code=303)
-    _set_cookie(response, request, token)
-    return response
+        return login_page(request, NOT_KNOWN, 401)
+    return await _start_login(request, token, "/console")
 
 
 @router.post("/logout")
-async def logout() -> Response:
+async def logout(request: Request) -> Response:
+    login_now = await _login(request)
+    form = await _form(request)
+    if login_now is not None and (not same_origin(request)
+                                  or not same_secret(form.get("csrf"), login_now.csrf)):
+        return html(render.error_page(login_now.instance_id, FORM_EXPIRED, login_now.csrf), 403)
+    await request.app.state.web.logins.end(request.cookies.get(COOKIE))
     response = RedirectResponse("/console", status_code=303)
     response.delete_cookie(COOKIE, path="/console")
     return response
 
 
 @router.get("")
-async def overview(request: Request) -> Response:
+async def overview(request: Request, q: str = Query("", max_length=300),
+                   state: str = Query("all", pattern="^(all|live|idle)$")) -> Response:
     redirect = await _with_token(request)
     if redirect is not None:
         return redirect
-    tenant = await _tenant(request)
-    if tenant is None:
-        return html(render.login())
+    login_now = await _login(request)
+    if login_now is None:
+        return login_page(request)
+    tenant = _tenant_of(request, login_now)
+    csrf = login_now.csrf
     try:
         machines, live, repos, rejected = await asyncio.gather(
             tenant.machines(), tenant.live(), _repos(request, tenant), tenant.rejected())
     except WebError as exc:
-        return html(render.error_page(tenant.instance_id, exc.message), exc.status)
+        return html(render.error_page(tenant.instance_id, exc.message, csrf), exc.status)
     labels = {m.node_id: m.label for m in machines}
+    found = q.strip().lower()
+    live_repos = {c.repo for c in live}
+    live = [c for c in live if found in c.repo.lower() or found in c.session_id.lower()]
+    repos = {r: n for r, n in repos.items() if found in r.lower()
+             and (state == "all" or (state == "live") == (r in live_repos))}
+    if state == "idle":
+        live = []
     body = (f"<h1>Instance {render.escape(tenant.instance_id)}</h1>"
+            + render.filter_form(q, state)
             + render.machines_section(machines) + render.live_section(live, labels)
             + render.repos_section(repos) + render.rejected_section(rejected))
-    return html(render.page("Overview", body, tenant.instance_id))
+    return html(render.page("Overview", body, tenant.instance_id, csrf))
 
 
 async def _repos(request: Request, tenant: Tenant) -> dict[str, int]:
@@ -118,9 +181,11 @@ async def repo_page(request: Request, repo: str = Query(..., max_length=1000),
     redirect = await _with_token(request)
     if redirect is not None:
         return redirect
-    tenant = await _tenant(request)
-    if tenant is None:
-        return html(render.login())
+    login_now = await _login(request)
+    if login_now is None:
+        return login_page(request)
+    tenant = _tenant_of(request, login_now)
+    csrf = login_now.csrf
     web = request.app.state.web
     try:
         page = await tenant.read(repo, before_seq=before_seq, limit=min(PAGE_ENTRIES,
@@ -129,7 +194,7 @@ async def repo_page(request: Request, repo: str = Query(..., max_length=1000),
         await web.opens.catch_up(timeout=1.0)
         records = await web.opens.for_repo(tenant.instance_id, repo)
     except WebError as exc:
-        return html(render.error_page(tenant.instance_id, exc.message), exc.status)
+        return html(render.error_page(tenant.instance_id, exc.message, csrf), exc.status)
     rows = page.entries
     low = rows[0].seq - 1 if rows and page.has_more else 0
     high = rows[-1].seq if rows and before_seq else None
@@ -139,7 +204,10 @@ async def repo_page(request: Request, repo: str = Query(..., max_length=1000),
     labels = {m.node_id: m.label for m in machines}
     body = render.timeline(rows, views, labels)
     older = rows[0].seq if rows and page.has_more else None
-    return html(render.repo_page(tenant.instance_id, repo, body, older))
+    from .conversation import open_form
+
+    return html(render.repo_page(tenant.instance_id, repo, body, older, csrf,
+                                 before=open_form(login_now, repo, machines)))
 
 
 async def _brief_text(tenant: Tenant, record) -> str | None:

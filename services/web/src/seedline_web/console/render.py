@@ -20,23 +20,31 @@ ENTRY_CHARS = 4000
 RAW_CHARS = 400
 
 
-def page(title: str, body: str, instance_id: str | None = None) -> str:
+def csrf_field(csrf: str | None) -> str:
+    return f'<input type="hidden" name="csrf" value="{escape(csrf)}">' if csrf else ""
+
+
+def page(title: str, body: str, instance_id: str | None = None, csrf: str | None = None,
+         live: bool = False) -> str:
     who = ""
     if instance_id is not None:
         who = (f'<span class="who">instance <code>{escape(instance_id)}</code></span>'
                '<form method="post" action="/console/logout" class="logout">'
-               '<button type="submit">Log out</button></form>')
+               f'{csrf_field(csrf)}<button type="submit">Log out</button></form>')
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<title>{escape(title)} · Seedline</title>"
-        '<link rel="stylesheet" href="/console/static/console.css"></head><body>'
+        '<link rel="stylesheet" href="/console/static/console.css">'
+        + ('<script src="/console/static/console.js" defer></script>' if instance_id else "")
+        + '</head><body>'
         f'<header><a class="brand" href="/console">Seedline</a>{who}</header>'
-        f"<main>{body}</main></body></html>\n"
+        + ('<div id="live-notices" aria-live="polite"></div>' if instance_id else "")
+        + f"<main>{body}</main></body></html>\n"
     )
 
 
-def login(message: str | None = None) -> str:
+def login(message: str | None = None, csrf: str | None = None) -> str:
     note = f'<p class="problem">{escape(message)}</p>' if message else ""
     return page("Log in", (
         "<h1>Log in</h1>"
@@ -44,15 +52,16 @@ def login(message: str | None = None) -> str:
         "<code>seedline tokens create --instance &lt;instance&gt;</code>.</p>"
         f"{note}"
         '<form method="post" action="/console/login" class="login">'
+        f"{csrf_field(csrf)}"
         '<label for="token">Token</label>'
         '<input id="token" name="token" type="password" autocomplete="off" required>'
         '<button type="submit">Log in</button></form>'
     ))
 
 
-def error_page(instance_id: str | None, message: str) -> str:
+def error_page(instance_id: str | None, message: str, csrf: str | None = None) -> str:
     return page("Not available", f'<h1>Not available</h1><p class="problem">{escape(message)}'
-                '</p><p><a href="/console">Back to the overview</a></p>', instance_id)
+                '</p><p><a href="/console">Back to the overview</a></p>', instance_id, csrf)
 
 
 def _table(head: Sequence[str], rows: Iterable[Sequence[str]], empty: str) -> str:
@@ -64,6 +73,24 @@ def _table(head: Sequence[str], rows: Iterable[Sequence[str]], empty: str) -> st
     return f"<table><thead><tr>{heads}</tr></thead><tbody>{body}</tbody></table>"
 
 
+def conversation_link(session_id: str) -> str:
+    return (f'<a href="/console/conversation?{urlencode({"id": session_id})}">'
+            f"<code>{escape(session_id)}</code></a>")
+
+
+def filter_form(query: str, state: str) -> str:
+    """Search and filter of the overview: by repo or conversation, and by state."""
+    chosen = {s: " selected" if s == state else "" for s in ("all", "live", "idle")}
+    return ('<form method="get" action="/console" class="inline filter" role="search">'
+            '<label for="q">Find</label>'
+            f'<input id="q" name="q" value="{escape(query)}" placeholder="repo or conversation">'
+            '<label for="state">State</label><select id="state" name="state">'
+            f'<option value="all"{chosen["all"]}>all</option>'
+            f'<option value="live"{chosen["live"]}>live</option>'
+            f'<option value="idle"{chosen["idle"]}>no live conversation</option></select>'
+            '<button type="submit">Filter</button></form>')
+
+
 def repo_link(repo: str) -> str:
     return f'<a href="/console/repo?{urlencode({"repo": repo})}">{escape(repo)}</a>'
 
@@ -71,7 +98,7 @@ def repo_link(repo: str) -> str:
 def machines_section(machines: Sequence[Machine]) -> str:
     rows = [(escape(m.label), f"<code>{escape(m.node_id)}</code>",
              escape(", ".join(m.engines) or "none"),
-             " ".join(f"<code>{escape(s)}</code>" for s in m.live) or "nothing of this instance",
+             " ".join(conversation_link(s) for s in m.live) or "nothing of this instance",
              "every instance" if m.serves_every_instance else "this instance among others")
             for m in machines]
     return ('<section id="machines"><h2>Machines online</h2>'
@@ -80,7 +107,7 @@ def machines_section(machines: Sequence[Machine]) -> str:
 
 
 def live_section(live: Sequence[LiveConversation], labels: dict[str, str]) -> str:
-    rows = [(repo_link(c.repo), f"<code>{escape(c.session_id)}</code>", escape(c.engine),
+    rows = [(repo_link(c.repo), conversation_link(c.session_id), escape(c.engine),
              escape(labels.get(c.node_id, c.node_id)), escape(c.outcome or "-"),
              escape(c.last_activity_at)) for c in live]
     return ('<section id="live"><h2>Live conversations</h2>'
@@ -180,8 +207,10 @@ def entry_row(row: TimelineRow) -> str:
 
 def boundary(session_id: str, opened_by_platform: bool) -> str:
     how = "opened by the platform" if opened_by_platform else "seen in the timeline only"
+    name = conversation_link(session_id) if opened_by_platform else (
+        f"<code>{escape(session_id)}</code>")
     return (f'<h3 class="boundary" data-conversation="{escape(session_id)}">Conversation '
-            f"<code>{escape(session_id)}</code> <small>{how}</small></h3>")
+            f"{name} <small>{how}</small></h3>")
 
 
 def timeline(rows: Sequence[TimelineRow], opens: Sequence[OpenView], labels: dict[str, str]
@@ -211,9 +240,10 @@ def timeline(rows: Sequence[TimelineRow], opens: Sequence[OpenView], labels: dic
     return "".join(out) or '<p class="empty">This repo has no entries yet.</p>'
 
 
-def repo_page(instance_id: str, repo: str, body: str, older: int | None) -> str:
+def repo_page(instance_id: str, repo: str, body: str, older: int | None,
+              csrf: str | None = None, before: str = "") -> str:
     query = urlencode({"repo": repo, "before_seq": older})
     more = (f'<p class="older"><a href="/console/repo?{query}">Older entries</a></p>'
             if older else "")
-    return page(repo, f'<p><a href="/console">Overview</a></p><h1>{escape(repo)}</h1>'
-                f'<section id="timeline">{more}{body}</section>', instance_id)
+    return page(repo, f'<p><a href="/console">Overview</a></p><h1>{escape(repo)}</h1>{before}'
+                f'<section id="timeline">{more}{body}</section>', instance_id, csrf)
