@@ -106,6 +106,13 @@ def _int(env: Mapping[str, str], name: str, minimum: int = 1) -> int:
     return value
 
 
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    value = env.get(name) or "0"
+    if value not in ("0", "1"):
+        raise SettingsError(f"{name} must be 0 or 1, not {value!r}")
+    return value == "1"
+
+
 def _brief_budgets(env: Mapping[str, str]) -> tuple[tuple[str, Budget], ...]:
     """SEEDLINE_BRIEF_BUDGETS: `claude=120:40000,codex=80:20000`."""
     name = "SEEDLINE_BRIEF_BUDGETS"
@@ -206,6 +213,8 @@ class Settings:
     brief_summary_model: str = ""
     brief_summary_key_env: str = "OPENAI_API_KEY"
     brief_summary_timeout_seconds: float = 10.0
+    # (1.2) Leave secrets out of entries as they are stored, not only out of briefs.
+    redact_at_ingest: bool = False
     extra: dict[str, str] = field(default_factory=dict)
 
     def brief_budget(self, engine: str) -> Budget:
@@ -276,4 +285,5 @@ class Settings:
             brief_summary_timeout_seconds=float(
                 _int(env, "SEEDLINE_BRIEF_SUMMARY_TIMEOUT_SECONDS")
             ),
+            redact_at_ingest=_flag(env, "SEEDLINE_REDACT_AT_INGEST"),
         )

@@ -7,6 +7,7 @@ from nats.js.errors import NotFoundError
 from seedline_contracts import subjects
 from seedline_contracts.codec import decode
 from seedline_contracts.events import SeedComposed
+from seedline_core import redaction
 from seedline_platform.app_base import ServiceApp
 from seedline_platform.publishing import JetStreamPublisher, Publisher
 from seedline_platform.settings import Settings
@@ -50,6 +51,8 @@ class ComposerApp(ServiceApp):
         )
 
     async def setup(self) -> None:
+        # The secret detectors load once here (about 0.1 s), not inside the first open.
+        redaction.load_detectors()
         p = self._ports
         store = p["store"]
         if store is None:

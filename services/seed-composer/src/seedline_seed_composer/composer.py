@@ -63,6 +63,7 @@ class Composer:
             text=brief.text if brief else None,
             summary=summary_record(brief) if brief else None,
             decided_seq=decided_seq,
+            redaction=brief.redaction if brief else None,
         )
         # The msg id makes a redelivered decision publish its seed_composed once.
         await self._publisher.publish([(

@@ -72,7 +72,7 @@ class TimelineWriterApp(ServiceApp):
             await self.store.setup()
         self.launches = p["launches"] or PostgresLaunchRegistry(self.pool)
         stream = p["stream"] or JetStreamTimeline(self.js, partition)
-        self.writer = TimelineWriter(stream, self.store)
+        self.writer = TimelineWriter(stream, self.store, self.settings.redact_at_ingest)
         await self.writer.catch_up()
         publisher = p["rejects"] or JetStreamPublisher(self.js)
         self.api = TimelineApi(self.store, publisher)

@@ -13,7 +13,10 @@ import asyncio
 from dataclasses import dataclass
 from typing import Sequence
 
+import msgspec
+
 from seedline_contracts.timeline import TimelineEntry
+from seedline_core.redaction import redact
 from seedline_platform.logging import get_logger
 
 from .store import TimelineStore
@@ -28,10 +31,19 @@ class AppendResult:
     duplicate: bool
 
 
+def without_secrets(entry: TimelineEntry) -> TimelineEntry:
+    """The entry with its secrets left out, saying how many (CONTRACT.md 5, 1.2)."""
+    redacted = redact(entry.content)
+    return msgspec.structs.replace(entry, content=redacted.text, redacted=redacted.count)
+
+
 class TimelineWriter:
-    def __init__(self, stream: TimelineStream, store: TimelineStore) -> None:
+    def __init__(
+        self, stream: TimelineStream, store: TimelineStore, redact_at_ingest: bool = False
+    ) -> None:
         self._stream = stream
         self._store = store
+        self._redact = redact_at_ingest
         # One append at a time: dedupe-then-publish must not interleave, or two
         # copies of an entry could both look new.
         self._lock = asyncio.Lock()
@@ -54,6 +66,8 @@ class TimelineWriter:
 
     async def append_entries(self, entries: Sequence[TimelineEntry]) -> list[AppendResult]:
         """Append in order; an entry_id seen before (ever) returns the first entry's seq."""
+        if self._redact:
+            entries = [without_secrets(entry) for entry in entries]
         async with self._lock:
             if self._unsettled:
                 await self.catch_up()
