@@ -3,6 +3,10 @@ the next open on another engine gets a brief without them, on replay too."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+
+import psycopg
 import pytest
 
 from seedline_contracts import subjects
@@ -69,7 +73,8 @@ async def test_an_open_on_another_engine_gets_no_secret_and_the_rest_intact(syst
 
     # The stream records what was sent and the detectors that made it.
     composed = await recorded(system, "seed_composed", SeedComposed)
-    assert composed.text == text and composed.brief.redacted == 3
+    assert await system.composer.sealer.open("bd43f4de", composed.text) == text
+    assert composed.brief.redacted == 3
     assert composed.redaction is not None
 
     # The timeline keeps what was written, for its own instance.
@@ -88,3 +93,56 @@ async def test_an_open_on_another_engine_gets_no_secret_and_the_rest_intact(syst
 
 async def _prompts(engine):
     return engine.prompts
+
+
+MARK = "zebra-crossing"
+
+
+async def test_no_entry_content_or_brief_text_is_stored_in_plain_text(system, nats_server,
+                                                                        tmp_path):
+    """A load of two instances, then a scan of the raw bytes of the timeline and the
+    session events (through JetStream and, when the server runs here, its files) and of
+    the Postgres projections that hold content."""
+    await system.start_runner()
+    js = system.nc.jetstream(publish_async_max_pending=500)
+    acks = []
+    for n in range(300):
+        body = {"entry_id": f"load-{n}", "instance_id": ("bd43f4de", "c0ffee42")[n % 2],
+                "repo": "apps/chess-academy", "session_id": "csess_load",
+                "kind": ("chat_user", "terminal", "chat_assistant")[n % 3],
+                "content": f"{MARK} {n} " + "y" * (n % 50), "at": now_text(), "engine": "claude"}
+        acks.append(await js.publish_async(subjects.INGEST_TIMELINE, json.dumps(body).encode(),
+                                           headers={"Nats-Msg-Id": body["entry_id"]}))
+    await asyncio.gather(*acks)
+
+    async def all_read():
+        reply = await system.request(subjects.API_TIMELINE_READ, {
+            "instance_id": "c0ffee42", "repo": "apps/chess-academy", "limit": 1000})
+        return len(reply["entries"]) == 150 and reply
+    read = await system.wait_for(all_read, timeout=30)
+    assert all(row["content"].startswith(MARK) for row in read["entries"])
+    reply = await system.open(instruction="Carry on.")
+    assert reply["ok"] and reply["brief"]["rows"] > 0
+    brief = await system.request(subjects.API_BRIEFS_GET, {"session_id": reply["session_id"]})
+    assert MARK in brief["text"]
+
+    for stream in (subjects.TIMELINE_STREAM, subjects.SESSIONS_STREAM):
+        info = await js.stream_info(stream)
+        for seq in range(1, info.state.last_seq + 1):
+            msg = await js.get_msg(stream, seq)
+            assert MARK.encode() not in msg.data, f"{stream} seq {seq} holds content in plain text"
+    if nats_server.process is not None:  # the server's own files, where they are on this disk
+        store = tmp_path / "nats"
+        files = [p for name in (subjects.TIMELINE_STREAM, subjects.SESSIONS_STREAM)
+                 for p in store.rglob(f"*{name}*/**/*") if p.is_file()]
+        assert files
+        assert not [p for p in files if MARK.encode() in p.read_bytes()]
+        # The scan finds plain text where it is: producers publish ingest in plain text,
+        # kept there for its retention (README, Erasure).
+        ingest = [p for p in store.rglob(f"*{subjects.INGEST_STREAM}*/**/*") if p.is_file()]
+        assert any(MARK.encode() in p.read_bytes() for p in ingest)
+    async with await psycopg.AsyncConnection.connect(system.settings.database_url) as conn:
+        for table, column in (("timeline_entries", "content"), ("briefs", "text")):
+            cur = await conn.execute(
+                f"SELECT count(*) FROM {table} WHERE {column} LIKE %s", (f"%{MARK}%",))
+            assert (await cur.fetchone())[0] == 0, f"{table} holds content in plain text"

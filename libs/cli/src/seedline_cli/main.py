@@ -12,7 +12,9 @@ from .conversations import brief, open_conversation
 from .conversations_cmd import conversations
 from .docs_cmd import docs
 from .eval_cmd import eval_app
+from .forget_cmd import forget
 from .import_cmd import importer
+from .keys_cmd import keys
 from .mcp_cmd import mcp
 from .notices_cmd import notices
 from .publish import publish
@@ -72,6 +74,8 @@ app.command("docs")(docs)
 app.command("mcp")(mcp)
 app.add_typer(tokens, name="tokens")
 app.add_typer(rebuild, name="rebuild")
+app.add_typer(keys, name="keys")
+app.command("forget")(forget)
 app.command("bench")(bench)
 app.add_typer(eval_app, name="eval")
 

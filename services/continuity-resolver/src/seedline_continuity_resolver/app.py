@@ -19,10 +19,12 @@ from seedline_contracts.codec import decode, decoder
 from seedline_contracts.events import OpenFailed, Opened, SessionEvent, WakeRequested
 from seedline_contracts.timeline import TimelineEntry
 from seedline_core import decision as core
+from seedline_platform import erasure
 from seedline_platform.app_base import ServiceApp
 from seedline_platform.lifecycle_events import lifecycle_event
 from seedline_platform.publishing import JetStreamPublisher, Publisher
 from seedline_platform.replay import last_seq
+from seedline_platform.sealing import sealer_for
 from seedline_platform.settings import Settings
 from seedline_platform.watermark import Watermark
 from seedline_timeline_view import PostgresTimelineView, TimelineView
@@ -85,9 +87,15 @@ class ResolverApp(ServiceApp):
             for projection in (TIMELINE, SESSIONS)
         }
         s = self.settings
+        sealer = sealer_for(self.js, s)
+        if p["repo"] is None:  # its own tables: a forgotten instance's rows go (Erasure, 1.2)
+            self.loops.append(erasure.follower(self.js, erasure.dropping(self.pool, (
+                "DELETE FROM conversations WHERE instance_id = %s",
+                "DELETE FROM open_requests WHERE instance_id = %s",
+            ), sealer), s.stream_replicas))
         self.opener = Opener(
             repo=self.repo,
-            view=p["view"] or PostgresTimelineView(self.pool),
+            view=p["view"] or PostgresTimelineView(self.pool, sealer),
             publisher=p["publisher"] or JetStreamPublisher(self.js),
             machines=p["machines"] or PresenceDirectory(self.js),
             pending=self.pending,

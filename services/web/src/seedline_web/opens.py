@@ -33,6 +33,7 @@ from seedline_contracts.sessions import OpenReply
 from seedline_platform import pg
 from seedline_platform.logging import get_logger
 from seedline_platform.replay import last_seq
+from seedline_platform.sealing import sealed_instance
 
 log = get_logger(__name__)
 
@@ -183,9 +184,11 @@ class OpensProjection:
             )
         elif kind == "seed_composed":
             composed = decode(msg.data, SeedComposed)
+            # Sealed text (1.2) is not copied here: the console asks the composer for it.
+            text = None if sealed_instance(composed.text or "") else composed.text
             await conn.execute(
                 "UPDATE web_open_decisions SET brief_text = %s WHERE session_id = %s",
-                (composed.text, composed.session_id),
+                (text, composed.session_id),
             )
         elif kind in ANSWERS:
             event = decode(msg.data, ANSWERS[kind])
