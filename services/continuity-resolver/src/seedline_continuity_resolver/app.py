@@ -32,7 +32,7 @@ from seedline_timeline_view import PostgresTimelineView, TimelineView
 from .machines import MachineDirectory, PresenceDirectory
 from .opening import Opener, OpenerSettings
 from .pending import SETTLING, PendingOpens, reply_of
-from .postgres_repository import PostgresConversationRepository
+from .postgres_repository import FORGET_STATEMENTS, PostgresConversationRepository
 from .repository import SESSIONS, TIMELINE, ConversationRepository, LifecycleStep
 
 NAME = "continuity-resolver"
@@ -89,10 +89,8 @@ class ResolverApp(ServiceApp):
         s = self.settings
         sealer = sealer_for(self.js, s)
         if p["repo"] is None:  # its own tables: a forgotten instance's rows go (Erasure, 1.2)
-            self.loops.append(erasure.follower(self.js, erasure.dropping(self.pool, (
-                "DELETE FROM conversations WHERE instance_id = %s",
-                "DELETE FROM open_requests WHERE instance_id = %s",
-            ), sealer), s.stream_replicas))
+            self.loops.append(erasure.follower(self.js, erasure.dropping(
+                self.pool, FORGET_STATEMENTS, sealer), s.stream_replicas))
         self.opener = Opener(
             repo=self.repo,
             view=p["view"] or PostgresTimelineView(self.pool, sealer),
