@@ -1,4 +1,4 @@
-"""`seedline keys rotate`: a new key for an instance's content at rest (CONTRACT.md Erasure, 1.2)."""
+"""`seedline keys rotate`: a new key for an instance's content at rest (Erasure, 1.2)."""
 
 from __future__ import annotations
 

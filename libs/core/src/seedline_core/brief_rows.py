@@ -166,7 +166,9 @@ class WellFormed:
             yield self._source.shown(entry)
 
 
-def _cut(content: str, kind: str, keep: int, markers: tuple[tuple[int, int], ...]) -> tuple[str, int]:
+def _cut(
+    content: str, kind: str, keep: int, markers: tuple[tuple[int, int], ...]
+) -> tuple[str, int]:
     """The kept part and how many secret markers it holds; a cut that would split a
     marker leaves the whole marker out instead."""
     if kind in TAIL_KEPT_KINDS:

@@ -98,7 +98,9 @@ Detector = Callable[[str, str], Iterator[Span]]
 _AROUND = 300
 
 
-def _group_spans(pattern: re.Pattern[str], kind: str, group: int) -> Callable[[str], Iterator[Span]]:
+def _group_spans(
+    pattern: re.Pattern[str], kind: str, group: int
+) -> Callable[[str], Iterator[Span]]:
     def find(text: str) -> Iterator[Span]:
         for match in pattern.finditer(text):
             start, end = match.span(group)
@@ -281,7 +283,8 @@ def _lower(text: str) -> str:
 def find_secrets(text: str) -> list[Span]:
     """The secret spans of `text`, in order, overlapping ones merged (of two starting
     together, the more specific detector names the span: a whole private key block and a
-    URL's password first, then the scanner's named tokens, then the generic rules). A marker already in the text is never redacted again."""
+    URL's password first, then the scanner's named tokens, then the generic rules). A
+    marker already in the text is never redacted again."""
     if not text:
         return []
     kept = [m.span() for m in _MARKER.finditer(text)]

@@ -168,7 +168,8 @@ class KvKeyStore:
             assert ring is not None
             return ring.current
         ring = KeyRing.decode(entry.value).rotated()
-        await (await self._bucket()).update(key_name(instance_id), ring.encode(), last=entry.revision)
+        bucket = await self._bucket()
+        await bucket.update(key_name(instance_id), ring.encode(), last=entry.revision)
         return ring.current
 
     async def destroy(self, instance_id: str) -> None:

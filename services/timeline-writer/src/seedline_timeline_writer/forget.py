@@ -45,7 +45,8 @@ class Forgetter:
         try:
             request = decode(msg.data, ForgetRequest)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            return encode(error_reply("invalid_request", f"The forget request is not valid: {exc}."))
+            return encode(error_reply(
+                "invalid_request", f"The forget request is not valid: {exc}."))
         problem = name_problem(request.instance_id)
         if problem is not None:
             return encode(error_reply("invalid_request", f"instance_id {problem}."))
