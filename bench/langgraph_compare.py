@@ -177,6 +177,7 @@ async def seedline_run(
     from seedline_platform import pg
     from seedline_seed_composer.composing import compose_for
     from seedline_seed_composer.reader import ViewReader
+    from seedline_platform.sealing import KvKeyStore, Sealer
     from seedline_timeline_view import PostgresTimelineView
 
     session = f"csess_lg{uuid.uuid4().hex[:8]}"
@@ -231,7 +232,9 @@ async def seedline_run(
     brief = None
     pool = await pg.open_pool(sys_.database_url, "bench-seed-composer", max_size=1)
     try:
-        reader = ViewReader(PostgresTimelineView(pool))
+        # Content is stored sealed: the composer's reader opens it, as in the service.
+        sealer = Sealer(KvKeyStore(sys_.nc.jetstream()))
+        reader = ViewReader(PostgresTimelineView(pool, sealer))
         await compose_for(decision, reader)  # the pool's first connection is not part of the figure
         for _ in range(reps):
             started = time.perf_counter()

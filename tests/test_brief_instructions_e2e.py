@@ -82,7 +82,8 @@ async def test_an_open_after_a_long_run_gives_a_brief_holding_the_instruction(sy
 
     # The receipt says what the engine was given: its text, and the budget it was made with.
     composed = await recorded(system, "seed_composed", SeedComposed)
-    assert composed.text == text
+    # Recorded sealed with the instance's key (CONTRACT.md Erasure, 1.2).
+    assert await system.composer.sealer.open("bd43f4de", composed.text) == text
     assert (composed.brief.budget.rows, composed.brief.budget.chars) == (120, 40_000)
     assert 60 < receipt["rows"] <= 120 and 12_000 < receipt["chars"] <= 40_000
     await system.wait_for(lambda: _prompts(engine))
@@ -103,7 +104,7 @@ async def test_a_replay_keeps_the_bytes_after_the_budget_setting_changes(system)
     replayed = await recompose(decided, composed, reader)
     assert changed is not None and changed.sha256 != reply["brief"]["sha256"]
     assert replayed is not None and replayed.sha256 == reply["brief"]["sha256"]
-    assert replayed.text == composed.text
+    assert replayed.text == await system.composer.sealer.open("bd43f4de", composed.text)
 
 
 async def _prompts(engine):

@@ -274,6 +274,7 @@ def test_earlier_count_uses_thousands_separators() -> None:
         "omitted_rows": 9226,
         "until_seq": 9227,
         "sha256": brief.sha256,
+        "redacted": 0,
     }
 
 

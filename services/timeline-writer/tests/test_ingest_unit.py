@@ -30,13 +30,13 @@ def body(n: int, **over) -> bytes:
 
 
 class Harness:
-    def __init__(self) -> None:
+    def __init__(self, redact_at_ingest: bool = False) -> None:
         self.store = InMemoryTimelineStore()
         self.stream = InMemoryTimelineStream()
         self.registry = InMemoryLaunchRegistry()
         self.feed = InMemoryLaunchFeed()
         self.rejects = RecordingPublisher()
-        self.writer = TimelineWriter(self.stream, self.store)
+        self.writer = TimelineWriter(self.stream, self.store, redact_at_ingest)
         self.ingest = IngestHandler(
             self.writer, LaunchCheck(self.registry, self.feed), self.rejects, clock=lambda: NOW
         )
@@ -57,6 +57,26 @@ async def test_trusted_entries_are_appended_in_order_and_duplicates_once():
     await h.feed_msgs(FakeMsg(body(2)))
     assert h.stored_ids() == ["e-1", "e-2"]
     assert (await h.store.entry(1)).content == "reply 1"
+
+
+PRINTED = "DATABASE_URL=postgres://admin:hunter2@db.internal/app\nNODE_ENV=production"
+
+
+async def test_entries_are_stored_as_written_unless_the_operator_redacts_at_ingest():
+    plain, redacting = Harness(), Harness(redact_at_ingest=True)
+    for h in (plain, redacting):
+        await h.feed_msgs(FakeMsg(body(1, content=PRINTED)), FakeMsg(body(2)))
+    assert plain.stream.entries[0].content == PRINTED
+    assert plain.stream.entries[0].redacted is None
+    stored = redacting.stream.entries[0]
+    assert stored.content == (
+        "DATABASE_URL=postgres://admin:[secret left out: password in a URL]@db.internal/app"
+        "\nNODE_ENV=production"
+    )
+    assert stored.redacted == 1
+    # The stored entry says it was redacted, even when nothing was found.
+    assert redacting.stream.entries[1].redacted == 0
+    assert (await redacting.store.entry(1)).content == stored.content
 
 
 async def test_a_runner_entry_of_a_conversation_never_launched_there_is_not_permitted():

@@ -11,6 +11,7 @@ import pytest
 
 from seedline_contracts import subjects
 from seedline_devtools.testing import request, running
+from seedline_platform.sealing import KvKeyStore, Sealer
 from seedline_timeline_writer.app import create_app
 from seedline_timeline_writer.rebuild import rebuild_timeline
 
@@ -114,7 +115,10 @@ async def test_rebuild_repairs_a_row_that_drifted_from_the_stream(settings):
         assert result.after_digest == clean.after_digest
         repaired = await projection(settings.database_url)
         assert repaired == original
-        assert [r for r in repaired if r[0] == target][0][6] == "message 11 in " + REPOS[11 % 3]
+        # Content is stored sealed (CONTRACT.md Erasure, 1.2): the repaired row opens again.
+        stored = [r for r in repaired if r[0] == target][0][6]
+        sealer = Sealer(KvKeyStore(nc.jetstream()))
+        assert await sealer.open("bd43f4de", stored) == "message 11 in " + REPOS[11 % 3]
         await nc.close()
 
 

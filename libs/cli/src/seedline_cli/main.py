@@ -53,6 +53,10 @@ COMMANDS = (
       "API tokens for the HTTP API, the console and MCP over HTTP."),
     C("rebuild", "rebuild_cmd", "rebuild",
       "Rebuild projections from the streams and compare digests."),
+    C("keys", "keys_cmd", "keys", "The keys that seal each instance's content at rest."),
+    C("forget", "forget_cmd", "forget",
+      "Forget an instance: destroy its key and drop everything of it. Needs the operator's\n"
+      "NATS user; it cannot be undone."),
     C("bench", "bench_cmd", "bench",
       "Run the benchmark suite on real servers and print its table (about 10 minutes)."),
     C("eval", "eval_cmd", "eval_app", "Measure what Seedline gives an engine."),

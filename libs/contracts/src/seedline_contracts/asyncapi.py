@@ -149,6 +149,11 @@ CHANNELS: dict[str, tuple[str, list[str], str]] = {
         ["SessionsListRequest"],
         "List live conversations, optionally of one instance.",
     ),
+    "instancesForget": (
+        subjects.API_INSTANCES_FORGET,
+        ["ForgetRequest"],
+        "Forget an instance: its key, its rows, its notices (Erasure, 1.2); operators only.",
+    ),
     "briefsGet": (
         subjects.API_BRIEFS_GET,
         ["BriefGetRequest"],
@@ -197,6 +202,7 @@ REPLIES: dict[str, list[str]] = {
     "sessionsStop": ["StopReply", "ErrorReply"],
     "sessionsList": ["SessionsListReply", "ErrorReply"],
     "briefsGet": ["BriefGetReply", "ErrorReply"],
+    "instancesForget": ["ForgetReply", "ErrorReply"],
     "runnerLaunch": ["LaunchReply"],
     "runnerTurn": ["TurnReply"],
     "runnerStop": ["RunnerStopReply"],

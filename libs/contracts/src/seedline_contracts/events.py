@@ -73,6 +73,9 @@ class SeedComposed(_Event, tag="seed_composed"):
     # The stream seq of the continuity_decided it answers (a redelivered decision is
     # answered by the seed_composed already recorded, never composed again).
     decided_seq: int | None = None
+    # (1.2) The secret detector set the brief was composed with, so a replay leaves out
+    # the same spans; None: composed before secrets were left out.
+    redaction: int | None = None
 
 
 class Opened(_Event, tag="opened"):

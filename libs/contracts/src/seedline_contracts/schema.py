@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from . import errors, events, runner, sessions, timeline
+from . import errors, events, instances, runner, sessions, timeline
 
 PUBLIC_MESSAGES: dict[str, type] = {
     "TimelineEntryIn": timeline.TimelineEntryIn,
@@ -28,6 +28,8 @@ PUBLIC_MESSAGES: dict[str, type] = {
     "RunnerRestartedNotification": sessions.RunnerRestartedNotification,
     "NotWokenNotification": sessions.NotWokenNotification,
     "StopReply": sessions.StopReply,
+    "ForgetRequest": instances.ForgetRequest,
+    "ForgetReply": instances.ForgetReply,
     "ErrorReply": errors.ErrorReply,
     "RunnerPresence": runner.RunnerPresence,
     "LaunchRequest": runner.LaunchRequest,

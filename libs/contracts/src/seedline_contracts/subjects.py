@@ -37,6 +37,8 @@ API_SESSIONS_RELOCATE = "seedline.api.sessions.relocate"
 API_SESSIONS_STOP = "seedline.api.sessions.stop"
 API_SESSIONS_LIST = "seedline.api.sessions.list"
 API_BRIEFS_GET = "seedline.api.briefs.get"
+# (1.2) Forget an instance: only an operator's NATS user may ask (CONTRACT.md Erasure).
+API_INSTANCES_FORGET = "seedline.api.instances.forget"
 
 RUNNERS_BUCKET = "seedline_runners"
 RUNNERS_TTL_SECONDS = 30

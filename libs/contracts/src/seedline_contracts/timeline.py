@@ -43,7 +43,7 @@ class TimelineEntryIn(msgspec.Struct):
     origin: str | None = None
 
 
-class TimelineEntry(msgspec.Struct):
+class TimelineEntry(msgspec.Struct, omit_defaults=True):
     """The normalised entry stored on seedline.timeline.<instance>.<repo>.<session>.<kind>."""
 
     entry_id: str
@@ -56,6 +56,9 @@ class TimelineEntry(msgspec.Struct):
     engine: str | None
     truncated_from: int | None
     origin: str = "live"
+    # (1.2) Set when the writer left secrets out as it stored the entry (an operator's
+    # setting): how many spans `content` shows as "[secret left out: <kind>]".
+    redacted: int | None = None
 
 
 RejectReason = Literal["not_json", "invalid_entry", "bad_token", "not_permitted", "poison"]

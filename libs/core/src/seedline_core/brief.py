@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from seedline_core.brief_instructions import (
     INSTRUCTION_CHARS,
@@ -39,6 +39,7 @@ from seedline_core.brief_rows import (
     is_whole_number,
 )
 from seedline_core.brief_walk import MIN_PARTIAL_CHARS, Limits, shown, walk
+from seedline_core.redaction import RULESET
 
 __all__ = [
     "DEFAULT_BUDGET",
@@ -120,6 +121,10 @@ class Brief:
     budget: Budget = DEFAULT_BUDGET
     entries: tuple[BriefEntry, ...] = ()
     summary: Summary | None = None
+    # (1.2) Secret spans left out of the text, and the detector set that found them
+    # (None: a brief composed before redaction existed, replayed as it was).
+    redacted: int = 0
+    redaction: int | None = RULESET
 
     def stats(self) -> dict[str, int | str]:
         """The wire `brief` object: everything but the text."""
@@ -129,6 +134,7 @@ class Brief:
             "omitted_rows": self.omitted_rows,
             "until_seq": self.until_seq,
             "sha256": self.sha256,
+            "redacted": self.redacted,
         }
 
     @property
@@ -187,6 +193,7 @@ def compose_brief(
     instructions_upto: int = 0,
     budget: Budget = DEFAULT_BUDGET,
     summary: Summary | None = None,
+    redaction: int | None = RULESET,
 ) -> Brief | None:
     """The brief of the entries `newest_first` yields, or None when it keeps none.
 
@@ -202,7 +209,8 @@ def compose_brief(
     budget = usable_budget(budget)
     total = entry_count(entries_upto)
     instructions_total = entry_count(instructions_upto)
-    record_rows = Source(newest_first)
+    redacting = redaction is not None
+    record_rows = Source(newest_first, redacting)
     whole = Limits(budget.rows, budget.chars, MAX_ENTRY_CHARS)
     record, skipped = _walk_record(record_rows, until_seq, total, whole, [], 0)
     if not record:
@@ -211,7 +219,7 @@ def compose_brief(
     part_limits = limits_within(budget.rows, budget.chars)
     left_out = total - len(record) - skipped > 0
     if instructions is not None and part_limits is not None and left_out:
-        instruction_rows = Source(instructions)
+        instruction_rows = Source(instructions, redacting)
         if leaves_out_one(instruction_rows, until_seq, record[-1].seq):
             part = walk_instructions(
                 instruction_rows, until_seq, part_limits, instructions_total, MAX_OVERHEAD
@@ -225,7 +233,8 @@ def compose_brief(
         record, skipped = _walk_record(
             record_rows, until_seq, total, rest, part, instructions_total
         )
-    return _brief(record, skipped, part, total, instructions_total, until_seq, budget, summary)
+    brief = _brief(record, skipped, part, total, instructions_total, until_seq, budget, summary)
+    return replace(brief, redaction=redaction)
 
 
 def _brief(
@@ -260,6 +269,7 @@ def _brief(
         budget=budget,
         entries=tuple(sorted(entries, key=lambda entry: (entry.seq, entry.part))),
         summary=summary,
+        redacted=sum(entry.secrets for entry in kept),
     )
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TypeGuard
 
 from seedline_core.brief_layout import TAIL_KEPT_KINDS, KeptEntry
+from seedline_core.redaction import Redacted, redact
 
 ENTRY_KINDS = frozenset(
     {"chat_user", "chat_assistant", "terminal", "command", "brain", "outcome", "system"}
@@ -25,6 +27,11 @@ MAX_SEQ = 2**64 - 1
 MAX_SKIPPED_ROWS = 10_000
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# (1.2) Secrets are left out of the part of an entry a brief could show, before the
+# walk: the budget then counts what is sent, and a cut never lands inside a secret.
+# Twice the largest entry cut, so a long secret (a private key block) replaced by a
+# short marker still leaves the cut its text; what lies beyond is never shown.
+REDACTION_WINDOW = 8_000
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,36 @@ class BriefRow:
     content: str
     at: str
     engine: str | None
+
+
+@dataclass(frozen=True)
+class RedactedRow(BriefRow):
+    """A row whose content is the part a brief could show, secrets left out."""
+
+    # Characters of the stored content beyond that part (never shown, counted left out).
+    beyond: int = 0
+    # Where each secret's marker stands in `content`.
+    markers: tuple[tuple[int, int], ...] = ()
+
+
+@lru_cache(maxsize=256)
+def _redact_window(window: str) -> Redacted:
+    # Consecutive briefs of a repo show mostly the same entries: each is scanned once.
+    return redact(window)
+
+
+def redacted_row(row: BriefRow) -> RedactedRow:
+    content = row.content
+    beyond = max(0, len(content) - REDACTION_WINDOW)
+    if row.kind in TAIL_KEPT_KINDS:
+        window = content[beyond:]
+    else:
+        window = content[: len(content) - beyond]
+    redacted = _redact_window(window)
+    return RedactedRow(
+        row.seq, row.session_id, row.kind, redacted.text, row.at, row.engine,
+        beyond=beyond, markers=redacted.markers,
+    )
 
 
 def is_whole_number(value: object) -> TypeGuard[int]:
@@ -68,14 +105,27 @@ def _well_formed(
 
 
 class Source:
-    """A lazily read iterable whose rows are kept, so a second walk reads nothing twice."""
+    """A lazily read iterable whose rows are kept, so a second walk reads nothing twice.
 
-    def __init__(self, rows: Iterable[object] | None) -> None:
+    With `redacting`, the well-formed rows a walk takes are redacted once each."""
+
+    def __init__(self, rows: Iterable[object] | None, redacting: bool = False) -> None:
         try:
             self._rows: Iterator[object] = iter(rows)  # type: ignore[arg-type]
         except TypeError:
             self._rows = iter(())
         self._read: list[object] = []
+        self._redacting = redacting
+        self._redacted: dict[int, BriefRow] = {}
+
+    def shown(self, row: BriefRow) -> BriefRow:
+        """The row as a brief may show it."""
+        if not self._redacting:
+            return row
+        kept = self._redacted.get(id(row))
+        if kept is None:
+            kept = self._redacted[id(row)] = redacted_row(row)
+        return kept
 
     def __iter__(self) -> Iterator[object]:
         index = 0
@@ -113,13 +163,25 @@ class WellFormed:
                     return
                 continue
             older_than = entry.seq
-            yield entry
+            yield self._source.shown(entry)
 
 
-def _cut(content: str, kind: str, keep: int) -> str:
+def _cut(
+    content: str, kind: str, keep: int, markers: tuple[tuple[int, int], ...]
+) -> tuple[str, int]:
+    """The kept part and how many secret markers it holds; a cut that would split a
+    marker leaves the whole marker out instead."""
     if kind in TAIL_KEPT_KINDS:
-        return content[len(content) - keep :]
-    return content[:keep]
+        start = len(content) - keep
+        for begin, end in markers:
+            if begin < start < end:
+                start = end
+        return content[start:], sum(1 for begin, _ in markers if begin >= start)
+    stop = keep
+    for begin, end in markers:
+        if begin < stop < end:
+            stop = begin
+    return content[:stop], sum(1 for _, end in markers if end <= stop)
 
 
 def readable(text: str) -> str:
@@ -128,13 +190,17 @@ def readable(text: str) -> str:
 
 
 def kept_entry(entry: BriefRow, keep: int) -> KeptEntry:
+    markers = entry.markers if isinstance(entry, RedactedRow) else ()
+    beyond = entry.beyond if isinstance(entry, RedactedRow) else 0
+    text, secrets = _cut(entry.content, entry.kind, keep, markers)
     return KeptEntry(
         seq=entry.seq,
         session_id=entry.session_id,
         kind=entry.kind,
         at=entry.at,
-        text=readable(_cut(entry.content, entry.kind, keep)),
-        left_out=len(entry.content) - keep,
+        text=readable(text),
+        left_out=len(entry.content) - len(text) + beyond,
+        secrets=secrets,
     )
 
 

@@ -40,6 +40,10 @@ ADMIN_USER = "seedline-admin"
 
 KV_STREAM = "KV_" + subjects.RUNNERS_BUCKET
 KV_SUBJECT_PREFIX = f"$KV.{subjects.RUNNERS_BUCKET}."
+# (1.2) Each instance's key ring (seedline_platform.sealing): every service reads it through
+# the JetStream API; the writers of sealed content may make a ring, the timeline-writer
+# destroy one when it forgets an instance. Runners never reach it.
+KEYS_SUBJECTS = "$KV.seedline_keys.>"
 
 # Example machines in deploy/nats-secure.conf; add one block per real machine
 # (runner_user renders it), then reload the server (nats-server --signal reload).
@@ -117,8 +121,9 @@ SERVICE_SUBJECTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "timeline-writer": (
         # Ingest too: its synchronous append goes through ingest like every entry.
         (subjects.TIMELINE_ALL, subjects.REJECTED_TIMELINE, subjects.REJECTED_SESSIONS,
-         subjects.INGEST_TIMELINE + ".*"),
-        (subjects.API_TIMELINE_APPEND, subjects.API_TIMELINE_READ),
+         subjects.INGEST_TIMELINE + ".*", KEYS_SUBJECTS),
+        (subjects.API_TIMELINE_APPEND, subjects.API_TIMELINE_READ,
+         subjects.API_INSTANCES_FORGET),
     ),
     "continuity-resolver": (
         (subjects.INGEST_TIMELINE + ".*", *_events("open_requested", "continuity_decided"),
@@ -127,7 +132,7 @@ SERVICE_SUBJECTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
          *_events("opened", "relocated", "open_failed")),
     ),
     "seed-composer": (
-        (*_events("seed_composed"), subjects.REJECTED_SESSIONS),
+        (*_events("seed_composed"), subjects.REJECTED_SESSIONS, KEYS_SUBJECTS),
         (subjects.API_BRIEFS_GET,),
     ),
     "runner-gateway": (
@@ -163,7 +168,8 @@ def service_permissions(service: str) -> Permissions:
     return Permissions(
         publish_allow=(*publishes, *jetstream),
         subscribe_allow=(*subscribes, inbox, "$SRV.>"),
-        publish_deny=JETSTREAM_DENIED,
+        # Forgetting an instance is the operator's request alone, whatever else may be asked.
+        publish_deny=(*JETSTREAM_DENIED, subjects.API_INSTANCES_FORGET),
         # Answers to its requests, to $SRV discovery and to callers with any inbox.
         allow_responses=True,
     )

@@ -29,6 +29,8 @@ from seedline_core import lifecycle as lc
 from seedline_core.notices import open_notice
 from seedline_core.outcome import Outcome, outcome_after_resume_lost
 
+from .sealing import sealed_instance
+
 
 def lifecycle_event(event: ev.SessionEvent, seq: int) -> lc.Event | None:
     """The lifecycle meaning of a recorded event (None: it changes no state)."""
@@ -176,7 +178,9 @@ def fold_opens(opens: tuple[OpenView, ...], event: ev.SessionEvent, seq: int
         return opens
     last = opens[-1]
     if isinstance(event, ev.SeedComposed) and not last.answered:
-        return (*opens[:-1], replace(last, brief_text=event.text))
+        # Sealed text (1.2) is not copied into a view: a reader asks the composer for it.
+        text = None if sealed_instance(event.text or "") else event.text
+        return (*opens[:-1], replace(last, brief_text=text))
     answer = _answer(event)
     if answer is not None and not last.answered:
         reply, error, moved_from = answer

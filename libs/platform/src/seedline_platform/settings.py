@@ -107,6 +107,16 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         "10",
         "longest the composer waits for a summary; past it the brief goes without one",
     ),
+    "SEEDLINE_SEAL_AT_REST": (
+        "1",
+        "seal entry content and brief text at rest with a key per instance (0: store them "
+        "plain)",
+    ),
+    "SEEDLINE_REDACT_AT_INGEST": (
+        "0",
+        "1 leaves secrets out of entries as the timeline-writer stores them (briefs leave "
+        "them out always)",
+    ),
 }
 
 
@@ -124,6 +134,13 @@ def _int(env: Mapping[str, str], name: str, minimum: int = 1) -> int:
     if value < minimum:
         raise SettingsError(f"{name} must be at least {minimum}, not {value}")
     return value
+
+
+def _flag(env: Mapping[str, str], name: str) -> bool:
+    value = _get(env, name)
+    if value not in ("0", "1"):
+        raise SettingsError(f"{name} must be 0 or 1, not {value!r}")
+    return value == "1"
 
 
 def _brief_budgets(env: Mapping[str, str]) -> tuple[tuple[str, Budget], ...]:
@@ -229,6 +246,10 @@ class Settings:
     brief_summary_model: str = ""
     brief_summary_key_env: str = "OPENAI_API_KEY"
     brief_summary_timeout_seconds: float = 10.0
+    # (1.2) Leave secrets out of entries as they are stored, not only out of briefs.
+    redact_at_ingest: bool = False
+    # (1.2) Seal entry content and brief text at rest with a key per instance.
+    seal_at_rest: bool = True
     extra: dict[str, str] = field(default_factory=dict)
 
     def brief_budget(self, engine: str) -> Budget:
@@ -302,4 +323,6 @@ class Settings:
             brief_summary_timeout_seconds=float(
                 _int(env, "SEEDLINE_BRIEF_SUMMARY_TIMEOUT_SECONDS")
             ),
+            redact_at_ingest=_flag(env, "SEEDLINE_REDACT_AT_INGEST"),
+            seal_at_rest=_flag(env, "SEEDLINE_SEAL_AT_REST"),
         )

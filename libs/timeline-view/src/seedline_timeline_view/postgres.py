@@ -10,10 +10,14 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timezone
+from typing import TYPE_CHECKING
 
 from psycopg_pool import AsyncConnectionPool
 
 from seedline_contracts.timeline import TimelineEntry, TimelineRow
+
+if TYPE_CHECKING:  # the view opens content with the caller's sealer; it needs no import
+    from seedline_platform.sealing import Sealer
 
 from .port import NO_UPPER_SEQ, ConversationBefore, RepoHead
 
@@ -39,8 +43,23 @@ STORED_SQL = f"SELECT EXISTS (SELECT 1 FROM {TABLE} WHERE entry_id = %s)"
 
 
 class PostgresTimelineView:
-    def __init__(self, pool: AsyncConnectionPool) -> None:
+    """Content is stored sealed (seedline_platform.sealing); with a sealer the view opens
+    it, and leaves out rows of an instance whose key was destroyed."""
+
+    def __init__(self, pool: AsyncConnectionPool, sealer: Sealer | None = None) -> None:
         self._pool = pool
+        self._sealer = sealer
+
+    async def _opened(self, instance_id: str, rows: list) -> list:
+        """Rows whose content (column 4) is opened with the instance's key."""
+        if self._sealer is None:
+            return rows
+        out = []
+        for row in rows:
+            content = await self._sealer.open_or_none(instance_id, row[4])
+            if content is not None:
+                out.append((*row[:4], content, *row[5:]))
+        return out
 
     async def repo_head(
         self, instance_id: str, repo: str, before_seq: int | None = None
@@ -65,7 +84,7 @@ class PostgresTimelineView:
         async with self._pool.connection() as conn:
             cur = await conn.execute(sql, params)
             rows = await cur.fetchall()
-        return [TimelineRow(*row) for row in rows]
+        return [TimelineRow(*row) for row in await self._opened(instance_id, rows)]
 
     async def count(self, instance_id: str, repo: str, until_seq: int, kind: str) -> int:
         async with self._pool.connection() as conn:
@@ -91,6 +110,9 @@ class PostgresTimelineView:
         async with self._pool.connection() as conn:
             cur = await conn.execute(f"SELECT {_ENTRY_COLUMNS} FROM {TABLE} WHERE seq = %s", (seq,))
             row = await cur.fetchone()
+        if row and self._sealer is not None:
+            content = await self._sealer.open_or_none(row[1], row[5])
+            row = None if content is None else (*row[:5], content, *row[6:])
         return TimelineEntry(*row) if row else None
 
     async def applied_seq(self) -> int:

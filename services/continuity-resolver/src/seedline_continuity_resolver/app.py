@@ -20,10 +20,12 @@ from seedline_contracts.events import WakeRequested
 from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import format_utc, parse_rfc3339
 from seedline_core import decision as core
+from seedline_platform import erasure
 from seedline_platform.app_base import ServiceApp
 from seedline_platform.lifecycle_events import lifecycle_steps
 from seedline_platform.publishing import JetStreamPublisher, Publisher
 from seedline_platform.replay import last_seq
+from seedline_platform.sealing import sealed_instance, sealer_for
 from seedline_platform.settings import Settings
 from seedline_platform.watermark import Watermark
 from seedline_timeline_view import PostgresTimelineView, TimelineView
@@ -31,7 +33,7 @@ from seedline_timeline_view import PostgresTimelineView, TimelineView
 from .machines import MachineDirectory, PresenceDirectory
 from .opening import Opener, OpenerSettings
 from .pending import SETTLING, PendingOpens
-from .postgres_repository import PostgresConversationRepository
+from .postgres_repository import FORGET_STATEMENTS, PostgresConversationRepository
 from .repository import SESSIONS, TIMELINE, ConversationRepository, TimelineFact
 
 __all__ = ["ResolverApp", "create_app", "lifecycle_steps", "timeline_facts"]
@@ -88,9 +90,13 @@ class ResolverApp(ServiceApp):
             for projection in (TIMELINE, SESSIONS)
         }
         s = self.settings
+        sealer = sealer_for(self.js, s)
+        if p["repo"] is None:  # its own tables: a forgotten instance's rows go (Erasure, 1.2)
+            self.loops.append(erasure.follower(self.js, erasure.dropping(
+                self.pool, FORGET_STATEMENTS, sealer), s.stream_replicas))
         self.opener = Opener(
             repo=self.repo,
-            view=p["view"] or PostgresTimelineView(self.pool),
+            view=p["view"] or PostgresTimelineView(self.pool, sealer),
             publisher=p["publisher"] or JetStreamPublisher(self.js),
             machines=p["machines"] or PresenceDirectory(self.js),
             pending=self.pending,
@@ -144,9 +150,15 @@ def timeline_facts(msgs: Sequence[Msg]) -> list[tuple]:
         turn = e.kind in core.TURN_KINDS
         facts.append(TimelineFact(
             msg.metadata.sequence.stream, e.instance_id, e.repo, e.session_id,
-            format_utc(active), e.engine, e.kind, e.content[:core.EXCERPT_CHARS] if turn else "",
+            format_utc(active), e.engine, e.kind, _excerpt(e) if turn else "",
         ))
     return facts
+
+
+def _excerpt(entry: TimelineEntry) -> str:
+    # Content sealed at rest (1.2) is never kept here in the clear: the decision reads the
+    # turn through the timeline view, which opens it.
+    return "" if sealed_instance(entry.content) else entry.content[:core.EXCERPT_CHARS]
 
 
 def create_app(settings: Settings, **ports) -> ResolverApp:

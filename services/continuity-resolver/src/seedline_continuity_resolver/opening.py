@@ -177,7 +177,7 @@ class Opener:
             node_id=request.node_id, continuity=Continuity(**decided.to_continuity()),
             resume_key=decided.resume_key, instruction=instruction,
             clean_slate=request.clean_slate, request_id=request.request_id,
-            wake_seq=request.wake_seq, resume_expect=resume_expect(decided),
+            wake_seq=request.wake_seq, resume_expect=await self._resume_expect(decided),
         )
         at = format_utc(now)
         messages: list[Outgoing] = []
@@ -242,6 +242,19 @@ class Opener:
         return await self._record_and_wait(request.session_id, [_event(event)])
 
     # -- shared -----------------------------------------------------------------------
+
+    async def _resume_expect(self, decided: core.Decision) -> ResumeExpect | None:
+        """The turn the engine's record must hold (CONTRACT.md 6, 1.2). The projection keeps
+        no excerpt of content sealed at rest (1.2): it is read then through the view, which
+        opens it."""
+        turn = decided.resume_expect
+        if turn is None:
+            return None
+        excerpt = turn.excerpt
+        if not excerpt:
+            entry = await self._view.entry(turn.seq)
+            excerpt = entry.content[:core.EXCERPT_CHARS] if entry is not None else ""
+        return ResumeExpect(turn.seq, turn.kind, excerpt)
 
     def _expect_landing(self, instance_id: str, repo: str, session_id: str) -> None:
         self._unlanded.pop((instance_id, repo), None)
@@ -314,9 +327,6 @@ class Opener:
             self._pending.forget(session_id)
 
 
-def resume_expect(decided: core.Decision) -> ResumeExpect | None:
-    turn = decided.resume_expect
-    return ResumeExpect(turn.seq, turn.kind, turn.excerpt) if turn else None
 
 
 def _event(event) -> Outgoing:

@@ -28,6 +28,13 @@ from .repository import (
 
 OFFSETS = pg.Offsets("resolver_offsets")
 
+# A forgotten instance's rows (CONTRACT.md Erasure, 1.2): dropped when the erasure is
+# recorded and after every rebuild.
+FORGET_STATEMENTS = (
+    "DELETE FROM conversations WHERE instance_id = %s",
+    "DELETE FROM open_requests WHERE instance_id = %s",
+)
+
 DDL = OFFSETS.ddl + """
 CREATE TABLE IF NOT EXISTS conversations (
     instance_id text NOT NULL,

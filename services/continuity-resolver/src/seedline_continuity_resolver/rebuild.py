@@ -15,11 +15,17 @@ from typing import Callable
 
 from seedline_contracts import subjects
 from seedline_platform import natsio, pg
+from seedline_platform.erasure import erasures
 from seedline_platform.replay import last_seq, replay
 from seedline_platform.settings import Settings
 
 from .app import lifecycle_steps, timeline_facts
-from .postgres_repository import OFFSETS, PostgresConversationRepository, digest_rows
+from .postgres_repository import (
+    FORGET_STATEMENTS,
+    OFFSETS,
+    PostgresConversationRepository,
+    digest_rows,
+)
 from .repository import SESSIONS, TIMELINE
 
 NAME = "seedline-rebuild"
@@ -43,13 +49,24 @@ async def rebuild_conversations(
             await repo.reset()
             ends = {TIMELINE: await last_seq(js, subjects.TIMELINE_STREAM),
                     SESSIONS: await last_seq(js, subjects.SESSIONS_STREAM)}
+            forgotten = await erasures(js, settings.stream_replicas)
             await _replay(js, repo, {p: (1, min(reached[p], ends[p])) for p in ends}, progress)
+            await _drop_forgotten(conn, forgotten)
             after = digest_rows(await repo.rows())
             await _replay(js, repo, {p: (reached[p] + 1, ends[p]) for p in ends}, progress)
+            await _drop_forgotten(conn, forgotten)
             return before, after
     finally:
         await pool.close()
         await nc.close()
+
+
+async def _drop_forgotten(conn, forgotten: dict) -> None:
+    """The running resolver drops these rows when an instance is forgotten; a rebuild drops
+    the same, so it brings nothing of the instance back."""
+    for instance in sorted(forgotten):
+        for statement in FORGET_STATEMENTS:
+            await conn.execute(statement, (instance,))
 
 
 async def rebuild_command(settings: Settings, progress) -> dict:

@@ -18,11 +18,12 @@ from seedline_contracts import subjects
 from seedline_contracts.codec import decode
 from seedline_contracts.events import Opened
 from seedline_contracts.sessions import OpenReply
-from seedline_platform import natsio
+from seedline_platform import erasure, natsio
 from seedline_platform.app_base import ServiceApp
 from seedline_platform.lifecycle_events import lifecycle_steps
 from seedline_platform.publishing import JetStreamPublisher, Publisher
 from seedline_platform.replay import last_seq
+from seedline_platform.sealing import sealer_for
 from seedline_platform.logging import get_logger
 from seedline_platform.settings import Settings
 from seedline_platform.watermark import Watermark
@@ -99,14 +100,16 @@ class GatewayApp(ServiceApp):
         reconciler = Reconciler(state, stopper, self.caught_up)
         self.presence = KvPresence(self.js, state, reconciler)
         await self.presence.start()
+        sealer = sealer_for(self.js, s)
         self.launcher = Launcher(
             state=state, presence=self.presence, machines=machines, publisher=publisher,
             stopper=stopper, reconciler=reconciler, notifier=notifier, caught_up=self.caught_up,
             count_outcome=lambda reason, outcome: self.opens_total.labels(reason, outcome).inc(),
+            sealer=sealer,
         )
         follower = TimelineFollower(
             state=state, presence=self.presence, machines=machines, publisher=publisher,
-            stopper=stopper, notifier=notifier, caught_up=self.caught_up,
+            stopper=stopper, notifier=notifier, caught_up=self.caught_up, sealer=sealer,
         )
         resume_lost = ResumeLostRecorder(publisher, notifier, self._recorded_reply)
         self.api = GatewayApi(state, stopper, publisher, self.caught_up, resume_lost)
@@ -118,6 +121,11 @@ class GatewayApp(ServiceApp):
                      filter_subjects=[subjects.TIMELINE_ALL], handle=follower.handle,
                      park=self.parker(subjects.REJECTED_TIMELINE))
         self.loops += [self.presence.watch, self.presence.run_sweeps, self.reaper.run]
+        if p["state"] is None:  # its own tables: a forgotten instance's rows go (Erasure, 1.2)
+            self.loops.append(erasure.follower(self.js, erasure.dropping(self.pool, (
+                "DELETE FROM gateway_conversations WHERE instance_id = %s",
+                "DELETE FROM last_opens WHERE instance_id = %s",
+            ), sealer), s.stream_replicas))
 
     async def apply_sessions(self, msgs: Sequence[Msg]) -> None:
         last = msgs[-1].metadata.sequence.stream

@@ -29,6 +29,7 @@ from seedline_core.notices import wake_offline_text
 from seedline_core.outcome import decide_outcome
 from seedline_platform.logging import get_logger
 from seedline_platform.publishing import Publisher
+from seedline_platform.sealing import Sealer
 
 from .machine_calls import Machines, MachineUnreachable
 from .notify import Notifier
@@ -53,7 +54,9 @@ class Launcher:
         publisher: Publisher, stopper: Stopper, reconciler: Reconciler, notifier: Notifier,
         caught_up: Callable[[int | None], Awaitable[None]], clock: Callable[[], str] = now_text,
         count_outcome: Callable[[str, str], None] | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
+        self._sealer = sealer
         self._state = state
         self._presence = presence
         self._machines = machines
@@ -64,6 +67,12 @@ class Launcher:
         self._caught_up = caught_up
         self._clock = clock
         self._count = count_outcome or (lambda reason, outcome: None)
+
+    async def _opened(self, text: str | None) -> str | None:
+        """Brief text is recorded sealed; the machine is given it plain."""
+        if self._sealer is None or text is None:
+            return text
+        return await self._sealer.open(None, text)
 
     async def handle(self, msg) -> None:
         await self.launch(decode(msg.data, SeedComposed), msg.metadata.sequence.stream)
@@ -93,7 +102,7 @@ class Launcher:
                 "launch_refused", label=presence.label, node_id=plan.node_id,
                 reason=launch_refused_for_instance(presence.label, plan.node_id)))
         seed = (
-            Seed(text=composed.text, sha256=composed.brief.sha256)
+            Seed(text=await self._opened(composed.text), sha256=composed.brief.sha256)
             if composed.brief is not None and composed.text is not None else None
         )
         resume = (

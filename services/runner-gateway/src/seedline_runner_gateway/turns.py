@@ -29,6 +29,7 @@ from seedline_core.notices import not_woken_text
 from seedline_platform.consumer import Outage
 from seedline_platform.logging import get_logger
 from seedline_platform.publishing import Publisher
+from seedline_platform.sealing import Sealer
 
 from .machine_calls import Machines, MachineUnreachable
 from .notify import Notifier, machine_offline
@@ -59,7 +60,9 @@ class TimelineFollower:
         publisher: Publisher, stopper: Stopper, notifier: Notifier,
         caught_up: Callable[[], Awaitable[None]],
         clock: Callable[[], str] = now_text, new_id: Callable[[], str] | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
+        self._sealer = sealer
         self._state = state
         self._presence = presence
         self._machines = machines
@@ -89,7 +92,12 @@ class TimelineFollower:
         seq = msg.metadata.sequence.stream
         current = await self._current(msg, entry)
         if current is not None and current.state is lc.State.LIVE:
-            if await self._deliver_turn(current, seq, entry.content):
+            content = entry.content
+            if self._sealer is not None:  # stored sealed; the machine is given it plain
+                content = await self._sealer.open_or_none(entry.instance_id, content)
+                if content is None:
+                    return  # its instance was forgotten
+            if await self._deliver_turn(current, seq, content):
                 return
         arrived = msg.metadata.timestamp
         if arrived is None or abs(arrived - parse_rfc3339(entry.at)) > WAKE_FRESHNESS:

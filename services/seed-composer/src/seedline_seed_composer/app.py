@@ -7,8 +7,11 @@ from nats.js.errors import NotFoundError
 from seedline_contracts import subjects
 from seedline_contracts.codec import decode
 from seedline_contracts.events import SeedComposed
+from seedline_core import redaction
+from seedline_platform import erasure
 from seedline_platform.app_base import ServiceApp
 from seedline_platform.publishing import JetStreamPublisher, Publisher
+from seedline_platform.sealing import PREFIX, key_name, sealer_for
 from seedline_platform.settings import Settings
 from seedline_timeline_view import PostgresTimelineView
 
@@ -50,15 +53,23 @@ class ComposerApp(ServiceApp):
         )
 
     async def setup(self) -> None:
+        # The secret detectors load once here (about 0.1 s), not inside the first open.
+        redaction.load_detectors()
+        self.sealer = sealer_for(self.js, self.settings)
         p = self._ports
         store = p["store"]
         if store is None:
             store = PostgresBriefStore(self.pool)
             await store.setup()
+            # Its briefs name their instance only in the sealed text's header.
+            self.loops.append(erasure.follower(self.js, erasure.dropping(self.pool, (
+                f"DELETE FROM briefs WHERE starts_with(text, '{PREFIX}' || %s || ':')",
+            ), self.sealer, key_name), self.settings.stream_replicas))
         self.composer = Composer(
             p["publisher"] or JetStreamPublisher(self.js),
-            p["reader"] or ViewReader(PostgresTimelineView(self.pool)),
+            p["reader"] or ViewReader(PostgresTimelineView(self.pool, self.sealer)),
             store, self.settings, on_brief=self._observe, recorded=self._recorded,
+            sealer=self.sealer,
         )
 
     async def _recorded(self, session_id: str) -> SeedComposed | None:

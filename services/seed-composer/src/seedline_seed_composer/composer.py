@@ -17,6 +17,7 @@ from seedline_contracts.tokens import name_problem
 from seedline_core.notices import error_message
 from seedline_platform.logging import get_logger
 from seedline_platform.publishing import Publisher
+from seedline_platform.sealing import InMemoryKeyStore, Sealer
 from seedline_platform.settings import Settings
 
 from .briefs import BriefStore
@@ -35,6 +36,7 @@ class Composer:
         settings: Settings | None = None, clock: Callable[[], str] = now_text,
         on_brief: Callable[[int, int], None] | None = None,
         recorded: Callable[[str], Awaitable[SeedComposed | None]] | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
         self._publisher = publisher
         self.reader = reader
@@ -44,6 +46,8 @@ class Composer:
         self._clock = clock
         self._on_brief = on_brief or (lambda rows, chars: None)
         self._recorded = recorded
+        # Brief text is stored sealed with its instance's key, in the event and the table.
+        self._sealer = sealer or Sealer(InMemoryKeyStore(), enabled=False)
 
     async def handle_decision(self, msg: Msg) -> None:
         decision = decode(msg.data, ContinuityDecided)
@@ -52,6 +56,12 @@ class Composer:
             return
         budget = self._settings.brief_budget(decision.plan.engine)
         brief = await compose_for(decision, self.reader, budget, self._summarizer)
+        instance = decision.plan.instance_id
+        text = await self._sealer.seal(instance, brief.text) if brief else None
+        summary = summary_record(brief) if brief else None
+        if summary is not None:
+            summary = msgspec.structs.replace(
+                summary, text=await self._sealer.seal(instance, summary.text))
         # The receipt records the budget, the text and any summary, so the launch is
         # made from this event alone and a replay rebuilds these bytes whatever the
         # settings are by then.
@@ -60,9 +70,10 @@ class Composer:
             at=self._clock(),
             brief=brief_stats(brief) if brief else None,
             plan=decision.plan,
-            text=brief.text if brief else None,
-            summary=summary_record(brief) if brief else None,
+            text=text,
+            summary=summary,
             decided_seq=decided_seq,
+            redaction=brief.redaction if brief else None,
         )
         # The msg id makes a redelivered decision publish its seed_composed once.
         await self._publisher.publish([(
@@ -71,8 +82,9 @@ class Composer:
         )])
         # Kept for briefs.get after the launch is on its way: the event is the record,
         # and briefs.get reads the event itself until this row is there.
-        if brief is not None:
-            await self._store.save(decision.session_id, decided_seq, brief)
+        if brief is not None and text is not None:
+            await self._store.keep(decision.session_id, decided_seq, BriefGetReply(
+                text, brief.rows, brief.chars, brief.omitted_rows, brief.until_seq, brief.sha256))
             self._on_brief(brief.rows, brief.chars)
         log.info("seed_composed", session_id=decision.session_id, rows=brief.rows if brief else 0)
 
@@ -102,11 +114,12 @@ class Composer:
         brief = await self._store.latest(request.session_id)
         if brief is None and self._recorded is not None:
             brief = _reply_of(await self._recorded(request.session_id))
-        if brief is None:
+        text = None if brief is None else await self._sealer.open_or_none(None, brief.text)
+        if brief is None or text is None:
             return encode(error_reply(
                 "not_found", error_message("not_found", what="brief for that conversation")
             ))
-        return encode(brief)
+        return encode(msgspec.structs.replace(brief, text=text))
 
 
 def _reply_of(composed: SeedComposed | None) -> BriefGetReply | None:

@@ -18,6 +18,8 @@ from seedline_core.brief import (
     compose_brief,
     usable_budget,
 )
+from seedline_core.brief_rows import redacted_row
+from seedline_core.redaction import RULESET
 
 from .reader import TimelineReader
 from .summary import Summarizer
@@ -61,9 +63,13 @@ class _Window:
 class _Composition:
     """One decision's brief, composed as often as needed from rows read once."""
 
-    def __init__(self, decision: ContinuityDecided, reader: TimelineReader, budget: Budget):
+    def __init__(
+        self, decision: ContinuityDecided, reader: TimelineReader, budget: Budget,
+        redaction: int | None = RULESET,
+    ):
         plan = decision.plan
         self._decision = decision
+        self._redaction = redaction
         self._reader = reader
         self.budget = usable_budget(budget)
         until = decision.until_seq
@@ -88,6 +94,7 @@ class _Composition:
             brief = compose_brief(
                 self._record.walk(), decision.until_seq, decision.entries_upto,
                 self._instructions.walk(), self._instructions_upto or 0, self.budget, summary,
+                self._redaction,
             )
             widened = [self._record.widen(), self._instructions.widen()]
             if any(widened):
@@ -143,20 +150,21 @@ async def compose_for(
 async def _left_out(
     decision: ContinuityDecided, reader: TimelineReader, brief: Brief
 ) -> list[BriefRow]:
-    """The newest entries older than the record that the instructions part does not hold."""
+    """The newest entries older than the record that the instructions part does not hold,
+    secrets left out: the summary's model is often another vendor's."""
     plan = decision.plan
     held = {entry.seq for entry in brief.entries}
     rows = await reader.newest_first(
         plan.instance_id, plan.repo, brief.oldest_in_record - 1, SUMMARY_INPUT_ROWS
     )
-    return [row for row in rows if row.seq not in held]
+    return [redacted_row(row) for row in rows if row.seq not in held]
 
 
 async def recompose(
     decision: ContinuityDecided, composed: SeedComposed, reader: TimelineReader
 ) -> Brief | None:
     """The brief a recorded seed_composed offered, rebuilt from the timeline with the
-    recorded budget and summary: no setting and no model is consulted."""
+    recorded budget, summary and secret detectors: no setting and no model is consulted."""
     if not _offers_brief(decision):
         return None
     stats = composed.brief
@@ -168,7 +176,7 @@ async def recompose(
         record = composed.summary
         summary = Summary(record.model, record.text, record.entries, record.first_seq,
                           record.last_seq)
-    return await _Composition(decision, reader, budget).brief(summary)
+    return await _Composition(decision, reader, budget, composed.redaction).brief(summary)
 
 
 def brief_stats(brief: Brief) -> BriefStats:

@@ -15,11 +15,14 @@ from nats.js.api import RetentionPolicy
 from seedline_contracts import subjects
 from seedline_contracts.codec import decode
 from seedline_contracts.events import SeedComposed
+from seedline_platform import erasure
 from seedline_platform.app_base import ServiceApp
 from seedline_platform.publishing import JetStreamPublisher, Publisher
+from seedline_platform.sealing import KvKeyStore, sealer_for
 from seedline_platform.settings import Settings
 
 from .api import TimelineApi
+from .forget import Forgetter
 from .ingest import IngestHandler
 from .launches import (
     LaunchCheck,
@@ -57,6 +60,8 @@ class TimelineWriterApp(ServiceApp):
                     "Append one entry and answer its seq (CONTRACT.md 2.1).")
         self.answer(subjects.API_TIMELINE_READ, lambda m: self.api.read(m),
                     "A repo's or one conversation's entries, newest page first (2.3).")
+        self.answer(subjects.API_INSTANCES_FORGET, lambda m: self.forgetter.handle(m),
+                    "Forget an instance: destroy its key, drop its rows (Erasure, 1.2).")
         self.on_events(
             stream=subjects.SESSIONS_STREAM, durable="timeline-writer-launches",
             subject=subjects.session_event_filter("seed_composed"),
@@ -67,12 +72,16 @@ class TimelineWriterApp(ServiceApp):
     async def setup(self) -> None:
         p, s = self._ports, self.settings
         partition = s.ingest_partition
-        self.store = p["store"] or PostgresTimelineStore(self.pool, partition)
+        self.sealer = sealer_for(self.js, s)
+        self.store = p["store"] or PostgresTimelineStore(self.pool, partition, self.sealer)
         if p["store"] is None:
             await self.store.setup()
         self.launches = p["launches"] or PostgresLaunchRegistry(self.pool)
         stream = p["stream"] or JetStreamTimeline(self.js, partition)
-        self.writer = TimelineWriter(stream, self.store)
+        self.writer = TimelineWriter(stream, self.store, s.redact_at_ingest, self.sealer)
+        self.forgetter = Forgetter(self.js, self.pool, KvKeyStore(self.js, s.stream_replicas),
+                                   self.sealer, s.stream_replicas)
+        self.loops.append(erasure.follower(self.js, self.forgetter.drop, s.stream_replicas))
         await self.writer.catch_up()
         publisher = p["rejects"] or JetStreamPublisher(self.js)
         self.api = TimelineApi(self.store, publisher)

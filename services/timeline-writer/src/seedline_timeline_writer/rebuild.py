@@ -10,7 +10,8 @@ Everything happens in one transaction, so readers see the old rows or the new
 ones, never a half-built table. Lock order matches PostgresTimelineStore.append
 (offset row first, then the table): a writer running at the same time waits
 for the rebuild and then appends above the rebuilt offset, with no deadlock.
-Reads of the projection wait too while the rebuild runs.
+Reads of the projection wait too while the rebuild runs. Entries of a forgotten
+instance (up to the seq its erasure reached) are left out.
 """
 
 from __future__ import annotations
@@ -27,7 +28,9 @@ from seedline_contracts import subjects
 from seedline_contracts.codec import decode
 from seedline_contracts.streams import TIMELINE
 from seedline_contracts.timeline import TimelineEntry
+from seedline_contracts.instances import Erasure
 from seedline_platform import natsio
+from seedline_platform.erasure import covers, erasures
 from seedline_platform.replay import last_seq, replay
 from seedline_platform.settings import Settings
 
@@ -71,8 +74,9 @@ async def rebuild_timeline(settings: Settings, progress: Progress | None = None)
             kwargs={"autocommit": True, "application_name": NAME},
         ) as pool:
             await PostgresTimelineStore(pool).setup()
+            forgotten = await erasures(js, settings.stream_replicas)
             async with pool.connection() as conn:
-                before, after, rows = await _rebuild(conn, js, progress)
+                before, after, rows = await _rebuild(conn, js, progress, forgotten)
     finally:
         await nc.close()
     return RebuildResult(before, after, rows, time.monotonic() - started)
@@ -86,8 +90,10 @@ async def rebuild_command(settings: Settings, progress) -> dict:
 
 
 async def _rebuild(
-    conn: psycopg.AsyncConnection, js: JetStreamContext, progress: Progress | None
+    conn: psycopg.AsyncConnection, js: JetStreamContext, progress: Progress | None,
+    forgotten: dict[str, Erasure] | None = None,
 ) -> tuple[str, str, int]:
+    forgotten = forgotten or {}
     async with conn.transaction():
         await OFFSETS.lock(conn, TIMELINE_PROJECTION)
         # ...and every other partition's, so no writer appends while the table is rebuilt.
@@ -120,7 +126,11 @@ async def _rebuild(
                 for m in msgs:
                     seq = m.metadata.sequence.stream
                     if wanted(seq, _partition_header(m)):
-                        keep.append((seq, decode(m.data, TimelineEntry)))
+                        entry = decode(m.data, TimelineEntry)
+                        # A forgotten instance's entries stay in the stream, sealed with a
+                        # destroyed key; the projection never holds them again.
+                        if not covers(forgotten.get(entry.instance_id), seq):
+                            keep.append((seq, entry))
                     elif first_left_out is None:
                         first_left_out = seq
                 if keep:

@@ -14,6 +14,7 @@ from psycopg_pool import AsyncConnectionPool
 
 from seedline_contracts.timeline import TimelineEntry, TimelineReadRequest, TimelineRow
 from seedline_platform import pg
+from seedline_platform.sealing import Sealer
 from seedline_timeline_view import InMemoryTimelineView, PostgresTimelineView
 from seedline_timeline_view.memory import row_of
 from seedline_timeline_view.postgres import REPO_HEAD_SQL, ROW_COLUMNS, TABLE
@@ -66,8 +67,10 @@ class InMemoryTimelineStore(InMemoryTimelineView):
 class PostgresTimelineStore(PostgresTimelineView):
     """The writer of one ingest partition: it projects the entries it appended."""
 
-    def __init__(self, pool: AsyncConnectionPool, partition: int = 0) -> None:
-        super().__init__(pool)
+    def __init__(
+        self, pool: AsyncConnectionPool, partition: int = 0, sealer: Sealer | None = None
+    ) -> None:
+        super().__init__(pool, sealer)
         self._pool = pool
         self._projection = timeline_projection(partition)
 
@@ -117,6 +120,7 @@ class PostgresTimelineStore(PostgresTimelineView):
         has_more = len(rows) > limit
         rows = rows[:limit]
         rows.reverse()
+        rows = await self._opened(request.instance_id, rows)
         return [TimelineRow(*r) for r in rows], has_more
 
 

@@ -13,7 +13,11 @@ import asyncio
 from dataclasses import dataclass
 from typing import Sequence
 
+import msgspec
+
 from seedline_contracts.timeline import TimelineEntry
+from seedline_core.redaction import redact
+from seedline_platform.sealing import Sealer
 from seedline_platform.logging import get_logger
 
 from .store import TimelineStore
@@ -28,10 +32,23 @@ class AppendResult:
     duplicate: bool
 
 
+def without_secrets(entry: TimelineEntry) -> TimelineEntry:
+    """The entry with its secrets left out, saying how many (CONTRACT.md 5, 1.2)."""
+    redacted = redact(entry.content)
+    return msgspec.structs.replace(entry, content=redacted.text, redacted=redacted.count)
+
+
 class TimelineWriter:
-    def __init__(self, stream: TimelineStream, store: TimelineStore) -> None:
+    def __init__(
+        self, stream: TimelineStream, store: TimelineStore, redact_at_ingest: bool = False,
+        sealer: Sealer | None = None,
+    ) -> None:
         self._stream = stream
         self._store = store
+        self._redact = redact_at_ingest
+        # Content is sealed once, here: the stream and the projection store the same
+        # sealed text, so a rebuild copies it without opening it.
+        self._sealer = sealer
         # One append at a time: dedupe-then-publish must not interleave, or two
         # copies of an entry could both look new.
         self._lock = asyncio.Lock()
@@ -52,9 +69,22 @@ class TimelineWriter:
             log.info("timeline_caught_up", entries=count, through_seq=end)
         return count
 
+    async def _stored_form(self, entries: Sequence[TimelineEntry]) -> list[TimelineEntry]:
+        """Secrets left out when the operator asks for it; content sealed."""
+        if self._redact:
+            entries = [without_secrets(entry) for entry in entries]
+        if self._sealer is None or not self._sealer.enabled:
+            return list(entries)
+        return [
+            msgspec.structs.replace(e, content=await self._sealer.seal(e.instance_id, e.content))
+            for e in entries
+        ]
+
     async def append_entries(self, entries: Sequence[TimelineEntry]) -> list[AppendResult]:
         """Append in order; an entry_id seen before (ever) returns the first entry's seq."""
         async with self._lock:
+            # Inside the lock: sealing may wait for a key, and appends keep their call order.
+            entries = await self._stored_form(entries)
             if self._unsettled:
                 await self.catch_up()
                 self._unsettled = False

@@ -22,7 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect, HTTPConnection
 from starlette.routing import Match, Route
 
-from seedline_platform import natsio, pg
+from seedline_platform import erasure, natsio, pg
 from seedline_platform.logging import get_logger
 from seedline_platform.settings import Settings
 
@@ -145,7 +145,13 @@ class WebApp:
 
     async def run(self) -> None:
         # Shielded: stopping this task must not cut uvicorn short; stop() ends it in order.
-        await asyncio.gather(self.opens.run(), asyncio.shield(self._serving))
+        # A forgotten instance's tokens and opens go (CONTRACT.md Erasure, 1.2).
+        forget = erasure.follower(self.js, erasure.dropping(self.pool, (
+            "DELETE FROM web_tokens WHERE instance_id = %s",
+            "DELETE FROM web_opens WHERE instance_id = %s",
+            "DELETE FROM web_open_decisions WHERE instance_id = %s",
+        )), self.settings.stream_replicas)
+        await asyncio.gather(self.opens.run(), forget(), asyncio.shield(self._serving))
 
     async def stop(self) -> None:
         if self._micro is not None:

@@ -1,0 +1,102 @@
+"""Which instances were forgotten, and following that (CONTRACT.md Conventions, Erasure, 1.2).
+
+The record of an erasure is kept in the NATS KV bucket ``seedline_forgotten`` (one value
+per instance). The timeline-writer writes it when it forgets an instance; every service
+that keeps rows of instances follows the bucket and drops that instance's rows from its
+own tables (one owner per table), and a rebuild leaves out the entries it covers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+
+from seedline_contracts.codec import decode, encode
+from seedline_contracts.instances import Erasure
+from seedline_platform.logging import get_logger
+from seedline_platform.sealing import key_name
+
+log = get_logger(__name__)
+
+FORGOTTEN_BUCKET = "seedline_forgotten"
+
+
+async def forgotten_bucket(js, replicas: int = 1):
+    from nats.js import api as js_api
+
+    try:
+        return await js.key_value(FORGOTTEN_BUCKET)
+    except Exception:
+        try:
+            return await js.create_key_value(js_api.KeyValueConfig(
+                bucket=FORGOTTEN_BUCKET, history=1, storage=js_api.StorageType.FILE,
+                replicas=replicas,
+            ))
+        except Exception:  # another service made it first
+            return await js.key_value(FORGOTTEN_BUCKET)
+
+
+async def record(js, erasure: Erasure, replicas: int = 1) -> None:
+    kv = await forgotten_bucket(js, replicas)
+    await kv.put(key_name(erasure.instance_id), encode(erasure))
+
+
+async def erasures(js, replicas: int = 1) -> dict[str, Erasure]:
+    """Every instance forgotten so far."""
+    kv = await forgotten_bucket(js, replicas)
+    out: dict[str, Erasure] = {}
+    watcher = await kv.watchall()
+    try:
+        async for entry in watcher:
+            if entry is None:  # the initial values are all delivered
+                break
+            if entry.value:
+                erasure = decode(entry.value, Erasure)
+                out[erasure.instance_id] = erasure
+    finally:
+        await watcher.stop()
+    return out
+
+
+def follower(
+    js, on_forgotten: Callable[[Erasure], Awaitable[None]], replicas: int = 1
+) -> Callable[[], Awaitable[None]]:
+    """A service loop: each erasure recorded (those before it started too) is handed to
+    `on_forgotten`, which must be idempotent."""
+
+    async def follow() -> None:
+        while True:
+            try:
+                kv = await forgotten_bucket(js, replicas)
+                watcher = await kv.watchall()
+                async for entry in watcher:
+                    if entry is not None and entry.value:
+                        await on_forgotten(decode(entry.value, Erasure))
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("forgotten_follow_failed")
+                await asyncio.sleep(1.0)
+
+    return follow
+
+
+def covers(erasure: Erasure | None, seq: int) -> bool:
+    """Whether the entry at `seq` of the erasure's instance was forgotten."""
+    return erasure is not None and seq <= erasure.through_seq
+
+
+def dropping(
+    pool, statements: tuple[str, ...], sealer=None, param: Callable[[str], str] = str,
+) -> Callable[[Erasure], Awaitable[None]]:
+    """An `on_forgotten` that runs a service's own DELETE statements (each taking
+    `param(instance id)`) in one transaction, and drops the key its sealer cached."""
+
+    async def drop(record: Erasure) -> None:
+        if sealer is not None:
+            sealer.forget(record.instance_id)
+        async with pool.connection() as conn, conn.transaction():
+            for statement in statements:
+                await conn.execute(statement, (param(record.instance_id),))
+
+    return drop

@@ -1,0 +1,82 @@
+"""seedline.api.instances.forget: forget an instance (CONTRACT.md Conventions, Erasure, 1.2).
+
+The streams stay append-only: the instance's entries stay there, sealed with a key that
+is destroyed here, so nothing can open them again. In order: the erasure is recorded
+(who, when, why, how many entries, the timeline seq it reaches), the key is destroyed,
+and this service drops the instance's rows; every other service follows the record and
+drops its own (seedline_platform.erasure). A forget asked again redoes each step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+from nats.aio.msg import Msg
+from psycopg_pool import AsyncConnectionPool
+
+from seedline_contracts import subjects
+from seedline_contracts.codec import decode, encode
+from seedline_contracts.errors import error_reply
+from seedline_contracts.instances import MAX_REASON_CHARS, Erasure, ForgetReply, ForgetRequest
+from seedline_contracts.times import now_text
+from seedline_contracts.tokens import name_problem
+from seedline_platform import erasure
+from seedline_platform.logging import get_logger
+from seedline_platform.replay import last_seq
+from seedline_platform.sealing import KeyStore, Sealer
+
+log = get_logger(__name__)
+
+
+class Forgetter:
+    def __init__(
+        self, js, pool: AsyncConnectionPool, keys: KeyStore, sealer: Sealer, replicas: int = 1,
+        clock: Callable[[], str] = now_text,
+    ) -> None:
+        self._js = js
+        self._pool = pool
+        self._keys = keys
+        self._sealer = sealer
+        self._replicas = replicas
+        self._clock = clock
+
+    async def handle(self, msg: Msg) -> bytes:
+        try:
+            request = decode(msg.data, ForgetRequest)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            return encode(error_reply(
+                "invalid_request", f"The forget request is not valid: {exc}."))
+        problem = name_problem(request.instance_id)
+        if problem is not None:
+            return encode(error_reply("invalid_request", f"instance_id {problem}."))
+        if not request.reason.strip() or len(request.reason) > MAX_REASON_CHARS:
+            return encode(error_reply("invalid_request", (
+                f"reason must say why, in 1 to {MAX_REASON_CHARS} characters.")))
+        instance = request.instance_id
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT count(*) FROM timeline_entries WHERE instance_id = %s", (instance,))
+            entries = int((await cur.fetchone())[0])
+        record = Erasure(
+            instance_id=instance, reason=request.reason, by=request.by, at=self._clock(),
+            entries=entries, through_seq=await last_seq(self._js, subjects.TIMELINE_STREAM),
+        )
+        await erasure.record(self._js, record, self._replicas)
+        await self._keys.destroy(instance)
+        await self.drop(record)
+        log.info("instance_forgotten", instance_id=instance, entries=entries,
+                 through_seq=record.through_seq)
+        return encode(ForgetReply(entries=entries))
+
+    async def drop(self, record: Erasure) -> None:
+        """This service's rows of the forgotten instance (also run for each erasure recorded,
+        so every copy of the writer forgets the key it cached)."""
+        self._sealer.forget(record.instance_id)
+        async with self._pool.connection() as conn, conn.transaction():
+            await conn.execute(
+                "DELETE FROM timeline_entries WHERE instance_id = %s AND seq <= %s",
+                (record.instance_id, record.through_seq),
+            )
+            await conn.execute(
+                "DELETE FROM runner_launches WHERE instance_id = %s", (record.instance_id,))

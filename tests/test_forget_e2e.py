@@ -1,0 +1,116 @@
+"""Forgetting an instance (CONTRACT.md Conventions, Erasure, 1.2): while another instance
+keeps publishing, the forgotten one is gone from reads, briefs and a rebuild, and the
+other loses nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import psycopg
+import pytest
+
+from seedline_contracts import subjects
+from seedline_contracts.times import now_text
+from seedline_platform.erasure import erasures
+from seedline_platform.sealing import KvKeyStore
+from seedline_timeline_writer.rebuild import rebuild_timeline
+
+pytestmark = pytest.mark.servers
+
+GONE, KEPT = "bd43f4de", "c0ffee42"
+REPO = "apps/chess-academy"
+
+
+def entry(instance: str, n: int) -> dict:
+    return {"entry_id": f"{instance}-{n}", "instance_id": instance, "repo": REPO,
+            "session_id": f"csess_{instance}", "kind": ("chat_user", "chat_assistant")[n % 2],
+            "content": f"{instance} says {n}", "at": now_text(), "engine": "scripted"}
+
+
+async def read_all(system, instance: str) -> list[dict]:
+    reply = await system.request(subjects.API_TIMELINE_READ, {
+        "instance_id": instance, "repo": REPO, "limit": 1000})
+    assert reply["ok"], reply
+    return reply["entries"]
+
+
+async def rows_of(system, sql: str, instance: str) -> int:
+    async with await psycopg.AsyncConnection.connect(system.settings.database_url) as conn:
+        cur = await conn.execute(sql, (instance,))
+        return int((await cur.fetchone())[0])
+
+
+async def test_a_forgotten_instance_is_gone_and_the_other_loses_nothing(system):
+    await system.start_runner()
+    for n in range(20):
+        for instance in (GONE, KEPT):
+            await system.append(n, **entry(instance, n))
+    opened = {i: await system.open(instance_id=i, instruction="Carry on.") for i in (GONE, KEPT)}
+    assert all(reply["ok"] and reply["brief"] for reply in opened.values()), opened
+
+    js = system.nc.jetstream()
+    published: list[str] = []
+
+    async def keep_publishing() -> None:  # the other instance under load meanwhile
+        for n in range(20, 220):
+            body = entry(KEPT, n)
+            await js.publish(subjects.INGEST_TIMELINE, json.dumps(body).encode(),
+                             headers={"Nats-Msg-Id": body["entry_id"]})
+            published.append(body["content"])
+
+    load = asyncio.create_task(keep_publishing())
+    await asyncio.sleep(0.2)
+    gone_entries = len(await read_all(system, GONE))
+    reply = await system.request(subjects.API_INSTANCES_FORGET,
+                                 {"instance_id": GONE, "reason": "the team left", "by": "ops"})
+    await load
+    assert reply == {"ok": True, "entries": gone_entries}
+
+    # Reads and briefs: nothing of the forgotten instance; all of the other.
+    assert await read_all(system, GONE) == []
+    gone_brief = await system.request(subjects.API_BRIEFS_GET,
+                                      {"session_id": opened[GONE]["session_id"]})
+    assert gone_brief["ok"] is False and gone_brief["error"]["code"] == "not_found"
+
+    expected = {f"{KEPT} says {n}" for n in range(20)} | set(published)
+
+    async def kept_all_there():
+        contents = [row["content"] for row in await read_all(system, KEPT)]
+        return expected <= set(contents) and contents
+    contents = await system.wait_for(kept_all_there, timeout=30)
+    assert not any(GONE in content for content in contents)
+    kept_brief = await system.request(subjects.API_BRIEFS_GET,
+                                      {"session_id": opened[KEPT]["session_id"]})
+    assert kept_brief["ok"] and f"{KEPT} says 19" in kept_brief["text"]
+
+    # The key is destroyed, the erasure recorded, every projection's rows dropped.
+    assert await KvKeyStore(js).ring(GONE, create=False) is None
+    assert await KvKeyStore(js).ring(KEPT, create=False) is not None
+    record = (await erasures(js))[GONE]
+    assert (record.entries, record.by, record.reason) == (gone_entries, "ops", "the team left")
+
+    async def projections_empty():
+        counts = [
+            await rows_of(system, f"SELECT count(*) FROM {table} WHERE instance_id = %s", GONE)
+            for table in ("timeline_entries", "runner_launches", "conversations",
+                          "open_requests", "gateway_conversations", "last_opens")
+        ]
+        counts.append(await rows_of(
+            system, "SELECT count(*) FROM briefs WHERE text LIKE '%%' || %s || ':%%'", GONE))
+        return not any(counts)
+    await system.wait_for(projections_empty, timeout=30)
+    assert await rows_of(system, "SELECT count(*) FROM briefs WHERE text LIKE '%%' || %s || ':%%'",
+                         KEPT) == 1
+
+    # A rebuild from the stream brings nothing of it back, and changes nothing else.
+    result = await rebuild_timeline(system.settings, None)
+    assert result.before_digest == result.after_digest
+    assert await rows_of(system, "SELECT count(*) FROM timeline_entries WHERE instance_id = %s",
+                         GONE) == 0
+    after = [row["content"] for row in await read_all(system, KEPT)]
+    assert set(contents) <= set(after)
+
+    # The other instance goes on as before.
+    again = await system.open(instance_id=KEPT, instruction="And now?")
+    assert again["ok"] and again["brief"]["rows"] > 0
