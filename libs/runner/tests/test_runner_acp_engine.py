@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from seedline_contracts.runner import ResumeExpect
 
-from seedline_runner.engines.acp import AcpEngine, parse_acp_agents
+from seedline_runner.engines.acp import AcpEngine
+from seedline_runner.engines.acp_config import parse_acp_agents
 from seedline_runner.engines.base import EngineError, EngineOutput
 from seedline_runner.engines.registry import EngineOptions, build_engine
 from seedline_runner.store import Conversation

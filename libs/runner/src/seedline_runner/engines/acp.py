@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import shlex
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,45 +41,18 @@ from acp.schema import (
 from seedline_contracts.runner import ResumeExpect
 
 from ..store import Conversation
+from .acp_config import ACP_ENGINE_PREFIX, PERMISSION_POLICIES, PermissionPolicy
 from .acp_updates import UpdateGatherer, history_holds
 from .base import Emit, EngineError, EngineOutput, StartResult, TurnResult
 from .cli_process import LINE_LIMIT, _die_with_parent, kill_group
 
 log = structlog.get_logger(__name__)
 
-ACP_ENGINE_PREFIX = "acp:"
-PermissionPolicy = Literal["allow", "reject"]
-PERMISSION_POLICIES: tuple[PermissionPolicy, ...] = ("allow", "reject")
 # How long a cancelled agent gets to finish its turn before its processes are ended.
 _CANCEL_GRACE_SECONDS = 2.0
 # How long the handshake and a load or resume may take before the agent counts as stuck.
 _SETUP_SECONDS = 60.0
 _CLIENT_INFO = Implementation(name="seedline-runner", title="Seedline runner", version="1")
-
-
-def acp_agent_name(engine_name: str) -> str | None:
-    """``gemini`` for ``acp:gemini``; None for an engine that is not an ACP agent."""
-    if not engine_name.startswith(ACP_ENGINE_PREFIX):
-        return None
-    return engine_name[len(ACP_ENGINE_PREFIX) :] or None
-
-
-def parse_acp_agents(specs: Sequence[str]) -> dict[str, tuple[str, ...]]:
-    """``NAME=command args`` pairs (``--acp`` options, ``SEEDLINE_ACP_AGENTS`` lines)."""
-    agents: dict[str, tuple[str, ...]] = {}
-    for spec in specs:
-        name, sep, command = spec.partition("=")
-        name = name.strip()
-        if name.startswith(ACP_ENGINE_PREFIX):
-            name = name[len(ACP_ENGINE_PREFIX) :]
-        argv = tuple(shlex.split(command)) if sep else ()
-        if not name or not argv:
-            raise ValueError(
-                f"An ACP agent is NAME=COMMAND, for example gemini=\"gemini --experimental-acp\"; "
-                f"not {spec!r}."
-            )
-        agents[name] = argv
-    return agents
 
 
 @dataclass

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .acp import ACP_ENGINE_PREFIX, AcpEngine, acp_agent_name, parse_acp_agents
+from .acp_config import ACP_ENGINE_PREFIX, acp_agent_name, parse_acp_agents
 from .base import Engine
 from .claude import ClaudeEngine
 from .codex import DEFAULT_CODEX_ARGS, CodexEngine
@@ -77,8 +77,11 @@ def build_engine(name: str, options: EngineOptions = EngineOptions()) -> Engine:
             api_key_env=options.openai_api_key_env,
             system_prompt=options.openai_system_prompt,
         )
-    agent = acp_agent_name(name)
-    if agent is not None:
+    if name.startswith(ACP_ENGINE_PREFIX):
+        # Imported only here: the protocol's SDK is large and most runners never need it.
+        from .acp import AcpEngine
+
+        agent = acp_agent_name(name) or ""
         agents = dict(options.acp_agents) or acp_agents_setting()
         if agent not in agents:
             known = ", ".join(sorted(agents)) or "none"
