@@ -14,6 +14,7 @@ from .docs_cmd import docs
 from .eval_cmd import eval_app
 from .import_cmd import importer
 from .mcp_cmd import mcp
+from .acp_cmd import acp
 from .notices_cmd import notices
 from .publish import publish
 from .rebuild_cmd import rebuild
@@ -70,6 +71,7 @@ app.command("notices")(notices)
 app.command("schema")(schema)
 app.command("docs")(docs)
 app.command("mcp")(mcp)
+app.command("acp")(acp)
 app.add_typer(tokens, name="tokens")
 app.add_typer(rebuild, name="rebuild")
 app.command("bench")(bench)
