@@ -85,6 +85,18 @@ async def test_load_whose_history_lacks_the_expected_turn_is_a_new_conversation(
     assert started.engine_session_id not in (None, earlier)
 
 
+async def test_a_load_that_replays_nothing_is_no_proof_even_without_an_expected_turn(
+    tmp_path: Path,
+) -> None:
+    store = tmp_path / "store"
+    earlier = await first_conversation(store, tmp_path)
+    (store / f"{earlier}.json").write_text("[]")  # accepted id, empty record
+    engine = tiny_engine(store)
+    started = await engine.start("c2", earlier, tmp_path, expect=None)
+    await engine.end("c2")
+    assert started.resumed is False and started.engine_session_id != earlier
+
+
 async def test_a_refused_id_is_a_new_conversation(tmp_path: Path) -> None:
     store = tmp_path / "store"
     earlier = await first_conversation(store, tmp_path)

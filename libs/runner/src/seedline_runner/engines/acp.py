@@ -242,13 +242,18 @@ class AcpEngine:
                 await agent.client.flush()
                 replayed = agent.client.gatherer.messages
                 agent.client.gatherer = UpdateGatherer()
-                if expect is not None and not history_holds(replayed, expect.kind, expect.excerpt):
+                # An accepted id with nothing behind it is no proof (CONTRACT 3.2): some
+                # agents accept any id on load and fail only at the first prompt.
+                lacks = not replayed if expect is None else not history_holds(
+                    replayed, expect.kind, expect.excerpt
+                )
+                if lacks:
                     log.info(
                         "acp_load_lacks_expected_turn",
                         agent=self.name,
                         requested=resume_key,
                         replayed=len(replayed),
-                        expect_seq=expect.seq,
+                        expect_seq=expect.seq if expect else None,
                     )
                     return False
             elif can_resume:
