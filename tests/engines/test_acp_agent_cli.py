@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from seedline_contracts.runner import ResumeExpect
 
 from seedline_runner.engines.acp import AcpEngine
@@ -84,6 +83,57 @@ async def test_another_machine_has_no_record_so_starts_anew(
     assert started.resumed is False and started.engine_session_id != earlier
 
 
-@pytest.fixture(autouse=True)
-def _needs_the_agent() -> None:
-    engine_cli("claude-agent-acp")
+
+
+# Codex through @zed-industries/codex-acp, against the Responses stand-in ------------------
+
+
+def acp_codex(setup, home: Path | None = None) -> AcpEngine:
+    env = dict(setup.env)
+    if home is not None:
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "config.toml").write_text((setup.home / "config.toml").read_text())
+        env["CODEX_HOME"] = str(home)
+    return AcpEngine("codex", [str(engine_cli("codex-acp"))], env=env)
+
+
+async def codex_first_run(setup, workdir: Path, emitted) -> tuple[str, str]:
+    engine = acp_codex(setup)
+    started = await engine.start("c1", None, workdir)
+    out = emitted()
+    await engine.run_turn(Conversation("c1"), FIRST, out)
+    await engine.end("c1")
+    replies = [o.content for o in out if o.kind == "chat_assistant"]
+    assert replies and started.engine_session_id, out
+    return started.engine_session_id, replies[-1]
+
+
+async def test_codex_acp_fresh_then_resumed_for_real(codex, checkouts, emitted) -> None:
+    workdir = checkouts / REPO
+    earlier, reply = await codex_first_run(codex, workdir, emitted)
+    engine = acp_codex(codex)
+    expect = ResumeExpect(seq=3, kind="chat_user", excerpt=FIRST)
+    started = await engine.start("c2", earlier, workdir, expect=expect)
+    assert started.resumed is True and started.engine_session_id == earlier
+    await engine.run_turn(Conversation("c2"), "now en passant", emitted())
+    await engine.end("c2")
+    last = codex.standin.prompts_seen()[-1]
+    assert any(FIRST in p for p in last) and any("now en passant" in p for p in last)
+
+
+async def test_codex_acp_wiped_or_elsewhere_starts_anew(
+    codex, checkouts, tmp_path, emitted
+) -> None:
+    workdir = checkouts / REPO
+    earlier, reply = await codex_first_run(codex, workdir, emitted)
+    expect = ResumeExpect(seq=3, kind="chat_user", excerpt=FIRST)
+    elsewhere = acp_codex(codex, home=tmp_path / "other-machine-codex")
+    started = await elsewhere.start("c2", earlier, workdir, expect=expect)
+    await elsewhere.end("c2")
+    assert started.resumed is False and started.engine_session_id != earlier
+    for rollout in codex.rollouts():
+        rollout.unlink()
+    engine = acp_codex(codex)
+    started = await engine.start("c3", earlier, workdir, expect=expect)
+    await engine.end("c3")
+    assert started.resumed is False and started.engine_session_id != earlier

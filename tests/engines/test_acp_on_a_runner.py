@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import uuid
-from pathlib import Path
 
 import pytest
 

@@ -23,7 +23,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 from acp import PROTOCOL_VERSION, RequestError, text_block
