@@ -90,6 +90,7 @@ def runner(
         raise UsageProblem("--engine must not be empty; for example --engine scripted.")
     served = _instances(instances)
     checkouts = _checkouts(repos_dir, repos_map)
+    acp_options = _acp_options(acp, acp_permissions)
     run_runner = _run_runner_function()
     settings = load_settings(ctx)
     asyncio.run(nats_answers(settings))
@@ -115,7 +116,7 @@ def runner(
             claude_args=tuple(claude_arg),
             codex_executable=codex_bin,
             codex_args=tuple(codex_arg),
-            **_acp_options(acp, acp_permissions),
+            **acp_options,
         )
         if inspect.isawaitable(result):
             asyncio.run(_until_signalled(result))
