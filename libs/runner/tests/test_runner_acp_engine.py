@@ -15,6 +15,7 @@ from seedline_runner.engines.acp import AcpEngine
 from seedline_runner.engines.acp_config import parse_acp_agents
 from seedline_runner.engines.base import EngineError, EngineOutput
 from seedline_runner.engines.registry import EngineOptions, build_engine
+from seedline_runner.presence import presence_of
 from seedline_runner.store import Conversation
 
 TINY_AGENT = Path(__file__).with_name("acp_tiny_agent.py")
@@ -122,9 +123,16 @@ async def test_an_agent_that_can_neither_load_nor_resume_starts_anew(tmp_path: P
     store = tmp_path / "store"
     earlier = await first_conversation(store, tmp_path, mode="none")
     engine = tiny_engine(store, "none")
+    assert engine.name not in presence_of("n", "n", {engine.name: engine}, []).stateless_engines
     started = await engine.start("c2", earlier, tmp_path, expect=EXPECT)
     await engine.end("c2")
     assert started.resumed is False and started.engine_session_id != earlier
+    # Its handshake said it keeps no conversation: the presence now says so too.
+    assert presence_of("n", "n", {engine.name: engine}, []).stateless_engines == [engine.name]
+    loading = tiny_engine(store, "load")
+    await loading.start("c3", None, tmp_path)
+    await loading.end("c3")
+    assert presence_of("n", "n", {loading.name: loading}, []).stateless_engines == []
 
 
 @pytest.mark.parametrize(

@@ -152,6 +152,13 @@ class AcpEngine:
         self._env = dict(os.environ if env is None else env)
         self._policy: PermissionPolicy = permission_policy
         self._agents: dict[str, _Agent] = {}
+        # Learned from the agent's first initialize: can it load or resume a conversation?
+        self._keeps_conversation: bool | None = None
+
+    @property
+    def keeps_no_conversation(self) -> bool:
+        """True once the agent said it can neither load nor resume (presence says so)."""
+        return self._keeps_conversation is False
 
     async def start(
         self,
@@ -307,6 +314,11 @@ class AcpEngine:
             if isinstance(error, Exception):
                 raise EngineError(f"{self.label} did not answer initialize: {error}") from error
             raise
+        caps = capabilities.agent_capabilities
+        sessions = caps.session_capabilities if caps else None
+        self._keeps_conversation = bool(caps and caps.load_session) or bool(
+            sessions and sessions.resume is not None
+        )
         return _Agent(process, conn, client, capabilities, checkout)
 
     async def _stop_process(self, agent: _Agent) -> None:
