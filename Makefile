@@ -38,8 +38,11 @@ run: install
 # ./.tools/engines (README: Engines). Without npm those tests are skipped, and say so.
 CLAUDE_CODE_VERSION := 2.1.332
 CODEX_VERSION := 0.171.0
+# The ACP adapters of Claude Code and Codex (engines acp:claude, acp:codex in tests/engines).
+CLAUDE_AGENT_ACP_VERSION := 0.23.1
+CODEX_ACP_VERSION := 0.16.0
 ENGINES_DIR := .tools/engines
-ENGINES_STAMP := $(ENGINES_DIR)/.installed-claude-$(CLAUDE_CODE_VERSION)-codex-$(CODEX_VERSION)
+ENGINES_STAMP := $(ENGINES_DIR)/.installed-claude-$(CLAUDE_CODE_VERSION)-codex-$(CODEX_VERSION)-acp-$(CLAUDE_AGENT_ACP_VERSION)-$(CODEX_ACP_VERSION)
 
 engines:
 	@if ! command -v npm >/dev/null 2>&1; then \
@@ -49,7 +52,9 @@ engines:
 $(ENGINES_STAMP):
 	mkdir -p $(ENGINES_DIR)
 	npm install --prefix $(ENGINES_DIR) --no-audit --no-fund --loglevel=error \
-		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) @openai/codex@$(CODEX_VERSION)
+		@anthropic-ai/claude-code@$(CLAUDE_CODE_VERSION) @openai/codex@$(CODEX_VERSION) \
+		@zed-industries/claude-agent-acp@$(CLAUDE_AGENT_ACP_VERSION) \
+		@zed-industries/codex-acp@$(CODEX_ACP_VERSION)
 	$(ENGINES_DIR)/node_modules/.bin/claude --version
 	$(ENGINES_DIR)/node_modules/.bin/codex --version
 	rm -f $(ENGINES_DIR)/.installed-*

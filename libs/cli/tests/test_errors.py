@@ -148,3 +148,15 @@ def test_runner_with_an_unknown_engine_is_a_usage_error(seedline, nats_server, t
     result = seedline("runner", "--node-id", "mac-mini-1", "--engine", "nope", env=env)
     assert result.exit_code == 2
     assert "Unknown engine 'nope'" in result.stderr
+
+
+def test_runner_with_an_acp_agent_without_its_command_is_a_usage_error(seedline, tmp_path):
+    env = {"SEEDLINE_HOME": str(tmp_path)}
+    result = seedline("runner", "--node-id", "mac-mini-1", "--engine", "acp:gemini",
+                      "--acp", "gemini", env=env)
+    assert result.exit_code == 2
+    assert 'gemini="gemini --experimental-acp"' in result.stderr
+    result = seedline("runner", "--node-id", "mac-mini-1", "--engine", "acp:gemini",
+                      "--acp-permissions", "sometimes", env=env)
+    assert result.exit_code == 2
+    assert "--acp-permissions is allow or reject" in result.stderr

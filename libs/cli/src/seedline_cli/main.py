@@ -49,6 +49,8 @@ COMMANDS = (
       "and the HTTP API's OpenAPI document."),
     C("mcp", "mcp_cmd", "mcp",
       "Serve Seedline's MCP tools over stdio (an agent starts this command itself)."),
+    C("acp", "acp_cmd", "acp",
+      "Serve an editor on stdin/stdout (Zed, JetBrains, Neovim: an agent server command)."),
     C("tokens", "tokens_cmd", "tokens",
       "API tokens for the HTTP API, the console and MCP over HTTP."),
     C("rebuild", "rebuild_cmd", "rebuild",

@@ -38,7 +38,7 @@ def runner(
     engine: list[str] = typer.Option(
         ["scripted"],
         "--engine",
-        help="Engine to offer (scripted, claude, codex, openai); repeat for more.",
+        help="Engine to offer (scripted, claude, codex, openai, acp:NAME); repeat for more.",
     ),
     instances: Optional[str] = typer.Option(
         None,
@@ -67,6 +67,17 @@ def runner(
     codex_arg: list[str] = typer.Option(
         [], "--codex-arg", help="Extra argument for every codex exec run; repeat for more."
     ),
+    acp: list[str] = typer.Option(
+        [],
+        "--acp",
+        help='An ACP agent for engine acp:NAME, as NAME="COMMAND ARGS"; repeat for more '
+        "(default: the lines of SEEDLINE_ACP_AGENTS).",
+    ),
+    acp_permissions: str = typer.Option(
+        "reject",
+        "--acp-permissions",
+        help="How this machine answers an ACP agent's permission requests: allow or reject.",
+    ),
 ) -> None:
     """Run this machine as a runner that hosts engines.
 
@@ -79,6 +90,7 @@ def runner(
         raise UsageProblem("--engine must not be empty; for example --engine scripted.")
     served = _instances(instances)
     checkouts = _checkouts(repos_dir, repos_map)
+    acp_options = _acp_options(acp, acp_permissions)
     run_runner = _run_runner_function()
     settings = load_settings(ctx)
     asyncio.run(nats_answers(settings))
@@ -104,6 +116,7 @@ def runner(
             claude_args=tuple(claude_arg),
             codex_executable=codex_bin,
             codex_args=tuple(codex_arg),
+            **acp_options,
         )
         if inspect.isawaitable(result):
             asyncio.run(_until_signalled(result))
@@ -144,3 +157,19 @@ async def _until_signalled(awaitable) -> None:
         await task
     except asyncio.CancelledError:
         pass
+
+
+def _acp_options(specs: list[str], permissions: str) -> dict[str, object]:
+    """The runner's ACP options; none at all when no ACP agent is configured here."""
+    from seedline_runner.engines.acp_config import PERMISSION_POLICIES, parse_acp_agents
+
+    if permissions not in PERMISSION_POLICIES:
+        raise UsageProblem(f"--acp-permissions is allow or reject, not {permissions!r}.")
+    try:
+        agents = parse_acp_agents(specs)
+    except ValueError as error:
+        raise UsageProblem(str(error)) from error
+    options: dict[str, object] = {"acp_permission_policy": permissions}
+    if agents:
+        options["acp_agents"] = agents
+    return options

@@ -45,7 +45,13 @@ def presence_of(
         node_id=node_id,
         label=label,
         engines=list(engines),
-        stateless_engines=[name for name, engine in engines.items() if engine.stateless],
+        # An ACP agent that can neither load nor resume keeps no conversation of its own
+        # beyond its process (it says so in its first handshake).
+        stateless_engines=[
+            name
+            for name, engine in engines.items()
+            if engine.stateless or getattr(engine, "keeps_no_conversation", False)
+        ],
         protocol=PROTOCOL_VERSION,
         live=list(live),
         instances=list(instances),

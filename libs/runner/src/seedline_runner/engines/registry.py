@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .acp_config import ACP_ENGINE_PREFIX, acp_agent_name, parse_acp_agents
 from .base import Engine
 from .claude import ClaudeEngine
 from .codex import DEFAULT_CODEX_ARGS, CodexEngine
@@ -31,6 +32,10 @@ class EngineOptions:
     openai_model: str | None = None
     openai_api_key_env: str | None = "OPENAI_API_KEY"
     openai_system_prompt: str | None = None
+    # ACP agents by name (engine acp:NAME) -> command; default from SEEDLINE_ACP_AGENTS
+    # (one NAME=command per line). How their permission requests are answered.
+    acp_agents: Mapping[str, Sequence[str]] = field(default_factory=dict)
+    acp_permission_policy: str = "reject"
 
 
 def build_engines(
@@ -72,4 +77,31 @@ def build_engine(name: str, options: EngineOptions = EngineOptions()) -> Engine:
             api_key_env=options.openai_api_key_env,
             system_prompt=options.openai_system_prompt,
         )
-    raise ValueError(f"Unknown engine {name!r}; choose from: {', '.join(ENGINE_NAMES)}.")
+    if name.startswith(ACP_ENGINE_PREFIX):
+        # Imported only here: the protocol's SDK is large and most runners never need it.
+        from .acp import AcpEngine
+
+        agent = acp_agent_name(name) or ""
+        agents = dict(options.acp_agents) or acp_agents_setting()
+        if agent not in agents:
+            known = ", ".join(sorted(agents)) or "none"
+            raise ValueError(
+                f"The engine {name!r} needs its command: --acp {agent}=\"COMMAND ARGS\" "
+                f"(or a line {agent}=COMMAND in SEEDLINE_ACP_AGENTS); configured: {known}."
+            )
+        return AcpEngine(
+            agent,
+            agents[agent],
+            workdir=options.claude_workdir,
+            permission_policy=options.acp_permission_policy,  # type: ignore[arg-type]
+        )
+    raise ValueError(
+        f"Unknown engine {name!r}; choose from: {', '.join(ENGINE_NAMES)}, "
+        f"or {ACP_ENGINE_PREFIX}NAME for an ACP agent."
+    )
+
+
+def acp_agents_setting(environ: Mapping[str, str] = os.environ) -> dict[str, tuple[str, ...]]:
+    """ACP agents configured for this machine in ``SEEDLINE_ACP_AGENTS``."""
+    lines = environ.get("SEEDLINE_ACP_AGENTS", "").splitlines()
+    return parse_acp_agents([line for line in lines if line.strip()])

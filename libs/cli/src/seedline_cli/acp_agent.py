@@ -1,0 +1,256 @@
+"""Seedline as an Agent Client Protocol agent: an editor's conversations, on Seedline.
+
+``session/new`` opens a conversation on the repo of the editor's folder, on the machine
+and engine of the repo's live conversation (else ``--node``/``--engine``), and the first
+update is the open's notice: what the continuity decision was, in the words of 3.3.
+``session/prompt`` publishes the person's message as a ``chat_user`` entry; the platform
+delivers it to the repo's live conversation as a turn, or wakes one. What the engine then
+records in the repo's timeline streams back as updates (``acp_timeline``). The timeline
+has no end-of-turn mark, so a turn counts as answered once the engine has replied and
+then been quiet for ``quiet_seconds``. ``session/load`` replays a conversation's timeline,
+whatever engine or machine wrote it, then continues it like any other. ``session/cancel``
+stops the repo's live conversation (the next message wakes it again, with a brief).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from acp import (
+    PROTOCOL_VERSION,
+    InitializeResponse,
+    LoadSessionResponse,
+    NewSessionResponse,
+    PromptResponse,
+    RequestError,
+    update_agent_message_text,
+)
+from acp.schema import AgentCapabilities, Implementation
+from nats.aio.client import Client
+
+from seedline_contracts import subjects
+from seedline_contracts.times import now_text
+
+from .acp_timeline import UpdateWriter, repo_for
+from .errors import CliError
+from .nats_client import call
+
+# stdout carries the protocol, so this logs through logging (stderr), never structlog.
+log = logging.getLogger(__name__)
+
+_POLL_SECONDS = 0.2
+_PAGE = 500
+
+
+@dataclass(frozen=True)
+class AcpOptions:
+    instance: str
+    repo: str | None = None
+    repos_dir: Path | None = None
+    node: str | None = None
+    engine: str | None = None
+    # A turn is answered once the engine replied and then said nothing for this long.
+    quiet_seconds: float = 3.0
+    # A turn that gets no reply at all is given up after this long.
+    turn_timeout_seconds: float = 600.0
+
+
+@dataclass
+class _Conversation:
+    session_id: str
+    repo: str
+    # The newest repo seq already shown to the editor.
+    cursor: int
+    writer: UpdateWriter = field(default_factory=UpdateWriter)
+    cancelled: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class SeedlineAcpAgent:
+    def __init__(self, nc: Client, options: AcpOptions) -> None:
+        self._nc = nc
+        self._options = options
+        self._conversations: dict[str, _Conversation] = {}
+        self._client: Any = None
+
+    def on_connect(self, conn: Any) -> None:
+        self._client = conn
+
+    async def initialize(self, protocol_version: int, **kwargs: Any) -> InitializeResponse:
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(load_session=True),
+            agent_info=Implementation(name="seedline", title="Seedline", version="1"),
+        )
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> None:
+        return None
+
+    async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
+        repo = repo_for(cwd, self._options.repo, self._options.repos_dir)
+        node, engine = await self._machine_and_engine(repo)
+        reply = await self._call(
+            subjects.API_SESSIONS_OPEN,
+            {"instance_id": self._options.instance, "repo": repo, "engine": engine,
+             "node_id": node, "request_id": f"acp-{uuid.uuid4().hex}"},
+            "continuity-resolver",
+            timeout=60.0,
+        )
+        session_id = reply["session_id"]
+        conversation = _Conversation(session_id, repo, cursor=await self._newest_seq(repo))
+        self._conversations[session_id] = conversation
+        notice = (reply.get("notice") or {}).get("chat") or "The conversation is open."
+        # Sent once the editor has the reply naming the conversation it belongs to.
+        asyncio.get_running_loop().call_soon(
+            lambda: asyncio.ensure_future(self._say(session_id, notice))
+        )
+        return NewSessionResponse(session_id=session_id)
+
+    async def load_session(self, cwd: str, session_id: str, **kwargs: Any) -> LoadSessionResponse:
+        repo = repo_for(cwd, self._options.repo, self._options.repos_dir)
+        entries = await self._entries(repo, session_id=session_id, after=0)
+        if not entries:
+            raise RequestError.resource_not_found(f"{repo} conversation {session_id}")
+        conversation = _Conversation(session_id, repo, cursor=await self._newest_seq(repo))
+        for entry in entries:
+            for update in conversation.writer.updates(entry):
+                await self._client.session_update(session_id=session_id, update=update)
+        self._conversations[session_id] = conversation
+        return LoadSessionResponse()
+
+    async def prompt(self, prompt: list[Any], session_id: str, **kwargs: Any) -> PromptResponse:
+        conversation = self._conversations.get(session_id)
+        if conversation is None:
+            raise RequestError.invalid_params({"sessionId": "unknown here; open or load it first"})
+        text = "".join(getattr(block, "text", "") or "" for block in prompt)
+        conversation.cancelled.clear()
+        appended = await self._call(
+            subjects.API_TIMELINE_APPEND,
+            {"entry_id": f"acp-{uuid.uuid4().hex}", "instance_id": self._options.instance,
+             "repo": conversation.repo, "session_id": session_id, "kind": "chat_user",
+             "content": text, "at": now_text()},
+            "timeline-writer",
+        )
+        conversation.writer.updates({"seq": appended["seq"], "kind": "chat_user", "content": text})
+        conversation.cursor = max(conversation.cursor, int(appended["seq"]))
+        return PromptResponse(stop_reason=await self._follow_turn(conversation))
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        conversation = self._conversations.get(session_id)
+        if conversation is None:
+            return
+        try:
+            live = await self._live_of(conversation.repo)
+            if live is not None:
+                await self._call(
+                    subjects.API_SESSIONS_STOP,
+                    {"session_id": live["session_id"], "reason": "stopped from the editor"},
+                    "runner-gateway",
+                )
+        finally:
+            # The turn answers "cancelled" only once the engine has been stopped.
+            conversation.cancelled.set()
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    async def _follow_turn(self, conversation: _Conversation) -> str:
+        """Stream the repo's new entries until the engine has answered and gone quiet."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self._options.turn_timeout_seconds
+        answered_at: float | None = None
+        while True:
+            if conversation.cancelled.is_set():
+                return "cancelled"
+            entries = await self._entries(conversation.repo, after=conversation.cursor)
+            for entry in entries:
+                conversation.cursor = max(conversation.cursor, int(entry["seq"]))
+                if entry.get("kind") == "chat_user":
+                    continue  # this message, or one from elsewhere: not the engine's answer
+                for update in conversation.writer.updates(entry):
+                    await self._client.session_update(
+                        session_id=conversation.session_id, update=update
+                    )
+                if entry.get("kind") in ("chat_assistant", "outcome"):
+                    answered_at = loop.time()
+            if entries and answered_at is not None:
+                answered_at = loop.time()
+            now = loop.time()
+            if answered_at is not None and now - answered_at >= self._options.quiet_seconds:
+                return "end_turn"
+            if answered_at is None and now > give_up:
+                await self._say(conversation.session_id, "No answer came in time; the message is kept in the timeline.")
+                return "end_turn"
+            try:
+                await asyncio.wait_for(conversation.cancelled.wait(), _POLL_SECONDS)
+            except asyncio.TimeoutError:
+                pass
+
+    async def _entries(
+        self, repo: str, *, after: int, session_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Entries of the repo (or of one conversation) with seq above ``after``, oldest first."""
+        found: list[dict[str, Any]] = []
+        before: int | None = None
+        while True:
+            page = await self._call(
+                subjects.API_TIMELINE_READ,
+                {"instance_id": self._options.instance, "repo": repo,
+                 "session_id": session_id, "before_seq": before, "limit": _PAGE},
+                "timeline-writer",
+            )
+            rows = [row for row in page.get("entries", []) if int(row["seq"]) > after]
+            found = rows + found
+            entries = page.get("entries", [])
+            if not page.get("has_more") or not entries or int(entries[0]["seq"]) <= after + 1:
+                return found
+            before = int(entries[0]["seq"])
+
+    async def _newest_seq(self, repo: str) -> int:
+        page = await self._call(
+            subjects.API_TIMELINE_READ,
+            {"instance_id": self._options.instance, "repo": repo, "limit": 1},
+            "timeline-writer",
+        )
+        entries = page.get("entries") or []
+        return int(entries[-1]["seq"]) if entries else 0
+
+    async def _live_of(self, repo: str) -> dict[str, Any] | None:
+        listed = await self._call(
+            subjects.API_SESSIONS_LIST, {"instance_id": self._options.instance}, "runner-gateway"
+        )
+        return next((c for c in listed.get("conversations", []) if c.get("repo") == repo), None)
+
+    async def _machine_and_engine(self, repo: str) -> tuple[str, str]:
+        live = await self._live_of(repo)
+        node = self._options.node or (live or {}).get("node_id")
+        engine = self._options.engine or (live or {}).get("engine")
+        if not node or not engine:
+            raise RequestError.invalid_params(
+                {"message": f"{repo} has no live conversation to take the machine and engine "
+                            "from: start seedline acp with --node and --engine."}
+            )
+        return node, engine
+
+    async def _say(self, session_id: str, text: str) -> None:
+        try:
+            await self._client.session_update(
+                session_id=session_id, update=update_agent_message_text(text)
+            )
+        except Exception:
+            log.warning("a notice for %s could not be sent", session_id)
+
+    async def _call(
+        self, subject: str, body: dict[str, Any], service: str, timeout: float = 15.0
+    ) -> dict[str, Any]:
+        try:
+            return await call(self._nc, subject, body, service=service, timeout=timeout)
+        except CliError as error:
+            raise RequestError.internal_error({"message": str(error)}) from error
