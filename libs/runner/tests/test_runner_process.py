@@ -755,3 +755,24 @@ async def test_a_runner_stopped_right_after_a_launch_still_says_so_and_leaves(nc
     with pytest.raises(KeyNotFoundError):
         await kv.get(presence_key(NODE))
     await nc.flush(timeout=2)  # the shared connection still reads
+
+
+# Fencing (CONTRACT.md 4, 1.2) -------------------------------------------------
+
+
+async def test_a_newer_fence_ends_the_repos_older_engine_and_an_older_one_is_refused(
+    nc, start_runner
+):
+    runner = await start_runner({"scripted": ScriptedEngine()})
+    first = await ask(nc, "launch", {**launch_body("csess_1"), "fence": 5})
+    assert first["accepted"] is True
+    newer = await ask(nc, "launch", {**launch_body("csess_2"), "fence": 9})
+    assert newer["accepted"] is True
+    assert runner.live_conversations == ["csess_2"]  # one engine per repo on this machine
+    older = await ask(nc, "launch", {**launch_body("csess_3"), "fence": 7})
+    assert older["accepted"] is False and "later open" in older["reason"]
+    assert_person_facing(older["reason"])
+    other_repo = await ask(nc, "launch", {**launch_body("csess_4"), "repo": "apps/other",
+                                          "fence": 1})
+    assert other_repo["accepted"] is True
+    assert sorted(runner.live_conversations) == ["csess_2", "csess_4"]

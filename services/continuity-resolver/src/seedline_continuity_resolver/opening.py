@@ -126,7 +126,7 @@ class Opener:
                 request.instance_id, request.request_id, session_id
             )
             if first is not None:
-                return await self._first_reply(first)
+                return await self._first_reply(first, request.request_id)
         return await self._decide_and_wait(request, session_id)
 
     async def wake(self, event: WakeRequested, event_seq: int | None = None) -> None:
@@ -147,7 +147,7 @@ class Opener:
 
     async def _decide_and_wait(self, request: OpenRequest, session_id: str) -> bytes:
         messages = await self._decision_events(request, session_id)
-        return await self._record_and_wait(session_id, messages)
+        return await self._record_and_wait(session_id, messages, request)
 
     async def _decision_events(self, request: OpenRequest, session_id: str,
                                ends: dict[str, int] | None = None) -> list[Outgoing]:
@@ -283,18 +283,30 @@ class Opener:
     async def _record(self, messages: list[Outgoing]) -> None:
         await self._publisher.publish(messages)
 
-    async def _record_and_wait(self, session_id: str, messages: list[Outgoing]) -> bytes:
+    async def _record_and_wait(self, session_id: str, messages: list[Outgoing],
+                               request: OpenRequest | None = None) -> bytes:
         future = self._pending.expect(session_id)
         try:
             await self._record(messages)
             return await asyncio.wait_for(future, self._settings.open_timeout)
         except TimeoutError:
             stored = await self._repo.reply_for_request(session_id)
-            return stored or _error("timeout", error_message("timeout"))
+            return stored or await self._still_going(session_id, request)
         finally:
             self._pending.forget(session_id)
 
-    async def _first_reply(self, session_id: str) -> bytes:
+    async def _still_going(self, session_id: str, request: OpenRequest | None) -> bytes:
+        """The `timeout` of an open that goes on (1.2): it names the request_id that gets its
+        answer. An open sent without one is given its conversation's id as its request_id."""
+        if request is None:
+            return _error("timeout", error_message("timeout"))
+        request_id = request.request_id
+        if request_id is None:
+            request_id = session_id
+            await self._repo.claim_request(request.instance_id, request_id, session_id)
+        return _error("timeout", error_message("timeout", request_id=request_id))
+
+    async def _first_reply(self, session_id: str, request_id: str | None = None) -> bytes:
         """The first request's reply, waiting while it is still in flight."""
         future = self._pending.expect(session_id)
         try:
@@ -308,7 +320,7 @@ class Opener:
                     return await asyncio.wait_for(asyncio.shield(future), 0.2)
                 except TimeoutError:
                     continue
-            return _error("timeout", error_message("timeout"))
+            return _error("timeout", error_message("timeout", request_id=request_id))
         finally:
             self._pending.forget(session_id)
 
