@@ -246,10 +246,11 @@ class BatchConsumer:
             start, end = info.ack_floor.stream_seq + 1, max(held)
             missing = set(range(start, end + 1)) - held.keys()
             if missing:
-                for subject in self._filters:
-                    async for older in replay(self._js, self.stream, subject, min(missing), end):
-                        held.update((m.metadata.sequence.stream, m) for m in older
-                                    if m.metadata.sequence.stream not in held)
+                # One read of the range (a read per filter waited out each empty one).
+                async for older in replay(self._js, self.stream, ">", min(missing), end):
+                    held.update((m.metadata.sequence.stream, m) for m in older
+                                if m.metadata.sequence.stream not in held
+                                and any(subject_matches(m.subject, f) for f in self._filters))
         except Exception as exc:
             log.warning("older_pending_unread", stream=self.stream, error=repr(exc))
             return None
@@ -338,3 +339,14 @@ class BatchConsumer:
             except Exception:
                 # A lost ack means a redelivery, which every handler treats as a no-op.
                 log.warning("ack_failed", stream=self.stream, seq=msg.metadata.sequence.stream)
+
+
+def subject_matches(subject: str, pattern: str) -> bool:
+    """NATS subject matching: `*` is one token, a final `>` one or more."""
+    tokens, wanted = subject.split("."), pattern.split(".")
+    for i, want in enumerate(wanted):
+        if want == ">":
+            return len(tokens) > i
+        if i >= len(tokens) or (want != "*" and want != tokens[i]):
+            return False
+    return len(tokens) == len(wanted)
