@@ -114,6 +114,9 @@ class Opener:
         try:
             request = decode(msg.data, OpenRequest)
         except msgspec.ValidationError as exc:
+            asked_again = await self._asked_again(msg.data)
+            if asked_again is not None:
+                return asked_again
             return _error("invalid_request", f"The open request is not valid: {exc}.")
         except msgspec.DecodeError:
             return _error("not_json", error_message("not_json"))
@@ -128,6 +131,23 @@ class Opener:
             if first is not None:
                 return await self._first_reply(first, request.request_id)
         return await self._decide_and_wait(request, session_id)
+
+    async def _asked_again(self, data: bytes) -> bytes | None:
+        """A body naming only an instance and a request_id asks for that open's answer
+        (`seedline open --request-id`, 1.2): the first reply, never a second open."""
+        try:
+            again = msgspec.json.decode(data, type=_AskAgain)
+        except msgspec.MsgspecError:
+            return None
+        if name_problem(again.instance_id) or not 1 <= len(again.request_id) <= MAX_ENTRY_ID_CHARS:
+            return None
+        first = await self._repo.session_for_request(again.instance_id, again.request_id)
+        if first is None:
+            return _error("not_found", (
+                "No open with that request_id is known on this instance; check the id, or "
+                "send the whole open request to start one."
+            ))
+        return await self._first_reply(first, again.request_id)
 
     async def wake(self, event: WakeRequested, event_seq: int | None = None) -> None:
         """Open the conversation a person's message woke; nobody waits for the reply.
@@ -323,6 +343,11 @@ class Opener:
             return _error("timeout", error_message("timeout", request_id=request_id))
         finally:
             self._pending.forget(session_id)
+
+
+class _AskAgain(msgspec.Struct):
+    instance_id: str
+    request_id: str
 
 
 def _event(event) -> Outgoing:
