@@ -78,6 +78,8 @@ class Resolver:
             meaning = lifecycle_event(event, self._seq)
             if meaning is not None:
                 request_id = getattr(getattr(event, "plan", None), "request_id", None)
+                if request_id is None and getattr(event, "plan", None) is not None:
+                    request_id = event.session_id  # as the app's fold does
                 steps.append((self._seq, event.session_id, meaning, reply_of(event), request_id))
         await self.repo.apply_lifecycle(steps, self._seq)
 

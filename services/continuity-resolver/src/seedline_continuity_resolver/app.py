@@ -148,7 +148,10 @@ def lifecycle_steps(msgs: Sequence[Msg]) -> list[LifecycleStep]:
         meaning = lifecycle_event(event, seq)
         if meaning is None:
             continue
-        request_id = event.plan.request_id if isinstance(event, (Opened, OpenFailed)) else None
+        # An open sent without a request_id that timed out was given its conversation's id
+        # as one (opening.py): its answer is kept under that claim.
+        request_id = (event.plan.request_id or event.session_id
+                      if isinstance(event, (Opened, OpenFailed)) else None)
         steps.append((seq, event.session_id, meaning, reply_of(event), request_id))
     return steps
 
