@@ -232,6 +232,8 @@ class ConversationState(RuleBasedStateMachine):
             repos = Counter((c.instance_id, c.repo) for session_id in sample
                             if (c := self.model.by_id.get(session_id)) is not None)
             twice = [repo for repo, n in repos.items() if n > 1]
+            if twice:
+                self.h.trace(f"  hosted twice at once: {twice} ({sorted(sample)})")
             assert not twice, f"{what}: {twice} hosted twice at once ({sorted(sample)})"
 
     async def _presence_differs(self) -> dict | None:

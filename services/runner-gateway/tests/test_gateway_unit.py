@@ -286,3 +286,15 @@ async def test_a_launch_the_machine_cannot_take_leaves_the_live_conversation_alo
     await gw.fold()
     assert gw.events("stopped") == []
     assert [h.session_id for h in await gw.state.all_live()] == ["csess_a"]
+
+
+async def test_a_stop_two_copies_record_at_once_tells_the_machine_and_the_person_once(gw):
+    gw.online("mac")
+    await gw.open("csess_a")
+    held = await gw.state.held("csess_a")
+    notice = lambda at: ("told", at)  # noqa: E731 - what the person would be sent
+    for _ in range(2):  # both copies saw the machine go, before either's stop was folded
+        await gw.stopper.end(held, "runner_offline", notice=notice)
+    assert len(gw.events("stopped")) == 1
+    assert gw.machines.stops == [("mac", "csess_a", "runner_offline")]
+    assert len(gw.notifier.sent) == 1
