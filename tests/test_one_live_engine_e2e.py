@@ -86,6 +86,7 @@ async def test_two_opens_while_the_composer_is_paused_never_run_two_engines(syst
         first = asyncio.create_task(_open(system, "open-a"))
         await asyncio.sleep(3)
         second = asyncio.create_task(_open(system, "open-b"))
+        await system.wait_for(lambda: _decided(system, 2))  # both decided while held
         await asyncio.sleep(1)
         pause.release()
         a, b = await asyncio.gather(first, second)
@@ -96,6 +97,10 @@ async def test_two_opens_while_the_composer_is_paused_never_run_two_engines(syst
     assert watch.most_at_once == 1 and watch.seen == {b["session_id"]}
     live = (await system.request(subjects.API_SESSIONS_LIST, {}))["conversations"]
     assert [c["session_id"] for c in live] == [b["session_id"]]
+
+
+async def _decided(system, n: int) -> bool:
+    return len(await system.session_events("continuity_decided")) >= n
 
 
 async def test_opens_that_time_out_and_are_retried_by_request_id_open_once(system):
@@ -143,7 +148,7 @@ async def test_twenty_turns_reach_the_machine_in_order_once_with_two_copies(syst
     async def all_turns():
         return len(engine.prompts) >= 20
 
-    await system.wait_for(all_turns, timeout=30)
+    await system.wait_for(all_turns, timeout=60)
     await asyncio.sleep(1)
     assert [p for _, p in engine.prompts] == [f"turn {n}" for n in range(20)]
     assert {c for c, _ in engine.prompts} == {opened["session_id"]}
