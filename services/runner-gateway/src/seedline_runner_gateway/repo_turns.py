@@ -5,9 +5,9 @@ go out; this turn says when. A launch checks the fence, stops what it replaces a
 reaches its machine while holding its repo's turn, so two copies never launch on one
 repo at once and an older decision never lands after a newer one.
 
-Across copies the turn is a Postgres session advisory lock on the gateway's own
-database: it is released when its holder's connection ends (a copy that dies lets the
-next one go), and a copy that waits longer than LOCK_WAIT (a holder paused) gives the
+Across copies the turn is a Postgres transaction advisory lock on the gateway's own
+database: it is released when its holder's transaction or connection ends (a copy that
+dies lets the next one go), and a copy that waits longer than LOCK_WAIT (a holder paused) gives the
 message back to be tried again instead of holding a worker for ever.
 """
 
@@ -56,14 +56,13 @@ class PostgresRepoTurns:
     async def hold(self, instance_id: str, repo: str) -> AsyncIterator[None]:
         key = f"launch:{instance_id}\n{repo}"  # names never hold control characters
         async with self._local.hold(instance_id, repo), self._pool.connection() as conn:
-            try:
-                await conn.execute(f"SET lock_timeout = '{LOCK_WAIT}'")
-                await conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (key,))
-            except psycopg.errors.LockNotAvailable:
-                raise Outage(f"another copy holds the launch turn of {repo}") from None
-            try:
+            # A transaction's lock: it ends with the transaction whatever ends the launch
+            # (an error, a cancel, the connection dropped), never left on a pooled connection.
+            async with conn.transaction():
+                try:
+                    await conn.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'")
+                    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                                       (key,))
+                except psycopg.errors.LockNotAvailable:
+                    raise Outage(f"another copy holds the launch turn of {repo}") from None
                 yield
-            finally:
-                await conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))",
-                                   (key,))
-                await conn.execute("RESET lock_timeout")
