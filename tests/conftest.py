@@ -1,10 +1,16 @@
 """The whole system in one event loop: four services against real servers, and
-runners on the same NATS, so end-to-end tests can drive it like a person would."""
+runners on the same NATS, so end-to-end tests can drive it like a person would.
+
+``SEEDLINE_TEST_COPIES=2`` runs every service as two copies on the same durable
+consumers and the same database, as an operator scaling out runs them (the
+``system`` fixture of every end-to-end test); ``system_copies`` always runs two.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
@@ -32,6 +38,8 @@ class System:
     _gateway_running: object = None
     writer: object = None
     resolver: object = None
+    # Further copies of each service (SEEDLINE_TEST_COPIES > 1), beside the ones above.
+    copies: list = field(default_factory=list)
 
     @property
     def apps(self) -> list:
@@ -78,6 +86,10 @@ class System:
         self._gateway_running = running(create_gateway(self.settings))
         self.gateway = await self._gateway_running.__aenter__()
 
+    def hosted(self) -> dict[str, list[str]]:
+        """What each machine says it hosts now (its own list, not the platform's)."""
+        return {node: runner.live_conversations for node, (runner, _) in self.runners.items()}
+
     async def stop_runner(self, node_id: str) -> None:
         runner, nc = self.runners.pop(node_id)
         await runner.stop()
@@ -105,8 +117,24 @@ class System:
         return out
 
 
+def _copies() -> int:
+    return max(1, int(os.environ.get("SEEDLINE_TEST_COPIES", "1")))
+
+
 @pytest.fixture
 async def system(settings):
+    async for system in _system(settings, _copies()):
+        yield system
+
+
+@pytest.fixture
+async def system_copies(settings):
+    """Two copies of every service, whatever SEEDLINE_TEST_COPIES says."""
+    async for system in _system(settings, max(2, _copies())):
+        yield system
+
+
+async def _system(settings, copies: int):
     async with AsyncExitStack() as stack:
         writer = await stack.enter_async_context(running(create_writer(settings)))
         resolver = await stack.enter_async_context(running(create_resolver(settings)))
@@ -122,4 +150,7 @@ async def system(settings):
             await system._gateway_running.__aexit__(None, None, None)
 
         stack.push_async_callback(stop_gateway)
+        for _ in range(copies - 1):
+            for create in (create_writer, create_resolver, create_composer, create_gateway):
+                system.copies.append(await stack.enter_async_context(running(create(settings))))
         yield system

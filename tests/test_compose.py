@@ -116,6 +116,19 @@ def test_every_process_runs_a_console_script_its_package_installs():
         assert processes[service][:2] == (service, service)
 
 
+def test_every_service_scales_out_and_the_file_says_how():
+    """Copies of a service share its consumers (CONTRACT.md Processes, 1.2): nothing in a
+    service's spec may name one container (a container name, a host port, a hostname)."""
+    services = compose()["services"]
+    for name in SERVICES:
+        spec = services[name]
+        assert not {"container_name", "ports", "hostname"} & spec.keys(), name
+    header = COMPOSE.read_text().split("\nname:")[0]
+    assert "docker compose up" in header.split("Scaling out")[1]
+    shown = set(re.findall(r"--scale [\w-]+=\d+", header))
+    assert {f"--scale {name}=2" for name in SERVICES} <= shown
+
+
 def test_every_seedline_variable_is_a_setting():
     used = set(re.findall(r"\bSEEDLINE_[A-Z0-9_]+", COMPOSE.read_text()))
     used |= set(re.findall(r"\bSEEDLINE_[A-Z0-9_]+", DOCKERFILE.read_text()))

@@ -42,6 +42,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import asyncio
+
+import nats.errors
 import pytest
 from hypothesis import HealthCheck, seed, settings
 from hypothesis import strategies as st
@@ -87,6 +90,12 @@ RUN = secrets.token_hex(2)
 # `make test` draws from this seed (reproducible); `make test-faults` from a fresh one.
 FIXED_SEED = 20261202
 REFUSED = "the engine found no conversation to continue"
+# Scaling out and slowness (CONTRACT.md 4, 1.2): SEEDLINE_MODEL_COPIES=2 runs two copies of
+# every service; SEEDLINE_MODEL_PAUSES=1 adds opens made while a service copy is paused
+# (SIGSTOP) for a random span, retried by request_id as a timed-out caller is told to.
+COPIES = max(1, int(os.environ.get("SEEDLINE_MODEL_COPIES", "1")))
+PAUSES = os.environ.get("SEEDLINE_MODEL_PAUSES", "") not in ("", "0")
+PAUSE_SPANS = (0.5, 3.0, 12.0)
 
 
 @dataclass
@@ -229,7 +238,22 @@ class ConversationState(RuleBasedStateMachine):
             assert not wording_violations(notice["text"]), notice
         assert new["rejected"] == [], f"{what}: rejected {new['rejected']}"
         self._check_live(what)
+        self._check_hosted_once(what)
         return new
+
+    def _check_hosted_once(self, what: str) -> None:
+        """No repo was hosted twice at any moment of the step, by the machines' own presence."""
+        async def take():
+            return self.p.watch.take()
+
+        self.h.stats.rules["hosting samples checked"] += 1
+        for sample in self.run(take()):
+            repos = Counter((c.instance_id, c.repo) for session_id in sample
+                            if (c := self.model.by_id.get(session_id)) is not None)
+            twice = [repo for repo, n in repos.items() if n > 1]
+            if twice:
+                self.h.trace(f"  hosted twice at once: {twice} ({sorted(sample)})")
+            assert not twice, f"{what}: {twice} hosted twice at once ({sorted(sample)})"
 
     async def _presence_differs(self) -> dict | None:
         """Each online machine hosts exactly the model's live conversations on it."""
@@ -535,6 +559,60 @@ class ConversationState(RuleBasedStateMachine):
         self.model.machine_started(node_id, self.p.machines[node_id].generation)
         self._settle(mark, expected, f"{node_id} restarted")
 
+    @precondition(lambda self: PAUSES)
+    @rule(name=st.sampled_from(SERVICES), copy=st.integers(0, 1),
+          span=st.sampled_from(PAUSE_SPANS), which=st.integers(0, 1),
+          repo=st.sampled_from(REPOS), instruction=st.booleans())
+    def open_while_paused(self, name, copy, span, which, repo, instruction):
+        """An open while a copy of a service is stopped (SIGSTOP): the caller times out and
+        asks again with its request_id until it has the answer; one conversation opens."""
+        self._count("open_while_paused", name=name, copy=copy, span=span, which=which,
+                    repo=repo, instruction=instruction)
+        procs = self.p.every_copy(name)
+        proc = procs[copy % len(procs)]
+        instance_id = self.instances[which]
+        node_id = self.model.last_open.get((instance_id, repo), ("m1",))[0]
+        what = f"open {repo} of {instance_id[-1]} on {node_id} while {name} is paused {span} s"
+        verdict = self.model.predict_open(instance_id, repo, "scripted", node_id, False)
+        body = {"instance_id": instance_id, "repo": repo, "engine": "scripted",
+                "node_id": node_id, "request_id": f"paused-{self.n}"}
+        if instruction:
+            body["instruction"] = f"instruction {self.n}"
+        mark = self._mark()
+        reply, retries = self.run(self._open_while_paused(proc, span, body))
+        self.h.stats.rules["retries by request_id"] += retries
+        self.h.trace(f"  model {verdict}; reply {_brief_reply(reply)} after {retries} retries")
+        self._check_reply(reply, verdict, node_id, what)
+        session_id = (reply["session_id"] if reply["ok"]
+                      else self._created(mark, "open_requested", instance_id, repo))
+        self.mine.add(session_id)
+        expected = Expected()
+        self.model.open(verdict, session_id, instance_id, repo, "scripted", node_id,
+                        instruction_entry=instruction, instructed=instruction, expected=expected)
+        new = self._settle(mark, expected, what)
+        self._check_decided(new, session_id, verdict, what)
+        opens = [e for e in new["events"] if e["type"] == "open_requested"]
+        assert len(opens) == 1, f"{what}: {len(opens)} opens for one request_id"
+
+    async def _open_while_paused(self, proc, span: float, body: dict) -> tuple[dict, int]:
+        paused = asyncio.create_task(self.p.pause(proc, span))
+        await asyncio.sleep(0.05)
+        retries = 0
+        try:
+            while True:
+                try:
+                    reply = await self.p.request(subjects.API_SESSIONS_OPEN, body, timeout=8)
+                except (nats.errors.TimeoutError, asyncio.TimeoutError):
+                    retries += 1  # the copy that took the request is paused: ask again
+                    continue
+                if reply.get("ok") or reply["error"]["code"] != "timeout":
+                    return reply, retries
+                assert body["request_id"] in reply["error"]["message"], reply
+                retries += 1
+                await asyncio.sleep(0.5)
+        finally:
+            await paused
+
     @rule(name=st.sampled_from(SERVICES), act=ONE_IN_8)
     def kill_service(self, name, act):
         """SIGKILL and start again: nothing visible may change."""
@@ -662,7 +740,7 @@ def harness(postgres_server):
         platform = Platform(nats_url=nats_proc.url, monitor_url=nats_proc.monitor_url,
                             database_url=database_url, logs=workdir)
         try:
-            loop.run(platform.start(MACHINES))
+            loop.run(platform.start(MACHINES, copies=COPIES))
             yield Harness(platform, loop, datetime.now(UTC))
         finally:
             platform.close()
@@ -711,5 +789,7 @@ def test_conversation_state_matches_the_model_step_by_step(harness, request, cap
     finally:
         with capsys.disabled():
             print(f"\n{harness.stats.line(time.monotonic() - began)}; "
+                  f"{COPIES} cop{'y' if COPIES == 1 else 'ies'} of each service; "
+                  f"{harness.platform.watch.samples} presence samples; "
                   f"logs in {harness.platform.logs}")
     assert harness.stats.steps >= target

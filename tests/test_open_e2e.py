@@ -92,14 +92,18 @@ async def test_clean_slate_offers_no_brief_and_reads_no_timeline(system):
     await system.start_runner()
     await system.append(1)
     reads = []
-    reader = system.composer.composer.reader
-    original = reader.newest_first
+    # Every copy of the composer (SEEDLINE_TEST_COPIES): any of them may take the decision.
+    for app in [system.composer, *system.copies]:
+        if not hasattr(app, "composer"):
+            continue
+        reader = app.composer.reader
+        original = reader.newest_first
 
-    async def counting(*args, **kwargs):
-        reads.append(args)
-        return await original(*args, **kwargs)
+        async def counting(*args, original=original, **kwargs):
+            reads.append(args)
+            return await original(*args, **kwargs)
 
-    reader.newest_first = counting
+        reader.newest_first = counting
     reply = await system.open(clean_slate=True)
     assert reply["ok"] and reply["brief"] is None and reply["outcome"] == "fresh"
     assert reads == []

@@ -227,7 +227,13 @@ up() {
     # Each depends_on waits for a health check that passes, and --wait returns once every
     # container with a health check passes it, as `docker compose up --wait` does. It takes
     # seconds; exit code 124 means a check never passed in 300.
-    compose 300 up -d --wait --no-build > "$logs/compose-up.log" 2>&1 \
+    # SEEDLINE_CONTAINER_COPIES=N runs N copies of each of the four services, as the scale
+    # example at the top of docker-compose.yml does.
+    local scale=()
+    for service in timeline-writer continuity-resolver seed-composer runner-gateway; do
+        scale+=(--scale "$service=${SEEDLINE_CONTAINER_COPIES:-1}")
+    done
+    compose 300 up -d --wait --no-build "${scale[@]}" > "$logs/compose-up.log" 2>&1 \
         || { echo "compose up failed ($?; 124: not up within 300 s)" >&2
              tail -40 "$logs/compose-up.log" >&2; return 1; }
     # podman asks systemd for health-check timers on every start; with none here the

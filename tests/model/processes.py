@@ -125,6 +125,9 @@ class Platform:
         self.nats_url = nats_url
         self.logs = logs
         self.services: dict[str, subprocess.Popen] = {}
+        # Further copies of each service, beside the one in `services` (SEEDLINE_MODEL_COPIES).
+        self.copies: dict[str, list[subprocess.Popen]] = {name: [] for name in SERVICES}
+        self.watch = HostingWatch()
         self._service_ids: dict[str, set[str]] = {name: set() for name in SERVICES}
         self.machines: dict[str, Machine] = {}
         self.seen = Observed()
@@ -141,16 +144,36 @@ class Platform:
         return subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
 
-    async def start(self, machines: dict[str, str]) -> None:
+    async def start(self, machines: dict[str, str], copies: int = 1) -> None:
         self.nc = await nats.connect(self.nats_url, max_reconnect_attempts=-1)
         self.js = self.nc.jetstream()
         # The writer first: it creates the streams the others bind to.
         await self.start_service("timeline-writer")
         await asyncio.gather(*(self.start_service(n) for n in SERVICES[1:]))
+        for _ in range(copies - 1):
+            for name in SERVICES:  # one at a time: each is told apart by its discovery id
+                await self.start_copy(name)
         self.kv = await self.js.key_value(subjects.RUNNERS_BUCKET)
         for node_id, label in machines.items():
             self.machines[node_id] = Machine(node_id, label)
             await self.start_machine(node_id)
+        self.watch.start(self)
+
+    async def start_copy(self, name: str) -> None:
+        index = len(self.copies[name]) + 2
+        self.copies[name].append(self._spawn([str(BIN / name)], f"{name}-{index}"))
+        await self._until(lambda: self._new_service_id(name), 60, f"{name} copy {index} ready")
+
+    def every_copy(self, name: str) -> list[subprocess.Popen]:
+        return [self.services[name], *self.copies[name]]
+
+    async def pause(self, proc: subprocess.Popen, seconds: float) -> None:
+        """SIGSTOP for a span, then SIGCONT: a process that is slow, not gone."""
+        proc.send_signal(signal.SIGSTOP)
+        try:
+            await asyncio.sleep(seconds)
+        finally:
+            proc.send_signal(signal.SIGCONT)
 
     async def start_service(self, name: str) -> None:
         self.services[name] = self._spawn([str(BIN / name)], name)
@@ -222,10 +245,15 @@ class Platform:
         return entry.revision
 
     def close(self) -> None:
+        for proc in [*self.services.values(), *(p for c in self.copies.values() for p in c)]:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGCONT)  # a paused one must be able to stop
         stop_processes([m.proc for m in self.machines.values() if m.proc]
-                       + list(self.services.values()))
+                       + list(self.services.values())
+                       + [p for c in self.copies.values() for p in c])
 
     async def disconnect(self) -> None:
+        await self.watch.stop()
         if self.nc is not None and not self.nc.is_closed:
             await self.nc.close()
 
@@ -296,3 +324,45 @@ class Platform:
             if loop.time() > deadline:
                 raise NotSettled(f"not in {timeout:.0f} s: {what}")
             await asyncio.sleep(0.02)
+
+
+class HostingWatch:
+    """What every machine says it hosts (its presence `live`), sampled all the time.
+
+    Keeps each sample that names more than one conversation, so that a caller who knows
+    which repo each conversation is of can tell whether any moment had one repo hosted
+    twice (CONTRACT.md 4, 1.2), not only whether the settled state is right.
+    """
+
+    def __init__(self, every: float = 0.05) -> None:
+        self.every = every
+        self.samples = 0
+        self.crowded: list[frozenset[str]] = []
+        self._task: asyncio.Task | None = None
+
+    def start(self, platform: "Platform") -> None:
+        self._task = asyncio.get_running_loop().create_task(self._sample(platform))
+
+    async def _sample(self, platform: "Platform") -> None:
+        while True:
+            hosted: set[str] = set()
+            for node_id in list(platform.machines):
+                try:
+                    presence = await platform.presence(node_id)
+                except Exception:
+                    presence = None
+                hosted |= set((presence or {}).get("live") or [])
+            self.samples += 1
+            if len(hosted) > 1 and (not self.crowded or self.crowded[-1] != hosted):
+                self.crowded.append(frozenset(hosted))
+            await asyncio.sleep(self.every)
+
+    def take(self) -> list[frozenset[str]]:
+        taken, self.crowded = self.crowded, []
+        return taken
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None

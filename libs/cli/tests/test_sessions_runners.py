@@ -626,3 +626,53 @@ def test_notices_follow_prints_the_platforms_own_notice_when_a_machine_leaves(se
     assert notice["kind"] in ("runner_offline", "runner_restarted"), notice
     assert notice["session_id"] == conversation and notice["node_id"] == "mac-mini-1"
     assert "Mac mini" in notice["text"] and not wording_violations(notice["text"])
+
+
+# -- open --request-id (CONTRACT.md 4, 1.2) ----------------------------------------------------
+
+
+def test_open_always_sends_a_request_id_and_asking_again_with_it_opens_nothing_new(
+    seedline, env
+):
+    system_of(env).start_runner("mac-mini-1", "Mac mini")
+    first = run(seedline, env, "open", "--instance", INSTANCE, "--repo", REPO, "--engine",
+                "scripted", "--node", "mac-mini-1", "--json")
+    assert first.exit_code == 0, first.output
+    opened = json.loads(first.stdout)
+    events = system_of(env)._in_loop(_session_events(env, "open_requested"))
+    (request_id,) = [e["request_id"] for e in events]
+    assert request_id.startswith("cli-")
+
+    again = run(seedline, env, "open", "--instance", INSTANCE, "--request-id", request_id,
+                "--json")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout) == opened
+    assert len(system_of(env)._in_loop(_session_events(env, "open_requested"))) == 1
+
+    unknown = run(seedline, env, "open", "--instance", INSTANCE, "--request-id", "never-sent")
+    assert unknown.exit_code != 0 and "request_id" in unknown.output
+    alone = run(seedline, env, "open", "--instance", INSTANCE)
+    assert alone.exit_code != 0 and "--request-id" in alone.output
+
+
+def test_an_open_that_times_out_names_its_request_id_and_the_command_that_asks_again():
+    from seedline_cli.conversations import still_going
+
+    text = still_going(INSTANCE, "cli-0123")
+    assert "cli-0123" in text and "seedline open --instance bd43f4de --request-id cli-0123" in text
+    assert "goes on" in text and not wording_violations(text)
+
+
+async def _session_events(env, event_type: str) -> list[dict]:
+    nc = await nats.connect(env["SEEDLINE_NATS_URL"])
+    try:
+        js = nc.jetstream()
+        last = (await js.stream_info(subjects.SESSIONS_STREAM)).state.last_seq
+        found = []
+        for seq in range(1, last + 1):
+            body = json.loads((await js.get_msg(subjects.SESSIONS_STREAM, seq)).data)
+            if body["type"] == event_type:
+                found.append(body)
+        return found
+    finally:
+        await nc.close()

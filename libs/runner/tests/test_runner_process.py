@@ -1060,3 +1060,24 @@ async def test_an_acceptance_after_the_reply_said_not_resumed_never_drops_the_br
     assert engine.prompts[-1] == ("csess_2", frame_first_prompt(BRIEF, "carry on"))
     assert first["engine_session_id"] not in bound_ids(events, "csess_2")
     assert not any(e["type"] == "resume_lost" for e in events)
+
+
+# Fencing (CONTRACT.md 4, 1.2) -------------------------------------------------
+
+
+async def test_a_newer_fence_ends_the_repos_older_engine_and_an_older_one_is_refused(
+    nc, start_runner
+):
+    runner = await start_runner({"scripted": ScriptedEngine()})
+    first = await ask(nc, "launch", {**launch_body("csess_1"), "fence": 5})
+    assert first["accepted"] is True
+    newer = await ask(nc, "launch", {**launch_body("csess_2"), "fence": 9})
+    assert newer["accepted"] is True
+    assert runner.live_conversations == ["csess_2"]  # one engine per repo on this machine
+    older = await ask(nc, "launch", {**launch_body("csess_3"), "fence": 7})
+    assert older["accepted"] is False and "later open" in older["reason"]
+    assert_person_facing(older["reason"])
+    other_repo = await ask(nc, "launch", {**launch_body("csess_4"), "repo": "apps/other",
+                                          "fence": 1})
+    assert other_repo["accepted"] is True
+    assert sorted(runner.live_conversations) == ["csess_2", "csess_4"]

@@ -275,3 +275,30 @@ async def test_a_wake_expects_the_turn_before_the_message_not_the_message(resolv
     assert plan["continuity"]["mode"] == "resume"
     assert plan["resume_expect"] == {"seq": answer, "kind": "chat_assistant",
                                      "excerpt": "Castling added"}
+
+
+async def test_a_timed_out_open_names_its_request_id_and_asking_again_returns_the_answer(resolver):
+    late = await resolver.open(request_id="r-late")  # no machine confirms within 0.2 s
+    assert late["error"]["code"] == "timeout"
+    assert "r-late" in late["error"]["message"] and "goes on" in late["error"]["message"]
+    assert not wording_violations(late["error"]["message"])
+    (first,) = resolver.published("open_requested")
+    await confirm(resolver, first["session_id"], request_id="r-late")
+    # Only the instance and the request_id: the first answer, and nothing new is opened.
+    asked = json.loads(await resolver.opener.open(FakeMsg(json.dumps(
+        {"instance_id": "inst-a", "request_id": "r-late"}).encode())))
+    assert asked["session_id"] == first["session_id"]
+    assert len(resolver.published("open_requested")) == 1
+    unknown = json.loads(await resolver.opener.open(FakeMsg(json.dumps(
+        {"instance_id": "inst-a", "request_id": "never"}).encode())))
+    assert unknown["error"]["code"] == "not_found"
+
+
+async def test_an_open_without_a_request_id_that_times_out_is_given_one(resolver):
+    late = await resolver.open()
+    (first,) = resolver.published("open_requested")
+    assert first["session_id"] in late["error"]["message"]
+    await confirm(resolver, first["session_id"])
+    again = await resolver.open(request_id=first["session_id"], repo="apps/other")
+    assert again["session_id"] == first["session_id"]
+    assert len(resolver.published("open_requested")) == 1

@@ -118,7 +118,8 @@ class Gateway:
 
 def composed(session_id: str, node_id: str = "mac", *, text: str | None = "the brief",
              relocation: bool = False, relocation_from: str | None = None,
-             instance_id: str = INSTANCE, wake_seq: int | None = None) -> SeedComposed:
+             instance_id: str = INSTANCE, wake_seq: int | None = None,
+             decided_seq: int | None = None) -> SeedComposed:
     plan = LaunchPlan(
         instance_id=instance_id, repo=REPO, engine="scripted", node_id=node_id,
         continuity=Continuity("fresh", None, "no_previous", "there is no earlier conversation"),
@@ -127,7 +128,8 @@ def composed(session_id: str, node_id: str = "mac", *, text: str | None = "the b
     )
     brief = BriefStats(rows=3, chars=40, omitted_rows=0, until_seq=3, sha256="ab" * 32) if text \
         else None
-    return SeedComposed(session_id=session_id, at=AT, brief=brief, plan=plan, text=text)
+    return SeedComposed(session_id=session_id, at=AT, brief=brief, plan=plan, text=text,
+                        decided_seq=decided_seq)
 
 
 @pytest.fixture

@@ -52,6 +52,16 @@ class GatewayStateContract:
         assert held.conversation.outcome == "resume_unconfirmed_briefed"
         assert held.state is lc.State.LIVE
 
+    async def test_the_newest_open_of_a_repo_whatever_its_state(self):
+        assert await self.state.newest_requested("inst-a", "apps/x") is None
+        await self.state.apply_lifecycle([
+            requested(1, "csess_a"), opened(2, "csess_a"), requested(3, "csess_b"),
+            (4, "csess_b", lc.OpenFailed()), requested(5, "csess_c", repo="apps/y"),
+        ], 5)
+        assert await self.state.newest_requested("inst-a", "apps/x") == 3  # failed still counts
+        assert await self.state.newest_requested("inst-a", "apps/y") == 5
+        assert await self.state.newest_requested("inst-b", "apps/x") is None
+
     async def test_activity_and_idleness(self):
         await self.state.apply_lifecycle([requested(1, "csess_a"), opened(2, "csess_a")], 2)
         later = datetime(2026, 12, 1, 15, 0, tzinfo=timezone.utc)

@@ -329,3 +329,67 @@ async def test_a_wake_on_an_offline_machine_says_the_message_is_kept_and_what_co
     assert notice.text.startswith("Your Mac mini is offline.")
     assert "kept" in notice.text and "next message" in notice.text
     assert not wording_violations(notice.text)
+
+
+# -- one live engine per repo (CONTRACT.md 4, 1.2) ----------------------------------------
+
+
+async def test_a_launch_decided_before_the_repos_newest_open_is_never_sent(gw):
+    gw.online("mac")
+    await gw.requested("csess_a")  # seq 1
+    await gw.requested("csess_b")  # seq 2: opened after a's decision
+    await gw.launcher.launch(gw.composed("csess_a", decided_seq=1))
+    await gw.fold()
+    (failed,) = gw.events("open_failed")
+    assert failed["session_id"] == "csess_a" and failed["error"]["code"] == "superseded"
+    assert "later open" in failed["error"]["message"]
+    assert gw.machines.launches == []
+    await gw.launcher.launch(gw.composed("csess_b", decided_seq=3))
+    (node, request), = gw.machines.launches
+    assert request.session_id == "csess_b" and request.fence == 3
+
+
+async def test_what_a_launch_replaces_is_stopped_before_the_launch_reaches_the_machine(gw):
+    gw.online("mac")
+    hosted_at_launch = []
+
+    def answer(node, request):
+        hosted_at_launch.append(set(gw.machines.hosting.get(node, set())))
+        return LaunchReply(accepted=True, resumed_conversation=False, seeded=True)
+
+    gw.machines.answer_launch = answer
+    await gw.open("csess_a", decided_seq=2)
+    await gw.requested("csess_b")
+    await gw.launcher.launch(gw.composed("csess_b", decided_seq=5))
+    await gw.fold()
+    assert hosted_at_launch == [set(), set()]  # a had ended before b's launch was sent
+    stopped = gw.events("stopped")
+    assert [(e["session_id"], e["reason"]) for e in stopped] == [("csess_a", "superseded")]
+    assert gw.machines.stops == [("mac", "csess_a", "superseded")]  # told once
+    assert [h.session_id for h in await gw.state.all_live()] == ["csess_b"]
+
+
+async def test_a_launch_the_machine_cannot_take_leaves_the_live_conversation_alone(gw):
+    gw.online("mac")
+    await gw.open("csess_a", decided_seq=2)
+    await gw.requested("csess_b")
+    refused = gw.composed("csess_b", decided_seq=5)
+    refused.plan.engine = "not-offered"
+    gw.machines.answer_launch = lambda node, request: LaunchReply(
+        accepted=False, reason="no engine called not-offered")
+    await gw.launcher.launch(refused)
+    await gw.fold()
+    assert gw.events("stopped") == []
+    assert [h.session_id for h in await gw.state.all_live()] == ["csess_a"]
+
+
+async def test_a_stop_two_copies_record_at_once_tells_the_machine_and_the_person_once(gw):
+    gw.online("mac")
+    await gw.open("csess_a")
+    held = await gw.state.held("csess_a")
+    notice = lambda at: ("told", at)  # noqa: E731 - what the person would be sent
+    for _ in range(2):  # both copies saw the machine go, before either's stop was folded
+        await gw.stopper.end(held, "runner_offline", notice=notice)
+    assert len(gw.events("stopped")) == 1
+    assert gw.machines.stops == [("mac", "csess_a", "runner_offline")]
+    assert len(gw.notifier.sent) == 1

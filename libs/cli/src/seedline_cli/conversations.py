@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import sys
 from typing import Optional
 
@@ -16,7 +17,7 @@ from seedline_platform.lifecycle_events import brief_given
 
 from .config import check_name, load_settings
 from .console import err, out, print_json
-from .errors import reports_errors
+from .errors import UsageProblem, Unreachable, reports_errors
 from .nats_client import ReplyError, call, connected
 from .timeline_opens import conversation_events, opens_of_events
 
@@ -30,27 +31,46 @@ def open_conversation(
         None, help="The message that starts the conversation."
     ),
     instance: str = typer.Option(..., "--instance", help="Instance to open it on."),
-    repo: str = typer.Option(..., "--repo", help="Repository, e.g. apps/chess-academy."),
-    engine: str = typer.Option(..., "--engine", help="Engine to run, e.g. claude or scripted."),
-    node: str = typer.Option(..., "--node", help="Machine to run it on (its node id)."),
+    repo: Optional[str] = typer.Option(
+        None, "--repo", help="Repository, e.g. apps/chess-academy."),
+    engine: Optional[str] = typer.Option(
+        None, "--engine", help="Engine to run, e.g. claude or scripted."),
+    node: Optional[str] = typer.Option(
+        None, "--node", help="Machine to run it on (its node id)."),
     fresh: bool = typer.Option(False, "--fresh", help="Start fresh: no resume and no brief."),
     clean_slate: bool = typer.Option(
         False, "--clean-slate", help="Offer no brief whatever the decision."
     ),
     request_id: Optional[str] = typer.Option(
-        None, "--request-id", help="Sending the same id again returns the first answer."
+        None, "--request-id",
+        help="Sending the same id again returns the first answer and never opens a second "
+        "conversation; alone with --instance it asks for the answer of an open that timed out.",
     ),
     json_out: bool = typer.Option(False, "--json", help="Print the reply as JSON."),
 ) -> None:
     """Open a conversation on a repo (resume, or brief a fresh engine).
 
     Prints the notice a person would see, the continuity decision and the brief's size.
+    Every open carries a request_id (one is made up when none is given); when the answer
+    does not come in time, the open goes on and `seedline open --instance I --request-id
+    ID` asks for its answer.
     """
     check_name("--instance", instance, "bd43f4de")
-    check_name("--repo", repo, "apps/chess-academy")
-    check_name("--node", node, "mac-mini-1")
+    asking_again = repo is None and engine is None and node is None
+    if asking_again and request_id is None:
+        raise UsageProblem(
+            "Say what to open (--repo, --engine and --node), or give --request-id alone to "
+            "ask for the answer of an earlier open.")
+    if not asking_again:
+        for option, value in (("--repo", repo), ("--engine", engine), ("--node", node)):
+            if value is None:
+                raise UsageProblem(f"Missing option {option}: an open needs --repo, --engine "
+                                   "and --node.")
+        check_name("--repo", repo, "apps/chess-academy")
+        check_name("--node", node, "mac-mini-1")
+    request_id = request_id or new_request_id()
     settings = load_settings(ctx)
-    body = {
+    body = {"instance_id": instance, "request_id": request_id} if asking_again else {
         "instance_id": instance,
         "repo": repo,
         "engine": engine,
@@ -60,20 +80,40 @@ def open_conversation(
         "request_id": request_id,
         "instruction": instruction,
     }
-    reply = asyncio.run(
-        _request(
-            settings,
-            subjects.API_SESSIONS_OPEN,
-            body,
-            "continuity-resolver",
-            settings.open_timeout_seconds + 5,
-            OPEN_HINTS,
+    try:
+        reply = asyncio.run(
+            _request(
+                settings,
+                subjects.API_SESSIONS_OPEN,
+                body,
+                "continuity-resolver",
+                settings.open_timeout_seconds + 5,
+                OPEN_HINTS,
+            )
         )
-    )
+    except (ReplyError, Unreachable) as exc:
+        if isinstance(exc, Unreachable) and "did not answer" not in exc.message:
+            raise
+        if isinstance(exc, ReplyError) and exc.code != "timeout":
+            raise
+        raise ReplyError("timeout", still_going(instance, request_id)) from None
     if json_out:
         print_json(reply)
         return
     print_open_reply(reply)
+
+
+def new_request_id() -> str:
+    return "cli-" + secrets.token_hex(8)
+
+
+def still_going(instance: str, request_id: str) -> str:
+    """What a person reads when an open's answer did not come in time (CONTRACT.md 4, 1.2)."""
+    return (
+        f"No answer yet; the open goes on (request_id {request_id}). Ask for its answer with "
+        f"`seedline open --instance {instance} --request-id {request_id}`: that never opens "
+        "a second conversation."
+    )
 
 
 def print_open_reply(reply: dict) -> None:

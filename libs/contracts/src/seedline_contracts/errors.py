@@ -16,6 +16,7 @@ ErrorCode = Literal[
     "runner_offline",
     "runner_unreachable",
     "launch_refused",
+    "superseded",  # 1.2: a later open of the repo came first; nothing was launched
     "timeout",
     "not_found",
     "not_permitted",

@@ -59,6 +59,10 @@ class LaunchRequest(msgspec.Struct):
     resume: LaunchResume | None
     seed: Seed | None
     instruction: str | None
+    # (1.2) The repo's fencing generation of this launch: the SEEDLINE_SESSIONS seq of the
+    # decision it carries out. A machine refuses a launch older than one it has taken for
+    # the same (instance, repo), and ends its older conversations of the repo first.
+    fence: int | None = None
 
 
 class LaunchReply(msgspec.Struct):

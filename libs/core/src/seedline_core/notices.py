@@ -271,7 +271,19 @@ def error_message(code: str, **details: object) -> str:
             what = detail("what", "conversation")
             return f"No {what} with that id is known here; check the id and try again."
         case "timeout":
+            request_id = detail("request_id")
+            if request_id:
+                return (
+                    f"No answer yet: the open goes on. Send the same request_id "
+                    f"({request_id}) again to get its answer; that never opens a second "
+                    "conversation."
+                )
             return "The request took too long to answer; try again in a moment."
+        case "superseded":
+            return (
+                "A later open of this repo replaced this one before it reached the machine, "
+                "so nothing was started for it; the later one is the conversation to use."
+            )
         case "runner_unreachable":
             return (
                 f"{machine} did not answer the launch in time; check that Seedline is running "

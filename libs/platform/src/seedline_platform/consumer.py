@@ -23,6 +23,7 @@ from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js import api as js_api
+from nats.js.errors import NotFoundError
 
 from .logging import get_logger
 from .pg import is_transient
@@ -164,72 +165,94 @@ class BatchConsumer:
                 await self._hand_back(msgs)
                 return
             self.idle.clear()
-            if self._deliveries_went_elsewhere(msgs):
-                msgs = await self._with_older_pending(msgs)
             try:
-                await self._process(msgs)
+                if not self._deliveries_went_elsewhere(msgs):
+                    await self._process(msgs)
+                elif self._idempotent and (ordered := await self._with_older_from_stream(msgs)):
+                    await self._process(ordered)
+                else:
+                    await self._process_in_runs(msgs)
             except asyncio.CancelledError:
                 await self._hand_back(msgs)
                 raise
 
     def _deliveries_went_elsewhere(self, msgs: Sequence[Msg]) -> bool:
-        deliveries = [m.metadata.sequence.consumer for m in msgs]
-        gap = self._last_delivery is None or min(deliveries) != self._last_delivery + 1
-        self._last_delivery = max(deliveries)
+        """Whether a message of this consumer between (or just before) these went to
+        another copy. Deliveries are numbered in stream order, and two copies whose pull
+        requests wait together are handed messages in turn (2, 3, 5 here; 4, 6 there)."""
+        deliveries = sorted(m.metadata.sequence.consumer for m in msgs)
+        gap = self._last_delivery is None or deliveries[0] != self._last_delivery + 1 or any(
+            b != a + 1 for a, b in zip(deliveries, deliveries[1:]))
+        self._last_delivery = deliveries[-1]
         return gap
 
-    async def _with_older_pending(self, msgs: Sequence[Msg]) -> list[Msg]:
-        """Hold a short batch until every message pending on the consumer is in it.
+    async def _process_in_runs(self, msgs: Sequence[Msg]) -> None:
+        """Handle a batch whose deliveries interleave with another copy's, in stream order.
 
-        A copy that died holding a batch leaves its messages pending until
-        ack_wait passes; a short fetch would otherwise take newer messages past
-        them and break stream order. A full batch can hold no fewer than are
-        pending (max_ack_pending is the batch size), so only short ones wait.
+        The batch is cut into runs of consecutive deliveries; each run is handled once
+        every message of the consumer before it is acknowledged (by whichever copy held
+        it), so across copies the handler sees the stream in order. The copy holding the
+        oldest unacknowledged message always goes on, so no two copies wait on each other.
+        A copy that died holding older messages leaves them pending until ack_wait passes;
+        past twice that something else is wrong, and holding on would only stall the stream.
         """
-        held = {m.metadata.sequence.stream: m for m in msgs}
-        if self._idempotent and (ordered := await self._with_older_from_stream(held)):
-            return ordered
+        ordered = sorted(msgs, key=lambda m: m.metadata.sequence.stream)
+        runs: list[list[Msg]] = []
+        for msg in ordered:
+            if runs and msg.metadata.sequence.consumer == runs[-1][-1].metadata.sequence.consumer + 1:
+                runs[-1].append(msg)
+            else:
+                runs.append([msg])
         loop = asyncio.get_running_loop()
-        # Redelivery comes after ack_wait; past twice that, something else is wrong
-        # and holding on would only stall the stream.
         deadline = loop.time() + 2 * self._ack_wait
-        while len(held) < self._batch_size and loop.time() < deadline:
-            try:
-                await self._js._nc.flush()  # our own acks first, so they are not counted
-                pending = (await self._sub.consumer_info()).num_ack_pending
-            except Exception:
-                await asyncio.sleep(0.2)
-                continue
-            if pending <= len(held):
-                break
-            await self._extend(list(held.values()))
-            try:
-                more = await self._sub.fetch(self._batch_size, timeout=0.25)
-            except Exception:
-                # Nothing yet: the older messages are still on their ack_wait.
-                await asyncio.sleep(0.05)
-                continue
-            held.update((m.metadata.sequence.stream, m) for m in more)
-            self._last_delivery = max(
-                [self._last_delivery or 0] + [m.metadata.sequence.consumer for m in more]
-            )
-        return [held[seq] for seq in sorted(held)]
+        for i, run in enumerate(runs):
+            while loop.time() < deadline:
+                try:
+                    await self._js._nc.flush()  # our own acks first
+                    info = await self._sub.consumer_info()
+                    if await self._nothing_older_pending(info, run[0].metadata.sequence.stream):
+                        break
+                except Exception:
+                    pass
+                await self._extend([m for later in runs[i:] for m in later])
+                await asyncio.sleep(0.02)
+            await self._process(run)
 
-    async def _with_older_from_stream(self, held: dict[int, Msg]) -> list[Msg] | None:
-        """What is pending elsewhere below this batch, read from the stream (from the
-        consumer's ack floor up to the batch), then the batch: stream order without
-        waiting out ack_wait. Under AckPolicy.ALL the batch's ack settles those too.
-        None when the stream cannot be read now (the caller waits instead)."""
+    async def _nothing_older_pending(self, info, first: int) -> bool:
+        """Whether every message of this consumer below stream seq `first` is acknowledged:
+        the ack floor is just below it, or no message of the filters lies in between."""
+        floor = info.ack_floor.stream_seq
+        if floor + 1 >= first:
+            return True
+        for subject in self._filters:
+            try:
+                found = await self._js.get_msg(self.stream, seq=floor + 1, subject=subject,
+                                               next=True)
+            except NotFoundError:
+                continue
+            if found.seq is not None and found.seq < first:
+                return False
+        return True
+
+    async def _with_older_from_stream(self, msgs: Sequence[Msg]) -> list[Msg] | None:
+        """Every message of the consumer from its ack floor up to the newest of this batch,
+        read from the stream where another copy holds it (or held it and died): stream
+        order without waiting for them. Under AckPolicy.ALL the batch's ack settles those
+        too. None when the stream cannot be read now (the caller goes run by run instead)."""
+        held = {m.metadata.sequence.stream: m for m in msgs}
         try:
             await self._js._nc.flush()  # our own acks first, so they are not counted
             info = await self._sub.consumer_info()
-            if info.num_ack_pending > len(held):
-                start, end = info.ack_floor.stream_seq + 1, min(held) - 1
-                for subject in self._filters:
-                    async for older in replay(self._js, self.stream, subject, start, end):
-                        held.update((m.metadata.sequence.stream, m) for m in older)
+            start, end = info.ack_floor.stream_seq + 1, max(held)
+            missing = set(range(start, end + 1)) - held.keys()
+            if missing:
+                # One read of the range (a read per filter waited out each empty one).
+                async for older in replay(self._js, self.stream, ">", min(missing), end):
+                    held.update((m.metadata.sequence.stream, m) for m in older
+                                if m.metadata.sequence.stream not in held
+                                and any(subject_matches(m.subject, f) for f in self._filters))
         except Exception as exc:
-            log.warning("older_pending_unread", stream=self.stream, error=str(exc))
+            log.warning("older_pending_unread", stream=self.stream, error=repr(exc))
             return None
         return [held[seq] for seq in sorted(held)]
 
@@ -316,3 +339,14 @@ class BatchConsumer:
             except Exception:
                 # A lost ack means a redelivery, which every handler treats as a no-op.
                 log.warning("ack_failed", stream=self.stream, seq=msg.metadata.sequence.stream)
+
+
+def subject_matches(subject: str, pattern: str) -> bool:
+    """NATS subject matching: `*` is one token, a final `>` one or more."""
+    tokens, wanted = subject.split("."), pattern.split(".")
+    for i, want in enumerate(wanted):
+        if want == ">":
+            return len(tokens) > i
+        if i >= len(tokens) or (want != "*" and want != tokens[i]):
+            return False
+    return len(tokens) == len(wanted)

@@ -93,8 +93,12 @@ def lifecycle_steps(msgs: Sequence) -> list[Step]:
         if meaning is None:
             continue
         plan = getattr(event, "plan", None)
-        steps.append(Step(seq, event.session_id, meaning, reply_of(event),
-                          plan.request_id if plan is not None else None))
+        request_id = plan.request_id if plan is not None else None
+        if request_id is None and isinstance(event, (ev.Opened, ev.OpenFailed)):
+            # An open sent without a request_id that timed out was given its conversation's
+            # id as one (the resolver's opening.py): its answer is kept under that claim.
+            request_id = event.session_id
+        steps.append(Step(seq, event.session_id, meaning, reply_of(event), request_id))
     return steps
 
 

@@ -19,7 +19,8 @@ Outgoing = tuple[str, bytes, dict[str, str] | None]  # subject, payload, headers
 
 class Publisher(Protocol):
     async def publish(self, messages: Sequence[Outgoing]) -> list[int]:
-        """Store every message, in order; their stream sequences."""
+        """Store every message, in order; their stream sequences (0 for a message the
+        stream already held under the same Nats-Msg-Id: another copy recorded it first)."""
         ...
 
 
@@ -34,7 +35,7 @@ class JetStreamPublisher:
             self._js, [(subject, payload, trace_headers(headers)) for subject, payload, headers
                        in messages]
         )
-        return [ack.seq for ack in acks]
+        return [0 if ack.duplicate else ack.seq for ack in acks]
 
 
 class RecordingPublisher:

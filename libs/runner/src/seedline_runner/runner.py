@@ -123,6 +123,8 @@ class Runner:
         self._pens = Pens(self.containment, state_dir, self.engines, self._publisher.entry, clock)
         self._worker = ConversationWorker(self._publisher, clock)
         self._live: dict[str, LiveConversation] = {}
+        # The newest launch fence taken per (instance, repo).
+        self._fences: dict[tuple[str, str], int] = {}
         self._presence = PresenceHeartbeat(
             js,
             node_id,
@@ -236,7 +238,24 @@ class Runner:
             await already.replied.wait()
             assert already.launch_reply is not None
             return already.launch_reply, None
+        if request.fence is not None:
+            stale = await self._fenced(request)
+            if stale is not None:
+                return _launch_refused(stale), None
         return await self._start_conversation(request)
+
+    async def _fenced(self, request: LaunchRequest) -> str | None:
+        """One engine per repo on this machine (CONTRACT.md 4, 1.2): a launch older than
+        one already taken for its repo is refused; a newer one ends the older first."""
+        repo = (request.instance_id, request.repo)
+        newest = self._fences.get(repo)
+        if newest is not None and request.fence < newest:
+            return "a later open of this repo reached this machine first"
+        self._fences[repo] = request.fence
+        for live in list(self._live.values()):
+            if (live.request.instance_id, live.request.repo) == repo:
+                await self._end(live.request.session_id)
+        return None
 
     async def _start_conversation(
         self, request: LaunchRequest

@@ -115,6 +115,9 @@ class Opener:
         try:
             request = decode(msg.data, OpenRequest)
         except msgspec.ValidationError as exc:
+            asked_again = await self._asked_again(msg.data)
+            if asked_again is not None:
+                return asked_again
             return _error("invalid_request", f"The open request is not valid: {exc}.")
         except msgspec.DecodeError:
             return _error("not_json", error_message("not_json"))
@@ -127,8 +130,25 @@ class Opener:
                 request.instance_id, request.request_id, session_id
             )
             if first is not None:
-                return await self._first_reply(first)
+                return await self._first_reply(first, request.request_id)
         return await self._decide_and_wait(request, session_id)
+
+    async def _asked_again(self, data: bytes) -> bytes | None:
+        """A body naming only an instance and a request_id asks for that open's answer
+        (`seedline open --request-id`, 1.2): the first reply, never a second open."""
+        try:
+            again = msgspec.json.decode(data, type=_AskAgain)
+        except msgspec.MsgspecError:
+            return None
+        if name_problem(again.instance_id) or not 1 <= len(again.request_id) <= MAX_ENTRY_ID_CHARS:
+            return None
+        first = await self._repo.session_for_request(again.instance_id, again.request_id)
+        if first is None:
+            return _error("not_found", (
+                "No open with that request_id is known on this instance; check the id, or "
+                "send the whole open request to start one."
+            ))
+        return await self._first_reply(first, again.request_id)
 
     async def wake(self, event: WakeRequested, event_seq: int | None = None) -> None:
         """Open the conversation a person's message woke; nobody waits for the reply.
@@ -148,7 +168,7 @@ class Opener:
 
     async def _decide_and_wait(self, request: OpenRequest, session_id: str) -> bytes:
         messages = await self._decision_events(request, session_id)
-        return await self._record_and_wait(session_id, messages)
+        return await self._record_and_wait(session_id, messages, request)
 
     async def _decision_events(self, request: OpenRequest, session_id: str,
                                ends: dict[str, int] | None = None) -> list[Outgoing]:
@@ -297,18 +317,30 @@ class Opener:
     async def _record(self, messages: list[Outgoing]) -> None:
         await self._publisher.publish(messages)
 
-    async def _record_and_wait(self, session_id: str, messages: list[Outgoing]) -> bytes:
+    async def _record_and_wait(self, session_id: str, messages: list[Outgoing],
+                               request: OpenRequest | None = None) -> bytes:
         future = self._pending.expect(session_id)
         try:
             await self._record(messages)
             return await asyncio.wait_for(future, self._settings.open_timeout)
         except TimeoutError:
             stored = await self._repo.reply_for_request(session_id)
-            return stored or _error("timeout", error_message("timeout"))
+            return stored or await self._still_going(session_id, request)
         finally:
             self._pending.forget(session_id)
 
-    async def _first_reply(self, session_id: str) -> bytes:
+    async def _still_going(self, session_id: str, request: OpenRequest | None) -> bytes:
+        """The `timeout` of an open that goes on (1.2): it names the request_id that gets its
+        answer. An open sent without one is given its conversation's id as its request_id."""
+        if request is None:
+            return _error("timeout", error_message("timeout"))
+        request_id = request.request_id
+        if request_id is None:
+            request_id = session_id
+            await self._repo.claim_request(request.instance_id, request_id, session_id)
+        return _error("timeout", error_message("timeout", request_id=request_id))
+
+    async def _first_reply(self, session_id: str, request_id: str | None = None) -> bytes:
         """The first request's reply, waiting while it is still in flight."""
         future = self._pending.expect(session_id)
         try:
@@ -322,11 +354,14 @@ class Opener:
                     return await asyncio.wait_for(asyncio.shield(future), 0.2)
                 except TimeoutError:
                     continue
-            return _error("timeout", error_message("timeout"))
+            return _error("timeout", error_message("timeout", request_id=request_id))
         finally:
             self._pending.forget(session_id)
 
 
+class _AskAgain(msgspec.Struct):
+    instance_id: str
+    request_id: str
 
 
 def _event(event) -> Outgoing:

@@ -259,6 +259,15 @@ class PostgresConversationRepository:
             )
             return (await cur.fetchone())[0]
 
+    async def session_for_request(self, instance_id: str, request_id: str) -> str | None:
+        async with self._connection() as conn:
+            cur = await conn.execute(
+                "SELECT session_id FROM open_requests WHERE instance_id = %s AND request_id = %s",
+                (instance_id, request_id),
+            )
+            found = await cur.fetchone()
+        return found[0] if found else None
+
     async def reply_for_request(self, session_id: str) -> bytes | None:
         async with self._connection() as conn:
             cur = await conn.execute(

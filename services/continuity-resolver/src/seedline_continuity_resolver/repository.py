@@ -118,6 +118,10 @@ class ConversationRepository(Protocol):
 
     async def reply_for_request(self, session_id: str) -> bytes | None: ...
 
+    async def session_for_request(self, instance_id: str, request_id: str) -> str | None:
+        """The conversation a request_id was claimed for, without claiming it (1.2)."""
+        ...
+
     async def rows(self) -> list[Row]:
         """Every row in identity order (for digests)."""
         ...
@@ -206,6 +210,9 @@ class InMemoryConversationRepository:
             return self.claims[(instance_id, request_id)]
         self.claims[(instance_id, request_id)] = session_id
         return None
+
+    async def session_for_request(self, instance_id: str, request_id: str) -> str | None:
+        return self.claims.get((instance_id, request_id))
 
     async def reply_for_request(self, session_id: str) -> bytes | None:
         for claim, claimed in self.claims.items():

@@ -36,8 +36,9 @@ from .postgres_state import PostgresGatewayState
 from .presence import KvPresence
 from .reaper import Reaper
 from .reconcile import Reconciler
+from .repo_turns import LocalRepoTurns, PostgresRepoTurns
 from .resume_lost import ResumeLostRecorder
-from .state import GatewayState
+from .state import GatewayState, Step
 from .stopping import Stopper
 from .turns import TimelineFollower
 
@@ -88,9 +89,11 @@ class GatewayApp(ServiceApp):
         p, s = self._ports, self.settings
         await natsio.ensure_runners_bucket(self.js, replicas=s.stream_replicas)
         state = p["state"]
+        repo_turns = LocalRepoTurns()
         if state is None:
             state = PostgresGatewayState(self.pool)
             await state.setup()
+            repo_turns = PostgresRepoTurns(self.pool)  # shared by every copy
         self.state = state
         self.folded = Watermark(state.applied)
         publisher = p["publisher"] or JetStreamPublisher(self.js)
@@ -106,6 +109,7 @@ class GatewayApp(ServiceApp):
             stopper=stopper, reconciler=reconciler, notifier=notifier, caught_up=self.caught_up,
             count_outcome=lambda reason, outcome: self.opens_total.labels(reason, outcome).inc(),
             sealer=sealer,
+            repo_turns=repo_turns,
         )
         follower = TimelineFollower(
             state=state, presence=self.presence, machines=machines, publisher=publisher,

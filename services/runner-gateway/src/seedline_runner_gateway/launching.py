@@ -4,6 +4,13 @@ The event carries everything the launch needs, the brief's text included, so a l
 is one request to the machine and no other round trip. The outcome is recorded as
 `opened`, `relocated` (a relocation) or `open_failed`; a conversation this one replaces
 on its repo is stopped (`superseded`).
+
+One live engine per repo (CONTRACT.md 4, 1.2): launches of one (instance, repo) go out
+one at a time across every copy (`RepoTurns`), and each is fenced by its decision's
+place in SEEDLINE_SESSIONS (`decided_seq`). A launch whose repo has seen a newer open
+since its decision is never sent (`superseded`); otherwise the conversations it
+replaces are stopped before it reaches its machine, and the machine is given the fence
+so that it refuses anything older it may still be sent.
 """
 
 from __future__ import annotations
@@ -35,7 +42,8 @@ from .machine_calls import Machines, MachineUnreachable
 from .notify import Notifier
 from .presence import PresenceView
 from .reconcile import Reconciler
-from .state import GatewayState
+from .repo_turns import LocalRepoTurns, RepoTurns
+from .state import GatewayState, Held
 from .stopping import Stopper, event_message
 
 log = get_logger(__name__)
@@ -55,6 +63,7 @@ class Launcher:
         caught_up: Callable[[int | None], Awaitable[None]], clock: Callable[[], str] = now_text,
         count_outcome: Callable[[str, str], None] | None = None,
         sealer: Sealer | None = None,
+        repo_turns: RepoTurns | None = None,
     ) -> None:
         self._sealer = sealer
         self._state = state
@@ -67,6 +76,7 @@ class Launcher:
         self._caught_up = caught_up
         self._clock = clock
         self._count = count_outcome or (lambda reason, outcome: None)
+        self._turns = repo_turns or LocalRepoTurns()
 
     async def _opened(self, text: str | None) -> str | None:
         """Brief text is recorded sealed; the machine is given it plain."""
@@ -79,18 +89,34 @@ class Launcher:
 
     async def launch(self, composed: SeedComposed, seq: int | None = None) -> None:
         plan = composed.plan
-        held = await self._state.held(composed.session_id)
-        if held is not None and _already_done(held, plan.node_id, plan.relocation):
-            log.info("launch_already_done", session_id=composed.session_id)
-            return
-        try:
-            reply = await self._deliver(composed)
-        except LaunchFailed as failure:
-            await self._failed(composed, failure)
-            return
-        await self._confirmed(composed, held, reply, seq)
+        async with self._turns.hold(plan.instance_id, plan.repo):
+            held = await self._state.held(composed.session_id)
+            if held is not None and _already_done(held, plan.node_id, plan.relocation):
+                log.info("launch_already_done", session_id=composed.session_id)
+                return
+            replaced: list[Held] = []
+            try:
+                await self._fence(composed)
+                reply = await self._deliver(composed, replaced)
+            except LaunchFailed as failure:
+                await self._failed(composed, failure)
+                return
+            await self._confirmed(composed, held, reply, seq, replaced)
 
-    async def _deliver(self, composed: SeedComposed) -> tuple[OpenReply, LaunchReply]:
+    async def _fence(self, composed: SeedComposed) -> None:
+        """Refuse a launch whose repo was opened again after its decision (1.2)."""
+        fence = composed.decided_seq
+        if fence is None:
+            return  # recorded before decisions were fenced
+        await self._caught_up(None)  # every open recorded so far
+        plan = composed.plan
+        newest = await self._state.newest_requested(plan.instance_id, plan.repo)
+        if newest is not None and newest > fence:
+            raise LaunchFailed("superseded", error_message("superseded"))
+
+    async def _deliver(
+        self, composed: SeedComposed, replaced: list[Held] | None = None,
+    ) -> tuple[OpenReply, LaunchReply]:
         plan = composed.plan
         sighting = await self._presence.get(plan.node_id)
         if sighting is None:
@@ -112,7 +138,11 @@ class Launcher:
         request = LaunchRequest(
             session_id=composed.session_id, instance_id=plan.instance_id, repo=plan.repo,
             engine=plan.engine, resume=resume, seed=seed, instruction=plan.instruction,
+            fence=composed.decided_seq,
         )
+        if replaced is not None and plan.engine in presence.engines:
+            # The machine can take it: what it replaces ends first, so no moment has two.
+            replaced += await self._stop_replaced(composed)
         try:
             launch = await self._machines.launch(plan.node_id, request)
         except MachineUnreachable:
@@ -136,6 +166,24 @@ class Launcher:
             notice=NoticeBody(**notice.to_wire()),
         ), launch
 
+    async def _stop_replaced(self, composed: SeedComposed) -> list[Held]:
+        """Stop the repo's other live conversations (`superseded`) before the launch."""
+        plan = composed.plan
+        if plan.relocation or composed.decided_seq is None:
+            return []  # a relocation keeps its own order: launch there, then stop here
+        replaced = [
+            previous for previous in await self._state.live_in_repo(plan.instance_id, plan.repo)
+            if previous.session_id != composed.session_id
+        ]
+        if not replaced:
+            return []
+        now = self._clock()
+        await self._publisher.publish(
+            [self._stopper.record(previous, "superseded", now) for previous in replaced])
+        for previous in replaced:
+            await self._stopper.tell_machine(previous, "superseded")
+        return replaced
+
     async def _failed(self, composed: SeedComposed, failure: LaunchFailed) -> None:
         plan = composed.plan
         log.info("open_failed", session_id=composed.session_id, code=failure.code)
@@ -153,7 +201,7 @@ class Launcher:
 
     async def _confirmed(
         self, composed: SeedComposed, held, delivered: tuple[OpenReply, LaunchReply],
-        seq: int | None,
+        seq: int | None, replaced: list[Held] = (),
     ) -> None:
         reply, launch = delivered
         plan = composed.plan
@@ -161,9 +209,11 @@ class Launcher:
         # One conversation is live per instance and repo: this one replaces any other
         # confirmed before it (every event recorded before this seed_composed is folded).
         await self._caught_up(seq - 1 if seq else None)
+        stopped_before = {previous.session_id for previous in replaced}
         superseded = [
             previous for previous in await self._state.live_in_repo(plan.instance_id, plan.repo)
             if previous.session_id != composed.session_id
+            and previous.session_id not in stopped_before
         ]
         if plan.relocation:
             moved_from = held.node_id if held is not None else plan.relocation_from

@@ -33,6 +33,8 @@ CREATE TABLE IF NOT EXISTS gateway_conversations (
 ALTER TABLE gateway_conversations ADD COLUMN IF NOT EXISTS outcome text;
 CREATE INDEX IF NOT EXISTS gateway_conversations_current
     ON gateway_conversations (instance_id, repo, created_seq) WHERE state IN ('live', 'opening');
+CREATE INDEX IF NOT EXISTS gateway_conversations_repo
+    ON gateway_conversations (instance_id, repo, created_seq);
 CREATE TABLE IF NOT EXISTS machines (
     node_id text PRIMARY KEY,
     label text NOT NULL
@@ -129,6 +131,16 @@ class PostgresGatewayState:
             (instance_id, repo),
         )
         return found[0] if found else None
+
+    async def newest_requested(self, instance_id: str, repo: str) -> int | None:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT max(created_seq) FROM gateway_conversations"
+                " WHERE instance_id = %s AND repo = %s",
+                (instance_id, repo),
+            )
+            row = await cur.fetchone()
+        return int(row[0]) if row and row[0] is not None else None
 
     async def all_live(self, instance_id: str | None = None) -> list[Held]:
         if instance_id is None:

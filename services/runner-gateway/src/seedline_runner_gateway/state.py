@@ -53,6 +53,11 @@ class GatewayState(Protocol):
 
     async def all_live(self, instance_id: str | None = None) -> list[Held]: ...
 
+    async def newest_requested(self, instance_id: str, repo: str) -> int | None:
+        """The SEEDLINE_SESSIONS seq of the repo's newest open (any state): a decision
+        recorded before it is superseded (CONTRACT.md 4, 1.2)."""
+        ...
+
     async def live_in_repo(self, instance_id: str, repo: str) -> list[Held]: ...
 
     async def touch(self, activity: dict[str, datetime]) -> None:
@@ -129,6 +134,11 @@ class InMemoryGatewayState:
             and h.state in (lc.State.LIVE, lc.State.OPENING)
         ]
         return max(current, key=lambda h: h.conversation.created_seq, default=None)
+
+    async def newest_requested(self, instance_id: str, repo: str) -> int | None:
+        return max((h.conversation.created_seq for h in self.conversations.values()
+                    if (h.conversation.instance_id, h.conversation.repo) == (instance_id, repo)),
+                   default=None)
 
     async def all_live(self, instance_id: str | None = None) -> list[Held]:
         live = [h for h in self.conversations.values() if h.state is lc.State.LIVE

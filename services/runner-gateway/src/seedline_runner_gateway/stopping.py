@@ -47,7 +47,12 @@ class Stopper:
     ) -> None:
         """`notice(at)` builds the person's notification, when there is one to send."""
         at = self._clock()
-        await self._publisher.publish([self.record(held, reason, at, idle_seconds)])
+        (seq,) = await self._publisher.publish([self.record(held, reason, at, idle_seconds)])
+        if seq == 0:
+            # Another copy of the gateway ended it first (both saw the machine go, say):
+            # the machine and the person were told once, by that copy.
+            log.info("stop_already_recorded", session_id=held.session_id, reason=reason)
+            return
         await self.tell_machine(held, reason, ask_machine)
         if notice is not None:
             await self._notifier.notify(held.conversation.instance_id, notice(at))

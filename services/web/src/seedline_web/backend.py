@@ -9,6 +9,7 @@ reply becomes a WebError with the message the service wrote.
 from __future__ import annotations
 
 import json
+import secrets
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -146,8 +147,18 @@ class Backend:
                                 self._timeout)
 
     async def open(self, request: OpenRequest) -> OpenReply:
-        reply = await self._call(subjects.API_SESSIONS_OPEN, request, OpenReply,
-                                 self._open_timeout + 5)
+        # Every open carries a request_id, so a `timeout` can name the one that gets its
+        # answer (CONTRACT.md 4, 1.2).
+        if request.request_id is None:
+            request = msgspec.structs.replace(request, request_id="web-" + secrets.token_hex(8))
+        try:
+            reply = await self._call(subjects.API_SESSIONS_OPEN, request, OpenReply,
+                                     self._open_timeout + 5)
+        except WebError as exc:
+            if exc.code != "timeout":
+                raise
+            raise WebError("timeout", error_message(
+                "timeout", request_id=request.request_id)) from None
         self._remember_owner(reply.session_id, Owner(request.instance_id, request.repo))
         key = (request.instance_id, request.repo)
         self._opened_here[key] = (OpenedHere(reply.session_id, reply.node_id, request.engine),

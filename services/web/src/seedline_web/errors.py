@@ -24,6 +24,7 @@ STATUS: dict[str, int] = {
     "not_yet_visible": 409,
     "runner_offline": 409,
     "launch_refused": 409,
+    "superseded": 409,
     "payload_too_large": 413,
     "unavailable": 503,
     "runner_unreachable": 504,

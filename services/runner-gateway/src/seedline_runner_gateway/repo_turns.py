@@ -1,0 +1,68 @@
+"""One launch at a time per (instance, repo), across every copy of the gateway (CONTRACT.md 4, 1.2).
+
+The fence (the decision's place in SEEDLINE_SESSIONS) says which launch of a repo may
+go out; this turn says when. A launch checks the fence, stops what it replaces and
+reaches its machine while holding its repo's turn, so two copies never launch on one
+repo at once and an older decision never lands after a newer one.
+
+Across copies the turn is a Postgres transaction advisory lock on the gateway's own
+database: it is released when its holder's transaction or connection ends (a copy that
+dies lets the next one go), and a copy that waits longer than LOCK_WAIT (a holder paused) gives the
+message back to be tried again instead of holding a worker for ever.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Protocol
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool
+
+from seedline_platform.consumer import Outage
+
+LOCK_WAIT = "30s"
+
+
+class RepoTurns(Protocol):
+    def hold(self, instance_id: str, repo: str) -> AbstractAsyncContextManager[None]: ...
+
+
+class LocalRepoTurns:
+    """One process's turns (and the fake for tests that run one copy)."""
+
+    def __init__(self) -> None:
+        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    @asynccontextmanager
+    async def hold(self, instance_id: str, repo: str) -> AsyncIterator[None]:
+        lock = self._locks.setdefault((instance_id, repo), asyncio.Lock())
+        try:
+            async with lock:
+                yield
+        finally:
+            if not lock.locked() and not lock._waiters:  # noqa: SLF001 - keep the map small
+                self._locks.pop((instance_id, repo), None)
+
+
+class PostgresRepoTurns:
+    def __init__(self, pool: AsyncConnectionPool) -> None:
+        self._pool = pool
+        self._local = LocalRepoTurns()  # one connection per repo per copy, not per waiter
+
+    @asynccontextmanager
+    async def hold(self, instance_id: str, repo: str) -> AsyncIterator[None]:
+        key = f"launch:{instance_id}\n{repo}"  # names never hold control characters
+        async with self._local.hold(instance_id, repo), self._pool.connection() as conn:
+            # A transaction's lock: it ends with the transaction whatever ends the launch
+            # (an error, a cancel, the connection dropped), never left on a pooled connection.
+            async with conn.transaction():
+                try:
+                    await conn.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'")
+                    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                                       (key,))
+                except psycopg.errors.LockNotAvailable:
+                    raise Outage(f"another copy holds the launch turn of {repo}") from None
+                yield
