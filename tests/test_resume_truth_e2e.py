@@ -41,15 +41,15 @@ async def test_a_resume_carries_its_expectation_and_a_resume_lost_corrects_every
     await system.append(1)
     first = await system.open(instruction="Add castling")
     assert first["ok"], first
-    answer = await system.append(2, session_id=first["session_id"], at=None,
-                                 content="Castling is in: king and rook move together.")
+    # The newest turn is the engine's own reply: its store holds it, so the runner has its
+    # proof (CONTRACT.md 3.2, 1.2).
+    (answer,) = await system.wait_for(lambda: _replies(system, first["session_id"]))
     second = await system.open(request_id="resume-1")
     assert second["outcome"] == "resumed", second
     assert second["brief"] is not None and second["brief"]["spent"] is False
     await system.wait_for(lambda: _async(len(launches) >= 2))
     assert launches[-1]["resume"]["expect"] == {
-        "seq": answer, "kind": "chat_assistant",
-        "excerpt": "Castling is in: king and rook move together."}
+        "seq": answer["seq"], "kind": "chat_assistant", "excerpt": answer["content"][:200]}
     assert launches[0]["resume"] is None
 
     # The engine refuses the resume after the reply: the runner says so.
@@ -97,6 +97,12 @@ async def test_a_failed_open_between_a_stop_and_the_next_open_keeps_the_resume(s
     again = await system.open()
     assert again["continuity"]["reason_code"] == "resume", again["continuity"]
     assert again["continuity"]["resume_from"] == first["session_id"]
+
+
+async def _replies(system, session_id: str) -> list[dict]:
+    read = await system.request(subjects.API_TIMELINE_READ, {
+        "instance_id": INSTANCE, "repo": REPO, "session_id": session_id, "limit": 100})
+    return [e for e in read["entries"] if e["kind"] == "chat_assistant"]
 
 
 async def _async(value):
