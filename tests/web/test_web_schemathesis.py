@@ -16,7 +16,9 @@ import pytest
 
 from .conftest import INSTANCE
 
-pytestmark = [pytest.mark.servers, pytest.mark.slow]
+# exhaustive: 5,000+ generated requests take many minutes; `make test-faults` runs it,
+# `make test` does not (its time budget).
+pytestmark = [pytest.mark.servers, pytest.mark.slow, pytest.mark.exhaustive]
 
 EXAMPLES = int(os.environ.get("SEEDLINE_SCHEMATHESIS_EXAMPLES", "420"))
 MIN_CASES = int(os.environ.get("SEEDLINE_SCHEMATHESIS_MIN_CASES", "5000"))
