@@ -173,6 +173,8 @@ CREATE TABLE IF NOT EXISTS gateway_conversations (
 ALTER TABLE gateway_conversations ADD COLUMN IF NOT EXISTS outcome text;
 CREATE INDEX IF NOT EXISTS gateway_conversations_current
     ON gateway_conversations (instance_id, repo, created_seq) WHERE state IN ('live', 'opening');
+CREATE INDEX IF NOT EXISTS gateway_conversations_repo
+    ON gateway_conversations (instance_id, repo, created_seq);
 CREATE TABLE IF NOT EXISTS machines (
     node_id text PRIMARY KEY,
     label text NOT NULL

@@ -137,7 +137,7 @@ class Opener:
         """A body naming only an instance and a request_id asks for that open's answer
         (`seedline open --request-id`, 1.2): the first reply, never a second open."""
         try:
-            again = msgspec.json.decode(data, type=_AskAgain)
+            again = decode(data, _AskAgain)  # the guarded decode: deep nesting is invalid
         except msgspec.MsgspecError:
             return None
         if name_problem(again.instance_id) or not 1 <= len(again.request_id) <= MAX_ENTRY_ID_CHARS:
@@ -359,7 +359,8 @@ class Opener:
             self._pending.forget(session_id)
 
 
-class _AskAgain(msgspec.Struct):
+class _AskAgain(msgspec.Struct, forbid_unknown_fields=True):
+    """Only an instance and a request_id: any other field makes it an open to check."""
     instance_id: str
     request_id: str
 
