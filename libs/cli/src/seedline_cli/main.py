@@ -42,7 +42,7 @@ COMMANDS = (
     C("rejected", "rejected_cmd", "rejected",
       "Input that could not be accepted, with its reason (newest first)."),
     C("notices", "notices_cmd", "notices",
-      "Print an instance's notices as they come (needs --follow)."),
+      "Print an instance's notices: the ones kept, then (with --follow) each as it comes."),
     C("schema", "schema_cmd", "schema", "Print or write the JSON Schemas of the wire messages."),
     C("docs", "docs_cmd", "docs",
       "Print or write the published contract: an AsyncAPI 3.0 document and JSON Schemas,\n"
