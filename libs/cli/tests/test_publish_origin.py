@@ -21,7 +21,9 @@ async def stored_origins(nats_url: str) -> dict[str, str]:
         info = await js.stream_info(subjects.TIMELINE_STREAM)
         bodies = [json.loads((await js.get_msg(subjects.TIMELINE_STREAM, seq)).data)
                   for seq in range(info.state.first_seq, info.state.last_seq + 1)]
-        return {body["entry_id"]: body["origin"] for body in bodies}
+        # The stored entry leaves out fields at their default (omit_defaults): an entry
+        # without `origin` is live (CONTRACT.md 2.1, 1.2); "import" is always written.
+        return {body["entry_id"]: body.get("origin", "live") for body in bodies}
     finally:
         await nc.close()
 
