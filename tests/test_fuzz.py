@@ -32,6 +32,7 @@ from hypothesis import HealthCheck, event, example, given, settings as hsettings
 
 from seedline_contracts import subjects
 from seedline_contracts.timeline import KINDS
+from seedline_platform.sealing import sealer_for
 from seedline_continuity_resolver.app import create_app as create_resolver
 from seedline_devtools.testing import running
 from seedline_devtools.testing_load import ingest_taken
@@ -326,6 +327,7 @@ class Fuzzed:
     nc: Any
     js: Any
     services: dict[str, Any] = field(default_factory=dict)
+    sealer: Any = None  # opens stored content, sealed at rest (1.2)
     tally: Counter = field(default_factory=Counter)
 
     def assert_running(self) -> None:
@@ -347,6 +349,7 @@ async def start(stack: AsyncExitStack, settings, names: list[str], runner: bool 
     fuzzed.nc = await nats.connect(settings.nats_url, max_reconnect_attempts=-1)
     stack.push_async_callback(fuzzed.nc.close)
     fuzzed.js = fuzzed.nc.jetstream()
+    fuzzed.sealer = sealer_for(fuzzed.js, settings)
     if runner:
         rnc = await nats.connect(settings.nats_url)
         stack.push_async_callback(rnc.close)
@@ -438,8 +441,10 @@ def expected_entry(case: IngestCase) -> dict:
     }
 
 
-def check_stored(case: IngestCase, msg) -> None:
+async def check_stored(case: IngestCase, msg, sealer) -> None:
     body = json.loads(msg.data)
+    # Content is stored sealed with its instance's key (1.2): compared once opened.
+    body["content"] = await sealer.open(body.get("instance_id"), body["content"])
     want = expected_entry(case)
     got = {k: body.get(k) for k in want}
     assert got == want, f"{case.label}: stored entry differs from its normalised form"
@@ -521,7 +526,7 @@ async def test_fuzzed_ingest_becomes_one_entry_or_one_rejection_each(writer_and_
         if entries:
             assert case.expect == "entry" or "entry" in case.expect, (
                 f"{case.label}: stored, but expected a rejection {sorted(case.expect)}")
-            check_stored(case, entries[0])
+            await check_stored(case, entries[0], system.sealer)
         else:
             record = mine[0]
             assert record["reason_code"] in REASONS
@@ -539,7 +544,7 @@ async def test_fuzzed_ingest_becomes_one_entry_or_one_rejection_each(writer_and_
             assert reply["duplicate"] is False
             entries = by_id.pop(case.id, [])
             assert len(entries) == 1 and entries[0].seq == reply["seq"]
-            check_stored(case, entries[0])
+            await check_stored(case, entries[0], system.sealer)
         else:
             code = reply["error"]["code"]
             assert case.expect != "entry" and code in case.expect, (
