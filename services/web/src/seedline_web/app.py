@@ -147,9 +147,11 @@ class WebApp:
         # Shielded: stopping this task must not cut uvicorn short; stop() ends it in order.
         # A forgotten instance's tokens and opens go (CONTRACT.md Erasure, 1.2).
         forget = erasure.follower(self.js, erasure.dropping(self.pool, (
+            # Console logins first: they are found through their token.
+            "DELETE FROM web_console_logins WHERE token_sha256 IN"
+            " (SELECT token_sha256 FROM web_tokens WHERE instance_id = %s)",
             "DELETE FROM web_tokens WHERE instance_id = %s",
-            "DELETE FROM web_opens WHERE instance_id = %s",
-            "DELETE FROM web_open_decisions WHERE instance_id = %s",
+            "DELETE FROM web_open_views WHERE instance_id = %s",
         )), self.settings.stream_replicas)
         await asyncio.gather(self.opens.run(), forget(), asyncio.shield(self._serving))
 
