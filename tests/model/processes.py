@@ -300,9 +300,20 @@ class Platform:
             for seq in range(self._cursor[stream] + 1, last + 1):
                 msg = await self.js.get_msg(stream, seq)
                 body = json.loads(msg.data)
+                if stream == subjects.TIMELINE_STREAM:
+                    # Content is sealed at rest with its instance's key (1.2): read it opened.
+                    body["content"] = await self._sealer().open(
+                        body.get("instance_id"), body.get("content", ""))
                 body["_seq"], body["_subject"] = seq, msg.subject
                 into.append(body)
                 self._cursor[stream] = seq
+
+    def _sealer(self):
+        if getattr(self, "_opener", None) is None:
+            from seedline_platform.sealing import KvKeyStore, Sealer
+
+            self._opener = Sealer(KvKeyStore(self.js, 1))
+        return self._opener
 
     async def idle(self) -> bool:
         """Every durable consumer (ingest's too) with nothing pending or unacknowledged."""

@@ -84,10 +84,14 @@ async def test_an_agent_is_told_why_the_engine_continued_its_own_conversation(sy
     await system.start_runner()
     await system.append(1, content="the board renders")
     async with agent(system.settings) as client:
-        first = await client.call_tool("open_conversation", {"repo": REPO})
+        # The engine is given a message and answers it: its own record then holds the
+        # turn a resume must prove (CONTRACT.md 3.2, 1.2).
+        first = await client.call_tool("open_conversation", {"repo": REPO,
+                                                             "instruction": "Show the board."})
         assert not first.is_error, text_of(first)
         first_id = next(line.split()[2] for line in text_of(first).splitlines()
                         if line.startswith("Opened: conversation"))
+        await system.wait_for(lambda: _answered(system, first_id))
         stopped = await client.call_tool("stop_conversation", {"conversation_id": first_id})
         assert "Stopped conversation" in text_of(stopped)
 
@@ -104,3 +108,9 @@ async def test_an_agent_is_told_why_the_engine_continued_its_own_conversation(sy
     assert f"Continuing from: conversation {first_id}." in text
     assert "Outcome, as the machine confirmed it: resumed." in text
     assert not wording_violations(text)
+
+
+async def _answered(system, session_id: str) -> bool:
+    read = await system.request("seedline.api.timeline.read", {
+        "instance_id": INSTANCE, "repo": REPO, "session_id": session_id})
+    return any(e["kind"] == "chat_assistant" for e in read.get("entries", []))
