@@ -133,6 +133,9 @@ class Model:
         self.conversations: dict[tuple[str, str, str], Conversation] = {}
         self.by_id: dict[str, Conversation] = {}  # the platform's, by their unique ids
         self.last_open: dict[tuple[str, str], tuple[str, str]] = {}
+        # Repos whose people were told not_woken: a burst gets one notice per 10 minutes
+        # (CONTRACT.md 4, 1.2); an example runs well within one window.
+        self.told_not_woken: set[tuple[str, str]] = set()
         self.repo_entries: Counter[tuple[str, str]] = Counter()
         self._clock = 0
         self._seq = 0
@@ -292,7 +295,9 @@ class Model:
         if not fresh:
             return "backfill"
         if (instance_id, repo) not in self.last_open:
-            expected.notices.append((instance_id, "not_woken", None, repo))
+            if (instance_id, repo) not in self.told_not_woken:
+                self.told_not_woken.add((instance_id, repo))
+                expected.notices.append((instance_id, "not_woken", None, repo))
             return "not_woken"
         return "wake"
 
