@@ -66,8 +66,15 @@ def keep_words_whole(table: Table, width: int | None = None) -> Table:
         ids = [bool(column.min_width) for column in table.columns]
         left = max(room - sum(low for low, is_id in zip(lows, ids) if is_id), 0)
         others = sum(low for low, is_id in zip(lows, ids) if not is_id) or 1
-        for column, low, is_id in zip(table.columns, lows, ids):
-            column.width = low if is_id else max(left * low // others, min(low, 4))
+        widths = [low if is_id else max(left * low // others, min(low, 4))
+                  for low, is_id in zip(lows, ids)]
+        # The floors above can add up past the room; take the excess from the widest of the
+        # other columns, never from an id (Rich would otherwise shrink every column alike).
+        while sum(widths) > room and any(w > 1 and not i for w, i in zip(widths, ids)):
+            widest = max((w, n) for n, (w, i) in enumerate(zip(widths, ids)) if not i)[1]
+            widths[widest] -= 1
+        for column, width in zip(table.columns, widths):
+            column.width = width
         return table
     spare, extra = room - sum(lows), [high - low for high, low in zip(highs, lows)]
     for column, low, more in zip(table.columns, lows, extra):
