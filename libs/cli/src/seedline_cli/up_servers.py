@@ -4,11 +4,10 @@ on the same data folder, ports and socket, so every client reconnects to the sam
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
 from pathlib import Path
 
-from seedline_devtools.embedded import NatsProcess, PostgresProcess
+from seedline_devtools.embedded import NatsProcess, PostgresProcess, pid_alive
 
 from .up_processes import exit_text
 
@@ -74,40 +73,20 @@ class SupervisedPostgres:
     def __init__(self, postgres: PostgresProcess) -> None:
         self.postgres = postgres
         self.log_path = postgres.data_dir / "log"
-        self._pid = self._read_pid()
+        self._pid = postgres.postmaster_pid()
 
     @property
     def pid(self) -> int | None:
         return self._pid
 
-    def _read_pid(self) -> int | None:
-        try:
-            return int((self.postgres.data_dir / "postmaster.pid").read_text().split()[0])
-        except (OSError, ValueError, IndexError):
-            return None
-
     def ended(self) -> str | None:
-        if self._pid is None or _alive(self._pid):
+        if self._pid is None or pid_alive(self._pid):
             return None
         return "ended (started by pg_ctl, so its exit code is not seen here)"
 
     async def start_again(self) -> None:
         await asyncio.to_thread(self.postgres.restart)
-        self._pid = self._read_pid()
+        self._pid = self.postgres.postmaster_pid()
 
     def log_tail(self, lines: int = 8) -> list[str]:
         return _tail(self.log_path, lines)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (ended, not yet reaped by its parent) is not alive.
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True

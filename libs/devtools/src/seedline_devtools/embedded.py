@@ -190,6 +190,24 @@ def start_nats(
     return NatsProcess(config, port, monitor_port, data_dir / "nats.log").start()
 
 
+def pid_alive(pid: int) -> bool:
+    """The process lives; a zombie (ended, not yet reaped by its parent) does not."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+# How long a Postgres started again may take to be ready (crash recovery included).
+RECOVERY_WAIT_SECONDS = 300
+
+
 @dataclass
 class PostgresProcess:
     """A pgserver-managed Postgres listening on a Unix socket in its data folder."""
@@ -228,18 +246,56 @@ class PostgresProcess:
                 conn.execute(f'CREATE DATABASE "{name}"')
         return self.url(name)
 
-    def _pg_ctl(self, *args: str) -> None:
+    def _pg_ctl(self, *args: str, timeout: float = 30) -> None:
         import pgserver._commands as commands
 
         user = getattr(self.server, "system_user", None)
-        commands.pg_ctl(list(args), pgdata=self.data_dir, user=user, timeout=30)
+        commands.pg_ctl(list(args), pgdata=self.data_dir, user=user, timeout=timeout)
 
     def stop(self) -> None:
         self._pg_ctl("-w", "-m", "fast", "stop")
 
+    def running(self) -> bool:
+        """A postmaster of this data folder is alive, ready or not yet (as `pg_ctl status`
+        decides it: the pid in postmaster.pid names a live process)."""
+        pid = self.postmaster_pid()
+        return pid is not None and pid_alive(pid)
+
+    @staticmethod
+    def _wait_until_reaped(pid: int | None, timeout: float = 60.0) -> None:
+        """A killed postmaster stays a zombie until its parent (often init) reaps it, and
+        Postgres takes the zombie for a live server holding postmaster.pid and refuses to
+        start. Wait for it to be gone; after the timeout, Postgres says why it cannot."""
+        deadline = time.monotonic() + timeout
+        while pid is not None and time.monotonic() < deadline:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return
+            except PermissionError:
+                pass
+            time.sleep(0.1)
+
+    def postmaster_pid(self) -> int | None:
+        try:
+            return int((self.data_dir / "postmaster.pid").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+
     def restart(self) -> None:
-        """Start again after stop(), on the same socket."""
-        self._pg_ctl("-w", "-o", f'-h "" -k {self.data_dir}', "-l", str(self.data_dir / "log"), "start")
+        """Start again after stop() or a crash, on the same socket.
+
+        After a crash Postgres first fsyncs its whole data folder and replays its WAL; on a
+        busy disk that took longer than pg_ctl's default wait, the next attempt then found
+        the first one's postmaster and failed, and the supervisor counted a crash loop. So
+        the wait is long, and a postmaster an earlier attempt started counts as started.
+        """
+        if self.running():
+            return
+        self._wait_until_reaped(self.postmaster_pid())
+        self._pg_ctl("-w", "-t", str(RECOVERY_WAIT_SECONDS), "-o", f'-h "" -k {self.data_dir}',
+                     "-l", str(self.data_dir / "log"), "start",
+                     timeout=RECOVERY_WAIT_SECONDS + 30)
 
 
 def start_postgres(data_dir: Path) -> PostgresProcess:
