@@ -14,23 +14,38 @@ from seedline_runner.engines.claude_stream import ClaudeStream
 from seedline_runner.transcript_tail import claude_step, codex_join, codex_step
 
 
-def claude_line(kind: str, content) -> str:
-    return json.dumps({"type": kind, "message": {"role": kind, "content": content}})
+CLAUDE_CONVERSATION = "9b1f0c2e-claude-conversation"
+
+
+def claude_line(kind: str, content, uuid: str = "") -> str:
+    """A record of Claude Code's transcript: it names its conversation `sessionId`."""
+    record = {"type": kind, "message": {"role": kind, "content": content}}
+    if uuid:
+        record |= {"uuid": uuid, "sessionId": CLAUDE_CONVERSATION}
+    return json.dumps(record)
+
+
+def as_stream_json(line: str) -> str:
+    """The same record as the live stream-json output prints it (`session_id`)."""
+    record = json.loads(line)
+    if "sessionId" in record:
+        record["session_id"] = record.pop("sessionId")
+    return json.dumps(record)
 
 
 CLAUDE = [
     json.dumps({"type": "queue-operation"}),
-    claude_line("user", "add castling"),
-    claude_line("assistant", [{"type": "text", "text": "castling added"}]),
-    claude_line("user", "now en passant"),
+    claude_line("user", "add castling", "u-1"),
+    claude_line("assistant", [{"type": "text", "text": "castling added"}], "a-1"),
+    claude_line("user", "now en passant", "u-2"),
     json.dumps({"type": "attachment"}),
-    claude_line("assistant", [{"type": "text", "text": "step 1: running echo step-1"}]),
+    claude_line("assistant", [{"type": "text", "text": "step 1: running echo step-1"}], "a-2"),
     claude_line("assistant", [{"type": "tool_use", "id": "toolu_1", "name": "Bash",
-                               "input": {"command": "echo step-1"}}]),
+                               "input": {"command": "echo step-1"}}], "a-3"),
     claude_line("user", [{"tool_use_id": "toolu_1", "type": "tool_result",
-                          "content": "step-1", "is_error": False}]),
+                          "content": "step-1", "is_error": False}], "u-3"),
     claude_line("assistant", [{"type": "tool_use", "id": "toolu_2", "name": "Bash",
-                               "input": {"command": "sleep 4; touch written"}}]),
+                               "input": {"command": "sleep 4; touch written"}}], "a-4"),
 ]
 
 
@@ -48,9 +63,15 @@ def test_a_claude_step_is_read_from_its_prompt_on():
 def test_a_claude_step_read_back_matches_the_live_stream_entry_for_entry():
     # The live stream carries the same assistant and user lines, between an init and a result.
     stream = ClaudeStream()
-    live = [o for line in CLAUDE[3:] for o in stream.feed(line)]
+    init = json.dumps({"type": "system", "subtype": "init", "session_id": CLAUDE_CONVERSATION})
+    live = [o for line in [init, *CLAUDE[3:]] for o in stream.feed(as_stream_json(line))]
+    read_back = claude_step(CLAUDE, prompt_digest("now en passant"))
 
-    assert claude_step(CLAUDE, prompt_digest("now en passant")) == live
+    assert read_back == live
+    # Each with the id the live stream gave it (the record's own), so nothing goes in twice.
+    assert [o.entry_id for o in read_back] == [o.entry_id for o in live]
+    assert [o.entry_id for o in read_back] == [
+        f"claude:{CLAUDE_CONVERSATION}:{record}:0" for record in ("a-2", "a-3", "u-3", "a-4")]
 
 
 def test_a_step_whose_prompt_is_not_in_the_transcript_is_none():

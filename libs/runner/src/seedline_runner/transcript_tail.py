@@ -3,8 +3,8 @@
 A runner that died mid-turn published the engine's outputs up to some point; the
 engine went on recording in its own transcript until it was ended. Reading the
 step back from the transcript, in the order and with the kinds the live stream gives,
-yields the same entry ids (``<session>:<step>:<index>``): the ones already published
-are duplicates the timeline keeps once, the rest are the tail the timeline lacked.
+yields the same entry ids (for Claude Code its record's own, else ``<session>:<step>:<index>``):
+the ones already published are duplicates the timeline keeps once, the rest are the tail the timeline lacked.
 
 A step starts at the person's prompt (found by its digest: a resumed conversation's
 transcript holds earlier steps too) and runs to the end of what was recorded.
@@ -33,7 +33,11 @@ def claude_step(lines: Sequence[str], prompt_sha256: str) -> list[EngineOutput] 
                 start = index
     if start is None:
         return None
-    stream = ClaudeStream()
+    # The transcript has no stream-json init line: the conversation its records belong to
+    # is their own `sessionId`. With it, each block gets the id the live stream gave it
+    # (`claude:<conversation>:<record uuid>:<block>`), so a step published live goes in once.
+    session_id = records[start].get("sessionId") if records[start] else None
+    stream = ClaudeStream(session_id=session_id if isinstance(session_id, str) else None)
     outputs: list[EngineOutput] = []
     for line in lines[start + 1:]:
         outputs.extend(stream.feed(line))
