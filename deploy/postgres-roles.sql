@@ -54,6 +54,7 @@ ALTER TABLE IF EXISTS briefs OWNER TO seedline_owner;
 ALTER TABLE IF EXISTS gateway_offsets OWNER TO seedline_owner;
 ALTER TABLE IF EXISTS gateway_conversations OWNER TO seedline_owner;
 ALTER TABLE IF EXISTS machines OWNER TO seedline_owner;
+ALTER TABLE IF EXISTS not_woken_told OWNER TO seedline_owner;
 ALTER TABLE IF EXISTS last_opens OWNER TO seedline_owner;
 ALTER TABLE IF EXISTS web_offsets OWNER TO seedline_owner;
 ALTER TABLE IF EXISTS web_open_views OWNER TO seedline_owner;
@@ -151,7 +152,7 @@ CREATE TABLE IF NOT EXISTS briefs (
     sha256 text NOT NULL
 );
 
--- runner-gateway owns: gateway_offsets, gateway_conversations, machines, last_opens
+-- runner-gateway owns: gateway_offsets, gateway_conversations, machines, not_woken_told, last_opens
 CREATE TABLE IF NOT EXISTS gateway_offsets (
     projection text PRIMARY KEY,
     applied_seq bigint NOT NULL DEFAULT 0
@@ -178,6 +179,14 @@ CREATE INDEX IF NOT EXISTS gateway_conversations_repo
 CREATE TABLE IF NOT EXISTS machines (
     node_id text PRIMARY KEY,
     label text NOT NULL
+);
+-- The not_woken notice last told per repo (CONTRACT.md 4, 1.2: one per burst).
+CREATE TABLE IF NOT EXISTS not_woken_told (
+    instance_id text NOT NULL,
+    repo text NOT NULL,
+    told_at timestamptz NOT NULL,
+    entry_id text NOT NULL,
+    PRIMARY KEY (instance_id, repo)
 );
 CREATE TABLE IF NOT EXISTS last_opens (
     instance_id text NOT NULL,
@@ -219,29 +228,32 @@ REVOKE ALL ON ALL TABLES IN SCHEMA public
     FROM PUBLIC, seedline_writer, seedline_resolver, seedline_composer, seedline_gateway, seedline_web;
 
 -- seedline_writer: the only writer of the timeline projection: it appends (COPY needs INSERT)
--- and never updates or deletes a row; TRUNCATE is `seedline rebuild timeline`.
-GRANT SELECT, INSERT, TRUNCATE ON timeline_entries TO seedline_writer;
+-- and never updates a row; it deletes only a forgotten instance's rows (Erasure); TRUNCATE is
+-- `seedline rebuild timeline`.
+GRANT SELECT, INSERT, DELETE, TRUNCATE ON timeline_entries TO seedline_writer;
 GRANT SELECT, INSERT, UPDATE ON timeline_offsets TO seedline_writer;
-GRANT SELECT, INSERT ON runner_launches TO seedline_writer;
+GRANT SELECT, INSERT, DELETE ON runner_launches TO seedline_writer;
 
 -- seedline_resolver: reads the timeline through its read port; keeps conversations and the
--- request-id ledger (DELETE: its rebuild).
+-- request-id ledger (DELETE: its rebuild, and a forgotten instance's rows).
 GRANT SELECT ON timeline_entries TO seedline_resolver;
 GRANT SELECT ON timeline_offsets TO seedline_resolver;
 GRANT SELECT, INSERT, UPDATE, DELETE ON conversations TO seedline_resolver;
-GRANT SELECT, INSERT, UPDATE ON open_requests TO seedline_resolver;
+GRANT SELECT, INSERT, UPDATE, DELETE ON open_requests TO seedline_resolver;
 GRANT SELECT, INSERT, UPDATE ON resolver_offsets TO seedline_resolver;
 
--- seedline_composer: reads the timeline through its read port; keeps the briefs.
+-- seedline_composer: reads the timeline through its read port; keeps the briefs (DELETE: a
+-- forgotten instance's).
 GRANT SELECT ON timeline_entries TO seedline_composer;
 GRANT SELECT ON timeline_offsets TO seedline_composer;
-GRANT SELECT, INSERT, UPDATE ON briefs TO seedline_composer;
+GRANT SELECT, INSERT, UPDATE, DELETE ON briefs TO seedline_composer;
 
--- seedline_gateway: its fold of the lifecycle, machines, last opens; it reads neither the
--- timeline nor the briefs.
-GRANT SELECT, INSERT, UPDATE ON gateway_conversations TO seedline_gateway;
+-- seedline_gateway: its fold of the lifecycle, machines, last opens, the not_woken notices
+-- told (DELETE: a forgotten instance's rows); it reads neither the timeline nor the briefs.
+GRANT SELECT, INSERT, UPDATE, DELETE ON gateway_conversations TO seedline_gateway;
 GRANT SELECT, INSERT, UPDATE ON machines TO seedline_gateway;
-GRANT SELECT, INSERT, UPDATE ON last_opens TO seedline_gateway;
+GRANT SELECT, INSERT, UPDATE, DELETE ON last_opens TO seedline_gateway;
+GRANT SELECT, INSERT, UPDATE, DELETE ON not_woken_told TO seedline_gateway;
 GRANT SELECT, INSERT, UPDATE ON gateway_offsets TO seedline_gateway;
 
 -- seedline_web: its tokens and its projection of opens; everything else through the APIs.

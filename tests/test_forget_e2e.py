@@ -94,7 +94,8 @@ async def test_a_forgotten_instance_is_gone_and_the_other_loses_nothing(system):
         counts = [
             await rows_of(system, f"SELECT count(*) FROM {table} WHERE instance_id = %s", GONE)
             for table in ("timeline_entries", "runner_launches", "conversations",
-                          "open_requests", "gateway_conversations", "last_opens")
+                          "open_requests", "gateway_conversations", "last_opens",
+                          "not_woken_told")
         ]
         counts.append(await rows_of(
             system, "SELECT count(*) FROM briefs WHERE text LIKE '%%' || %s || ':%%'", GONE))

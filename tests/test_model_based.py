@@ -764,13 +764,6 @@ def _target_steps(config: pytest.Config) -> int:
     return SLOW_STEPS if "slow" in (config.getoption("markexpr") or "") else DEFAULT_STEPS
 
 
-# Known divergence after the 1.2 merge, not yet resolved: one not_woken notice per repo per
-# 10-minute window (by the messages' own times, kept in the gateway's memory) against the
-# reference's per-example rule; with seed 20261202 a not_woken of an earlier example's
-# instance arrives during a later step. Run, reported, and not counted as a failure until
-# the reference and the gateway agree.
-@pytest.mark.xfail(reason="not_woken de-duplication: the reference and the gateway disagree",
-                   strict=False)
 @pytest.mark.timeout(4 * 3600)
 def test_conversation_state_matches_the_model_step_by_step(harness, request, capsys):
     global HARNESS

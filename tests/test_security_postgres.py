@@ -36,7 +36,8 @@ OWNED = {
     "timeline-writer": {"timeline_entries", "timeline_offsets", "runner_launches"},
     "continuity-resolver": {"conversations", "open_requests", "resolver_offsets"},
     "seed-composer": {"briefs"},
-    "runner-gateway": {"gateway_conversations", "machines", "last_opens", "gateway_offsets"},
+    "runner-gateway": {"gateway_conversations", "machines", "last_opens", "not_woken_told",
+                       "gateway_offsets"},
     "seedline-web": {"web_offsets", "web_open_views", "web_tokens"},
 }
 TABLES = tuple(sorted(set().union(*OWNED.values())))
@@ -46,20 +47,23 @@ READ_PORT = {"timeline_entries": {"SELECT"}, "timeline_offsets": {"SELECT"}}
 # What each role may do, table by table; everything not listed is refused.
 EXPECTED_GRANTS: dict[str, dict[str, set[str]]] = {
     "seedline_writer": {
-        "timeline_entries": {"SELECT", "INSERT", "TRUNCATE"},
+        # DELETE: only a forgotten instance's rows (Erasure); it never updates an entry.
+        "timeline_entries": {"SELECT", "INSERT", "DELETE", "TRUNCATE"},
         "timeline_offsets": {"SELECT", "INSERT", "UPDATE"},
-        "runner_launches": {"SELECT", "INSERT"},
+        "runner_launches": {"SELECT", "INSERT", "DELETE"},
     },
     "seedline_resolver": {
         **READ_PORT,
         "conversations": {"SELECT", "INSERT", "UPDATE", "DELETE"},
-        "open_requests": {"SELECT", "INSERT", "UPDATE"},
+        "open_requests": {"SELECT", "INSERT", "UPDATE", "DELETE"},
         "resolver_offsets": {"SELECT", "INSERT", "UPDATE"},
     },
-    "seedline_composer": {**READ_PORT, "briefs": {"SELECT", "INSERT", "UPDATE"}},
+    "seedline_composer": {**READ_PORT, "briefs": {"SELECT", "INSERT", "UPDATE", "DELETE"}},
     "seedline_gateway": {
-        table: {"SELECT", "INSERT", "UPDATE"}
-        for table in ("gateway_conversations", "machines", "last_opens", "gateway_offsets")
+        # DELETE: a forgotten instance's rows (Erasure); machines and offsets hold none.
+        **{table: {"SELECT", "INSERT", "UPDATE", "DELETE"}
+           for table in ("gateway_conversations", "last_opens", "not_woken_told")},
+        **{table: {"SELECT", "INSERT", "UPDATE"} for table in ("machines", "gateway_offsets")},
     },
     "seedline_web": {
         table: {"SELECT", "INSERT", "UPDATE", "DELETE"} for table in OWNED["seedline-web"]
@@ -191,7 +195,7 @@ def test_a_service_cannot_read_or_write_another_services_tables(roles_db):
             " NULL, NULL, 1)")
         writer.execute("INSERT INTO timeline_offsets VALUES ('timeline', 1)")
         for statement in ("UPDATE timeline_entries SET content = 'forged'",
-                          "DELETE FROM timeline_entries", "SELECT * FROM briefs",
+                          "DELETE FROM timeline_offsets", "SELECT * FROM briefs",
                           "SELECT * FROM conversations"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 writer.execute(statement)

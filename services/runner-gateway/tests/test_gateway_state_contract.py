@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -77,6 +77,22 @@ class GatewayStateContract:
         await self.state.record_machine("mac", "Office Mac")
         assert await self.state.label("mac") == "Office Mac"
         assert await self.state.label("pc") is None
+
+    async def test_one_not_woken_per_burst_and_the_same_message_again_tells_again(self):
+        def at(minute):
+            return datetime(2026, 12, 1, 10, minute, tzinfo=timezone.utc)
+
+        window = timedelta(minutes=10)
+        tell = self.state.tell_not_woken
+        assert await tell("inst-a", "apps/x", at(0), "m-1", window)
+        assert not await tell("inst-a", "apps/x", at(3), "m-2", window)  # the same burst
+        # The message that told, delivered again (a restarted or second gateway copy): its
+        # notice goes out again under the same id, which the notices stream keeps once.
+        assert await tell("inst-a", "apps/x", at(0), "m-1", window)
+        assert await tell("inst-a", "apps/y", at(3), "m-3", window)  # another repo
+        assert await tell("inst-b", "apps/x", at(3), "m-4", window)  # another instance
+        assert await tell("inst-a", "apps/x", at(10), "m-5", window)  # a later burst
+        assert not await tell("inst-a", "apps/x", at(12), "m-6", window)
 
 
 class TestInMemoryGatewayState(GatewayStateContract):

@@ -41,37 +41,40 @@ SERVICE_DDL: dict[str, tuple[str, ...]] = {
 # What each role may do; every table it is not named on is refused.
 GRANTS: dict[str, dict[str, tuple[str, ...]]] = {
     "seedline_writer": {
-        "timeline_entries": ("SELECT", "INSERT", "TRUNCATE"),
+        "timeline_entries": ("SELECT", "INSERT", "DELETE", "TRUNCATE"),
         "timeline_offsets": ("SELECT", "INSERT", "UPDATE"),
-        "runner_launches": ("SELECT", "INSERT"),
+        "runner_launches": ("SELECT", "INSERT", "DELETE"),
     },
     "seedline_resolver": {
         "timeline_entries": ("SELECT",),
         "timeline_offsets": ("SELECT",),
         "conversations": ("SELECT", "INSERT", "UPDATE", "DELETE"),
-        "open_requests": ("SELECT", "INSERT", "UPDATE"),
+        "open_requests": ("SELECT", "INSERT", "UPDATE", "DELETE"),
         "resolver_offsets": ("SELECT", "INSERT", "UPDATE"),
     },
     "seedline_composer": {
         "timeline_entries": ("SELECT",),
         "timeline_offsets": ("SELECT",),
-        "briefs": ("SELECT", "INSERT", "UPDATE"),
+        "briefs": ("SELECT", "INSERT", "UPDATE", "DELETE"),
     },
     "seedline_gateway": {
-        "gateway_conversations": ("SELECT", "INSERT", "UPDATE"),
+        "gateway_conversations": ("SELECT", "INSERT", "UPDATE", "DELETE"),
         "machines": ("SELECT", "INSERT", "UPDATE"),
-        "last_opens": ("SELECT", "INSERT", "UPDATE"),
+        "last_opens": ("SELECT", "INSERT", "UPDATE", "DELETE"),
+        "not_woken_told": ("SELECT", "INSERT", "UPDATE", "DELETE"),
         "gateway_offsets": ("SELECT", "INSERT", "UPDATE"),
     },
 }
 WHY = {
     "seedline_writer": "the only writer of the timeline projection: it appends (COPY needs "
-    "INSERT) and never updates or deletes a row; TRUNCATE is `seedline rebuild timeline`",
+    "INSERT) and never updates a row; it deletes only a forgotten instance's rows (Erasure); "
+    "TRUNCATE is `seedline rebuild timeline`",
     "seedline_resolver": "reads the timeline through its read port; keeps conversations and "
-    "the request-id ledger (DELETE: its rebuild)",
-    "seedline_composer": "reads the timeline through its read port; keeps the briefs",
-    "seedline_gateway": "its fold of the lifecycle, machines, last opens; it reads neither the "
-    "timeline nor the briefs",
+    "the request-id ledger (DELETE: its rebuild, and a forgotten instance's rows)",
+    "seedline_composer": "reads the timeline through its read port; keeps the briefs "
+    "(DELETE: a forgotten instance's)",
+    "seedline_gateway": "its fold of the lifecycle, machines, last opens, the not_woken notices "
+    "told (DELETE: a forgotten instance's rows); it reads neither the timeline nor the briefs",
     "seedline_web": "its tokens and its projection of opens; everything else through the APIs",
 }
 SQL_NAME = "postgres-roles.sql"

@@ -129,6 +129,7 @@ class GatewayApp(ServiceApp):
             self.loops.append(erasure.follower(self.js, erasure.dropping(self.pool, (
                 "DELETE FROM gateway_conversations WHERE instance_id = %s",
                 "DELETE FROM last_opens WHERE instance_id = %s",
+                "DELETE FROM not_woken_told WHERE instance_id = %s",
             ), sealer), s.stream_replicas))
 
     async def apply_sessions(self, msgs: Sequence[Msg]) -> None:

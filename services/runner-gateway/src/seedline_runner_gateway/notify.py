@@ -21,22 +21,30 @@ def machine_offline(session_id: str, node_id: str, label: str | None):
 
 
 class Notifier(Protocol):
-    async def notify(self, instance_id: str, notification: Notification) -> None: ...
+    async def notify(self, instance_id: str, notification: Notification,
+                     notice_id: str | None = None) -> None:
+        """Publish a notice; one with a `notice_id` sent again is kept once by
+        SEEDLINE_NOTICES (its Nats-Msg-Id, within the stream's duplicate window)."""
+        ...
 
 
 class NatsNotifier:
     def __init__(self, nc: Client) -> None:
         self._nc = nc
 
-    async def notify(self, instance_id: str, notification: Notification) -> None:
-        await self._nc.publish(subjects.notify_subject(instance_id), encode(notification))
+    async def notify(self, instance_id: str, notification: Notification,
+                     notice_id: str | None = None) -> None:
+        headers = {"Nats-Msg-Id": notice_id[:256]} if notice_id else None
+        await self._nc.publish(subjects.notify_subject(instance_id), encode(notification),
+                               headers=headers)
 
 
 class RecordingNotifier:
     def __init__(self) -> None:
         self.sent: list[tuple[str, Notification]] = []
 
-    async def notify(self, instance_id: str, notification: Notification) -> None:
+    async def notify(self, instance_id: str, notification: Notification,
+                     notice_id: str | None = None) -> None:
         self.sent.append((instance_id, notification))
 
     def kinds(self) -> list[str]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from psycopg_pool import AsyncConnectionPool
 
@@ -11,7 +11,7 @@ from seedline_contracts.times import format_utc
 from seedline_core import lifecycle as lc
 from seedline_platform import pg
 
-from .state import Held, Step, fold, opened_where
+from .state import Held, Step, fold, opened_where, tells_not_woken
 
 OFFSETS = pg.Offsets("gateway_offsets")
 PROJECTION = "sessions"
@@ -38,6 +38,14 @@ CREATE INDEX IF NOT EXISTS gateway_conversations_repo
 CREATE TABLE IF NOT EXISTS machines (
     node_id text PRIMARY KEY,
     label text NOT NULL
+);
+-- The not_woken notice last told per repo (CONTRACT.md 4, 1.2: one per burst).
+CREATE TABLE IF NOT EXISTS not_woken_told (
+    instance_id text NOT NULL,
+    repo text NOT NULL,
+    told_at timestamptz NOT NULL,
+    entry_id text NOT NULL,
+    PRIMARY KEY (instance_id, repo)
 );
 CREATE TABLE IF NOT EXISTS last_opens (
     instance_id text NOT NULL,
@@ -191,4 +199,23 @@ class PostgresGatewayState:
             row = await cur.fetchone()
         return row[0] if row else None
 
-
+    async def tell_not_woken(self, instance_id: str, repo: str, at: datetime, entry_id: str,
+                             window: timedelta) -> bool:
+        key = (instance_id, repo)
+        async with self._pool.connection() as conn, conn.transaction():
+            # The row is locked while it is decided, so two copies never both tell.
+            cur = await conn.execute(
+                "INSERT INTO not_woken_told VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING"
+                " RETURNING 1", (*key, at, entry_id))
+            if await cur.fetchone():
+                return True
+            cur = await conn.execute(
+                "SELECT told_at, entry_id FROM not_woken_told WHERE instance_id = %s"
+                " AND repo = %s FOR UPDATE", key)
+            told_at, told_entry = await cur.fetchone()
+            if not tells_not_woken((told_at, told_entry), at, entry_id, window):
+                return False
+            await conn.execute(
+                "UPDATE not_woken_told SET told_at = %s, entry_id = %s"
+                " WHERE instance_id = %s AND repo = %s", (at, entry_id, *key))
+        return True

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol
 
 from seedline_contracts.times import parse_rfc3339
@@ -74,6 +74,21 @@ class GatewayState(Protocol):
 
     async def label(self, node_id: str) -> str | None: ...
 
+    async def tell_not_woken(self, instance_id: str, repo: str, at: datetime, entry_id: str,
+                             window: timedelta) -> bool:
+        """Whether the message `entry_id` (dated `at`) tells the repo's people that nothing
+        was woken: the first of a burst does, as does the same message delivered again (its
+        notice carries the message's id, so the notices stream keeps it once); another
+        message within `window` of the one that told does not. Kept where every copy of
+        the gateway, and a gateway started again, finds it (CONTRACT.md 4, 1.2)."""
+        ...
+
+
+def tells_not_woken(told: tuple[datetime, str] | None, at: datetime, entry_id: str,
+                    window: timedelta) -> bool:
+    """The pure rule of tell_not_woken, given what was told last: (at, entry_id)."""
+    return told is None or told[1] == entry_id or abs(at - told[0]) >= window
+
 
 def fold(current: Held | None, step: Step) -> Held | None:
     """The pure step both adapters take for each event."""
@@ -104,6 +119,7 @@ class InMemoryGatewayState:
         self.conversations: dict[str, Held] = {}
         self.last_opens: dict[tuple[str, str], tuple[str, str]] = {}
         self.labels: dict[str, str] = {}
+        self.not_woken_told: dict[tuple[str, str], tuple[datetime, str]] = {}
         self._applied = 0
 
     async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> None:
@@ -166,3 +182,11 @@ class InMemoryGatewayState:
 
     async def label(self, node_id: str) -> str | None:
         return self.labels.get(node_id)
+
+    async def tell_not_woken(self, instance_id: str, repo: str, at: datetime, entry_id: str,
+                             window: timedelta) -> bool:
+        key = (instance_id, repo)
+        if not tells_not_woken(self.not_woken_told.get(key), at, entry_id, window):
+            return False
+        self.not_woken_told[key] = (at, entry_id)
+        return True

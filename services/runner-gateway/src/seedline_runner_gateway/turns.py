@@ -47,7 +47,6 @@ OPENING_WAIT_SECONDS = 40.0
 # A burst of messages to a repo no machine has worked on gets one not_woken notice per
 # this window, by the messages' own times (CONTRACT.md 4, 1.2), not one per message.
 NOT_WOKEN_WINDOW = timedelta(minutes=10)
-NOT_WOKEN_REMEMBERED = 10_000
 
 
 class MachineBusy(Outage):
@@ -72,7 +71,6 @@ class TimelineFollower:
         self._caught_up = caught_up
         self._clock = clock
         self._new_id = new_id or (lambda: "csess_" + secrets.token_hex(8))
-        self._not_woken_at: dict[tuple[str, str], datetime] = {}
 
     async def handle(self, msgs: Sequence[Msg]) -> None:
         entries = [(m, decode(m.data, TimelineEntry)) for m in msgs]
@@ -146,10 +144,13 @@ class TimelineFollower:
         target = await self._state.last_open(entry.instance_id, entry.repo)
         if target is None:
             log.info("nothing_to_wake_on", instance_id=entry.instance_id, seq=seq)
-            if self._told_not_woken(entry):
+            if not await self._state.tell_not_woken(
+                    entry.instance_id, entry.repo, parse_rfc3339(entry.at), entry.entry_id,
+                    NOT_WOKEN_WINDOW):
                 return
             await self._notifier.notify(entry.instance_id, NotWokenNotification(
-                repo=entry.repo, text=not_woken_text(entry.repo), at=self._clock()))
+                repo=entry.repo, text=not_woken_text(entry.repo), at=self._clock()),
+                notice_id=f"not_woken:{entry.instance_id}:{entry.entry_id}")
             return
         node_id, engine = target
         request_id = f"wake:{entry.entry_id}"[:128]
@@ -163,19 +164,6 @@ class TimelineFollower:
             {"Nats-Msg-Id": request_id},
         )])
         log.info("wake_requested", seq=seq, session_id=event.session_id, node_id=node_id)
-
-
-    def _told_not_woken(self, entry: TimelineEntry) -> bool:
-        """True when this repo's people were told within the window; else notes it now."""
-        key, at = (entry.instance_id, entry.repo), parse_rfc3339(entry.at)
-        told = self._not_woken_at.get(key)
-        if told is not None and abs(at - told) < NOT_WOKEN_WINDOW:
-            return True
-        self._not_woken_at.pop(key, None)
-        self._not_woken_at[key] = at
-        if len(self._not_woken_at) > NOT_WOKEN_REMEMBERED:
-            self._not_woken_at.pop(next(iter(self._not_woken_at)))
-        return False
 
 
 async def _extend(msg: Msg) -> None:
