@@ -84,6 +84,36 @@ async def test_a_relocation_records_relocated_with_the_reply_and_stops_the_old_m
     assert (await gw.state.held("csess_a")).node_id == "pc"
 
 
+async def test_a_relocation_stops_the_engine_it_moves_before_the_new_machine_starts_one(gw):
+    gw.online("mac")
+    gw.online("pc", label="PC")
+    await gw.open("csess_a")
+    hosting_at_launch = []
+
+    def answer(node, request):
+        hosting_at_launch.append({n: set(s) for n, s in gw.machines.hosting.items()})
+        return LaunchReply(accepted=True, resumed_conversation=False, seeded=True)
+
+    gw.machines.answer_launch = answer
+    await gw.launcher.launch(gw.composed("csess_a", "pc", relocation=True, relocation_from="mac"))
+    # At no moment do two machines run the repo's conversation (CONTRACT.md 4, 1.2).
+    assert hosting_at_launch == [{"mac": set()}]
+    assert [s for s in gw.machines.stops if s[1] == "csess_a"] == [("mac", "csess_a", "relocated")]
+
+
+async def test_a_relocation_refused_after_its_engine_was_stopped_records_the_stop(gw):
+    gw.online("mac")
+    gw.online("pc", label="PC")
+    await gw.open("csess_a")
+    gw.machines.answer_launch = lambda node, request: LaunchReply(accepted=False, reason="full")
+    await gw.launcher.launch(gw.composed("csess_a", "pc", relocation=True, relocation_from="mac"))
+    await gw.fold()
+    (stopped,) = gw.events("stopped")
+    assert (stopped["session_id"], stopped["reason"]) == ("csess_a", "relocation_failed")
+    assert gw.events("open_failed")[0]["error"]["code"] == "launch_refused"
+    assert (await gw.state.held("csess_a")).state is lc.State.STOPPED
+
+
 async def test_two_presence_puts_after_the_launch_without_it_stop_it_as_restarted(gw):
     gw.online("mac", revision=5)
     await gw.open("csess_a")

@@ -9,8 +9,9 @@ One live engine per repo (CONTRACT.md 4, 1.2): launches of one (instance, repo) 
 one at a time across every copy (`RepoTurns`), and each is fenced by its decision's
 place in SEEDLINE_SESSIONS (`decided_seq`). A launch whose repo has seen a newer open
 since its decision is never sent (`superseded`); otherwise the conversations it
-replaces are stopped before it reaches its machine, and the machine is given the fence
-so that it refuses anything older it may still be sent.
+replaces are stopped before it reaches its machine (a relocation's own engine on the
+machine it leaves, too), and the machine is given the fence so that it refuses anything
+older it may still be sent.
 """
 
 from __future__ import annotations
@@ -97,9 +98,9 @@ class Launcher:
             replaced: list[Held] = []
             try:
                 await self._fence(composed)
-                reply = await self._deliver(composed, replaced)
+                reply = await self._deliver(composed, replaced, held)
             except LaunchFailed as failure:
-                await self._failed(composed, failure)
+                await self._failed(composed, failure, moved=_moved(composed, held, replaced))
                 return
             await self._confirmed(composed, held, reply, seq, replaced)
 
@@ -116,6 +117,7 @@ class Launcher:
 
     async def _deliver(
         self, composed: SeedComposed, replaced: list[Held] | None = None,
+        held: Held | None = None,
     ) -> tuple[OpenReply, LaunchReply]:
         plan = composed.plan
         sighting = await self._presence.get(plan.node_id)
@@ -142,7 +144,7 @@ class Launcher:
         )
         if replaced is not None and plan.engine in presence.engines:
             # The machine can take it: what it replaces ends first, so no moment has two.
-            replaced += await self._stop_replaced(composed)
+            replaced += await self._stop_replaced(composed, held)
         try:
             launch = await self._machines.launch(plan.node_id, request)
         except MachineUnreachable:
@@ -166,11 +168,17 @@ class Launcher:
             notice=NoticeBody(**notice.to_wire()),
         ), launch
 
-    async def _stop_replaced(self, composed: SeedComposed) -> list[Held]:
-        """Stop the repo's other live conversations (`superseded`) before the launch."""
+    async def _stop_replaced(self, composed: SeedComposed, held: Held | None) -> list[Held]:
+        """Stop the repo's other live conversations (`superseded`) before the launch; a
+        relocation stops its own engine on the machine it leaves (`relocated`) first."""
         plan = composed.plan
-        if plan.relocation or composed.decided_seq is None:
-            return []  # a relocation keeps its own order: launch there, then stop here
+        if plan.relocation:
+            if held is None or held.state is not lc.State.LIVE or held.node_id == plan.node_id:
+                return []
+            await self._machines.stop(held.node_id, composed.session_id, "relocated")
+            return [held]
+        if composed.decided_seq is None:
+            return []
         replaced = [
             previous for previous in await self._state.live_in_repo(plan.instance_id, plan.repo)
             if previous.session_id != composed.session_id
@@ -184,15 +192,22 @@ class Launcher:
             await self._stopper.tell_machine(previous, "superseded")
         return replaced
 
-    async def _failed(self, composed: SeedComposed, failure: LaunchFailed) -> None:
+    async def _failed(
+        self, composed: SeedComposed, failure: LaunchFailed, moved: Held | None = None,
+    ) -> None:
         plan = composed.plan
         log.info("open_failed", session_id=composed.session_id, code=failure.code)
         self._count(plan.continuity.reason_code, failure.code)
         # A failed relocation leaves the conversation where it was (the lifecycle moves
         # only an opening conversation to failed); either way the request is answered.
-        await self._publisher.publish([event_message(OpenFailed(
-            session_id=composed.session_id, at=self._clock(),
-            error=ErrorBody(failure.code, failure.message), plan=plan))])
+        # When its engine there was already stopped for the move, that is recorded too.
+        now = self._clock()
+        await self._publisher.publish([
+            *([self._stopper.record(moved, "relocation_failed", now)] if moved else []),
+            event_message(OpenFailed(
+                session_id=composed.session_id, at=now,
+                error=ErrorBody(failure.code, failure.message), plan=plan)),
+        ])
         if plan.wake_seq is not None and failure.code == "runner_offline":
             # Nobody waits on a wake's reply: the person is told where it could not go.
             await self._notifier.notify(plan.instance_id, RunnerOfflineNotification(
@@ -217,7 +232,8 @@ class Launcher:
         ]
         if plan.relocation:
             moved_from = held.node_id if held is not None else plan.relocation_from
-            if held is not None and held.state is lc.State.LIVE and moved_from != plan.node_id:
+            if (held is not None and held.state is lc.State.LIVE and moved_from != plan.node_id
+                    and composed.session_id not in stopped_before):
                 await self._machines.stop(moved_from, composed.session_id, "relocated")
             event = Relocated(session_id=composed.session_id, at=now, from_node_id=moved_from,
                               to_node_id=plan.node_id, reply=reply, engine=plan.engine,
@@ -235,6 +251,13 @@ class Launcher:
             await self._stopper.tell_machine(previous, "superseded")
         log.info("opened", session_id=composed.session_id, outcome=reply.outcome,
                  relocation=plan.relocation)
+
+
+def _moved(composed: SeedComposed, held: Held | None, replaced: list[Held]) -> Held | None:
+    """The relocating conversation, when its engine was stopped on the machine it left."""
+    if composed.plan.relocation and held is not None and held in replaced:
+        return held
+    return None
 
 
 def _already_done(held, node_id: str, relocation: bool) -> bool:
