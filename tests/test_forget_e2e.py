@@ -41,6 +41,14 @@ async def rows_of(system, sql: str, instance: str) -> int:
         return int((await cur.fetchone())[0])
 
 
+async def raw_stream(js, stream: str) -> list[bytes]:
+    """Every message body a stream holds now, as stored."""
+    from seedline_platform.replay import last_seq, replay
+
+    end = await last_seq(js, stream)
+    return [m.data for batch in [b async for b in replay(js, stream, ">", 1, end)] for m in batch]
+
+
 async def test_a_forgotten_instance_is_gone_and_the_other_loses_nothing(system):
     await system.start_runner()
     for n in range(20):
@@ -58,6 +66,22 @@ async def test_a_forgotten_instance_is_gone_and_the_other_loses_nothing(system):
             await js.publish(subjects.INGEST_TIMELINE, json.dumps(body).encode(),
                              headers={"Nats-Msg-Id": body["entry_id"]})
             published.append(body["content"])
+
+    # Plain text of it elsewhere: a rejected input (an unknown kind) and a notice.
+    bad = {**entry(GONE, 99), "kind": "no_such_kind", "content": f"{GONE} rejected words"}
+    await js.publish(subjects.INGEST_TIMELINE, json.dumps(bad).encode())
+    await system.nc.publish(subjects.notify_subject(GONE), json.dumps(
+        {"kind": "not_woken", "repo": REPO, "text": f"{GONE} notice words", "at": now_text()}
+    ).encode())
+    await system.nc.publish(subjects.notify_subject(KEPT), json.dumps(
+        {"kind": "not_woken", "repo": REPO, "text": f"{KEPT} notice words", "at": now_text()}
+    ).encode())
+
+    async def rejected_and_noticed():
+        return (GONE.encode() in b"".join(await raw_stream(js, subjects.REJECTED_STREAM))
+                and len(await raw_stream(js, subjects.NOTICES_STREAM)) >= 2)
+    await system.wait_for(rejected_and_noticed, timeout=30)
+    assert any(GONE.encode() in body for body in await raw_stream(js, subjects.INGEST_STREAM))
 
     load = asyncio.create_task(keep_publishing())
     await asyncio.sleep(0.2)
@@ -103,6 +127,16 @@ async def test_a_forgotten_instance_is_gone_and_the_other_loses_nothing(system):
     await system.wait_for(projections_empty, timeout=30)
     assert await rows_of(system, "SELECT count(*) FROM briefs WHERE text LIKE '%%' || %s || ':%%'",
                          KEPT) == 1
+
+    # Nothing of it is left in plain text in any stream; the other's messages stay.
+    for stream in (subjects.INGEST_STREAM, subjects.REJECTED_STREAM, subjects.NOTICES_STREAM,
+                   subjects.TIMELINE_STREAM, subjects.SESSIONS_STREAM):
+        bodies = await raw_stream(js, stream)
+        assert not [b for b in bodies if f"{GONE} says".encode() in b
+                    or f"{GONE} rejected".encode() in b or f"{GONE} notice".encode() in b], stream
+    notices = b"".join(await raw_stream(js, subjects.NOTICES_STREAM))
+    assert f"{KEPT} notice words".encode() in notices
+    assert any(f"{KEPT} says".encode() in b for b in await raw_stream(js, subjects.INGEST_STREAM))
 
     # A rebuild from the stream brings nothing of it back, and changes nothing else.
     result = await rebuild_timeline(system.settings, None)

@@ -374,9 +374,14 @@ async def test_no_service_can_delete_or_purge_a_stream(secure_nats, connections)
         await _refused(
             js.delete_stream(subjects.TIMELINE_STREAM),
             js.purge_stream(subjects.SESSIONS_STREAM),
-            js.delete_msg(subjects.REJECTED_STREAM, 1),
+            js.delete_msg(subjects.TIMELINE_STREAM, 1),
             js.update_stream(nats_js_config(subjects.TIMELINE_STREAM)),
         )
+        if service != "timeline-writer":
+            # Only the writer, answering an operator's forget, removes an instance's plain
+            # text from the notices, ingest and rejected streams.
+            await _refused(js.delete_msg(subjects.REJECTED_STREAM, 1),
+                           js.purge_stream(subjects.NOTICES_STREAM, subject="seedline.notify.x"))
         await nc.close()
     info = await svc.jetstream().stream_info(subjects.TIMELINE_STREAM)
     assert info.state.messages == 1

@@ -34,7 +34,10 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from seedline_contracts import subjects
+from seedline_contracts.streams import ALL_STREAMS
 from seedline_contracts.tokens import escape_token
+from seedline_platform.erasure import FORGOTTEN_BUCKET
+from seedline_platform.sealing import KEYS_BUCKET
 
 ADMIN_USER = "seedline-admin"
 
@@ -154,6 +157,24 @@ JETSTREAM_DENIED = (
     "$JS.API.STREAM.MSG.DELETE.>",
     "$JS.API.STREAM.UPDATE.>",
 )
+# (1.2) Forgetting an instance removes its messages from the streams that hold plain text
+# (seedline_platform.erasure.scrub_streams): the timeline-writer, which answers the
+# operator's forget, may purge notices and delete single ingest, rejected and notice
+# messages; every other stream, and deleting or changing a stream, stays refused.
+_FORGET_PURGES = (subjects.NOTICES_STREAM,)
+_FORGET_DELETES = (subjects.INGEST_STREAM, subjects.REJECTED_STREAM, subjects.NOTICES_STREAM)
+_PROTECTED_STREAMS = (
+    *(spec.name for spec in ALL_STREAMS),
+    *(f"KV_{bucket}" for bucket in (subjects.RUNNERS_BUCKET, KEYS_BUCKET, FORGOTTEN_BUCKET)),
+)
+WRITER_JETSTREAM_DENIED = (
+    "$JS.API.STREAM.DELETE.>",
+    "$JS.API.STREAM.UPDATE.>",
+    *(f"$JS.API.STREAM.PURGE.{name}" for name in _PROTECTED_STREAMS
+      if name not in _FORGET_PURGES),
+    *(f"$JS.API.STREAM.MSG.DELETE.{name}" for name in _PROTECTED_STREAMS
+      if name not in _FORGET_DELETES),
+)
 
 
 def service_user_name(service: str) -> str:
@@ -169,7 +190,8 @@ def service_permissions(service: str) -> Permissions:
         publish_allow=(*publishes, *jetstream),
         subscribe_allow=(*subscribes, inbox, "$SRV.>"),
         # Forgetting an instance is the operator's request alone, whatever else may be asked.
-        publish_deny=(*JETSTREAM_DENIED, subjects.API_INSTANCES_FORGET),
+        publish_deny=(*(WRITER_JETSTREAM_DENIED if service == "timeline-writer"
+                        else JETSTREAM_DENIED), subjects.API_INSTANCES_FORGET),
         # Answers to its requests, to $SRV discovery and to callers with any inbox.
         allow_responses=True,
     )

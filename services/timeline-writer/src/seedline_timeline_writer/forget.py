@@ -3,12 +3,15 @@
 The streams stay append-only: the instance's entries stay there, sealed with a key that
 is destroyed here, so nothing can open them again. In order: the erasure is recorded
 (who, when, why, how many entries, the timeline seq it reaches), the key is destroyed,
-and this service drops the instance's rows; every other service follows the record and
-drops its own (seedline_platform.erasure). A forget asked again redoes each step.
+this service drops the instance's rows, and the streams that hold plain text (notices,
+the ingest inbox, rejected input) lose the instance's messages; every other service
+follows the record and drops its own rows (seedline_platform.erasure). A forget asked
+again redoes each step.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import msgspec
@@ -65,8 +68,10 @@ class Forgetter:
         await erasure.record(self._js, record, self._replicas)
         await self._keys.destroy(instance)
         await self.drop(record)
+        removed = await erasure.scrub_streams(
+            self._js, instance, lambda stream, body: names_instance(body, instance))
         log.info("instance_forgotten", instance_id=instance, entries=entries,
-                 through_seq=record.through_seq)
+                 through_seq=record.through_seq, removed_from_streams=removed)
         return encode(ForgetReply(entries=entries))
 
     async def drop(self, record: Erasure) -> None:
@@ -80,3 +85,21 @@ class Forgetter:
             )
             await conn.execute(
                 "DELETE FROM runner_launches WHERE instance_id = %s", (record.instance_id,))
+
+
+def names_instance(body: bytes, instance_id: str) -> bool:
+    """An ingest message, a rejected one (its `raw`, when it was text) or a parked session
+    event of this instance. Input that never named one cannot be told apart, and stays."""
+    try:
+        value = json.loads(body)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(value, dict):
+        return False
+    plan = value.get("plan")
+    if instance_id in (value.get("instance_id"), plan.get("instance_id") if isinstance(
+            plan, dict) else None):
+        return True
+    raw = value.get("raw")
+    return (value.get("raw_encoding") == "utf-8" and isinstance(raw, str)
+            and names_instance(raw.encode("utf-8"), instance_id))
