@@ -54,7 +54,9 @@ async def test_a_forgotten_instance_is_gone_and_the_other_loses_nothing(system):
     for n in range(20):
         for instance in (GONE, KEPT):
             await system.append(n, **entry(instance, n))
-    opened = {i: await system.open(instance_id=i, instruction="Carry on.") for i in (GONE, KEPT)}
+    # The instruction goes into the launch plan of the session events too: sealed there.
+    opened = {i: await system.open(instance_id=i, instruction=f"{i} says carry on")
+              for i in (GONE, KEPT)}
     assert all(reply["ok"] and reply["brief"] for reply in opened.values()), opened
 
     js = system.nc.jetstream()

@@ -130,7 +130,7 @@ SERVICE_SUBJECTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "continuity-resolver": (
         (subjects.INGEST_TIMELINE + ".*", *_events("open_requested", "continuity_decided"),
-         subjects.REJECTED_SESSIONS),
+         subjects.REJECTED_SESSIONS, KEYS_SUBJECTS),
         (subjects.API_SESSIONS_OPEN, subjects.API_SESSIONS_RELOCATE,
          *_events("opened", "relocated", "open_failed")),
     ),

@@ -109,6 +109,7 @@ class ResolverApp(ServiceApp):
             stream_ends=self._stream_ends,
             reached=lambda projection, seq, timeout: self.marks[projection].reached(seq, timeout),
             count_decision=lambda reason: self.decisions_total.labels(reason).inc(),
+            sealer=sealer,
         )
         self.consume(stream=subjects.TIMELINE_STREAM, durable="continuity-resolver-timeline",
                      filter_subjects=[subjects.TIMELINE_ALL], handle=self.apply_timeline,

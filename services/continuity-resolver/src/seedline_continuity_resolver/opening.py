@@ -37,6 +37,7 @@ from seedline_core import lifecycle as lc
 from seedline_core.notices import error_message
 from seedline_platform.logging import get_logger
 from seedline_platform.publishing import Outgoing, Publisher
+from seedline_platform.sealing import InMemoryKeyStore, Sealer
 from seedline_timeline_view import RepoHead, TimelineView
 
 from .before_message import previous_before
@@ -92,8 +93,11 @@ class Opener:
         reached: Callable[[str, int, float], Awaitable[bool]] | None = None,
         clock: Callable[[], datetime] = utc_now, new_id: Callable[[], str] = new_session_id,
         count_decision: Callable[[str], None] | None = None,
+        sealer: Sealer | None = None,
     ) -> None:
         self._repo = repo
+        # The person's words go sealed into the launch plan, as into the timeline (1.2).
+        self._sealer = sealer or Sealer(InMemoryKeyStore(), enabled=False)
         self._view = view
         self._publisher = publisher
         self._machines = machines
@@ -195,7 +199,9 @@ class Opener:
         plan = LaunchPlan(
             instance_id=request.instance_id, repo=request.repo, engine=request.engine,
             node_id=request.node_id, continuity=Continuity(**decided.to_continuity()),
-            resume_key=decided.resume_key, instruction=instruction,
+            resume_key=decided.resume_key,
+            instruction=(await self._sealer.seal(request.instance_id, instruction)
+                         if instruction is not None else None),
             clean_slate=request.clean_slate, request_id=request.request_id,
             wake_seq=request.wake_seq, resume_expect=await self._resume_expect(decided),
         )

@@ -80,7 +80,8 @@ class Launcher:
         self._turns = repo_turns or LocalRepoTurns()
 
     async def _opened(self, text: str | None) -> str | None:
-        """Brief text is recorded sealed; the machine is given it plain."""
+        """Brief text and the instruction are recorded sealed; the machine is given them
+        plain."""
         if self._sealer is None or text is None:
             return text
         return await self._sealer.open(None, text)
@@ -139,7 +140,8 @@ class Launcher:
         )
         request = LaunchRequest(
             session_id=composed.session_id, instance_id=plan.instance_id, repo=plan.repo,
-            engine=plan.engine, resume=resume, seed=seed, instruction=plan.instruction,
+            engine=plan.engine, resume=resume, seed=seed,
+            instruction=await self._opened(plan.instruction),
             fence=composed.decided_seq,
         )
         if replaced is not None and plan.engine in presence.engines:
