@@ -23,13 +23,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
-import io
 import json
 import math
 import os
 import platform
-import pstats
 import random
 import shutil
 import statistics

@@ -204,7 +204,7 @@ def ingest_case(draw) -> IngestCase:
         lambda t: not any(c.isspace() for c in t))))
     bad_tokens = [f for f in ("instance_id", "repo", "session_id") if not token_ok(body[f])]
     expect: str | frozenset = frozenset({"bad_token"}) if bad_tokens else "entry"
-    raw: Callable[[bytes], bytes] = lambda b: b
+    raw: Callable[[bytes], bytes] = lambda b: b  # noqa: E731
     label = "valid" if expect == "entry" else "bad_token"
 
     mutation = draw(st.just("none") | st.sampled_from([
@@ -605,7 +605,7 @@ def open_case(draw) -> OpenCase:
         lambda n: _MISSING, lambda n: None, lambda n, s=suffix: f"rq{n}-{s}"[:128]]))
     valid = all(token_ok(body[k]) for k in ("instance_id", "repo", "node_id"))
     label = "valid" if valid else "bad_token"
-    raw: Callable[[bytes], bytes] = lambda b: b
+    raw: Callable[[bytes], bytes] = lambda b: b  # noqa: E731
 
     mutation = draw(st.just("none") | st.sampled_from([
         "missing", "wrong_type", "empty", "control", "long",

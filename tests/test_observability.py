@@ -14,7 +14,6 @@ import sys
 import threading
 import urllib.request
 from collections import defaultdict
-from contextlib import AsyncExitStack
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -25,7 +24,6 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from seedline_contracts import subjects
 from seedline_devtools.processes import stop_processes
-from seedline_devtools.testing import request
 from seedline_platform.observability import trace_headers
 
 pytestmark = pytest.mark.servers

@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 from rich.table import Table
 
-from seedline_cli.console import add_id_column, add_text_column, keep_words_whole
+from seedline_cli.console import add_id_column, add_text_column, keep_words_whole, print_table
 from seedline_cli.rejected_cmd import visible
 
 
@@ -29,6 +29,20 @@ def test_narrow_tables_wrap_between_words():
     assert "conversation(s)" not in _machines(words_whole=False)  # how it used to come out
     shown = _machines(words_whole=True)
     for word in ("conversation(s);", "bd43f4de", "heartbeat", "stateless"):
+        assert word in shown, shown
+
+
+def test_a_table_too_wide_for_any_wrapping_keeps_its_ids_and_words_whole():
+    machine = "the-long-named-build-machine-in-the-basement-rack-number-42"
+    table = Table(title="1 runner machine(s) online", title_justify="left")
+    add_id_column(table, "machine", [machine])
+    for column in ("label", "engines", "hosts"):
+        add_text_column(table, column)
+    table.add_row(machine, "Basement build machine", "scripted", "1 conversation(s)")
+    screen = io.StringIO()
+    print_table(table, Console(file=screen, width=80, color_system=None))
+    shown = screen.getvalue()
+    for word in (machine, "Basement", "scripted", "conversation(s)"):
         assert word in shown, shown
 
 

@@ -34,12 +34,25 @@ def add_text_column(table: Table, header: str) -> None:
     table.add_column(header, overflow="fold")
 
 
-def keep_words_whole(table: Table, width: int | None = None) -> Table:
+def print_table(table: Table, console: Console | None = None) -> None:
+    """A boxed table on stdout, its ids and words whole (keep_words_whole)."""
+    console = console or out
+    needed = keep_words_whole(table, console.width)
+    if needed is not None:
+        # Wider than the terminal even with every column at its longest word: printed
+        # whole, and the terminal wraps its lines, rather than cut into pieces of words.
+        table.width = needed
+    console.print(table, crop=needed is None)
+
+
+def keep_words_whole(table: Table, width: int | None = None) -> int | None:
     """Give each column of a boxed table at least its longest word when the table must
     shrink to fit the terminal, so cells wrap between words (`3 conversation(s)` once came
     out as `conversatio` / `n(s)`). Rich shrinks the widest columns first, whatever their
     words; here the room beyond each column's longest word is shared by how much more each
-    would take. A table that fits as it is is left as it is.
+    would take. A table that fits as it is is left as it is. Returns None when it fits the
+    terminal, else the width it needs with every column at its longest word (an id column
+    at its longest id).
     """
     from rich.text import Text
 
@@ -56,27 +69,15 @@ def keep_words_whole(table: Table, width: int | None = None) -> Table:
         lows.append(low)
         highs.append(max([len(line) for line in lines] + [low]))
     columns = len(table.columns)
-    room = width - 3 * columns - 1  # a space either side of each cell, and the borders
+    borders = 3 * columns + 1  # a space either side of each cell, and the borders
+    room = width - borders
     if sum(highs) <= room:
-        return table
+        return None
     if sum(lows) > room:
-        # Wider than the terminal whatever is done (a long machine id): id columns keep
-        # their width (the next command needs the whole id) and the others share what is
-        # left by their longest word, folding inside a word where they must.
-        ids = [bool(column.min_width) for column in table.columns]
-        left = max(room - sum(low for low, is_id in zip(lows, ids) if is_id), 0)
-        others = sum(low for low, is_id in zip(lows, ids) if not is_id) or 1
-        widths = [low if is_id else max(left * low // others, min(low, 4))
-                  for low, is_id in zip(lows, ids)]
-        # The floors above can add up past the room; take the excess from the widest of the
-        # other columns, never from an id (Rich would otherwise shrink every column alike).
-        while sum(widths) > room and any(w > 1 and not i for w, i in zip(widths, ids)):
-            widest = max((w, n) for n, (w, i) in enumerate(zip(widths, ids)) if not i)[1]
-            widths[widest] -= 1
-        for column, width in zip(table.columns, widths):
-            column.width = width
-        return table
+        for column, low in zip(table.columns, lows):
+            column.width = low
+        return sum(lows) + borders
     spare, extra = room - sum(lows), [high - low for high, low in zip(highs, lows)]
     for column, low, more in zip(table.columns, lows, extra):
         column.width = low + spare * more // sum(extra)
-    return table
+    return None

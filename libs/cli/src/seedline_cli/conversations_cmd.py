@@ -15,7 +15,7 @@ from seedline_contracts.times import parse_rfc3339
 from seedline_platform.settings import Settings
 
 from .config import check_name, load_settings
-from .console import add_id_column, add_text_column, keep_words_whole, out, print_json
+from .console import add_id_column, add_text_column, out, print_json, print_table
 from .errors import reports_errors
 from .nats_client import call, connected
 from .runners_cmd import age_text, read_presence
@@ -101,4 +101,4 @@ def conversations(
         if instance is None:
             cells.insert(1, escape(row.get("instance_id", "")))
         table.add_row(*cells)
-    out.print(keep_words_whole(table))
+    print_table(table)

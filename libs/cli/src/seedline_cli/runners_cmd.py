@@ -18,7 +18,7 @@ from seedline_platform.replay import newest_values
 from seedline_platform.settings import Settings
 
 from .config import load_settings
-from .console import add_id_column, add_text_column, keep_words_whole, out, print_json
+from .console import add_id_column, add_text_column, out, print_json, print_table
 from .errors import START_HINT, Unreachable, reports_errors
 from .nats_client import connected
 
@@ -123,7 +123,7 @@ def runners(
             hosts_text(row),
             "-" if age is None else f"{age_text(age)} ago",
         )
-    out.print(keep_words_whole(table))
+    print_table(table)
 
 
 def hosts_text(row: dict) -> str:

@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from .config import load_settings
-from .console import add_id_column, add_text_column, keep_words_whole, out, print_json
+from .console import add_id_column, add_text_column, out, print_json, print_table
 from .errors import FAILED, reports_errors
 from .nats_client import connected
 from .runners_cmd import age_text, hosts_text
@@ -123,7 +123,7 @@ def _render_processes(processes: list[dict] | None) -> None:
             p["state"], f"[bold red]{escape(p['state'])}[/]")
         last = f"{p['last_exit']} at {p['last_exit_at']}" if p.get("last_exit") else "-"
         table.add_row(escape(p["name"]), state, str(p["restarts"]), escape(last))
-    out.print(keep_words_whole(table))
+    print_table(table)
 
 
 def _render_consumers(consumers: list[dict]) -> None:
@@ -155,4 +155,4 @@ def _render_machines(machines: list[dict]) -> None:
         table.add_row(escape(m["node_id"]), escape(m["label"]),
                       escape(", ".join(m["engines"]) or "-"), hosted,
                       "-" if age is None else f"{age_text(age)} ago")
-    out.print(keep_words_whole(table))
+    print_table(table)

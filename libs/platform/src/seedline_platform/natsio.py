@@ -6,7 +6,7 @@ import asyncio
 import json
 import urllib.request
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Iterable, Sequence
+from typing import Iterable, Sequence
 
 import nats
 from nats.aio.client import Client
@@ -17,8 +17,6 @@ from nats.js.errors import NotFoundError
 
 from seedline_contracts import subjects
 from seedline_contracts.codec import encode
-from seedline_contracts.errors import error_reply
-from seedline_core.notices import error_message
 from seedline_contracts.streams import ALL_STREAMS, StreamSpec
 
 from .logging import get_logger

@@ -38,7 +38,7 @@ from .reaper import Reaper
 from .reconcile import Reconciler
 from .repo_turns import LocalRepoTurns, PostgresRepoTurns
 from .resume_lost import ResumeLostRecorder
-from .state import GatewayState, Step
+from .state import GatewayState
 from .stopping import Stopper
 from .turns import TimelineFollower
 

@@ -26,7 +26,6 @@ from seedline_runner.engines.tool_errors import failed_tool_text
 from seedline_runner.engines.transcript_marks import CODEX_RUNNER_ORIGINATOR, is_seedline_brief
 
 from . import (
-    RUNNER_PUBLISHED,
     SEEDLINE_BRIEFS,
     Item,
     NumberedLines,
