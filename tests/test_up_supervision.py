@@ -74,6 +74,18 @@ class Up:
     def processes(self) -> dict[str, dict]:
         return {p["name"]: p for p in up_state.read(self.home) or []}
 
+    def diagnosis(self, name: str) -> str:
+        """What the supervisor printed and says of a process, and its log's end."""
+        while not self._lines.empty():
+            line = self._lines.get()
+            if line is not None:
+                self.seen.append(line)
+        state = self.processes().get(name, {})
+        log = Path(state.get("log") or "")
+        tail = log.read_text(errors="replace")[-3000:] if log.is_file() else "(no log)"
+        return (f"state: {state}\nseedline up printed:\n{''.join(self.seen[-40:])}"
+                f"\n{log}:\n{tail}")
+
     def stop(self) -> int:
         self.proc.send_signal(signal.SIGINT)
         try:
@@ -160,8 +172,11 @@ def test_a_killed_process_comes_back_by_itself_and_nothing_is_lost(up: Up, targe
     assert publisher.returncode == 0, (out, err)
     assert json.loads(out)["published"] == ENTRIES
 
-    after = until(lambda: (p := up.processes()[target])["restarts"] > before["restarts"]
-                  and p["state"] == "running" and p, 120, f"{target} running again")
+    try:
+        after = until(lambda: (p := up.processes()[target])["restarts"] > before["restarts"]
+                      and p["state"] == "running" and p, 120, f"{target} running again")
+    except AssertionError as failure:
+        raise AssertionError(f"{failure}\n{up.diagnosis(target)}") from None
     assert after["pid"] != before["pid"] and after["last_exit"], after
     # Nothing lost, nothing twice: each entry once in the projection.
     until(lambda: projected(up, prefix) == (ENTRIES, ENTRIES), 180, "every entry projected once")

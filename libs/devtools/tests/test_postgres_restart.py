@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 import signal
 import time
 
@@ -37,3 +38,36 @@ def test_a_killed_postgres_starts_again_and_a_second_start_finds_it_running(tmp_
             assert conn.execute("SELECT n FROM kept").fetchone() == (7,)
     finally:
         postgres.stop()
+
+
+UNDER_A_SUBREAPER = """
+import ctypes, os, signal, sys, time
+from pathlib import Path
+import psycopg
+from seedline_devtools import embedded
+
+# As a runner does: orphans below this process become its children, and it never reaps
+# the killed postmaster, which so stays a zombie.
+assert ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+postgres = embedded.start_postgres(Path(sys.argv[1]))
+killed = postgres.postmaster_pid()
+os.kill(killed, signal.SIGKILL)
+while embedded.pid_alive(killed):
+    time.sleep(0.05)
+assert Path(f"/proc/{killed}").exists(), "the killed postmaster is a zombie here"
+postgres.restart()
+with psycopg.connect(postgres.url(), autocommit=True) as conn:
+    assert conn.execute("SELECT 1").fetchone() == (1,)
+postgres.stop()
+print("started again")
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="Linux only (prctl, /proc)")
+def test_a_killed_postgres_nobody_reaps_starts_again(tmp_path):
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", UNDER_A_SUBREAPER, str(tmp_path / "pg")],
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0 and "started again" in done.stdout, done.stdout + done.stderr

@@ -190,14 +190,21 @@ def start_nats(
     return NatsProcess(config, port, monitor_port, data_dir / "nats.log").start()
 
 
-def pid_alive(pid: int) -> bool:
-    """The process lives; a zombie (ended, not yet reaped by its parent) does not."""
+def _exists(pid: int) -> bool:
+    """The process exists, a zombie included."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
+    return True
+
+
+def pid_alive(pid: int) -> bool:
+    """The process lives; a zombie (ended, not yet reaped by its parent) does not."""
+    if not _exists(pid):
+        return False
     try:
         return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
     except OSError:
@@ -261,20 +268,42 @@ class PostgresProcess:
         pid = self.postmaster_pid()
         return pid is not None and pid_alive(pid)
 
-    @staticmethod
-    def _wait_until_reaped(pid: int | None, timeout: float = 60.0) -> None:
-        """A killed postmaster stays a zombie until its parent (often init) reaps it, and
-        Postgres takes the zombie for a live server holding postmaster.pid and refuses to
-        start. Wait for it to be gone; after the timeout, Postgres says why it cannot."""
+    def _let_the_killed_server_go(self, pid: int | None, timeout: float = 60.0) -> None:
+        """A killed postmaster stays a zombie until its parent reaps it, and Postgres takes
+        the zombie for a live server holding postmaster.pid and refuses to start. A parent
+        that never reaps it (a process that made itself a child subreaper, as a runner does)
+        leaves it so for good. So: wait until it is gone; or, once it is a zombie and none of
+        its backends still runs in the data folder (they end when they see it die), remove
+        its stale lock files, which is all Postgres would check. After the timeout Postgres
+        is started anyway and says why it cannot."""
         deadline = time.monotonic() + timeout
         while pid is not None and time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
+            if not _exists(pid):
                 return
-            except PermissionError:
-                pass
+            if not pid_alive(pid) and not self._backends_left(pid):
+                # Its lock files: the data folder's and its socket's (in the same folder).
+                for lock in (self.data_dir / "postmaster.pid",
+                             *self.data_dir.glob(".s.PGSQL.*.lock")):
+                    lock.unlink(missing_ok=True)
+                return
             time.sleep(0.1)
+
+    def _backends_left(self, postmaster: int) -> bool:
+        """A live process other than the postmaster runs in the data folder (Postgres'
+        processes run there); unknown (no /proc) counts as yes."""
+        proc = Path("/proc")
+        if not proc.is_dir():
+            return True
+        home = self.data_dir.resolve()
+        for entry in proc.iterdir():
+            if not entry.name.isdigit() or int(entry.name) == postmaster:
+                continue
+            try:
+                if Path(os.readlink(entry / "cwd")) == home and pid_alive(int(entry.name)):
+                    return True
+            except OSError:
+                continue
+        return False
 
     def postmaster_pid(self) -> int | None:
         try:
@@ -292,7 +321,7 @@ class PostgresProcess:
         """
         if self.running():
             return
-        self._wait_until_reaped(self.postmaster_pid())
+        self._let_the_killed_server_go(self.postmaster_pid())
         self._pg_ctl("-w", "-t", str(RECOVERY_WAIT_SECONDS), "-o", f'-h "" -k {self.data_dir}',
                      "-l", str(self.data_dir / "log"), "start",
                      timeout=RECOVERY_WAIT_SECONDS + 30)
