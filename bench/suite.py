@@ -11,13 +11,15 @@ Runs, each on its own real servers in a temporary folder:
    (--entries 200000 for the issue's full size: its fill alone takes about four
    minutes on 2 cores and the suite then runs past ten);
 5. LangGraph's PostgresSaver against Seedline (bench.langgraph_compare);
-6. the `seedline` command's start-up: import time of --help and status (bench.cli_startup).
+6. the `seedline` command's start-up: import time of --help and status (bench.cli_startup);
+9. concurrent opens: 50 callers on 50 repos against one caller (bench.concurrent_opens).
 
 Every figure is the median of several runs, with min and max; every ratio is
 against a baseline measured in this run. Writes bench/results/summary.md and
 summary.json (and each benchmark's own .md/.json beside them) and prints the table.
 
-    python -m bench.suite [--entries 200000] [--only ingest,lag,open,fill,langgraph,startup]
+    python -m bench.suite [--entries 200000]
+                          [--only ingest,lag,open,fill,langgraph,startup,concurrent]
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from pathlib import Path
 
 from bench import report
 
-PARTS = ("ingest", "lag", "open", "fill", "langgraph", "startup")
+PARTS = ("ingest", "lag", "open", "fill", "langgraph", "startup", "concurrent")
 DEFAULTS = {
     "ingest_rounds": 3,
     "ingest_count": 10_000,
@@ -51,6 +53,9 @@ DEFAULTS = {
     "langgraph_runs": 3,
     "langgraph_turns": 500,
     "startup_rounds": 7,
+    "concurrent_rounds": 3,
+    "concurrent_callers": 50,
+    "concurrent_opens": 10,
 }
 TIME_BUDGET_SECONDS = 600
 
@@ -185,6 +190,12 @@ def run_suite(only: tuple[str, ...] = PARTS, profile_misses: bool = True, **opti
         from bench.cli_startup import run_startup_bench
 
         step("startup", lambda: run_startup_bench(opts["startup_rounds"]))
+
+    if "concurrent" in only:
+        from bench.concurrent_opens import run_concurrent_opens
+
+        step("concurrent", lambda: run_concurrent_opens(
+            opts["concurrent_rounds"], opts["concurrent_callers"], opts["concurrent_opens"]))
 
     measured_seconds = time.perf_counter() - started
     profiles = {
@@ -420,6 +431,16 @@ def rows(results: dict, opts: dict) -> tuple[list[dict], list[dict]]:
                             cell(s, 3), cell(r["bare_python_seconds"], 3) + " (python -c pass)",
                             s["median"] / r["target_seconds"], f"<= {r['target_seconds']} s",
                             s["median"] <= r["target_seconds"]))
+    if "concurrent" in results:
+        r = results["concurrent"]
+        callers = r["conditions"]["callers"]
+        out.append(_row(
+            "9 concurrent opens", f"opens/s, {callers} callers on {callers} repos vs one caller"
+            f" (p99 {r['concurrent_p99_ms']:.0f} ms vs {r['single_p99_ms']:.0f} ms)",
+            f"{r['concurrent_opens_per_s']:.1f}", f"{r['single_opens_per_s']:.1f}",
+            r["ratio"] or 0.0,
+            ">= 1x, 0 failures, none live twice",
+            r["ratio"] >= 1 and r["failures"] == 0 and not r["repos_live_twice"]))
     return out, figures
 
 
