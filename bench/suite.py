@@ -440,7 +440,7 @@ def rows(results: dict, opts: dict) -> tuple[list[dict], list[dict]]:
             f"{r['concurrent_opens_per_s']:.1f}", f"{r['single_opens_per_s']:.1f}",
             r["ratio"] or 0.0,
             ">= 1x, 0 failures, none live twice",
-            r["ratio"] >= 1 and r["failures"] == 0 and not r["repos_live_twice"]))
+            (r["ratio"] or 0.0) >= 1 and r["failures"] == 0 and not r["repos_live_twice"]))
     return out, figures
 
 
