@@ -19,7 +19,7 @@ import pytest
 
 from seedline_contracts import subjects
 from seedline_continuity_resolver.app import create_app as create_resolver
-from seedline_devtools.testing import request, running
+from seedline_devtools.testing import request, running, with_plan_opened
 from seedline_runner.engines.scripted import ScriptedEngine
 from seedline_runner.runner import Runner
 from seedline_runner_gateway.app import create_app as create_gateway
@@ -113,8 +113,14 @@ class System:
             msg = await js.get_msg(subjects.SESSIONS_STREAM, seq)
             body = json.loads(msg.data)
             if body["type"] == event_type:
-                out.append(body)
+                out.append(await with_plan_opened(body, self.sealer))
         return out
+
+    @property
+    def sealer(self):
+        from seedline_platform.sealing import KvKeyStore, Sealer
+
+        return Sealer(KvKeyStore(self.nc.jetstream(), 1))
 
 
 def _copies() -> int:

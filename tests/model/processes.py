@@ -32,6 +32,7 @@ from nats.js.errors import KeyDeletedError, KeyNotFoundError, NotFoundError
 from seedline_contracts import subjects
 from seedline_devtools.embedded import NatsProcess, start_nats
 from seedline_devtools.processes import stop_processes
+from seedline_devtools.testing import with_plan_opened
 
 BIN = Path(sys.executable).parent
 SERVICES = ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway")
@@ -304,6 +305,8 @@ class Platform:
                     # Content is sealed at rest with its instance's key (1.2): read it opened.
                     body["content"] = await self._sealer().open(
                         body.get("instance_id"), body.get("content", ""))
+                elif stream == subjects.SESSIONS_STREAM:
+                    body = await with_plan_opened(body, self._sealer())
                 body["_seq"], body["_subject"] = seq, msg.subject
                 into.append(body)
                 self._cursor[stream] = seq
