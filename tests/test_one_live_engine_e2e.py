@@ -72,6 +72,14 @@ class ComposerPause:
     def release(self) -> None:
         self.released.set()
 
+    async def __aenter__(self) -> "ComposerPause":
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        # Released whatever happened: a held handler would keep the composer from stopping,
+        # and a failed step would show as the test's timeout instead of its own error.
+        self.release()
+
 
 async def _open(system, request_id: str, timeout: float = 20.0) -> dict:
     return await system.request(subjects.API_SESSIONS_OPEN, {
@@ -82,11 +90,11 @@ async def _open(system, request_id: str, timeout: float = 20.0) -> dict:
 async def test_two_opens_while_the_composer_is_paused_never_run_two_engines(system):
     await system.start_runner()
     pause = ComposerPause(system)
-    async with Watch(system) as watch:
+    async with Watch(system) as watch, pause:
         first = asyncio.create_task(_open(system, "open-a"))
         await asyncio.sleep(3)
         second = asyncio.create_task(_open(system, "open-b"))
-        await system.wait_for(lambda: _decided(system, 2))  # both decided while held
+        await system.wait_for(lambda: _decided(system, 2), timeout=30)  # both, while held
         await asyncio.sleep(1)
         pause.release()
         a, b = await asyncio.gather(first, second)
@@ -106,7 +114,7 @@ async def _decided(system, n: int) -> bool:
 async def test_opens_that_time_out_and_are_retried_by_request_id_open_once(system):
     await system.start_runner()
     pause = ComposerPause(system)
-    async with Watch(system) as watch:
+    async with Watch(system) as watch, pause:
         first = asyncio.create_task(_open(system, "late-a"))
         await asyncio.sleep(3)
         second = await _open(system, "late-b")
