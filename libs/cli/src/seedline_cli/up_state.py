@@ -8,6 +8,8 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+from seedline_devtools.embedded import pid_exists
+
 STATE_NAME = "up-processes.json"
 
 
@@ -34,14 +36,5 @@ def read(home: Path) -> list[dict] | None:
         processes = list(body["processes"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return processes if _alive(pid) else None
+    return processes if pid_exists(pid) else None
 
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

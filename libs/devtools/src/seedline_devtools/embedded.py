@@ -190,7 +190,7 @@ def start_nats(
     return NatsProcess(config, port, monitor_port, data_dir / "nats.log").start()
 
 
-def _exists(pid: int) -> bool:
+def pid_exists(pid: int) -> bool:
     """The process exists, a zombie included."""
     try:
         os.kill(pid, 0)
@@ -203,7 +203,7 @@ def _exists(pid: int) -> bool:
 
 def pid_alive(pid: int) -> bool:
     """The process lives; a zombie (ended, not yet reaped by its parent) does not."""
-    if not _exists(pid):
+    if not pid_exists(pid):
         return False
     try:
         return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] != "Z"
@@ -278,7 +278,7 @@ class PostgresProcess:
         is started anyway and says why it cannot."""
         deadline = time.monotonic() + timeout
         while pid is not None and time.monotonic() < deadline:
-            if not _exists(pid):
+            if not pid_exists(pid):
                 return
             if not pid_alive(pid) and not self._backends_left(pid):
                 # Its lock files: the data folder's and its socket's (in the same folder).

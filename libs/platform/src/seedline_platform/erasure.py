@@ -102,10 +102,10 @@ def dropping(
     return drop
 
 
-async def scrub_streams(js, instance_id: str, belongs: Callable[[str, bytes], bool]) -> dict:
+async def scrub_streams(js, instance_id: str, belongs: Callable[[bytes], bool]) -> dict:
     """Remove what the streams that allow it still hold of a forgotten instance, in plain
     text: its notices (purged by their subject) and its ingest and rejected messages
-    (found by `belongs(stream, body)`, deleted one by one). The timeline and the session
+    (found by `belongs(body)`, deleted one by one). The timeline and the session
     events stay append-only; what they hold of it is sealed with the destroyed key.
     Returns how many messages went from each stream."""
     from seedline_contracts import subjects
@@ -114,7 +114,7 @@ async def scrub_streams(js, instance_id: str, belongs: Callable[[str, bytes], bo
 
     removed: dict[str, int] = {}
     notices = subjects.notify_subject(instance_id)
-    before = (await js.stream_info(subjects.NOTICES_STREAM, subjects_filter=notices))
+    before = await js.stream_info(subjects.NOTICES_STREAM, subjects_filter=notices)
     counted = (before.state.subjects or {}).get(notices, 0)
     await js.purge_stream(subjects.NOTICES_STREAM, subject=notices)
     removed[subjects.NOTICES_STREAM] = counted
@@ -123,7 +123,7 @@ async def scrub_streams(js, instance_id: str, belongs: Callable[[str, bytes], bo
         found = 0
         async for batch in replay(js, stream, ">", 1, end):
             for msg in batch:
-                if belongs(stream, msg.data):
+                if belongs(msg.data):
                     await js.delete_msg(stream, msg.metadata.sequence.stream)
                     found += 1
         removed[stream] = found

@@ -3,8 +3,9 @@
 A runner that died mid-turn published the engine's outputs up to some point; the
 engine went on recording in its own transcript until it was ended. Reading the
 step back from the transcript, in the order and with the kinds the live stream gives,
-yields the same entry ids (for Claude Code its record's own, else ``<session>:<step>:<index>``):
-the ones already published are duplicates the timeline keeps once, the rest are the tail the timeline lacked.
+yields the same entry ids (for Claude Code its record's own, else
+``<session>:<step>:<index>``): the ones already published are duplicates the timeline
+keeps once, the rest are the tail the timeline lacked.
 
 A step starts at the person's prompt (found by its digest: a resumed conversation's
 transcript holds earlier steps too) and runs to the end of what was recorded.

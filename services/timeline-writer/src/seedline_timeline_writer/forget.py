@@ -69,7 +69,7 @@ class Forgetter:
         await self._keys.destroy(instance)
         await self.drop(record)
         removed = await erasure.scrub_streams(
-            self._js, instance, lambda stream, body: names_instance(body, instance))
+            self._js, instance, lambda body: names_instance(body, instance))
         log.info("instance_forgotten", instance_id=instance, entries=entries,
                  through_seq=record.through_seq, removed_from_streams=removed)
         return encode(ForgetReply(entries=entries))
