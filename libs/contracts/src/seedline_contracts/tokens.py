@@ -83,10 +83,6 @@ def name_problem(value: object) -> str | None:
     return None
 
 
-def is_valid_name(value: object) -> bool:
-    return name_problem(value) is None
-
-
 def is_valid_token(value: object) -> bool:
     try:
         escape_token(value)  # type: ignore[arg-type]

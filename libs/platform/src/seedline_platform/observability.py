@@ -18,25 +18,11 @@ from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 _PROPAGATOR = TraceContextTextMapPropagator()
-
-# Set by tests (or an embedding program) to collect every service's spans in one place.
-_extra_exporters: list[SpanExporter] = []
-
-
-def add_span_exporter(exporter: SpanExporter) -> None:
-    """Every tracer provider made after this call also sends its spans to `exporter`."""
-    _extra_exporters.append(exporter)
-
-
-def remove_span_exporter(exporter: SpanExporter) -> None:
-    with contextlib.suppress(ValueError):
-        _extra_exporters.remove(exporter)
-
 
 def tracer_provider(service: str, otlp_endpoint: str | None) -> TracerProvider:
     """A provider naming `service`; spans go to OTLP over HTTP when an endpoint is set."""
@@ -46,8 +32,6 @@ def tracer_provider(service: str, otlp_endpoint: str | None) -> TracerProvider:
 
         endpoint = otlp_endpoint.rstrip("/") + "/v1/traces"
         provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
-    for exporter in _extra_exporters:
-        provider.add_span_processor(SimpleSpanProcessor(exporter))
     return provider
 
 

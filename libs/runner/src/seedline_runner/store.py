@@ -30,10 +30,6 @@ class Conversation:
     messages: list[SeedMessage] = field(default_factory=list)
 
     @property
-    def message_count(self) -> int:
-        return len(self.messages)
-
-    @property
     def is_empty(self) -> bool:
         return not self.messages
 
