@@ -16,6 +16,7 @@ import pytest
 
 from seedline_contracts import subjects
 from seedline_contracts.times import now_text
+from seedline_platform.tasks import cancel_and_wait
 from seedline_seed_composer.app import ComposerApp
 
 pytestmark = pytest.mark.servers
@@ -50,8 +51,7 @@ class Watch:
         return self
 
     async def __aexit__(self, *exc) -> None:
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
+        await cancel_and_wait(self._task)
 
 
 class ComposerPause:
@@ -87,10 +87,6 @@ async def _open(system, request_id: str, timeout: float = 20.0) -> dict:
         "request_id": request_id}, timeout=timeout)
 
 
-# Known flake under investigation: in about 1 of 6 runs a step hangs (the pause is now
-# released on failure, so the next failure names its step). It runs and reports either way.
-@pytest.mark.xfail(reason="intermittent hang while the composer is held; step not yet known",
-                   strict=False)
 async def test_two_opens_while_the_composer_is_paused_never_run_two_engines(system):
     await system.start_runner()
     pause = ComposerPause(system)

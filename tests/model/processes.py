@@ -33,6 +33,7 @@ from seedline_contracts import subjects
 from seedline_devtools.embedded import NatsProcess, start_nats
 from seedline_devtools.processes import stop_processes
 from seedline_devtools.testing import with_plan_opened
+from seedline_platform.tasks import cancel_and_wait
 
 BIN = Path(sys.executable).parent
 SERVICES = ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway")
@@ -377,6 +378,5 @@ class HostingWatch:
 
     async def stop(self) -> None:
         if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            await cancel_and_wait(self._task)
             self._task = None

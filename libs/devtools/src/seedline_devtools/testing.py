@@ -189,13 +189,12 @@ class running:
         return self.app
 
     async def __aexit__(self, *exc) -> None:
-        import asyncio
+        from seedline_platform.tasks import cancel_and_wait
 
         quiesce = getattr(self.app, "quiesce", None)
         if quiesce is not None:
             await quiesce()
-        self._task.cancel()
-        await asyncio.gather(self._task, return_exceptions=True)
+        await cancel_and_wait(self._task)
         await self.app.stop()
 
 

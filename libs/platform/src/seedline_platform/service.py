@@ -17,6 +17,7 @@ from typing import Any, Awaitable, Callable, Protocol
 
 from .logging import configure_logging, get_logger
 from .settings import Settings, SettingsError
+from .tasks import cancel_and_wait
 
 log = get_logger(__name__)
 
@@ -47,9 +48,8 @@ async def run_until_stopped(app: Service) -> None:
     quiesce = getattr(app, "quiesce", None)
     if quiesce is not None and runner not in done:
         await quiesce()
-    runner.cancel()
     waiter.cancel()
-    await asyncio.gather(runner, waiter, return_exceptions=True)
+    await cancel_and_wait(runner)
     await app.stop()
     if runner in done and runner.exception():
         raise runner.exception()  # type: ignore[misc]
