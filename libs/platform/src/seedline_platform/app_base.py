@@ -31,7 +31,7 @@ from seedline_contracts.errors import error_reply
 from seedline_core.notices import error_message
 
 from . import natsio, pg
-from .consumer import BatchConsumer, BatchHandler, Parker
+from .consumer import ACK_WAIT_SECONDS, BatchConsumer, BatchHandler, Parker
 from .health_http import HealthServer
 from .logging import get_logger
 from .observability import ServiceMetrics, tracer_provider
@@ -151,7 +151,7 @@ class ServiceApp:
 
     def consume(
         self, *, stream: str, durable: str, filter_subjects: Sequence[str], handle: BatchHandler,
-        park: Parker, batch_size: int | None = None, ack_wait: float = 30.0,
+        park: Parker, batch_size: int | None = None, ack_wait: float = ACK_WAIT_SECONDS,
         ack_all: bool = False, idempotent: bool = False,
     ) -> BatchConsumer:
         consumer = BatchConsumer(

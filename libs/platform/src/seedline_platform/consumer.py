@@ -28,10 +28,15 @@ from nats.js.errors import NotFoundError
 from .logging import get_logger
 from .pg import is_transient
 from .replay import replay
+from .tasks import cancel_and_wait
 
 log = get_logger(__name__)
 
 BatchHandler = Callable[[Sequence[Msg]], Awaitable[None]]
+# How long a batch handed to a copy stays its own without word from it. A copy that dies
+# holding a batch delays that batch (and, to keep order, what follows it) this long; a copy
+# still working tells the server so every third of it, however long the work takes.
+ACK_WAIT_SECONDS = 6.0
 Parker = Callable[[Msg, str], Awaitable[None]]
 
 
@@ -64,7 +69,7 @@ class BatchConsumer:
         park: Parker,
         batch_size: int = 256,
         max_deliver: int = 5,
-        ack_wait: float = 30.0,
+        ack_wait: float = ACK_WAIT_SECONDS,
         fetch_wait: float = 0.25,
         metrics=None,
         ack_all: bool = False,
@@ -271,7 +276,7 @@ class BatchConsumer:
         started = time.perf_counter()
         while True:
             try:
-                await self._handle(msgs)
+                await self._handled(msgs)
                 break
             except asyncio.CancelledError:
                 raise
@@ -298,7 +303,7 @@ class BatchConsumer:
             attempts = msg.metadata.num_delivered
             while True:
                 try:
-                    await self._handle([msg])
+                    await self._handled([msg])
                     break
                 except asyncio.CancelledError:
                     raise
@@ -314,6 +319,19 @@ class BatchConsumer:
                         await self._park(msg, f"failed {attempts} times: {type(exc).__name__}: {exc}"[:500])
                         break
             await self._ack([msg])  # in stream order, so AckPolicy.ALL settles only these
+
+    async def _handled(self, msgs: Sequence[Msg]) -> None:
+        """The handler's work on `msgs`, their lease extended while it lasts."""
+        leasing = asyncio.create_task(self._keep_leased(msgs))
+        try:
+            await self._handle(msgs)
+        finally:
+            await cancel_and_wait(leasing)
+
+    async def _keep_leased(self, msgs: Sequence[Msg]) -> None:
+        while True:
+            await asyncio.sleep(self._ack_wait / 3)
+            await self._extend(msgs)
 
     async def _hand_back(self, msgs: Sequence[Msg]) -> None:
         """Redeliver now what this copy will not finish (a nak of an acked one is ignored)."""
