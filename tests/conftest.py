@@ -160,3 +160,6 @@ async def _system(settings, copies: int):
             for create in (create_writer, create_resolver, create_composer, create_gateway):
                 system.copies.append(await stack.enter_async_context(running(create(settings))))
         yield system
+        # Every copy stops taking work at once (each waits out a fetch in flight), before
+        # the stack stops them one by one.
+        await asyncio.gather(*(app.quiesce() for app in [*system.apps, *system.copies]))

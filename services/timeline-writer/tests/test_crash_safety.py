@@ -22,7 +22,7 @@ import pytest
 
 from seedline_contracts import subjects
 from seedline_platform import natsio, pg
-from seedline_platform.consumer import BatchConsumer
+from seedline_platform.consumer import ACK_WAIT_SECONDS, BatchConsumer
 from seedline_platform.replay import last_seq, replay
 from seedline_devtools.testing import request, running
 from seedline_devtools.testing_load import ingest_taken
@@ -294,7 +294,9 @@ async def _rejected(js) -> list[dict]:
     ]
 
 
-POSTGRES_AWAY_SECONDS = 30.0
+# Away for two of the consumer's ack waits: only the lease the writer keeps extending
+# stops the batch being redelivered meanwhile.
+POSTGRES_AWAY_SECONDS = 2 * ACK_WAIT_SECONDS
 
 
 async def test_postgres_away_waits_answers_unavailable_and_applies_everything_once(
@@ -321,8 +323,6 @@ async def test_postgres_away_waits_answers_unavailable_and_applies_everything_on
             assert reply["error"]["message"]
             await publishing
             await publish_numbered(js, 2501, count)
-            # 30 seconds away: longer than the consumer's ack_wait, so only the
-            # lease the writer keeps extending stops the batch being redelivered.
             await asyncio.sleep(max(0.0, POSTGRES_AWAY_SECONDS - (loop.time() - away_since)))
         finally:
             publishing.cancel()
