@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 
 from seedline_cli.main import app
 from seedline_contracts import events, subjects
-from seedline_devtools.asyncapi_doc import asyncapi_document, faststream_receives, published_files
+from seedline_devtools.asyncapi_doc import asyncapi_document, published_files, receives, sends
+from seedline_platform.routing import Kind
 from seedline_contracts.schema import PUBLIC_MESSAGES
 from seedline_contracts.timeline import KINDS
 from seedline_web.openapi import published_files as web_published_files
@@ -171,7 +172,7 @@ def test_seedline_docs_writes_exactly_the_published_files(tmp_path):
     assert result.exit_code == 0, result.output
     written = {
         str(p.relative_to(tmp_path)): p.read_text(encoding="utf-8")
-        for p in tmp_path.rglob("*.json")
+        for p in tmp_path.rglob("*") if p.is_file()
     }
     assert written == {**published_files(), **web_published_files()}
     assert CliRunner().invoke(app, ["docs", "--out", str(tmp_path), "--check"]).exit_code == 0
@@ -200,16 +201,42 @@ def test_seedline_docs_without_out_prints_the_asyncapi_document():
     assert json.loads(result.stdout) == asyncapi_document()
 
 
-def test_every_faststream_subscriber_of_every_service_is_a_receive_operation():
-    receives = faststream_receives()
-    services = {r["service"] for r in receives}
-    assert services == {"timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway"}
+def test_every_route_of_every_service_is_an_operation_and_every_api_is_served():
+    found = receives()
+    assert {r["service"] for r in found} == {
+        "timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway"}
     operations = asyncapi_document()["operations"]
-    for receive in receives:
+    for receive in found:
         op = operations[f"{receive['service']}:{receive['subject']}"]
         assert op["action"] == "receive" and op["x-service"] == receive["service"]
-        assert op["summary"] == receive["description"]  # written beside the handler
-    apis = [r["subject"] for r in receives if r["subject"].startswith("seedline.api.")]
+        assert op["summary"] == receive["route"].description  # written in the table
+    for send in sends():
+        assert operations[f"{send['service']}>{send['subject']}"]["action"] == "send"
+    apis = [r["subject"] for r in found if r["subject"].startswith("seedline.api.")]
     assert sorted(apis) == sorted(
         v for k, v in vars(subjects).items() if k.startswith("API_")
-    )  # every API of the contract is served by a FastStream subscriber
+    )  # every API of the contract is answered by some service's table
+
+
+def test_each_service_subscribes_exactly_what_its_routing_table_says():
+    """What FastStream holds for a built app is its table's routes, row for row: the
+    table is not a description beside the code, it is what the app subscribes from."""
+    from faststream.specification import AsyncAPI
+
+    from seedline_devtools.asyncapi_doc import routing_tables
+    from seedline_platform.settings import Settings
+    from seedline_continuity_resolver.app import create_app as resolver
+    from seedline_runner_gateway.app import create_app as gateway
+    from seedline_seed_composer.app import create_app as composer
+    from seedline_timeline_writer.app import create_app as writer
+
+    tables = routing_tables()
+    for create in (writer, resolver, composer, gateway):
+        app = create(Settings())
+        spec = AsyncAPI(app.broker, title=app.name, schema_version="3.0.0"
+                        ).to_specification().to_jsonable()
+        subscribed = sorted(c["address"] for c in spec["channels"].values())
+        expected = sorted(r.subject for r in tables[app.name]
+                          if r.kind not in (Kind.BATCH, Kind.LOOP))
+        assert subscribed == expected, app.name
+        assert app.routing == tables[app.name]

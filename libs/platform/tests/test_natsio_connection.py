@@ -6,6 +6,7 @@ import pytest
 
 from seedline_platform import natsio
 from seedline_platform.app_base import ServiceApp
+from seedline_platform.routing import Kind, Route
 from seedline_platform.settings import Settings
 
 pytestmark = pytest.mark.servers
@@ -33,12 +34,11 @@ async def test_a_flush_cancelled_before_its_pong_leaves_the_connection_reading(n
 class Echo(ServiceApp):
     name = "echo"
     uses_database = False
+    route_table = staticmethod(
+        lambda settings: (Route(Kind.REQUEST, "test.echo", "echo", "answers pong"),))
 
-    def routes(self) -> None:
-        async def echo(msg) -> bytes:
-            return b"pong"
-
-        self.answer("test.echo", echo, "answers pong")
+    async def echo(self, msg) -> bytes:
+        return b"pong"
 
 
 async def test_a_service_answers_once_started_and_survives_a_cancelled_flush(

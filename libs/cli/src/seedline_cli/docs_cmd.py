@@ -57,7 +57,7 @@ def docs(
     out_dir: Optional[Path] = typer.Option(
         None,
         "--out",
-        help="Write asyncapi.json, schema/NAME.json and openapi.json into this folder (the "
+        help="Write asyncapi.json, schema/NAME.json, openapi.json and flows.md into this folder (the "
         "repo keeps them in docs).",
     ),
     check: bool = typer.Option(
@@ -65,7 +65,7 @@ def docs(
     ),
 ) -> None:
     """Print or write the published contract: an AsyncAPI 3.0 document and JSON Schemas,
-    and the HTTP API's OpenAPI document.
+    the HTTP API's OpenAPI document, and flows.md, each flow drawn from the routing tables.
 
     All are generated from the code. Without --out the AsyncAPI document goes to stdout.
     """
@@ -98,6 +98,6 @@ def docs(
         raise OperationFailed(f"Cannot write the published contract to {out_dir}: {exc}.") from None
     note = f"; removed {len(removed)} schema(s) of messages that no longer exist" if removed else ""
     out.print(
-        f"Wrote {out_dir / 'asyncapi.json'}, {out_dir / 'openapi.json'} and {len(files) - 2} "
-        f"schemas to {out_dir / SCHEMA_DIR}/{note}."
+        f"Wrote {out_dir / 'asyncapi.json'}, {out_dir / 'openapi.json'}, "
+        f"{out_dir / 'flows.md'} and {len(files) - 3} schemas to {out_dir / SCHEMA_DIR}/{note}."
     )

@@ -46,7 +46,7 @@ COMMANDS = (
     C("schema", "schema_cmd", "schema", "Print or write the JSON Schemas of the wire messages."),
     C("docs", "docs_cmd", "docs",
       "Print or write the published contract: an AsyncAPI 3.0 document and JSON Schemas,\n"
-      "and the HTTP API's OpenAPI document."),
+      "the HTTP API's OpenAPI document, and flows.md, each flow drawn from the routing tables."),
     C("mcp", "mcp_cmd", "mcp",
       "Serve Seedline's MCP tools over stdio (an agent starts this command itself)."),
     C("acp", "acp_cmd", "acp",

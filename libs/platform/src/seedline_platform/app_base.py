@@ -1,5 +1,6 @@
 """The life every service shares: connect, check durability, set up, consume,
-serve, stop. A service says only what it answers and what it consumes.
+serve, stop. A service says what it answers and consumes in its routing table
+(`routes.py`, `seedline_platform.routing`), and builds the parts its handlers are.
 
 The edges are FastStream (DESIGN.md rule 9): request/reply APIs and low-rate
 event subscribers are FastStream subscribers, which gives typed routing, the
@@ -36,6 +37,7 @@ from .health_http import HealthServer
 from .logging import get_logger
 from .observability import ServiceMetrics, tracer_provider
 from .redelivery import MsgHandler, handle_with_redelivery
+from .routing import Kind, Route, resolve
 from .settings import Settings
 
 log = get_logger(__name__)
@@ -60,10 +62,16 @@ async def _raw_body(msg) -> bytes:
     return msg.body
 
 
+def no_routes(settings: Settings) -> tuple[Route, ...]:
+    return ()
+
+
 class ServiceApp:
     name = "seedline"
     description = "A Seedline service."
     uses_database = True
+    # The service's routing table: settings -> its routes (each service's routes.py).
+    route_table = staticmethod(no_routes)
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -97,15 +105,54 @@ class ServiceApp:
         self.health: HealthServer | None = None
         self.ready = False
         self._micro = None
-        self.routes()
+        self.routing: tuple[Route, ...] = self.route_table(settings)
+        for route in self.routing:
+            self._subscribe(route)
 
     # -- what a service says --------------------------------------------------------
 
-    def routes(self) -> None:
-        """Declare the FastStream subscribers (`answer`, `on_events`); no I/O here."""
-
     async def setup(self) -> None:
-        """Build the parts the routes call; add batch consumers with `consume`."""
+        """Build the parts the routing table's handlers name."""
+
+    async def batch_options(self, route: Route) -> dict:
+        """Options of a batch route's consumer known only once connected (e.g. `ack_all`)."""
+        return {}
+
+    def handler(self, route: Route):
+        """The route's handler, looked up when a message arrives (parts exist after setup,
+        and a test may swap one)."""
+        return lambda *args: resolve(self, route.handler)(*args)
+
+    def _subscribe(self, route: Route) -> None:
+        """A FastStream subscriber for every route but the batch ones (`_consume_batches`)."""
+        handle = self.handler(route)
+        if route.kind is Kind.REQUEST:
+            self.answer(route.subject, handle, route.description)
+        elif route.kind is Kind.EVENT:
+            self.on_events(stream=route.stream, durable=route.durable, subject=route.subject,
+                           handle=handle, park=self.parker(route.park),
+                           description=route.description, ack_wait=route.ack_wait or 30.0)
+        elif route.kind in (Kind.MESSAGE, Kind.BROADCAST):
+            async def on_message(msg: NatsMessage) -> None:
+                await handle(msg.raw_message)
+
+            on_message.__name__ = route.handler.replace(".", "_")
+            # A queue group: one copy takes each message; none: every copy does.
+            queue = self.name if route.kind is Kind.MESSAGE else ""
+            self.broker.subscriber(route.subject, queue=queue,
+                                   title=f"{route.handler} {route.subject}",
+                                   description=route.description)(on_message)
+
+    async def _consume_batches(self) -> None:
+        """The batch consumers and the loops of the table, once setup built their parts."""
+        for route in self.routing:
+            if route.kind is Kind.LOOP:
+                self.loops.append(self.handler(route))
+            elif route.kind is Kind.BATCH:
+                options = {"idempotent": route.idempotent, **await self.batch_options(route)}
+                self.consume(stream=route.stream, durable=route.durable,
+                             filter_subjects=list(route.filters), handle=self.handler(route),
+                             park=self.parker(route.park), **options)
 
     def answer(self, subject: str, handler: Answer, description: str) -> None:
         """Serve a request/reply subject; a handler that raises still answers `unavailable`."""
@@ -181,6 +228,7 @@ class ServiceApp:
         if self.uses_database:
             self.pool = await pg.open_pool(s.database_url, self.name)
         await self.setup()
+        await self._consume_batches()
         for consumer in self.consumers:
             await consumer.start()
         # Subscribes to the request subjects only now, when everything can answer.

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 from typing import Sequence
 
-from faststream.nats import NatsMessage
 from nats.aio.msg import Msg
 
 from seedline_contracts import subjects
@@ -32,9 +31,10 @@ from seedline_timeline_view import PostgresTimelineView, TimelineView
 
 from .machines import MachineDirectory, PresenceDirectory
 from .opening import Opener, OpenerSettings
-from .pending import SETTLING, PendingOpens
+from .pending import PendingOpens
 from .postgres_repository import FORGET_STATEMENTS, PostgresConversationRepository
 from .repository import SESSIONS, TIMELINE, ConversationRepository, TimelineFact
+from .routes import routes
 
 __all__ = ["ResolverApp", "create_app", "lifecycle_steps", "timeline_facts"]
 
@@ -44,6 +44,7 @@ NAME = "continuity-resolver"
 class ResolverApp(ServiceApp):
     name = NAME
     description = "Decides resume or fresh for each open, with its reason; relocates."
+    route_table = staticmethod(routes)
 
     def __init__(
         self, settings: Settings, *, repo: ConversationRepository | None = None,
@@ -57,27 +58,6 @@ class ResolverApp(ServiceApp):
             "seedline_continuity_decided_total", "Continuity decisions, by reason_code.",
             ["reason_code"],
         )
-
-    def routes(self) -> None:
-        self.answer(subjects.API_SESSIONS_OPEN, lambda m: self.opener.open(m),
-                    "Open a conversation: resume or brief a fresh engine (CONTRACT.md 3).")
-        self.answer(subjects.API_SESSIONS_RELOCATE, lambda m: self.opener.relocate(m),
-                    "Move a conversation to another machine (CONTRACT.md 4, 4.1).")
-        self.on_events(
-            stream=subjects.SESSIONS_STREAM, durable="continuity-resolver-wakes",
-            subject=subjects.session_event_filter("wake_requested"), handle=self._on_wake,
-            park=self._park, description="A person's message woke a conversation (4).",
-        )
-        for event_type in SETTLING:
-            # Every copy listens (no queue group): the copy holding the request answers it.
-            async def settle(msg: NatsMessage) -> None:
-                self.pending.settle(msg.body)
-
-            settle.__name__ = f"settle_{event_type}"
-            self.broker.subscriber(
-                subjects.session_event_filter(event_type), title=f"settle-{event_type}",
-                description="Answers the open or relocation waiting on this conversation.",
-            )(settle)
 
     async def setup(self) -> None:
         p = self._ports
@@ -111,12 +91,6 @@ class ResolverApp(ServiceApp):
             count_decision=lambda reason: self.decisions_total.labels(reason).inc(),
             sealer=sealer,
         )
-        self.consume(stream=subjects.TIMELINE_STREAM, durable="continuity-resolver-timeline",
-                     filter_subjects=[subjects.TIMELINE_ALL], handle=self.apply_timeline,
-                     park=self._park, idempotent=True)
-        self.consume(stream=subjects.SESSIONS_STREAM, durable="continuity-resolver-sessions",
-                     filter_subjects=[subjects.SESSION_EVENTS_ALL], handle=self.apply_sessions,
-                     park=self._park, idempotent=True)
 
     async def apply_timeline(self, msgs: Sequence[Msg]) -> None:
         await self.repo.apply_timeline(timeline_facts(msgs))
@@ -133,11 +107,11 @@ class ResolverApp(ServiceApp):
         )
         return {TIMELINE: timeline, SESSIONS: sessions}
 
-    async def _on_wake(self, msg: Msg) -> None:
+    async def on_wake(self, msg: Msg) -> None:
         await self.opener.wake(decode(msg.data, WakeRequested), msg.metadata.sequence.stream)
 
-    async def _park(self, msg: Msg, reason: str) -> None:
-        await self.parker(subjects.REJECTED_SESSIONS)(msg, reason)
+    async def settle(self, msg: Msg) -> None:
+        self.pending.settle(msg.data)
 
 
 def timeline_facts(msgs: Sequence[Msg]) -> list[tuple]:

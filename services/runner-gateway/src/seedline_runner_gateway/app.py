@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Sequence
 
 import msgspec
-from faststream.nats import NatsMessage
 from nats.aio.msg import Msg
 from nats.js.errors import NotFoundError
 
@@ -38,6 +37,7 @@ from .reaper import Reaper
 from .reconcile import Reconciler
 from .repo_turns import LocalRepoTurns, PostgresRepoTurns
 from .resume_lost import ResumeLostRecorder
+from .routes import routes
 from .state import GatewayState
 from .stopping import Stopper
 from .turns import TimelineFollower
@@ -51,6 +51,7 @@ CATCH_UP_SECONDS = 5.0
 class GatewayApp(ServiceApp):
     name = NAME
     description = "The one funnel to machines: presence, launches, turns, stops, wakes."
+    route_table = staticmethod(routes)
 
     def __init__(
         self, settings: Settings, *, state: GatewayState | None = None,
@@ -64,26 +65,6 @@ class GatewayApp(ServiceApp):
             "seedline_opens_total", "Launches, by reason_code and outcome (or error code).",
             ["reason_code", "outcome"],
         )
-
-    def routes(self) -> None:
-        self.answer(subjects.API_SESSIONS_STOP, lambda m: self.api.stop(m),
-                    "Stop a live conversation (CONTRACT.md 4, 4.1).")
-        self.answer(subjects.API_SESSIONS_LIST, lambda m: self.api.list_live(m),
-                    "The conversations live now, optionally of one instance.")
-        self.on_events(
-            stream=subjects.SESSIONS_STREAM, durable="runner-gateway-launch",
-            subject=subjects.session_event_filter("seed_composed"),
-            handle=lambda msg: self.launcher.handle(msg), park=self._park_session,
-            description="Launches each composed open on its machine (CONTRACT.md 6).",
-            ack_wait=self.settings.launch_timeout_seconds * 3 + 30,
-        )
-
-        async def runner_event(msg: NatsMessage) -> None:
-            await self.api.on_runner_event(msg.raw_message)
-
-        self.broker.subscriber("seedline.runner.*.events", queue=NAME, title="runner-events",
-                               description="engine_bound, resume_lost and exited from machines (6).")(
-            runner_event)
 
     async def setup(self) -> None:
         p, s = self._ports, self.settings
@@ -111,20 +92,13 @@ class GatewayApp(ServiceApp):
             sealer=sealer,
             repo_turns=repo_turns,
         )
-        follower = TimelineFollower(
+        self.follower = TimelineFollower(
             state=state, presence=self.presence, machines=machines, publisher=publisher,
             stopper=stopper, notifier=notifier, caught_up=self.caught_up, sealer=sealer,
         )
         resume_lost = ResumeLostRecorder(publisher, notifier, self._recorded_reply)
         self.api = GatewayApi(state, stopper, publisher, self.caught_up, resume_lost)
         self.reaper = Reaper(state, stopper, s.idle_stop, s.idle_sweep_seconds, self.caught_up)
-        self.consume(stream=subjects.SESSIONS_STREAM, durable="runner-gateway-sessions",
-                     filter_subjects=[subjects.SESSION_EVENTS_ALL], handle=self.apply_sessions,
-                     park=self._park_session, idempotent=True)
-        self.consume(stream=subjects.TIMELINE_STREAM, durable="runner-gateway-timeline",
-                     filter_subjects=[subjects.TIMELINE_ALL], handle=follower.handle,
-                     park=self.parker(subjects.REJECTED_TIMELINE))
-        self.loops += [self.presence.watch, self.presence.run_sweeps, self.reaper.run]
         if p["state"] is None:  # its own tables: a forgotten instance's rows go (Erasure, 1.2)
             self.loops.append(erasure.follower(self.js, erasure.dropping(self.pool, (
                 "DELETE FROM gateway_conversations WHERE instance_id = %s",
@@ -151,9 +125,6 @@ class GatewayApp(ServiceApp):
             return decode(msg.data, Opened).reply
         except (NotFoundError, msgspec.MsgspecError):
             return None
-
-    async def _park_session(self, msg: Msg, reason: str) -> None:
-        await self.parker(subjects.REJECTED_SESSIONS)(msg, reason)
 
 
 def create_app(settings: Settings, **ports) -> GatewayApp:

@@ -18,6 +18,7 @@ from seedline_timeline_view import PostgresTimelineView
 from .briefs import BriefStore, PostgresBriefStore
 from .composer import Composer
 from .reader import TimelineReader, ViewReader
+from .routes import routes
 
 NAME = "seed-composer"
 
@@ -25,6 +26,7 @@ NAME = "seed-composer"
 class ComposerApp(ServiceApp):
     name = NAME
     description = "Turns each continuity decision into a brief; serves the latest brief."
+    route_table = staticmethod(routes)
 
     def __init__(
         self, settings: Settings, *, reader: TimelineReader | None = None,
@@ -39,17 +41,6 @@ class ComposerApp(ServiceApp):
         self.brief_chars = self.metrics.histogram(
             "seedline_brief_chars", "Characters of entry text in each brief offered.", [],
             buckets=(0, 1_000, 2_000, 4_000, 8_000, 12_000, 20_000, 40_000),
-        )
-
-    def routes(self) -> None:
-        self.answer(subjects.API_BRIEFS_GET, lambda m: self.composer.get_brief(m),
-                    "The latest brief offered to a conversation, byte for byte (CONTRACT.md 4).")
-        self.on_events(
-            stream=subjects.SESSIONS_STREAM, durable="seed-composer",
-            subject=subjects.session_event_filter("continuity_decided"),
-            handle=lambda msg: self.composer.handle_decision(msg),
-            park=lambda msg, reason: self.parker(subjects.REJECTED_SESSIONS)(msg, reason),
-            description="Composes the brief each decision offers (CONTRACT.md 5).",
         )
 
     async def setup(self) -> None:

@@ -18,6 +18,7 @@ from seedline_contracts.events import SeedComposed
 from seedline_platform import erasure
 from seedline_platform.app_base import ServiceApp
 from seedline_platform.publishing import JetStreamPublisher, Publisher
+from seedline_platform.routing import Route
 from seedline_platform.sealing import KvKeyStore, sealer_for
 from seedline_platform.settings import Settings
 
@@ -32,6 +33,7 @@ from .launches import (
     SessionsLaunchFeed,
     launch_of,
 )
+from .routes import routes
 from .store import PostgresTimelineStore, TimelineStore
 from .stream import JetStreamTimeline, TimelineStream
 from .writer import TimelineWriter
@@ -42,6 +44,7 @@ NAME = "timeline-writer"
 class TimelineWriterApp(ServiceApp):
     name = NAME
     description = "Appends the timeline once per entry, projects it, serves reads."
+    route_table = staticmethod(routes)
 
     def __init__(
         self, settings: Settings, *, store: TimelineStore | None = None,
@@ -53,20 +56,6 @@ class TimelineWriterApp(ServiceApp):
         super().__init__(settings)
         self.rejects_total = self.metrics.counter(
             "seedline_ingest_rejected_total", "Ingest input refused, by reason.", ["reason_code"]
-        )
-
-    def routes(self) -> None:
-        self.answer(subjects.API_TIMELINE_APPEND, lambda m: self.api.append(m),
-                    "Append one entry and answer its seq (CONTRACT.md 2.1).")
-        self.answer(subjects.API_TIMELINE_READ, lambda m: self.api.read(m),
-                    "A repo's or one conversation's entries, newest page first (2.3).")
-        self.answer(subjects.API_INSTANCES_FORGET, lambda m: self.forgetter.handle(m),
-                    "Forget an instance: destroy its key, drop its rows (Erasure, 1.2).")
-        self.on_events(
-            stream=subjects.SESSIONS_STREAM, durable="timeline-writer-launches",
-            subject=subjects.session_event_filter("seed_composed"),
-            handle=self._record_launch, park=self._park_sessions,
-            description="Which conversation was launched on which machine (CONTRACT.md 6).",
         )
 
     async def setup(self) -> None:
@@ -86,32 +75,22 @@ class TimelineWriterApp(ServiceApp):
         publisher = p["rejects"] or JetStreamPublisher(self.js)
         self.api = TimelineApi(self.store, publisher)
         check = LaunchCheck(self.launches, p["feed"] or SessionsLaunchFeed(self.js))
-        ingest = IngestHandler(
+        self.ingest = IngestHandler(
             self.writer, check, publisher,
             count_reject=lambda reason: self.rejects_total.labels(reason).inc(),
             tracer=self.tracer,
         )
+
+    async def batch_options(self, route: Route) -> dict:
         # A stream made before ingest kept messages by age is still a work queue, whose
         # consumers must acknowledge each message and which no second consumer may read
         # (ingest is idempotent by entry_id, so by age a dead copy's batch is reread).
         info = await self.js.stream_info(subjects.INGEST_STREAM)
         by_age = info.config.retention == RetentionPolicy.LIMITS
-        if s.ingest_partitions == 1:
-            # One writer takes every form, also a partition the server maps ingest to.
-            durable = "timeline-writer"
-            filters = [*subjects.INGEST_SUBJECTS, subjects.ingest_partition_filter()]
-        else:
-            durable = f"timeline-writer-p{partition}"
-            filters = [subjects.ingest_partition_filter(partition)]
-        self.consume(stream=subjects.INGEST_STREAM, durable=durable, filter_subjects=filters,
-                     handle=ingest.handle, park=self.parker(subjects.REJECTED_TIMELINE),
-                     ack_all=by_age, idempotent=by_age)
+        return {"ack_all": by_age, "idempotent": by_age}
 
-    async def _record_launch(self, msg) -> None:
+    async def record_launch(self, msg) -> None:
         await self.launches.record([launch_of(decode(msg.data, SeedComposed))])
-
-    async def _park_sessions(self, msg, reason: str) -> None:
-        await self.parker(subjects.REJECTED_SESSIONS)(msg, reason)
 
 
 def create_app(settings: Settings, **ports) -> TimelineWriterApp:

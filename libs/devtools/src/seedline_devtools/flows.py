@@ -1,0 +1,163 @@
+"""docs/flows.md: each flow of the platform drawn from the services' routing tables.
+
+A flow starts where someone outside publishes or asks (a producer, a person, a machine,
+a service's own sweep). From there each hop is found in the tables: the routes whose
+subject takes what was sent, and what those routes may send in turn. A flow names the
+messages it follows, so the drawing keeps to one story; whatever else a hop may send is
+listed under the diagram. Nothing here knows which service does what: change a table and
+the drawing changes (`seedline docs --out docs`; a test holds docs/flows.md to it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from seedline_contracts import subjects
+from seedline_platform.consumer import subject_matches
+from seedline_platform.routing import Kind, Route
+
+from .asyncapi_doc import routing_tables, sent_subject
+
+MACHINE = "runner machine"
+PEOPLE = "people (notify)"
+STORED = "SEEDLINE_SESSIONS"
+
+
+@dataclass(frozen=True)
+class Flow:
+    name: str
+    story: str
+    actor: str  # who starts it
+    first: str  # the subject it starts with, or a LOOP route's handler
+    follow: tuple[str, ...]  # what it follows: event types or subjects, in any order
+
+
+FLOWS = (
+    Flow("Ingest", "A producer publishes an entry; it becomes the timeline once, in order, and "
+         "every projection folds it.", "producer", subjects.INGEST_TIMELINE,
+         (subjects.TIMELINE_ALL,)),
+    Flow("Open", "A person or an agent opens a conversation: a decision, a brief, a launch on "
+         "the machine, and the reply to whoever asked.", "person", subjects.API_SESSIONS_OPEN,
+         ("continuity_decided", "seed_composed", "seedline.runner.{node}.launch", "opened")),
+    Flow("Wake", "A person's message to a repo whose conversation is stopped wakes it: the "
+         "same decision, brief and launch as an open, with nobody waiting.", "person",
+         subjects.INGEST_TIMELINE,
+         (subjects.TIMELINE_ALL, "wake_requested", "continuity_decided", "seed_composed",
+          "seedline.runner.{node}.launch", "opened")),
+    Flow("Relocate", "A conversation moves to another machine: the old engine is stopped "
+         "before the new machine is sent the launch.", "person", subjects.API_SESSIONS_RELOCATE,
+         ("continuity_decided", "seed_composed", "seedline.runner.{node}.stop",
+          "seedline.runner.{node}.launch", "relocated")),
+    Flow("Stop", "A person stops a live conversation: the machine ends the engine, then the "
+         "stop is recorded.", "person", subjects.API_SESSIONS_STOP,
+         ("seedline.runner.{node}.stop", "stopped")),
+    Flow("Idle stop", "A conversation idle past SEEDLINE_IDLE_STOP_MINUTES is stopped and "
+         "its people told.", "runner-gateway", "reaper.run",
+         ("seedline.runner.{node}.stop", "reaped", "seedline.notify.{instance}")),
+    Flow("Resume lost", "A machine finds, after the launch, that its engine did not continue "
+         "its own conversation: the record is corrected and the people told.", MACHINE,
+         "seedline.runner.{node}.events",
+         ("resume_lost", "seedline.notify.{instance}")),
+)
+
+
+@dataclass(frozen=True)
+class Hop:
+    sender: str
+    receiver: str
+    message: str  # what travels
+    handler: str  # the route that takes it ("" outside the platform)
+
+
+def _receivers(tables: dict[str, tuple[Route, ...]], subject: str) -> list[tuple[str, Route]]:
+    concrete = subject.replace("{node}", "n").replace("{instance}", "i")
+    concrete = concrete.replace("*", "x").replace(">", "x")
+    return [(service, route) for service, table in tables.items() for route in table
+            if route.kind is not Kind.LOOP
+            and any(subject_matches(concrete, f) for f in route.filters)]
+
+
+def _label(sent: str) -> str:
+    return sent if "." in sent else f"{sent} (SEEDLINE_SESSIONS)"
+
+
+def hops(flow: Flow, tables: dict[str, tuple[Route, ...]] | None = None) -> list[Hop]:
+    """The flow's hops in order, breadth first from where it starts."""
+    tables = routing_tables() if tables is None else tables
+    out: list[Hop] = []
+    queue: list[tuple[str, str, Route | None]] = []  # (sender, sent, route that sent it)
+    loops = [(s, r) for s, t in tables.items() for r in t
+             if r.kind is Kind.LOOP and r.handler == flow.first]
+    if loops:
+        (service, route), = loops
+        queue += [(service, sent, route) for sent in route.sends if sent in flow.follow]
+    else:
+        queue.append((flow.actor, flow.first, None))
+    seen: set[tuple[str, str]] = set()
+    while queue:
+        sender, sent, _ = queue.pop(0)
+        if (sender, sent) in seen:
+            continue
+        seen.add((sender, sent))
+        subject = sent_subject(sent)
+        if subject.startswith("seedline.runner.") and not subject.endswith(".events"):
+            out.append(Hop(sender, MACHINE, _label(sent), ""))
+            continue
+        if subject.startswith("seedline.notify."):
+            out.append(Hop(sender, PEOPLE, _label(sent), ""))
+            continue
+        taken = [(service, route) for service, route in _receivers(tables, subject)
+                 # Projections fold every event; the ingest flow shows them.
+                 if route.kind is not Kind.BATCH or route.sends or flow.name == "Ingest"]
+        if not taken:  # recorded, and only folded by the projections
+            out.append(Hop(sender, STORED, sent, ""))
+        for service, route in taken:
+            out.append(Hop(sender, service, _label(sent), route.handler))
+            queue += [(service, nxt, route) for nxt in route.sends if nxt in flow.follow]
+    return out
+
+
+def _participant(name: str) -> str:
+    return name.replace(" ", "_").replace("(", "").replace(")", "").replace("-", "_")
+
+
+def mermaid(flow: Flow, found: list[Hop]) -> str:
+    actors: list[str] = []
+    for hop in found:
+        for name in (hop.sender, hop.receiver):
+            if name not in actors:
+                actors.append(name)
+    lines = ["```mermaid", "sequenceDiagram"]
+    lines += [f"    participant {_participant(a)} as {a}" for a in actors]
+    for hop in found:
+        arrow = "->>"
+        via = f" → {hop.handler}" if hop.handler else ""
+        lines.append(f"    {_participant(hop.sender)}{arrow}{_participant(hop.receiver)}: "
+                     f"{hop.message}{via}")
+    lines.append("```")
+    return "\n".join(lines)
+
+
+def flows_markdown(tables: dict[str, tuple[Route, ...]] | None = None) -> str:
+    tables = routing_tables() if tables is None else tables
+    parts = [
+        "# Flows",
+        "",
+        "Generated from the services' routing tables (`services/*/src/*/routes.py`) by "
+        "`seedline docs --out docs`; do not edit. Each arrow is a message and the route that "
+        "takes it (`service → handler`). Session events travel on SEEDLINE_SESSIONS; the "
+        "projections that fold every event (each service's `apply_sessions`, "
+        "`apply_timeline`) are drawn in the ingest flow only.",
+        "",
+    ]
+    for flow in FLOWS:
+        found = hops(flow, tables)
+        parts += [f"## {flow.name}", "", flow.story, "", mermaid(flow, found), ""]
+        others = sorted({f"{_label(sent)} ({route.handler})"
+                         for hop in found if hop.handler
+                         for service, table in tables.items() if service == hop.receiver
+                         for route in table if route.handler == hop.handler
+                         for sent in route.sends if sent not in flow.follow})
+        if others:
+            parts += ["Also possible on the way: " + ", ".join(others) + ".", ""]
+    return "\n".join(parts).rstrip() + "\n"
