@@ -106,12 +106,30 @@ async def ensure_streams(
         try:
             await js.stream_info(spec.name)
         except NotFoundError:
-            try:
-                await js.add_stream(stream_config(spec, replicas))
-                log.info("stream_created", stream=spec.name)
-            except Exception as exc:  # another copy created it first
-                if "already in use" not in str(exc):
-                    raise
+            await _add_stream(js, spec, replicas)
+
+
+# A cluster that has just formed elects its JetStream leader before every server has
+# told it what it can hold; until then a stream of several replicas finds no peers.
+PLACEMENT_WAIT_SECONDS = 30.0
+NO_PEERS_FOR_PLACEMENT = 10005
+
+
+async def _add_stream(js: JetStreamContext, spec: StreamSpec, replicas: int) -> None:
+    deadline = asyncio.get_running_loop().time() + PLACEMENT_WAIT_SECONDS
+    while True:
+        try:
+            await js.add_stream(stream_config(spec, replicas))
+            log.info("stream_created", stream=spec.name)
+            return
+        except Exception as exc:
+            if "already in use" in str(exc):  # another copy created it first
+                return
+            if (getattr(exc, "err_code", None) != NO_PEERS_FOR_PLACEMENT
+                    or asyncio.get_running_loop().time() > deadline):
+                raise
+            log.warning("stream_waiting_for_peers", stream=spec.name, replicas=replicas)
+            await asyncio.sleep(0.5)
 
 
 async def ensure_runners_bucket(js: JetStreamContext, replicas: int = 1):
