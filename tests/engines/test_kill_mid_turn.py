@@ -93,6 +93,17 @@ async def runner_entries(system, session_id: str) -> list[dict]:
     return [e for e in reply["entries"] if e["kind"] != "chat_user"]
 
 
+def transcript_ids(claude) -> list[str]:
+    """The entry ids an import of the engine's transcript gives its records (read as a
+    transcript written by hand: an import skips what a runner ran)."""
+    paths = claude.transcripts()
+    if len(paths) != 1:
+        return []
+    by_hand = [line.replace('"entrypoint":"seedline-runner"', '"entrypoint":"cli"')
+               for line in paths[0].read_text().splitlines()]
+    return [item.entry_id for item in claude_transcript.parse(enumerate(by_hand, 1)).items]
+
+
 async def test_everything_emitted_before_the_kill_is_in_the_timeline_exactly_once(
     system, claude, checkouts, tmp_path
 ):
@@ -114,6 +125,13 @@ async def test_everything_emitted_before_the_kill_is_in_the_timeline_exactly_onc
             return entries if len(entries) >= 6 else None
 
         before = await system.wait_for(both_steps_published, timeout=30)
+        # Claude Code writes its transcript a moment after its output: the kill comes once
+        # the file holds both steps too (the person's line and six records), so the ids
+        # compared below are the engine's own, not what a kill happened to leave.
+        async def transcript_holds_both_steps():
+            return len(transcript_ids(claude)) >= 7
+
+        await system.wait_for(transcript_holds_both_steps, timeout=30)
         runner.send_signal(signal.SIGKILL)
         await runner.wait()
     finally:
@@ -140,11 +158,7 @@ async def test_everything_emitted_before_the_kill_is_in_the_timeline_exactly_onc
     assert after == before
     # Published under the ids the engine's own transcript gives the same records, so an
     # import of this machine's Claude Code folder adds none of them again.
-    [path] = claude.transcripts()
-    by_hand = [line.replace('"entrypoint":"seedline-runner"', '"entrypoint":"cli"')
-               for line in path.read_text().splitlines()]
-    recorded = [item.entry_id for item in claude_transcript.parse(enumerate(by_hand, 1)).items]
-    assert [e["entry_id"] for e in after] == recorded[1:7]
+    assert [e["entry_id"] for e in after] == transcript_ids(claude)[1:7]
     assert runner.returncode == -signal.SIGKILL
 
 
