@@ -30,7 +30,8 @@ def composer_with(publisher, store, settings, reader) -> Composer:
         found = [decode(p, SeedComposed) for s, p, _ in publisher.messages]
         return found[-1] if found else None
 
-    return Composer(publisher, reader, store, settings, clock=lambda: AT, recorded=recorded)
+    return Composer(publisher, reader, store, budget_for=settings.brief_budget, clock=lambda: AT,
+                    recorded=recorded)
 
 
 async def test_a_redelivered_decision_keeps_the_recorded_bytes_whatever_the_budget_now():

@@ -19,6 +19,7 @@ from .briefs import BriefStore, PostgresBriefStore
 from .composer import Composer
 from .reader import TimelineReader, ViewReader
 from .routes import routes
+from .summary import summarizer_from
 
 NAME = "seed-composer"
 
@@ -59,8 +60,9 @@ class ComposerApp(ServiceApp):
         self.composer = Composer(
             p["publisher"] or JetStreamPublisher(self.js),
             p["reader"] or ViewReader(PostgresTimelineView(self.pool, self.sealer)),
-            store, self.settings, on_brief=self._observe, recorded=self._recorded,
-            sealer=self.sealer,
+            store, budget_for=self.settings.brief_budget,
+            summarizer=summarizer_from(self.settings), on_brief=self._observe,
+            recorded=self._recorded, sealer=self.sealer,
         )
 
     async def _recorded(self, session_id: str) -> SeedComposed | None:

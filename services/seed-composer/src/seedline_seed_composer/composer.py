@@ -14,16 +14,16 @@ from seedline_contracts.events import ContinuityDecided, SeedComposed
 from seedline_contracts.sessions import BriefGetReply, BriefGetRequest
 from seedline_contracts.times import now_text
 from seedline_contracts.tokens import name_problem
+from seedline_core.brief import DEFAULT_BUDGET, Budget
 from seedline_core.notices import error_message
 from seedline_platform.logging import get_logger
 from seedline_platform.publishing import Publisher
 from seedline_platform.sealing import InMemoryKeyStore, Sealer
-from seedline_platform.settings import Settings
 
 from .briefs import BriefStore
 from .composing import brief_stats, compose_for, summary_record
 from .reader import TimelineReader
-from .summary import summarizer_from
+from .summary import Summarizer
 
 log = get_logger(__name__)
 
@@ -33,7 +33,8 @@ class Composer:
 
     def __init__(
         self, publisher: Publisher, reader: TimelineReader, store: BriefStore,
-        settings: Settings | None = None, clock: Callable[[], str] = now_text,
+        budget_for: Callable[[str], Budget] = lambda engine: DEFAULT_BUDGET,
+        summarizer: Summarizer | None = None, clock: Callable[[], str] = now_text,
         on_brief: Callable[[int, int], None] | None = None,
         recorded: Callable[[str], Awaitable[SeedComposed | None]] | None = None,
         sealer: Sealer | None = None,
@@ -41,8 +42,8 @@ class Composer:
         self._publisher = publisher
         self.reader = reader
         self._store = store
-        self._settings = settings or Settings()
-        self._summarizer = summarizer_from(self._settings)
+        self._budget_for = budget_for  # an engine's brief budget (SEEDLINE_BRIEF_BUDGETS)
+        self._summarizer = summarizer
         self._clock = clock
         self._on_brief = on_brief or (lambda rows, chars: None)
         self._recorded = recorded
@@ -54,7 +55,7 @@ class Composer:
         decided_seq = msg.metadata.sequence.stream
         if msg.metadata.num_delivered > 1 and await self._answered_before(decision, decided_seq):
             return
-        budget = self._settings.brief_budget(decision.plan.engine)
+        budget = self._budget_for(decision.plan.engine)
         brief = await compose_for(decision, self.reader, budget, self._summarizer)
         instance = decision.plan.instance_id
         text = await self._sealer.seal(instance, brief.text) if brief else None
