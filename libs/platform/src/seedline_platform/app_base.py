@@ -70,6 +70,7 @@ class ServiceApp:
     name = "seedline"
     description = "A Seedline service."
     uses_database = True
+    pool_size = 8  # Postgres connections of one copy
     # The service's routing table: settings -> its routes (each service's routes.py).
     route_table = staticmethod(no_routes)
 
@@ -226,7 +227,7 @@ class ServiceApp:
         await natsio.ensure_streams(self.js, replicas=s.stream_replicas)
         await natsio.enforce_durability(self.nc, self.js, s.nats_monitor_url, s.strict_durability)
         if self.uses_database:
-            self.pool = await pg.open_pool(s.database_url, self.name)
+            self.pool = await pg.open_pool(s.database_url, self.name, self.pool_size)
         await self.setup()
         await self._consume_batches()
         for consumer in self.consumers:

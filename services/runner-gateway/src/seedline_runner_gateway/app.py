@@ -52,6 +52,9 @@ class GatewayApp(ServiceApp):
     name = NAME
     description = "The one funnel to machines: presence, launches, turns, stops, wakes."
     route_table = staticmethod(routes)
+    # Launches on many repos at once each hold a connection for their repo's turn
+    # (repo_turns): room for 8 of them and their own queries.
+    pool_size = 16
 
     def __init__(
         self, settings: Settings, *, state: GatewayState | None = None,

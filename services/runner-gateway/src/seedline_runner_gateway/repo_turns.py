@@ -51,11 +51,17 @@ class PostgresRepoTurns:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self._pool = pool
         self._local = LocalRepoTurns()  # one connection per repo per copy, not per waiter
+        # A turn holds a connection for the whole launch, and the launch needs others for
+        # its own reads and writes: with every connection held by a turn, no launch could
+        # go on (seen with 50 repos opened at once on a pool of 8). Half the pool, at most,
+        # holds turns.
+        self._slots = asyncio.Semaphore(max(1, pool.max_size // 2))
 
     @asynccontextmanager
     async def hold(self, instance_id: str, repo: str) -> AsyncIterator[None]:
         key = f"launch:{instance_id}\n{repo}"  # names never hold control characters
-        async with self._local.hold(instance_id, repo), self._pool.connection() as conn:
+        async with (self._local.hold(instance_id, repo), self._slots,
+                    self._pool.connection() as conn):
             # A transaction's lock: it ends with the transaction whatever ends the launch
             # (an error, a cancel, the connection dropped), never left on a pooled connection.
             async with conn.transaction():
