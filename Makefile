@@ -89,7 +89,9 @@ check: install
 
 # pytest exits 5 when it collected no tests: that is a failure, not a pass.
 test: install engines chromium
-	$(TEST_ENV) $(RUN) pytest -q -p no:cacheprovider -m "not exhaustive"; rc=$$?; \
+	@started=$$(date +%s); \
+	$(TEST_ENV) $(RUN) pytest -q -p no:cacheprovider -m "not exhaustive" --durations=20; rc=$$?; \
+	echo "make test took $$(( $$(date +%s) - started )) s"; \
 	if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
 
 test-faults: install
