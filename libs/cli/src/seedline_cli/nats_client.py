@@ -19,7 +19,7 @@ from nats.errors import (
 from nats.errors import TimeoutError as NatsTimeout
 
 from seedline_contracts.codec import encode
-from seedline_platform.natsio import survive_abandoned_flushes
+from seedline_platform.nats_workarounds import survive_abandoned_flushes
 from seedline_platform.settings import Settings
 
 from .errors import START_HINT, OperationFailed, Unreachable, UsageProblem

@@ -17,6 +17,7 @@ from seedline_contracts import subjects
 from seedline_contracts.normalise import Accepted, normalise
 from seedline_contracts.timeline import MAX_CONTENT_CHARS
 from seedline_contracts.times import now_text
+from seedline_platform.nats_workarounds import connection_of
 from seedline_platform.natsio import PUBLISH_ACK_TIMEOUT, publish_window
 from seedline_platform.settings import Settings
 
@@ -140,7 +141,8 @@ async def _flush(js, pending: list, summary: FileSummary,
         except Exception as exc:
             why = _why(exc, len(pending))
         if loop.time() > deadline:
-            server = js._nc.connected_url.geturl() if js._nc.connected_url else "the server"
+            nc = connection_of(js)
+            server = nc.connected_url.geturl() if nc.connected_url else "the server"
             raise OperationFailed(
                 f"Publishing stopped after {summary.published} entries: {why}, and that went "
                 f"on for {patience:g} s while trying again. Check NATS at {server} with "

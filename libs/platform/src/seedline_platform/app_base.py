@@ -35,6 +35,7 @@ from . import natsio, pg
 from .consumer import ACK_WAIT_SECONDS, BatchConsumer, BatchHandler, Parker
 from .health_http import HealthServer
 from .logging import get_logger
+from .nats_workarounds import survive_abandoned_flushes
 from .observability import ServiceMetrics, tracer_provider
 from .redelivery import MsgHandler, handle_with_redelivery
 from .routing import Kind, Route, resolve
@@ -222,7 +223,7 @@ class ServiceApp:
     async def start(self) -> None:
         s = self.settings
         self.nc = await self.broker.connect()
-        natsio.survive_abandoned_flushes(self.nc)  # FastStream's connection, not natsio's
+        survive_abandoned_flushes(self.nc)  # FastStream's connection, not natsio's
         self.js = self.nc.jetstream()
         await natsio.ensure_streams(self.js, replicas=s.stream_replicas)
         await natsio.enforce_durability(self.nc, self.js, s.nats_monitor_url, s.strict_durability)

@@ -26,6 +26,7 @@ from nats.js import api as js_api
 from nats.js.errors import NotFoundError
 
 from .logging import get_logger
+from .nats_workarounds import connection_of
 from .pg import is_transient
 from .replay import replay
 from .tasks import cancel_and_wait
@@ -140,7 +141,7 @@ class BatchConsumer:
             return
         try:
             await self._sub.unsubscribe()
-            await self._js._nc.flush(timeout=2)
+            await connection_of(self._js).flush(timeout=2)
         except Exception:
             pass
         self._sub = None
@@ -213,7 +214,7 @@ class BatchConsumer:
         for i, run in enumerate(runs):
             while loop.time() < deadline:
                 try:
-                    await self._js._nc.flush()  # our own acks first
+                    await connection_of(self._js).flush()  # our own acks first
                     info = await self._sub.consumer_info()
                     if await self._nothing_older_pending(info, run[0].metadata.sequence.stream):
                         break
@@ -246,7 +247,7 @@ class BatchConsumer:
         too. None when the stream cannot be read now (the caller goes run by run instead)."""
         held = {m.metadata.sequence.stream: m for m in msgs}
         try:
-            await self._js._nc.flush()  # our own acks first, so they are not counted
+            await connection_of(self._js).flush()  # our own acks first, so they are not counted
             info = await self._sub.consumer_info()
             start, end = info.ack_floor.stream_seq + 1, max(held)
             missing = set(range(start, end + 1)) - held.keys()

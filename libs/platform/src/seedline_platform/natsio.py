@@ -14,12 +14,14 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js import api as js_api
 from nats.js.errors import NotFoundError
+from nats.nuid import NUID
 
 from seedline_contracts import subjects
 from seedline_contracts.codec import encode
 from seedline_contracts.streams import ALL_STREAMS, StreamSpec
 
 from .logging import get_logger
+from .nats_workarounds import connection_of, survive_abandoned_flushes
 
 log = get_logger(__name__)
 
@@ -61,24 +63,6 @@ async def connect(servers: Sequence[str], name: str, **options) -> Client:
     )
     survive_abandoned_flushes(nc)
     return nc
-
-
-def survive_abandoned_flushes(nc: Client) -> None:
-    """nats.py (2.16) answers each PONG by setting the result of the oldest flush's future,
-    even when that flush was cancelled or timed out: InvalidStateError ends its read loop,
-    and the connection looks up but reads nothing again. A cancelled flush (a service
-    stopping mid-batch, a `flush(timeout=2)` on a busy server) must not cost the connection,
-    so each PONG still takes its own waiter and skips one nobody waits for."""
-
-    async def process_pong() -> None:
-        if nc._pongs:
-            waiter = nc._pongs.pop(0)
-            if not waiter.done():
-                waiter.set_result(True)
-            nc._pongs_received += 1
-            nc._pings_outstanding = 0
-
-    nc._process_pong = process_pong
 
 
 def stream_config(spec: StreamSpec, replicas: int = 1) -> js_api.StreamConfig:
@@ -256,11 +240,11 @@ async def publish_atomic(
     """
     from nats.js.errors import APIError
 
-    nc: Client = js._nc  # the batch's body goes out as plain publishes on the same connection
+    nc: Client = connection_of(js)  # the batch's body goes out as plain publishes on it
     seqs: list[int] = []
     for start in range(0, len(messages), MAX_ATOMIC_BATCH):
         chunk = messages[start : start + MAX_ATOMIC_BATCH]
-        batch_id = nc._nuid.next().decode()
+        batch_id = NUID().next().decode()
         for i, (subject, payload, headers) in enumerate(chunk, 1):
             h = dict(headers or {})
             h["Nats-Batch-Id"] = batch_id

@@ -1,0 +1,38 @@
+"""Every place Seedline reaches past nats.py's public API (nats-py 2.16), in one module.
+
+Each says what it works around and the upstream report where there is one;
+`libs/platform/tests/test_nats_workarounds.py` fails when a nats.py release no longer
+needs one, so it can go. (`seedline_platform.tasks` covers a CPython 3.11 fault that
+nats.py's requests meet, gh-86296.)
+"""
+
+from __future__ import annotations
+
+from nats.aio.client import Client
+from nats.js import JetStreamContext
+
+
+def connection_of(js: JetStreamContext) -> Client:
+    """The connection a JetStream context publishes on. nats.py has no public accessor:
+    an atomic batch sends its body as plain publishes on that connection, and a consumer
+    flushes its own acks on it before it reads the consumer's state."""
+    return js._nc  # noqa: SLF001
+
+
+def survive_abandoned_flushes(nc: Client) -> None:
+    """nats.py answers each PONG by setting the result of the oldest flush's future, even
+    when that flush was cancelled or timed out: InvalidStateError ends its read loop, and
+    the connection looks up but reads nothing again (nats-io/nats.py#624, #469). A
+    cancelled flush (a service stopping mid-batch, a `flush(timeout=2)` on a busy server)
+    must not cost the connection, so each PONG takes its own waiter and skips one nobody
+    waits for."""
+
+    async def process_pong() -> None:
+        if nc._pongs:  # noqa: SLF001
+            waiter = nc._pongs.pop(0)  # noqa: SLF001
+            if not waiter.done():
+                waiter.set_result(True)
+            nc._pongs_received += 1  # noqa: SLF001
+            nc._pings_outstanding = 0  # noqa: SLF001
+
+    nc._process_pong = process_pong  # noqa: SLF001
