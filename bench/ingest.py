@@ -41,6 +41,8 @@ import time
 import uuid
 from pathlib import Path
 
+from bench import cpu_accounting
+
 WINDOW = 1_000
 LARGE_SIZE = 4_096
 TARGET_RATIO = 0.45
@@ -308,6 +310,7 @@ async def _run_partitions(rounds: int, count: int, size: int) -> dict:
     from seedline_devtools.embedded import start_nats, start_postgres
 
     rates: dict[int, list[float]] = {}
+    cpu: dict[str, dict[str, float]] = {}  # k -> CPU seconds per 1,000 entries, by part
     with tempfile.TemporaryDirectory(prefix="seedline-bench-partitions-") as tmp_text:
         tmp = Path(tmp_text)
         postgres = start_postgres(tmp / "postgres")
@@ -333,8 +336,11 @@ async def _run_partitions(rounds: int, count: int, size: int) -> dict:
                     for writer in writers:
                         await writer.wait_ready(nc)
                     await partitioned_round(nc, js, size, min(count, 2_000))  # warm-up
+                    before = _cpu(writers, server, postgres)
                     for _ in range(rounds):
                         rates.setdefault(k, []).append(await partitioned_round(nc, js, size, count))
+                    cpu[str(k)] = cpu_accounting.per_thousand(
+                        before, _cpu(writers, server, postgres), rounds * count)
                     print(f"{k} writer(s) done", file=sys.stderr)
                 finally:
                     if nc is not None:
@@ -346,11 +352,26 @@ async def _run_partitions(rounds: int, count: int, size: int) -> dict:
             postgres.stop()
     measurements = {str(k): summary(v) for k, v in rates.items()}
     base = measurements[str(PARTITION_COUNTS[0])]["median"]
+    one = cpu[str(PARTITION_COUNTS[0])]
     return {
         "size": size,
         "instances": PARTITION_INSTANCES,
         "measurements": measurements,
         "ratio_to_one": {k: m["median"] / base for k, m in measurements.items()},
+        "cpu_seconds_per_1000": cpu,
+        "projected_per_s": cpu_accounting.projection(one),
+        "projected_limit": {str(k): cpu_accounting.limited_by(one, k) for k in (1, 2, 4, 8)},
+    }
+
+
+def _cpu(writers: list, server, postgres) -> dict[str, float]:
+    """CPU seconds so far of the writers, nats-server, Postgres and this publisher."""
+    mine = os.times()
+    return {
+        "writers": sum(cpu_accounting.tree_cpu_seconds(w.proc.pid) for w in writers),
+        "nats": cpu_accounting.tree_cpu_seconds(server.proc.pid),
+        "postgres": cpu_accounting.tree_cpu_seconds(postgres.postmaster_pid()),
+        "publisher": mine.user + mine.system,
     }
 
 
@@ -427,6 +448,27 @@ def markdown(result: dict) -> str:
         ]
         for k, m in part["measurements"].items():
             lines.append(f"| {k} | {_cell(m)} | {part['ratio_to_one'][k]:.2f} |")
+        lines += [
+            "",
+            "CPU seconds per 1,000 entries over the measured rounds (from /proc):",
+            "",
+            "| writers (k) | timeline-writers | nats-server | Postgres | publisher |",
+            "|---|---|---|---|---|",
+        ]
+        for k, c in part["cpu_seconds_per_1000"].items():
+            lines.append(f"| {k} | {c['writers']:.3f} | {c['nats']:.3f} | {c['postgres']:.3f} "
+                         f"| {c['publisher']:.3f} |")
+        lines += [
+            "",
+            "Projected on a machine with enough cores, from the k = 1 costs (assumptions in "
+            "`bench/cpu_accounting.py`: a core per writer and per writer's Postgres backend, "
+            "nats-server's work on one core):",
+            "",
+            "| writers (k) | projected entries/s | limited by |",
+            "|---|---|---|",
+        ]
+        for k, rate in part["projected_per_s"].items():
+            lines.append(f"| {k} | {rate:,.0f} | {part['projected_limit'][k]} |")
     if result.get("profile"):
         lines += ["", "## Timeline-writer profile (one run)", "", "```",
                   result["profile"].rstrip(), "```"]

@@ -332,6 +332,12 @@ def rows(results: dict, opts: dict) -> tuple[list[dict], list[dict]]:
                     "1 ingest", f"{k} partitioned timeline-writer(s), {part['size']:,} B, msg/s"
                     f" over {part['instances']} instances, vs 1 writer",
                     cell(spread_k), cell(part["measurements"]["1"]), part["ratio_to_one"][k]))
+            for k, rate in (part.get("projected_per_s") or {}).items():
+                figures.append(_figure(
+                    "1 ingest", f"{k} writer(s) projected on enough cores from CPU s per 1,000 "
+                    f"entries at k = 1 (limited by {part['projected_limit'][k]}), vs 1 writer",
+                    f"{rate:,.0f}", f"{part['projected_per_s']['1']:,.0f}",
+                    rate / part["projected_per_s"]["1"]))
     if "lag" in results:
         r = results["lag"]
         figures.append(_figure(
