@@ -17,8 +17,8 @@ from nats.js import JetStreamContext
 from nats.js import api as js_api
 from nats.js.errors import ServiceUnavailableError
 
-# A cluster between metadata leaders answers a consumer create with nothing (a timeout) or
-# a 503 for a few seconds, as after losing a server; a reader then tries again.
+# A cluster between metadata leaders answers a consumer create, or a fetch, with nothing
+# (a timeout) or a 503 for a few seconds, as after losing a server; a reader then tries again.
 CREATE_ATTEMPTS = 4
 CREATE_BACKOFF = 0.5
 
@@ -41,12 +41,20 @@ async def replay(
         return
     async with _reader(js, stream, subject, deliver_policy=js_api.DeliverPolicy.BY_START_SEQUENCE,
                        opt_start_seq=max(1, start_seq)) as sub:
+        unavailable = 0
         while True:
             try:
                 msgs = await sub.fetch(batch, timeout=2.0)
             except NatsTimeout:
                 # Nothing more is coming: the range ended in a gap (deleted messages).
                 return
+            except ServiceUnavailableError:
+                # The reader's consumer is electing a leader (a cluster that lost a server).
+                unavailable += 1
+                if unavailable >= CREATE_ATTEMPTS:
+                    raise
+                await asyncio.sleep(CREATE_BACKOFF * unavailable)
+                continue
             wanted = [m for m in msgs if m.metadata.sequence.stream <= end_seq]
             if wanted:
                 yield wanted
