@@ -164,7 +164,7 @@ async def test_losing_the_stream_leader_mid_load_loses_no_acknowledged_entry(
         assert new_leader != victim and new_leader in cluster
 
         acked = producer.acked
-        # A delivery cut off with the dead leader comes back after ack_wait (30 s).
+        # A delivery cut off with the dead leader comes back after the ack wait (6 s).
         await wait_until(lambda: projected_all(settings.database_url, acked), 45,
                          "projecting every acknowledged entry")
         assert not writer._task.done(), "the writer stopped running"

@@ -43,7 +43,7 @@ async def timeline_projected(js, durable: str) -> bool:
 
 
 # A delivery the restart cut off (sent to the writer, never received) is given
-# again only after the consumer's ack_wait (30 s); the writer is drained then.
+# again only after the consumer's ack_wait (6 s); the writer is drained then.
 ACK_WAIT_MARGIN = 45
 
 
