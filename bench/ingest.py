@@ -462,7 +462,8 @@ def markdown(result: dict) -> str:
             "",
             "Projected on a machine with enough cores, from the k = 1 costs (assumptions in "
             "`bench/cpu_accounting.py`: a core per writer and per writer's Postgres backend, "
-            "nats-server's work on one core):",
+            f"nats-server's work on at most {cpu_accounting.NATS_CORES} cores, one per stream "
+            "an entry is written to):",
             "",
             "| writers (k) | projected entries/s | limited by |",
             "|---|---|---|",

@@ -38,11 +38,11 @@ def test_a_tree_counts_the_cpu_of_a_running_child_and_of_one_it_reaped():
 
 
 def test_the_projection_is_the_tightest_of_the_three_limits():
-    costs = {"writers": 0.2, "postgres": 0.1, "nats": 0.05}  # CPU s per 1,000 entries
+    costs = {"writers": 0.2, "postgres": 0.1, "nats": 0.1}  # CPU s per 1,000 entries
     projected = cpu_accounting.projection(costs)
     assert projected["1"] == 1000 / 0.2  # one writer: 5,000/s
     assert projected["2"] == 2 * 1000 / 0.2
-    assert projected["8"] == 1000 / 0.05  # nats-server's one core caps it: 20,000/s
+    assert projected["8"] == cpu_accounting.NATS_CORES * 1000 / 0.1  # nats-server's cores
     assert cpu_accounting.limited_by(costs, 1) == "timeline-writers"
     assert cpu_accounting.limited_by(costs, 8) == "nats-server"
 
