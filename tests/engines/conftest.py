@@ -113,6 +113,19 @@ class ClaudeSetup:
     def transcripts(self) -> list[Path]:
         return sorted((self.home / "projects").glob("*/*.jsonl"))
 
+    def transcript_ids(self) -> list[str]:
+        """The entry ids an import of the one transcript gives its records (read as a
+        transcript written by hand: an import skips what a runner ran). Claude Code writes
+        the file a moment after its output, so a test that kills it waits for these."""
+        from seedline_cli.transcripts import claude as claude_transcript
+
+        paths = self.transcripts()
+        if len(paths) != 1:
+            return []
+        by_hand = [line.replace('"entrypoint":"seedline-runner"', '"entrypoint":"cli"')
+                   for line in paths[0].read_text().splitlines()]
+        return [item.entry_id for item in claude_transcript.parse(enumerate(by_hand, 1)).items]
+
 
 @pytest.fixture
 def anthropic() -> Iterator[object]:

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from seedline_cli.transcripts import claude as claude_transcript
 from seedline_contracts import subjects
 from seedline_runner.engines.claude_stream import command_text, tool_result_text
 
@@ -93,17 +92,6 @@ async def runner_entries(system, session_id: str) -> list[dict]:
     return [e for e in reply["entries"] if e["kind"] != "chat_user"]
 
 
-def transcript_ids(claude) -> list[str]:
-    """The entry ids an import of the engine's transcript gives its records (read as a
-    transcript written by hand: an import skips what a runner ran)."""
-    paths = claude.transcripts()
-    if len(paths) != 1:
-        return []
-    by_hand = [line.replace('"entrypoint":"seedline-runner"', '"entrypoint":"cli"')
-               for line in paths[0].read_text().splitlines()]
-    return [item.entry_id for item in claude_transcript.parse(enumerate(by_hand, 1)).items]
-
-
 async def test_everything_emitted_before_the_kill_is_in_the_timeline_exactly_once(
     system, claude, checkouts, tmp_path
 ):
@@ -129,7 +117,7 @@ async def test_everything_emitted_before_the_kill_is_in_the_timeline_exactly_onc
         # the file holds both steps too (the person's line and six records), so the ids
         # compared below are the engine's own, not what a kill happened to leave.
         async def transcript_holds_both_steps():
-            return len(transcript_ids(claude)) >= 7
+            return len(claude.transcript_ids()) >= 7
 
         await system.wait_for(transcript_holds_both_steps, timeout=30)
         runner.send_signal(signal.SIGKILL)
@@ -158,7 +146,7 @@ async def test_everything_emitted_before_the_kill_is_in_the_timeline_exactly_onc
     assert after == before
     # Published under the ids the engine's own transcript gives the same records, so an
     # import of this machine's Claude Code folder adds none of them again.
-    assert [e["entry_id"] for e in after] == transcript_ids(claude)[1:7]
+    assert [e["entry_id"] for e in after] == claude.transcript_ids()[1:7]
     assert runner.returncode == -signal.SIGKILL
 
 

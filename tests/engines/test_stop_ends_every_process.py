@@ -233,6 +233,10 @@ async def test_a_runner_killed_mid_tool_leaves_nothing_running_and_its_tail_is_p
         await wait_until(lambda: setup.standin.requests)
         runner.send_signal(signal.SIGSTOP)
         await wait_for_file(out / "started")
+        if name == "claude":
+            # The tail is read from Claude Code's own transcript, which it writes a moment
+            # after its output: the kill comes once the file holds the five records.
+            await wait_until(lambda: len(setup.transcript_ids()) >= 6)
         runner.send_signal(signal.SIGKILL)
         await runner.wait()
         # Its keeper ended the conversation's processes as it died.
