@@ -8,12 +8,15 @@ from seedline_platform.settings import Settings
 
 from .pending import SETTLING
 
+INSTRUCTION = "seedline.ingest.timeline.{instance}"
+
 
 def routes(settings: Settings) -> tuple[Route, ...]:
     return (
         Route(Kind.REQUEST, subjects.API_SESSIONS_OPEN, "opener.open",
               description="Open a conversation: resume or brief a fresh engine (CONTRACT.md 3).",
-              sends=("open_requested", "continuity_decided")),
+              # The person's instruction goes into the timeline as an entry of its own.
+              sends=(INSTRUCTION, "open_requested", "continuity_decided")),
         Route(Kind.REQUEST, subjects.API_SESSIONS_RELOCATE, "opener.relocate",
               description="Move a conversation to another machine (CONTRACT.md 4, 4.1).",
               sends=("open_requested", "continuity_decided")),
@@ -21,7 +24,7 @@ def routes(settings: Settings) -> tuple[Route, ...]:
               stream=subjects.SESSIONS_STREAM, durable="continuity-resolver-wakes",
               park=subjects.REJECTED_SESSIONS,
               description="A person's message woke a conversation (4).",
-              sends=("continuity_decided",)),
+              sends=("open_requested", "continuity_decided")),
         # Every copy hears these: the copy holding the request answers it.
         *(Route(Kind.BROADCAST, subjects.session_event_filter(event_type), "settle",
                 description="Answers the open or relocation waiting on this conversation.")
