@@ -126,7 +126,8 @@ class ServiceApp:
         return lambda *args: resolve(self, route.handler)(*args)
 
     def _subscribe(self, route: Route) -> None:
-        """A FastStream subscriber for every route but the batch ones (`_consume_batches`)."""
+        """A FastStream subscriber for each route but the batch and loop ones, which need
+        the parts setup builds (`_add_batches_and_loops`)."""
         handle = self.handler(route)
         if route.kind is Kind.REQUEST:
             self.answer(route.subject, handle, route.description)
@@ -145,7 +146,7 @@ class ServiceApp:
                                    title=f"{route.handler} {route.subject}",
                                    description=route.description)(on_message)
 
-    async def _consume_batches(self) -> None:
+    async def _add_batches_and_loops(self) -> None:
         """The batch consumers and the loops of the table, once setup built their parts."""
         for route in self.routing:
             if route.kind is Kind.LOOP:
@@ -230,7 +231,7 @@ class ServiceApp:
         if self.uses_database:
             self.pool = await pg.open_pool(s.database_url, self.name, self.pool_size)
         await self.setup()
-        await self._consume_batches()
+        await self._add_batches_and_loops()
         for consumer in self.consumers:
             await consumer.start()
         # Subscribes to the request subjects only now, when everything can answer.
