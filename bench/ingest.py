@@ -353,14 +353,15 @@ async def _run_partitions(rounds: int, count: int, size: int) -> dict:
     measurements = {str(k): summary(v) for k, v in rates.items()}
     base = measurements[str(PARTITION_COUNTS[0])]["median"]
     one = cpu[str(PARTITION_COUNTS[0])]
+    projected = cpu_accounting.projection(one)
     return {
         "size": size,
         "instances": PARTITION_INSTANCES,
         "measurements": measurements,
         "ratio_to_one": {k: m["median"] / base for k, m in measurements.items()},
         "cpu_seconds_per_1000": cpu,
-        "projected_per_s": cpu_accounting.projection(one),
-        "projected_limit": {str(k): cpu_accounting.limited_by(one, k) for k in (1, 2, 4, 8)},
+        "projected_per_s": projected,
+        "projected_limit": {k: cpu_accounting.limited_by(one, int(k)) for k in projected},
     }
 
 

@@ -15,6 +15,18 @@ from seedline_platform.nats_workarounds import connection_of, survive_abandoned_
 pytestmark = pytest.mark.servers
 
 
+async def _reads_after_an_abandoned_flush(url: str, *, workaround: bool) -> bool:
+    nc = await nats.connect(url, allow_reconnect=False)
+    if workaround:
+        survive_abandoned_flushes(nc)
+    try:
+        await _abandon_a_flush(nc)
+        await nc.flush(timeout=2)
+        return bool((await nc.request("$JS.API.INFO", b"", timeout=2)).data)
+    finally:
+        await nc.close()
+
+
 async def _abandon_a_flush(nc) -> None:
     """A flush whose waiter is cancelled before the server's PONG arrives."""
     flushing = asyncio.create_task(nc.flush(timeout=5))
@@ -26,25 +38,12 @@ async def _abandon_a_flush(nc) -> None:
 @pytest.mark.xfail(strict=True, reason="nats.py 2.16 fails its read loop on the PONG of an "
                    "abandoned flush (nats-io/nats.py#624): survive_abandoned_flushes is needed")
 async def test_plain_nats_py_keeps_reading_after_an_abandoned_flush(nats_server):
-    nc = await nats.connect(nats_server.url, allow_reconnect=False)
-    try:
-        await _abandon_a_flush(nc)
-        await nc.flush(timeout=2)
-        assert (await nc.request("$JS.API.INFO", b"", timeout=2)).data
-    finally:
-        await nc.close()
+    assert await _reads_after_an_abandoned_flush(nats_server.url, workaround=False)
 
 
 async def test_with_the_workaround_a_connection_keeps_reading_after_an_abandoned_flush(
         nats_server):
-    nc = await nats.connect(nats_server.url, allow_reconnect=False)
-    survive_abandoned_flushes(nc)
-    try:
-        await _abandon_a_flush(nc)
-        await nc.flush(timeout=2)
-        assert (await nc.request("$JS.API.INFO", b"", timeout=2)).data
-    finally:
-        await nc.close()
+    assert await _reads_after_an_abandoned_flush(nats_server.url, workaround=True)
 
 
 def test_a_jetstream_context_still_has_no_public_accessor_for_its_connection():

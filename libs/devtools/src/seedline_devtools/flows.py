@@ -66,7 +66,11 @@ class Hop:
     sender: str
     receiver: str
     message: str  # what travels
-    handler: str  # the route that takes it ("" outside the platform)
+    route: Route | None = None  # the route that takes it (None outside the platform)
+
+    @property
+    def handler(self) -> str:
+        return self.route.handler if self.route is not None else ""
 
 
 def _receivers(tables: dict[str, tuple[Route, ...]], subject: str) -> list[tuple[str, Route]]:
@@ -85,35 +89,35 @@ def hops(flow: Flow, tables: dict[str, tuple[Route, ...]] | None = None) -> list
     """The flow's hops in order, breadth first from where it starts."""
     tables = routing_tables() if tables is None else tables
     out: list[Hop] = []
-    queue: list[tuple[str, str, Route | None]] = []  # (sender, sent, route that sent it)
+    queue: list[tuple[str, str]] = []  # (sender, what it sent)
     loops = [(s, r) for s, t in tables.items() for r in t
              if r.kind is Kind.LOOP and r.handler == flow.first]
     if loops:
         (service, route), = loops
-        queue += [(service, sent, route) for sent in route.sends if sent in flow.follow]
+        queue += [(service, sent) for sent in route.sends if sent in flow.follow]
     else:
-        queue.append((flow.actor, flow.first, None))
+        queue.append((flow.actor, flow.first))
     seen: set[tuple[str, str]] = set()
     while queue:
-        sender, sent, _ = queue.pop(0)
+        sender, sent = queue.pop(0)
         if (sender, sent) in seen:
             continue
         seen.add((sender, sent))
         subject = sent_subject(sent)
         if subject.startswith("seedline.runner.") and not subject.endswith(".events"):
-            out.append(Hop(sender, MACHINE, _label(sent), ""))
+            out.append(Hop(sender, MACHINE, _label(sent)))
             continue
         if subject.startswith("seedline.notify."):
-            out.append(Hop(sender, PEOPLE, _label(sent), ""))
+            out.append(Hop(sender, PEOPLE, _label(sent)))
             continue
         taken = [(service, route) for service, route in _receivers(tables, subject)
                  # Projections fold every event; the ingest flow shows them.
                  if route.kind is not Kind.BATCH or route.sends or flow.name == "Ingest"]
         if not taken:  # recorded, and only folded by the projections
-            out.append(Hop(sender, STORED, sent, ""))
+            out.append(Hop(sender, STORED, sent))
         for service, route in taken:
-            out.append(Hop(sender, service, _label(sent), route.handler))
-            queue += [(service, nxt, route) for nxt in route.sends if nxt in flow.follow]
+            out.append(Hop(sender, service, _label(sent), route))
+            queue += [(service, nxt) for nxt in route.sends if nxt in flow.follow]
     return out
 
 
@@ -121,7 +125,7 @@ def _participant(name: str) -> str:
     return name.replace(" ", "_").replace("(", "").replace(")", "").replace("-", "_")
 
 
-def mermaid(flow: Flow, found: list[Hop]) -> str:
+def mermaid(found: list[Hop]) -> str:
     actors: list[str] = []
     for hop in found:
         for name in (hop.sender, hop.receiver):
@@ -130,9 +134,8 @@ def mermaid(flow: Flow, found: list[Hop]) -> str:
     lines = ["```mermaid", "sequenceDiagram"]
     lines += [f"    participant {_participant(a)} as {a}" for a in actors]
     for hop in found:
-        arrow = "->>"
         via = f" → {hop.handler}" if hop.handler else ""
-        lines.append(f"    {_participant(hop.sender)}{arrow}{_participant(hop.receiver)}: "
+        lines.append(f"    {_participant(hop.sender)}->>{_participant(hop.receiver)}: "
                      f"{hop.message}{via}")
     lines.append("```")
     return "\n".join(lines)
@@ -152,12 +155,10 @@ def flows_markdown(tables: dict[str, tuple[Route, ...]] | None = None) -> str:
     ]
     for flow in FLOWS:
         found = hops(flow, tables)
-        parts += [f"## {flow.name}", "", flow.story, "", mermaid(flow, found), ""]
-        others = sorted({f"{_label(sent)} ({route.handler})"
-                         for hop in found if hop.handler
-                         for service, table in tables.items() if service == hop.receiver
-                         for route in table if route.handler == hop.handler
-                         for sent in route.sends if sent not in flow.follow})
+        parts += [f"## {flow.name}", "", flow.story, "", mermaid(found), ""]
+        others = sorted({f"{_label(sent)} ({hop.handler})"
+                         for hop in found if hop.route is not None
+                         for sent in hop.route.sends if sent not in flow.follow})
         if others:
             parts += ["Also possible on the way: " + ", ".join(others) + ".", ""]
     return "\n".join(parts).rstrip() + "\n"
