@@ -171,6 +171,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--opens", type=int, default=10, help="opens per caller")
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
+    for name in ("callers", "opens", "rounds"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1")
     print(markdown(run_concurrent_opens(args.rounds, args.callers, args.opens)))
 
 

@@ -81,7 +81,7 @@ def docs(
             for relative in changed:
                 err.print(f"out of date: {out_dir / relative}")
             raise OperationFailed(
-                f"{len(changed)} published file(s) in {out_dir} differ from the contracts library; "
+                f"{len(changed)} published file(s) in {out_dir} differ from what the code generates; "
                 f"run `seedline docs --out {out_dir}` (or `make schema`) and commit the result."
             )
         out.print(f"{len(files)} published files in {out_dir} are up to date.")
