@@ -5,7 +5,7 @@ that cannot be read, and a restart that left conversations listed live that no m
 
 Those already reproduced elsewhere are not repeated here: year-one times and NUL in a
 read (services/timeline-writer/tests/test_ingest_integration.py), runner-scoped ingest
-(same file), and the data-folder lock of `seedline up` (libs/cli/tests/test_up_lock.py).
+(same file), and the data-folder lock of `seedline up` (libs/supervisor/tests/test_lock.py).
 """
 
 from __future__ import annotations

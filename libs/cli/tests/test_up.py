@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from seedline_cli.up_processes import port_is_free
+from seedline_supervisor.processes import port_is_free
 from seedline_core.notices import wording_violations
 from seedline_devtools.embedded import free_port
 

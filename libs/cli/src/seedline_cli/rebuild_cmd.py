@@ -23,7 +23,7 @@ from .config import load_settings
 from .console import err, out, print_json
 from .errors import FAILED, OperationFailed, reports_errors
 from .preflight import nats_answers, postgres_answers
-from .up_processes import bin_dir, service_installed
+from seedline_supervisor.processes import bin_dir, service_installed
 
 rebuild = typer.Typer(
     help="Rebuild projections from the streams and compare digests.", no_args_is_help=True

@@ -21,10 +21,10 @@ from seedline_contracts.streams import ALL_STREAMS
 from seedline_platform.natsio import check_durability
 from seedline_platform.settings import Settings
 
-from . import up_state
+from seedline_supervisor import state as up_state
 from .config import safe_url
 from .runners_cmd import read_presence
-from .up_probes import is_ready
+from seedline_supervisor.probes import is_ready
 
 # The four services of the contract (CONTRACT.md, Processes); others that answer discovery
 # (the web process, say) are listed too, but the system runs without them.

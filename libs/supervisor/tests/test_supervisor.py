@@ -6,8 +6,8 @@ import asyncio
 import json
 from pathlib import Path
 
-from seedline_cli import up_state
-from seedline_cli.supervisor import CRASH_LOOP, RestartPolicy, Supervisor
+from seedline_supervisor import state as up_state
+from seedline_supervisor.supervisor import CRASH_LOOP, RestartPolicy, Supervisor
 
 
 def test_backoff_doubles_up_to_its_ceiling():

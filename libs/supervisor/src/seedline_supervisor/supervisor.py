@@ -10,7 +10,7 @@ child), so each kind of process says itself how it is seen to end and how it sta
 limit after which a process is left stopped and named with its log's last lines.
 
 Each process's state (restarts, last exit) is written to SEEDLINE_HOME/up-processes.json
-for `seedline status` (up_state.py).
+for `seedline status` (state.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from . import up_state
+from . import state as up_state
 
 
 class Supervised(Protocol):

@@ -10,7 +10,7 @@ from nats.aio.client import Client
 
 from seedline_contracts import subjects
 
-from .up_processes import DEMO_RUNNER
+from .processes import DEMO_RUNNER
 
 
 def _connections(monitor_url: str) -> list[dict]:

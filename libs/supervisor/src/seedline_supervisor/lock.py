@@ -21,13 +21,16 @@ from pathlib import Path
 
 from seedline_contracts.times import parse_rfc3339
 
-from .errors import OperationFailed
-from .runners_cmd import age_text
+from seedline_core.ages import describe_age
 
 LOCK_NAME = "up.lock"
 
 
-class FolderInUse(OperationFailed):
+class FolderProblem(Exception):
+    """This data folder cannot be used; the message says why and what to do."""
+
+
+class FolderInUse(FolderProblem):
     """Another `seedline up`, or what it left running, uses this data folder."""
 
 
@@ -56,7 +59,7 @@ class Holder:
     def describe(self) -> str:
         try:
             age = datetime.now(timezone.utc) - parse_rfc3339(self.started_at)
-            since = f" ({age_text(age.total_seconds())} ago)"
+            since = f" ({describe_age(age)})"
         except ValueError:
             since = ""
         return (
@@ -129,8 +132,8 @@ class DataFolderLock:
                 f"folder's data. Stop it with `kill {left.nats_pid}` and start again."
             )
 
-    def _unusable(self, exc: OSError) -> OperationFailed:
-        return OperationFailed(
+    def _unusable(self, exc: OSError) -> FolderProblem:
+        return FolderProblem(
             f"Cannot use {self.home} as the data folder ({exc.strerror}): choose another with "
             "SEEDLINE_HOME."
         )

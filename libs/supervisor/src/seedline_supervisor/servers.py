@@ -9,7 +9,7 @@ from pathlib import Path
 
 from seedline_devtools.embedded import NatsProcess, PostgresProcess, pid_alive
 
-from .up_processes import exit_text
+from .processes import exit_text
 
 START_WAIT_SECONDS = 30.0
 

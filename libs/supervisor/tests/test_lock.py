@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from seedline_cli.up_lock import LOCK_NAME, DataFolderLock, FolderInUse
+from seedline_supervisor.lock import LOCK_NAME, DataFolderLock, FolderInUse
 from seedline_devtools.embedded import free_port, nats_config, nats_server_binary, wait_for_port
 
 HOLD = """
 import sys, time
 from pathlib import Path
-from seedline_cli.up_lock import DataFolderLock
+from seedline_supervisor.lock import DataFolderLock
 lock = DataFolderLock(Path(sys.argv[1]))
 lock.acquire(int(sys.argv[2]), int(sys.argv[3]))
 print("held", flush=True)
@@ -42,7 +42,7 @@ def test_a_held_folder_is_refused_with_the_holder_named_and_nothing_written(tmp_
                         lambda: DataFolderLock(tmp_path).acquire(4444, 8444)):
             with pytest.raises(FolderInUse) as refused:
                 attempt()
-            message = refused.value.message
+            message = str(refused.value)
             assert f"pid {holder.pid}" in message and "NATS port 4333" in message
             assert "started at 20" in message and f"kill {holder.pid}" in message
         assert (tmp_path / LOCK_NAME).read_bytes() == note
@@ -92,8 +92,8 @@ def test_a_nats_server_left_running_by_a_killed_up_is_named_before_anything_star
         }))
         with pytest.raises(FolderInUse) as refused:
             DataFolderLock(tmp_path).acquire(free_port(), free_port())
-        assert f"nats-server (pid {server.pid}, port {port}) still runs" in refused.value.message
-        assert f"kill {server.pid}" in refused.value.message
+        assert f"nats-server (pid {server.pid}, port {port}) still runs" in str(refused.value)
+        assert f"kill {server.pid}" in str(refused.value)
     finally:
         server.terminate()
         server.wait(10)
