@@ -176,6 +176,9 @@ CREATE INDEX IF NOT EXISTS gateway_conversations_current
     ON gateway_conversations (instance_id, repo, created_seq) WHERE state IN ('live', 'opening');
 CREATE INDEX IF NOT EXISTS gateway_conversations_repo
     ON gateway_conversations (instance_id, repo, created_seq);
+-- What one machine hosts, read on each of its presence puts (a put per launch and stop).
+CREATE INDEX IF NOT EXISTS gateway_conversations_live_node
+    ON gateway_conversations (node_id, created_seq) WHERE state = 'live';
 CREATE TABLE IF NOT EXISTS machines (
     node_id text PRIMARY KEY,
     label text NOT NULL

@@ -40,6 +40,18 @@ class GatewayStateContract:
         await self.state.apply_lifecycle([(5, "csess_b", lc.Stopped("again"))], 6)
         assert (await self.state.held("csess_b")).state is lc.State.LIVE  # already applied
 
+    async def test_what_each_machine_hosts_live(self):
+        await self.state.apply_lifecycle([
+            requested(1, "csess_a"), opened(2, "csess_a", node="mac"),
+            requested(3, "csess_b", repo="apps/y"), opened(4, "csess_b", node="pc"),
+            requested(5, "csess_c", repo="apps/z"), opened(6, "csess_c", node="mac"),
+            requested(7, "csess_d", repo="apps/w"),  # still opening: hosted nowhere yet
+            (8, "csess_b", lc.Stopped("requested")),
+        ], 8)
+        assert [h.session_id for h in await self.state.live_on("mac")] == ["csess_a", "csess_c"]
+        assert await self.state.live_on("pc") == []
+        assert await self.state.hosting_nodes() == {"mac"}
+
     async def test_the_outcome_is_the_machine_s_final_word(self):
         await self.state.apply_lifecycle([
             requested(1, "csess_a"),

@@ -35,6 +35,9 @@ CREATE INDEX IF NOT EXISTS gateway_conversations_current
     ON gateway_conversations (instance_id, repo, created_seq) WHERE state IN ('live', 'opening');
 CREATE INDEX IF NOT EXISTS gateway_conversations_repo
     ON gateway_conversations (instance_id, repo, created_seq);
+-- What one machine hosts, read on each of its presence puts (a put per launch and stop).
+CREATE INDEX IF NOT EXISTS gateway_conversations_live_node
+    ON gateway_conversations (node_id, created_seq) WHERE state = 'live';
 CREATE TABLE IF NOT EXISTS machines (
     node_id text PRIMARY KEY,
     label text NOT NULL
@@ -156,6 +159,16 @@ class PostgresGatewayState:
         return await self._some(
             "state = 'live' AND instance_id = %s ORDER BY created_seq", (instance_id,)
         )
+
+    async def live_on(self, node_id: str) -> list[Held]:
+        return await self._some("state = 'live' AND node_id = %s ORDER BY created_seq", (node_id,))
+
+    async def hosting_nodes(self) -> set[str]:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(
+                "SELECT DISTINCT node_id FROM gateway_conversations"
+                " WHERE state = 'live' AND node_id IS NOT NULL")
+            return {row[0] for row in await cur.fetchall()}
 
     async def live_in_repo(self, instance_id: str, repo: str) -> list[Held]:
         return await self._some(

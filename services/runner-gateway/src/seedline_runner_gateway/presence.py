@@ -150,7 +150,7 @@ class KvPresence:
     async def sweep(self) -> None:
         """Find keys that expired: machines not heard from, and those hosting conversations."""
         now = self._clock()
-        hosting = {h.node_id for h in await self._state.all_live() if h.node_id}
+        hosting = await self._state.hosting_nodes()
         candidates = {n for n, s in self._online.items() if now - s.seen_at > STALE_AFTER_SECONDS}
         candidates |= hosting - self._online.keys()
         for node_id in candidates:

@@ -45,7 +45,7 @@ class Reconciler:
         live = sighting.presence.live
         if live is None:
             return  # protocol 1: says nothing about what it hosts
-        here = [h for h in await self._state.all_live() if h.node_id == node_id]
+        here = await self._state.live_on(node_id)
         # A conversation first met on this put (the gateway restarted) starts counting
         # from the next one.
         hosted = {h.session_id: self._accepted.setdefault(h.session_id, sighting.revision)
@@ -71,9 +71,7 @@ class Reconciler:
     async def gone(self, node_id: str) -> None:
         label = await self._state.label(node_id)
         await self._caught_up()
-        for held in await self._state.all_live():
-            if held.node_id != node_id:
-                continue
+        for held in await self._state.live_on(node_id):
             await self._stopper.end(
                 held, "runner_offline", notice=machine_offline(held.session_id, node_id, label)
             )

@@ -53,6 +53,14 @@ class GatewayState(Protocol):
 
     async def all_live(self, instance_id: str | None = None) -> list[Held]: ...
 
+    async def live_on(self, node_id: str) -> list[Held]:
+        """The live conversations on one machine, oldest first."""
+        ...
+
+    async def hosting_nodes(self) -> set[str]:
+        """The machines that host a live conversation."""
+        ...
+
     async def newest_requested(self, instance_id: str, repo: str) -> int | None:
         """The SEEDLINE_SESSIONS seq of the repo's newest open (any state): a decision
         recorded before it is superseded (CONTRACT.md 4, 1.2)."""
@@ -160,6 +168,12 @@ class InMemoryGatewayState:
         live = [h for h in self.conversations.values() if h.state is lc.State.LIVE
                 and instance_id in (None, h.conversation.instance_id)]
         return sorted(live, key=lambda h: h.conversation.created_seq)
+
+    async def live_on(self, node_id: str) -> list[Held]:
+        return [h for h in await self.all_live() if h.node_id == node_id]
+
+    async def hosting_nodes(self) -> set[str]:
+        return {h.node_id for h in await self.all_live() if h.node_id}
 
     async def live_in_repo(self, instance_id: str, repo: str) -> list[Held]:
         return [h for h in await self.all_live(instance_id) if h.conversation.repo == repo]
