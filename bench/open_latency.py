@@ -102,7 +102,10 @@ def entry_fields(tag: str, total: int, ordinal: int, pool: list[str]) -> tuple[s
 
 # -- system --------------------------------------------------------------------------
 
-async def start_system(tmp: Path, stack: AsyncExitStack, plan_cache_mode: str | None = None) -> dict:
+async def start_system(tmp: Path, stack: AsyncExitStack, plan_cache_mode: str | None = None,
+                       nodes: tuple[str, ...] = (NODE,), partitions: int = 1) -> dict:
+    """The four services and one scripted runner per node, each its own process; with
+    `partitions` > 1 the server maps ingest to that many partitions, each with a writer."""
     import subprocess
     import sys
 
@@ -112,7 +115,8 @@ async def start_system(tmp: Path, stack: AsyncExitStack, plan_cache_mode: str | 
     from seedline_devtools.embedded import start_nats, start_postgres
     from seedline_devtools.processes import stop_processes
 
-    nats_proc = await asyncio.to_thread(start_nats, tmp / "nats")  # sync_interval: always
+    nats_proc = await asyncio.to_thread(  # sync_interval: always
+        start_nats, tmp / "nats", ingest_partitions=partitions)
     stack.callback(nats_proc.stop)
     pg_proc = await asyncio.to_thread(start_postgres, tmp / "pg")
     stack.callback(pg_proc.stop)
@@ -129,34 +133,40 @@ async def start_system(tmp: Path, stack: AsyncExitStack, plan_cache_mode: str | 
         SEEDLINE_STRICT_DURABILITY="1",  # refuses to start without sync_interval: always
         SEEDLINE_LOG_LEVEL="warning",
         SEEDLINE_HTTP_PORT="0",
+        SEEDLINE_INGEST_PARTITIONS=str(partitions),
     )
     logs = tmp / "logs"
     logs.mkdir(exist_ok=True)
     bin_dir = Path(sys.executable).parent
-    commands = {name: [str(bin_dir / name)] for name in SERVICES}
-    commands["runner"] = [str(bin_dir / "seedline"), "runner", "--node-id", NODE,
-                          "--label", "Bench box", "--engine", ENGINE]
+    commands = {name: ([str(bin_dir / name)], {}) for name in SERVICES}
+    for partition in range(1, partitions):
+        commands[f"timeline-writer-{partition}"] = (
+            [str(bin_dir / "timeline-writer")], {"SEEDLINE_INGEST_PARTITION": str(partition)})
+    for node in nodes:
+        commands["runner" if len(nodes) == 1 else f"runner-{node}"] = ([str(bin_dir / "seedline"), "runner", "--node-id", node,
+                                       "--label", f"Bench box {node}", "--engine", ENGINE], {})
     procs = []
-    for name, command in commands.items():
+    for name, (command, extra) in commands.items():
         log = open(logs / f"{name}.log", "ab")
-        procs.append(subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT))
+        procs.append(subprocess.Popen(command, env=dict(env, **extra), stdout=log,
+                                      stderr=subprocess.STDOUT))
 
     stack.callback(stop_processes, procs)
     nc = await nats.connect(nats_proc.url, name="bench")
     stack.push_async_callback(nc.close)
-    await _until_up(nc, subjects, procs, logs)
+    await _until_up(nc, subjects, procs, logs, nodes)
     from seedline_platform.settings import Settings
 
     settings = Settings.from_env({k: v for k, v in env.items() if k.startswith("SEEDLINE_")})
     return {"nc": nc, "settings": settings, "database_url": database_url, "nats": nats_proc,
-            "pids": {name: proc.pid for name, proc in zip(commands, procs)}}
+            "postgres": pg_proc, "pids": {name: proc.pid for name, proc in zip(commands, procs)}}
 
 
 SERVICES = ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway")
 
 
-async def _until_up(nc, subjects, procs, logs: Path) -> None:
-    """Every service answers service discovery and the runner's presence is there."""
+async def _until_up(nc, subjects, procs, logs: Path, nodes: tuple[str, ...]) -> None:
+    """Every service answers service discovery and every runner's presence is there."""
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         for proc in procs:
@@ -173,15 +183,21 @@ async def _until_up(nc, subjects, procs, logs: Path) -> None:
             except Exception:
                 break
         await sub.unsubscribe()
-        try:
-            kv = await nc.jetstream().key_value(subjects.RUNNERS_BUCKET)
-            present = await kv.get(subjects.presence_key(NODE))
-        except Exception:
-            present = None
+        present = await _present(nc, subjects, nodes)
         if set(SERVICES) <= names and present:
             return
         await asyncio.sleep(0.2)
     raise RuntimeError(f"the services and the runner did not come up; see {logs}")
+
+
+async def _present(nc, subjects, nodes: tuple[str, ...]) -> bool:
+    try:
+        kv = await nc.jetstream().key_value(subjects.RUNNERS_BUCKET)
+        for node in nodes:
+            await kv.get(subjects.presence_key(node))
+    except Exception:  # the bucket or a key not there yet
+        return False
+    return True
 
 
 def server_facts(monitor_url: str, database_url: str) -> dict:
@@ -449,59 +465,81 @@ def explain_open_queries(database_url: str, heads: dict[str, int]) -> dict:
     return out
 
 
+class Spies:
+    """py-spy recording processes for `duration` seconds, summarised per process: how many
+    samples it was busy (on CPU) and the functions that were busiest themselves. A
+    process that is mostly idle waits on I/O (Postgres, NATS, fsyncs)."""
+
+    RATE_HZ = 250
+    TAIL_FRAMES = 6
+
+    def __init__(self, pids: dict[str, int], duration: int) -> None:
+        import shutil
+        import subprocess
+        import sys
+
+        spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
+        if not Path(spy).exists():
+            raise FileNotFoundError("py-spy is not installed (make bench installs it)")
+        self.duration = duration
+        self.out_dir = Path(tempfile.mkdtemp(prefix="seedline-spy-"))
+        self.procs = {
+            name: subprocess.Popen(
+                [spy, "record", "--pid", str(pid), "--duration", str(duration), "--rate",
+                 str(self.RATE_HZ), "--format", "raw", "--nonblocking",
+                 "-o", str(self.out_dir / f"{name}.txt")],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for name, pid in pids.items()
+        }
+
+    async def summary(self, per: int, unit: str) -> dict:
+        """Once every recording ended: busy ms per `unit` (there were `per` of them)."""
+        import shutil
+
+        for proc in self.procs.values():
+            await asyncio.to_thread(proc.wait)
+        result: dict = {"sample_rate_hz": self.RATE_HZ, "seconds": self.duration, "processes": {}}
+        for name in self.procs:
+            leaves: dict[str, int] = {}
+            tails: dict[str, int] = {}  # the innermost frames: who called the busy function
+            total = 0
+            path = self.out_dir / f"{name}.txt"
+            for line in path.read_text().splitlines() if path.exists() else []:
+                stack, _, samples = line.rpartition(" ")
+                if not samples.isdigit():
+                    continue
+                total += int(samples)
+                frames = stack.split(";")
+                leaves[frames[-1]] = leaves.get(frames[-1], 0) + int(samples)
+                tail = " < ".join(reversed(frames[-self.TAIL_FRAMES:]))
+                tails[tail] = tails.get(tail, 0) + int(samples)
+            top = sorted(leaves.items(), key=lambda kv: kv[1], reverse=True)[:8]
+            top_tails = sorted(tails.items(), key=lambda kv: kv[1], reverse=True)[:5]
+            result["processes"][name] = {
+                "busy_samples": total,
+                f"busy_ms_per_{unit}": total / self.RATE_HZ * 1000 / max(1, per),
+                "top_self": [{"frame": frame, "samples": n} for frame, n in top],
+                "top_stacks": [{"stack": tail, "samples": n} for tail, n in top_tails],
+            }
+        shutil.rmtree(self.out_dir, ignore_errors=True)
+        return result
+
+
 async def profile_opens(nc, repo: str, opens: int, budget: float, pids: dict) -> dict:
-    """py-spy samples every service process and the runner while opens run.
-
-    Per process: how many samples it was busy (on CPU) and the functions that were
-    busiest themselves; a process that is mostly idle between opens waits on I/O
-    (Postgres, NATS, fsyncs).
-    """
-    import shutil
-    import subprocess
-    import sys
-
-    spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
-    if not Path(spy).exists():
-        return {"error": "py-spy is not installed (make bench installs it)"}
-    out_dir = Path(tempfile.mkdtemp(prefix="seedline-spy-"))
-    duration = max(2, int(budget))
-    spies = {
-        name: subprocess.Popen(
-            [spy, "record", "--pid", str(pid), "--duration", str(duration), "--rate", "250",
-             "--format", "raw", "--nonblocking", "-o", str(out_dir / f"{name}.txt")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        for name, pid in pids.items()
-    }
+    """py-spy samples every service process and the runner while opens run (Spies)."""
+    try:
+        spies = Spies(pids, max(2, int(budget)))
+    except FileNotFoundError as exc:
+        return {"error": str(exc)}
     await asyncio.sleep(0.5)
     started = time.perf_counter()
     count = 0
-    while count < opens and time.perf_counter() - started < duration - 1:
+    while count < opens and time.perf_counter() - started < spies.duration - 1:
         await open_once(nc, repo)
         count += 1
     elapsed = time.perf_counter() - started
-    for proc in spies.values():
-        await asyncio.to_thread(proc.wait)
-    result: dict = {"opens": count, "wall_ms_per_open": elapsed * 1000 / max(1, count),
-                    "sample_rate_hz": 250, "seconds": duration, "processes": {}}
-    for name in spies:
-        leaves: dict[str, int] = {}
-        total = 0
-        path = out_dir / f"{name}.txt"
-        for line in path.read_text().splitlines() if path.exists() else []:
-            stack, _, samples = line.rpartition(" ")
-            if not samples.isdigit():
-                continue
-            total += int(samples)
-            leaf = stack.split(";")[-1]
-            leaves[leaf] = leaves.get(leaf, 0) + int(samples)
-        top = sorted(leaves.items(), key=lambda kv: kv[1], reverse=True)[:8]
-        result["processes"][name] = {
-            "busy_samples": total,
-            "busy_ms_per_open": total / 250 * 1000 / max(1, count),
-            "top_self": [{"frame": frame, "samples": n} for frame, n in top],
-        }
-    shutil.rmtree(out_dir, ignore_errors=True)
-    return result
+    result = await spies.summary(count, "open")
+    return {"opens": count, "wall_ms_per_open": elapsed * 1000 / max(1, count), **result}
 
 
 # -- the run -------------------------------------------------------------------------

@@ -12,14 +12,16 @@ Runs, each on its own real servers in a temporary folder:
    minutes on 2 cores and the suite then runs past ten);
 5. LangGraph's PostgresSaver against Seedline (bench.langgraph_compare);
 6. the `seedline` command's start-up: import time of --help and status (bench.cli_startup);
-9. concurrent opens: 50 callers on 50 repos against one caller (bench.concurrent_opens).
+9. concurrent opens: 50 callers on 50 repos against one caller (bench.concurrent_opens);
+10. wake storm: 1,000 stopped conversations on 10 runner machines woken at once, with 1
+    and 2 ingest partitions, and the CPU each wake costs per process (bench.wake_storm).
 
 Every figure is the median of several runs, with min and max; every ratio is
 against a baseline measured in this run. Writes bench/results/summary.md and
 summary.json (and each benchmark's own .md/.json beside them) and prints the table.
 
     python -m bench.suite [--entries 200000]
-                          [--only ingest,lag,open,fill,langgraph,startup,concurrent]
+                          [--only ingest,lag,open,fill,langgraph,startup,concurrent,storm]
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from pathlib import Path
 
 from bench import report
 
-PARTS = ("ingest", "lag", "open", "fill", "langgraph", "startup", "concurrent")
+PARTS = ("ingest", "lag", "open", "fill", "langgraph", "startup", "concurrent", "storm")
 DEFAULTS = {
     "ingest_rounds": 3,
     "ingest_count": 10_000,
@@ -56,6 +58,9 @@ DEFAULTS = {
     "concurrent_rounds": 3,
     "concurrent_callers": 50,
     "concurrent_opens": 10,
+    "storm_conversations": 1_000,
+    "storm_instances": 100,
+    "storm_runners": 10,
 }
 TIME_BUDGET_SECONDS = 600
 
@@ -196,6 +201,12 @@ def run_suite(only: tuple[str, ...] = PARTS, profile_misses: bool = True, **opti
 
         step("concurrent", lambda: run_concurrent_opens(
             opts["concurrent_rounds"], opts["concurrent_callers"], opts["concurrent_opens"]))
+
+    if "storm" in only:
+        from bench.wake_storm import run_wake_storm
+
+        step("storm", lambda: run_wake_storm(
+            opts["storm_conversations"], opts["storm_instances"], opts["storm_runners"]))
 
     measured_seconds = time.perf_counter() - started
     profiles = {
@@ -447,7 +458,34 @@ def rows(results: dict, opts: dict) -> tuple[list[dict], list[dict]]:
             r["ratio"] or 0.0,
             ">= 1x, 0 failures, none live twice",
             (r["ratio"] or 0.0) >= 1 and r["failures"] == 0 and not r["repos_live_twice"]))
+    if "storm" in results:
+        out += _storm_rows(results["storm"], figures)
     return out, figures
+
+
+def _storm_rows(r: dict, figures: list[dict]) -> list[dict]:
+    """Wakes/s and p99 per partition count against the targets; the rate the CPU per wake
+    allows on this machine beside them."""
+    c, target = r["conditions"], r["conditions"]["targets"]
+    out = []
+    for run in r["runs"]:
+        rate, p99 = run["wakes_per_s"] or 0.0, (run["message_to_launch_ms"] or {}).get("p99")
+        clean = f"{run['failures']} failures, {run['duplicates']} duplicates, " \
+                f"{len(run['repos_live_twice'])} live twice"
+        out.append(_row(
+            "10 wake storm", f"wakes/s, {c['conversations']:,} stopped conversations on "
+            f"{c['runners']} machines, {run['partitions']} partition(s) (p99 {p99 or 0:.0f} ms; "
+            f"{clean})", f"{rate:.1f}", f"{target['wakes_per_s_min']:.0f} (target)",
+            rate / target["wakes_per_s_min"],
+            f">= {target['wakes_per_s_min']:.0f}/s, p99 <= {target['p99_ms_max']:.0f} ms, 0/0/0",
+            bool(run["met"])))
+        bound = run["limited_by"]
+        figures.append(_figure(
+            "10 wake storm", f"{run['partitions']} partition(s): CPU ms per wake, all processes"
+            f" (busiest: {bound['busiest']}); the rate it allows on {c['cpus']} cores",
+            f"{bound['cpu_s_per_wake_total'] * 1000:.1f} ms",
+            f"{bound['machine_bound_wakes_per_s'] or 0:.1f} wakes/s"))
+    return out
 
 
 # Stream bytes per turn late against early: each entry is stored once, so the ratio

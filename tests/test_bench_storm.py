@@ -1,0 +1,47 @@
+"""The wake-storm benchmark at a tiny size: what it measures is right (every stopped repo
+woken once by its message, none live twice, the CPU read per process), not how fast."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import suite, wake_storm  # noqa: E402
+
+pytestmark = [pytest.mark.servers, pytest.mark.slow]
+
+
+def test_a_tiny_storm_wakes_each_stopped_repo_once_on_its_own_machine():
+    measured = asyncio.run(wake_storm._round(1, conversations=12, instances=3, runners=2,
+                                             profile=False))
+    assert measured["wakes"] == 12 and measured["launched"] == 12, measured
+    assert measured["failures"] == 0 and measured["duplicates"] == 0, measured
+    assert measured["repos_live_twice"] == [] and measured["repos_live_none"] == 0, measured
+    latency = measured["message_to_launch_ms"]
+    assert 0 < latency["p50"] <= latency["p99"] <= measured["all_launched_s"] * 1000
+    # Every kind of process did some work for the wakes, the runners included.
+    assert {"runner-gateway", "continuity-resolver", "runners", "nats-server",
+            "postgres"} <= {part for part, cost in measured["cpu_s_per_wake"].items() if cost > 0}
+
+    result = wake_storm.assemble([measured], 12, 3, 2)
+    compared, figures = suite.rows({"storm": result}, suite.DEFAULTS)
+    [row] = compared
+    assert row["bench"] == "10 wake storm" and row["ratio"] == round(measured["wakes_per_s"] / 250, 4)
+    assert "12 stopped conversations" in wake_storm.markdown(result)
+
+
+def test_the_conversations_spread_over_instances_and_machines_evenly():
+    plan = wake_storm.conversations_of(1_000, 100, 10)
+    assert len(set(plan)) == 1_000
+    for index in (0, 2):
+        counts: dict[str, int] = {}
+        for row in plan:
+            counts[row[index]] = counts.get(row[index], 0) + 1
+        assert set(counts.values()) == {10 if index == 0 else 100}
