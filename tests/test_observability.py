@@ -157,6 +157,8 @@ async def test_metrics_and_health_of_each_service_after_an_open(system):
     for name, page in text.items():
         assert "seedline_consumer_pending_messages{" in page, name  # lag per durable
         assert "faststream_received_processed_messages_duration_seconds_bucket" in page, name
+        # Labelled by the routing table, not by subjects that name a conversation or an inbox.
+        assert opened["session_id"] not in page and "_INBOX" not in page, name
     assert 'durable="timeline-writer"' in text["timeline-writer"]
     for name, app in apps.items():
         for path in ("/healthz", "/readyz"):

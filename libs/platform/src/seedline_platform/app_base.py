@@ -23,7 +23,6 @@ from faststream._internal.broker import BrokerUsecase
 from faststream.security import BaseSecurity
 from faststream.nats import ConsumerConfig, JStream, NatsBroker, NatsMessage, PullSub
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
-from faststream.nats.prometheus import NatsPrometheusMiddleware
 from nats.aio.msg import Msg
 
 from seedline_contracts import subjects
@@ -35,6 +34,7 @@ from . import natsio, pg
 from .consumer import ACK_WAIT_SECONDS, BatchConsumer, BatchHandler, Parker
 from .health_http import HealthServer
 from .logging import get_logger
+from .metrics_labels import prometheus_middleware
 from .nats_workarounds import survive_abandoned_flushes
 from .observability import ServiceMetrics, tracer_provider
 from .redelivery import MsgHandler, handle_with_redelivery
@@ -80,6 +80,7 @@ class ServiceApp:
         self.metrics = ServiceMetrics(self.name)
         self.tracer_provider = tracer_provider(self.name, settings.otlp_endpoint)
         self.tracer = self.tracer_provider.get_tracer(self.name)
+        self.routing: tuple[Route, ...] = self.route_table(settings)
         self.broker = NatsBroker(
             settings.nats_servers,
             name=self.name,
@@ -96,7 +97,8 @@ class ServiceApp:
             decoder=_raw_body,
             middlewares=[
                 NatsTelemetryMiddleware(tracer_provider=self.tracer_provider),
-                NatsPrometheusMiddleware(registry=self.metrics.registry, app_name=self.name),
+                prometheus_middleware(self.metrics.registry, self.name,
+                                      [f for route in self.routing for f in route.filters]),
             ],
         )
         self.nc = None
@@ -107,7 +109,6 @@ class ServiceApp:
         self.health: HealthServer | None = None
         self.ready = False
         self._micro = None
-        self.routing: tuple[Route, ...] = self.route_table(settings)
         for route in self.routing:
             self._subscribe(route)
 
