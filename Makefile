@@ -103,7 +103,7 @@ test-faults: install
 test-containers: install
 	bash deploy/containers/test.sh
 
-bench: install
+bench: install engines
 	$(UV) sync --frozen --all-packages --extra bench --python $(PYTHON)
 	$(RUN) seedline bench
 

@@ -103,9 +103,12 @@ def entry_fields(tag: str, total: int, ordinal: int, pool: list[str]) -> tuple[s
 # -- system --------------------------------------------------------------------------
 
 async def start_system(tmp: Path, stack: AsyncExitStack, plan_cache_mode: str | None = None,
-                       nodes: tuple[str, ...] = (NODE,), partitions: int = 1) -> dict:
-    """The four services and one scripted runner per node, each its own process; with
-    `partitions` > 1 the server maps ingest to that many partitions, each with a writer."""
+                       nodes: tuple[str, ...] = (NODE,), partitions: int = 1,
+                       engine: str = ENGINE, runner_args: tuple[str, ...] = (),
+                       runner_env: dict[str, str] | None = None) -> dict:
+    """The four services and one runner per node (`engine`, scripted unless said, with
+    `runner_args` and `runner_env` added), each its own process; with `partitions` > 1 the
+    server maps ingest to that many partitions, each with a writer."""
     import subprocess
     import sys
 
@@ -143,8 +146,10 @@ async def start_system(tmp: Path, stack: AsyncExitStack, plan_cache_mode: str | 
         commands[f"timeline-writer-{partition}"] = (
             [str(bin_dir / "timeline-writer")], {"SEEDLINE_INGEST_PARTITION": str(partition)})
     for node in nodes:
-        commands["runner" if len(nodes) == 1 else f"runner-{node}"] = ([str(bin_dir / "seedline"), "runner", "--node-id", node,
-                                       "--label", f"Bench box {node}", "--engine", ENGINE], {})
+        commands["runner" if len(nodes) == 1 else f"runner-{node}"] = (
+            [str(bin_dir / "seedline"), "runner", "--node-id", node,
+             "--label", f"Bench box {node}", "--engine", engine, *runner_args],
+            runner_env or {})
     procs = []
     for name, (command, extra) in commands.items():
         log = open(logs / f"{name}.log", "ab")

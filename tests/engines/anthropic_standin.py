@@ -75,6 +75,8 @@ class AnthropicStandIn:
     holding: threading.Event = field(default_factory=threading.Event)
     requests: list[dict[str, Any]] = field(default_factory=list)
     other_requests: list[str] = field(default_factory=list)
+    # time.perf_counter() of every request's arrival, whatever it asked (bench.real_wake).
+    arrivals: list[float] = field(default_factory=list)
     base_url: str = ""
     _server: ThreadingHTTPServer | None = None
 
@@ -96,11 +98,13 @@ class AnthropicStandIn:
                 pass
 
             def do_GET(self) -> None:
+                standin.arrivals.append(time.perf_counter())
                 standin.other_requests.append(f"GET {self.path}")
                 self._json(404, {"type": "error", "error": {"type": "not_found_error",
                                                              "message": "not served here"}})
 
             def do_POST(self) -> None:
+                standin.arrivals.append(time.perf_counter())
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
                 if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
