@@ -32,6 +32,8 @@ INSTANCE, REPO = "inst-a", "apps/x"
 @dataclass
 class FakePresence:
     machines: dict[str, Sighting] = field(default_factory=dict)
+    # Revisions already in the bucket that the watch has not delivered yet, by machine.
+    stored: dict[str, int] = field(default_factory=dict)
 
     def put(self, node_id: str, label: str, live: list[str] | None, revision: int,
             instances: list[str] | None = None) -> Sighting:
@@ -44,9 +46,9 @@ class FakePresence:
     async def get(self, node_id: str) -> Sighting | None:
         return self.machines.get(node_id)
 
-    def revision(self, node_id: str) -> int:
+    async def latest_revision(self, node_id: str) -> int:
         s = self.machines.get(node_id)
-        return s.revision if s else 0
+        return max(self.stored.get(node_id, 0), s.revision if s else 0)
 
 
 class Gateway:

@@ -130,6 +130,19 @@ async def test_two_presence_puts_after_the_launch_without_it_stop_it_as_restarte
     assert await gw.state.all_live() == []
 
 
+async def test_puts_made_before_the_launch_and_seen_after_it_stop_nothing(gw):
+    # Under load the watch lags: the machine had put revisions 6 and 7 (both without the
+    # conversation, made before it took the launch) when the launch was accepted.
+    gw.online("mac", revision=5)
+    gw.presence.stored["mac"] = 7
+    await gw.open("csess_a")
+    for revision in (6, 7):
+        await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", [], revision))
+    await gw.fold()
+    assert gw.events("stopped") == [] and gw.notifier.sent == []
+    assert [h.session_id for h in await gw.state.all_live()] == ["csess_a"]
+
+
 async def test_a_protocol_1_machine_is_never_reconciled(gw):
     gw.online("mac", revision=1)
     await gw.open("csess_a")

@@ -52,8 +52,9 @@ class PresenceView(Protocol):
         """The machine's presence when it is online, else None."""
         ...
 
-    def revision(self, node_id: str) -> int:
-        """The newest presence revision seen of the machine (0 when none)."""
+    async def latest_revision(self, node_id: str) -> int:
+        """The machine's newest presence revision, puts the watch has not delivered yet
+        included (0 when none)."""
         ...
 
 
@@ -76,9 +77,16 @@ class KvPresence:
             self._kv = await self._js.key_value(subjects.RUNNERS_BUCKET)
         return self._kv
 
-    def revision(self, node_id: str) -> int:
-        sighting = self._online.get(node_id)
-        return sighting.revision if sighting else 0
+    async def latest_revision(self, node_id: str) -> int:
+        # Read from the bucket: the watch may lag behind puts the machine made before it
+        # took a launch, and those must not count as leaving the launch out (reconcile.py).
+        seen = self._online.get(node_id)
+        try:
+            entry = await (await self._bucket()).get(subjects.presence_key(node_id))
+            stored = int(entry.revision or 0)
+        except Exception:  # deleted, or the read failed: what the watch saw is all there is
+            stored = 0
+        return max(stored, seen.revision if seen else 0)
 
     async def get(self, node_id: str) -> Sighting | None:
         sighting = self._online.get(node_id)
