@@ -17,6 +17,11 @@ CHECK_ARGS := -m "not servers and not slow" --ignore=tests/engines --durations=1
 TEST_TMPDIR := $(shell d=/dev/shm/seedline-tests; mkdir -p $$d 2>/dev/null && [ -w $$d ] && echo $$d)
 TEST_ENV := $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR))
 
+# `make test` runs its tests in this many processes (pytest-xdist), each with servers of its
+# own: most of a server test's time is spent waiting (timers, fsyncs, processes starting), so
+# two share two cores well. TEST_WORKERS=0 runs them in this one process.
+TEST_WORKERS ?= 2
+
 .PHONY: run check test test-faults test-containers bench install lint clean schema engines chromium
 
 $(UV):
@@ -90,7 +95,7 @@ check: install
 # pytest exits 5 when it collected no tests: that is a failure, not a pass.
 test: install engines chromium
 	@started=$$(date +%s); \
-	$(TEST_ENV) $(RUN) pytest -q -p no:cacheprovider -m "not exhaustive" --durations=20; rc=$$?; \
+	$(TEST_ENV) $(RUN) pytest -q -p no:cacheprovider -m "not exhaustive" -n $(TEST_WORKERS) --durations=20; rc=$$?; \
 	echo "make test took $$(( $$(date +%s) - started )) s"; \
 	if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
 

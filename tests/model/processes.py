@@ -123,6 +123,9 @@ class Platform:
             SEEDLINE_DATABASE_URL=database_url, SEEDLINE_HTTP_PORT="0",
             SEEDLINE_LAUNCH_TIMEOUT_SECONDS=str(launch_timeout),
             SEEDLINE_OPEN_TIMEOUT_SECONDS=str(open_timeout), SEEDLINE_LOG_LEVEL="warning",
+            # A data folder of its own: a runner keeps what its engines left by node id
+            # there, and another platform's machine of the same name must not share it.
+            SEEDLINE_HOME=str(logs / "home"),
         )
         self.nats_url = nats_url
         self.logs = logs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -12,6 +13,7 @@ import pytest
 import structlog
 from typer.testing import CliRunner, Result
 
+from seedline_cli import console as cli_console
 from seedline_cli.main import app
 from seedline_platform.logging import configure_logging
 from seedline_platform.settings import Settings
@@ -77,6 +79,11 @@ class Cli:
     """The real `seedline` command, invoked in-process."""
 
     def __call__(self, *args: str, env: dict[str, str] | None = None) -> Result:
+        # A new process reads COLUMNS when its consoles are made, at import; in one test
+        # process they were made once, with whatever COLUMNS the first import saw.
+        columns = (env or {}).get("COLUMNS") or os.environ.get("COLUMNS")
+        for console in (cli_console.out, cli_console.err):
+            console.width = int(columns) if columns else None
         return CliRunner().invoke(app, list(args), env=env)
 
     def read_json(self, env: dict[str, str], *args: str) -> dict:
