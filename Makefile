@@ -5,10 +5,15 @@ UV := .tools/bin/uv
 VENV := .venv
 RUN := $(UV) run --frozen --no-sync
 
+# `make test` and `make check` run their tests in this many processes (pytest-xdist), each
+# test with servers of its own: most of a server test's time is spent waiting (timers,
+# fsyncs, processes starting), so two share two cores well. TEST_WORKERS=0: one process.
+TEST_WORKERS ?= 2
+
 # The fast inner loop: unit tests (no servers: not marked servers or slow), the contract tests
 # of every port over its fake, and lint with ruff when it is installed. `make test` runs all.
 # tests/engines drives the real Claude Code and Codex CLIs (about 9 s a test): make test only.
-CHECK_ARGS := -m "not servers and not slow" --ignore=tests/engines --durations=15
+CHECK_ARGS := -m "not servers and not slow" --ignore=tests/engines -n $(TEST_WORKERS) --durations=15
 
 # Tests keep their servers' data in a tmpfs folder where the machine has one: every test
 # starts a nats-server and a database of its own, and on disk the fsyncs of that setup alone
@@ -16,11 +21,6 @@ CHECK_ARGS := -m "not servers and not slow" --ignore=tests/engines --durations=1
 # fsync on); only the medium under them differs (README: Tests).
 TEST_TMPDIR := $(shell d=/dev/shm/seedline-tests; mkdir -p $$d 2>/dev/null && [ -w $$d ] && echo $$d)
 TEST_ENV := $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR))
-
-# `make test` runs its tests in this many processes (pytest-xdist), each with servers of its
-# own: most of a server test's time is spent waiting (timers, fsyncs, processes starting), so
-# two share two cores well. TEST_WORKERS=0 runs them in this one process.
-TEST_WORKERS ?= 2
 
 .PHONY: run check test test-faults test-containers bench install lint clean schema engines chromium
 
