@@ -20,11 +20,11 @@ from seedline_contracts import subjects
 from seedline_contracts.streams import ALL_STREAMS
 from seedline_platform.natsio import check_durability
 from seedline_platform.settings import Settings
-
 from seedline_supervisor import state as up_state
+from seedline_supervisor.probes import is_ready
+
 from .config import safe_url
 from .runners_cmd import read_presence
-from seedline_supervisor.probes import is_ready
 
 # The four services of the contract (CONTRACT.md, Processes); others that answer discovery
 # (the web process, say) are listed too, but the system runs without them.

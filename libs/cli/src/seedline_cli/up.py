@@ -34,16 +34,9 @@ from seedline_devtools.embedded import (
     nats_config,
     start_postgres,
 )
-
-from .config import load_settings
-from .console import out
-from .errors import OperationFailed, UsageProblem, reports_errors
-from .nats_client import connected
 from seedline_supervisor import state as up_state
 from seedline_supervisor.lock import DataFolderLock, FolderProblem
 from seedline_supervisor.probes import is_ready
-from seedline_supervisor.servers import SupervisedNats, SupervisedPostgres
-from seedline_supervisor.supervisor import Supervisor
 from seedline_supervisor.processes import (
     DEMO_RUNNER,
     DEFAULT_WEB_PORT,
@@ -58,6 +51,13 @@ from seedline_supervisor.processes import (
     writer_children,
     service_installed,
 )
+from seedline_supervisor.servers import SupervisedNats, SupervisedPostgres
+from seedline_supervisor.supervisor import Supervisor
+
+from .config import load_settings
+from .console import out
+from .errors import OperationFailed, UsageProblem, reports_errors
+from .nats_client import connected
 
 DEFAULT_NATS_PORT = 4222
 DEFAULT_MONITOR_PORT = 8222
