@@ -26,9 +26,14 @@ def test_a_tiny_storm_wakes_each_stopped_repo_once_on_its_own_machine():
     assert measured["repos_live_twice"] == [] and measured["repos_live_none"] == 0, measured
     latency = measured["message_to_launch_ms"]
     assert 0 < latency["p50"] <= latency["p99"] <= measured["all_launched_s"] * 1000
-    # Every kind of process did some work for the wakes, the runners included.
-    assert {"runner-gateway", "continuity-resolver", "runners", "nats-server",
-            "postgres"} <= {part for part, cost in measured["cpu_s_per_wake"].items() if cost > 0}
+    # Every kind of process is read; the busiest ones used CPU even for twelve wakes (the
+    # runners' few milliseconds may fall under /proc's 10 ms ticks).
+    costs = measured["cpu_s_per_wake"]
+    assert set(costs) == {"timeline-writer", "continuity-resolver", "seed-composer",
+                          "runner-gateway", "runners", "nats-server", "postgres", "producer"}
+    assert min(costs.values()) >= 0
+    assert all(costs[part] > 0 for part in ("runner-gateway", "continuity-resolver",
+                                            "nats-server", "postgres"))
 
     result = wake_storm.assemble([measured], 12, 3, 2)
     compared, figures = suite.rows({"storm": result}, suite.DEFAULTS)
