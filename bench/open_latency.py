@@ -339,6 +339,13 @@ async def open_once(nc, repo: str, timeout: float = 30.0) -> tuple[float, float,
     return started, done, json.loads(msg.data)
 
 
+async def request_json(nc, subject: str, body: dict, timeout: float = 60.0) -> dict:
+    """One request of the platform's APIs, its reply decoded."""
+    from seedline_contracts.codec import encode
+
+    return json.loads((await nc.request(subject, encode(body), timeout=timeout)).data)
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest rank: the smallest value with at least q of the samples at or below it."""
     ordered = sorted(values)

@@ -40,7 +40,7 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 from bench import report
-from bench.open_latency import start_system, summarise
+from bench.open_latency import request_json, start_system, summarise
 
 NAME = "real_wake"
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,12 +103,6 @@ async def _until(check, what: str, timeout: float = STEP_TIMEOUT_S):
     raise TimeoutError(f"no {what} within {timeout:.0f} s")
 
 
-async def _request(nc, subject: str, body: dict) -> dict:
-    from seedline_contracts.codec import encode
-
-    return json.loads((await nc.request(subject, encode(body), timeout=STEP_TIMEOUT_S)).data)
-
-
 async def _say(nc, session_id: str, text: str) -> None:
     from seedline_contracts import subjects
     from seedline_contracts.times import now_text
@@ -143,9 +137,9 @@ async def _rounds(rounds: int) -> list[dict]:
                                  "--claude-bin", str(executable)),
                     runner_env=runner_env(tmp, standin.base_url))
                 nc = system["nc"]
-                launches: list[float] = []
                 woken: list[str] = []
                 seen: dict[str, list[float]] = {step: [] for step, _ in STEPS}
+                launches = seen["launch"]
 
                 async def on_launch(msg) -> None:
                     launches.append(time.perf_counter())
@@ -165,7 +159,7 @@ async def _rounds(rounds: int) -> list[dict]:
                 await nc.subscribe(subjects.TIMELINE_CHAT_USER, cb=on_step)
                 await nc.subscribe(subjects.SESSION_EVENTS_ALL, cb=on_step)
                 before = len(standin.conversation_requests())
-                opened = await _request(nc, subjects.API_SESSIONS_OPEN, {
+                opened = await request_json(nc, subjects.API_SESSIONS_OPEN, {
                     "request_id": f"bench-{uuid.uuid4().hex}", "instance_id": INSTANCE,
                     "repo": REPO, "engine": "claude", "node_id": NODE,
                     "instruction": "Start with the board."})
@@ -175,7 +169,8 @@ async def _rounds(rounds: int) -> list[dict]:
                 session_id = opened["session_id"]
                 measured = []
                 for n in range(rounds):
-                    await _request(nc, subjects.API_SESSIONS_STOP, {"session_id": session_id})
+                    await request_json(nc, subjects.API_SESSIONS_STOP, {"session_id": session_id},
+                                       STEP_TIMEOUT_S)
                     seen_launches, seen_arrivals = len(launches), len(standin.arrivals)
                     before = len(standin.conversation_requests())
                     message = time.perf_counter()
@@ -184,10 +179,8 @@ async def _rounds(rounds: int) -> list[dict]:
                     first = await _until(
                         lambda: [t for t in standin.arrivals[seen_arrivals:] if t >= launch[0]],
                         "engine request")
-                    session_id = await _until(lambda: woken[n:n + 1], "opened event")
-                    session_id = session_id[0]
+                    [session_id] = await _until(lambda: woken[n:n + 1], "opened event")
                     await _answered(standin, before)
-                    seen["launch"] = launches
                     marks = [message] + [min(t for t in seen[step] if t >= message)
                                          for step, _ in STEPS]
                     measured.append({"platform_ms": (launch[0] - message) * 1000,
@@ -195,7 +188,8 @@ async def _rounds(rounds: int) -> list[dict]:
                                      "whole_ms": (first[0] - message) * 1000,
                                      "steps_ms": {step: (marks[i + 1] - marks[i]) * 1000
                                                   for i, (step, _) in enumerate(STEPS)}})
-                await _request(nc, subjects.API_SESSIONS_STOP, {"session_id": session_id})
+                await request_json(nc, subjects.API_SESSIONS_STOP, {"session_id": session_id},
+                                   STEP_TIMEOUT_S)
                 return measured
     finally:
         standin.stop()

@@ -35,7 +35,8 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 from bench import cpu_accounting, report
-from bench.open_latency import ENGINE, SERVICES, Spies, start_system, summarise
+from bench.open_latency import (ENGINE, SERVICES, Spies, request_json, start_system,
+                                summarise)
 
 NAME = "wake_storm"
 TARGETS = {"wakes_per_s_min": 250.0, "p99_ms_max": 500.0}
@@ -58,12 +59,6 @@ def nodes_of(runners: int) -> tuple[str, ...]:
     return tuple(f"bench-storm-{n:02d}" for n in range(runners))
 
 
-async def _request(nc, subject: str, body: dict, timeout: float = 60.0) -> dict:
-    from seedline_contracts.codec import encode
-
-    return json.loads((await nc.request(subject, encode(body), timeout=timeout)).data)
-
-
 async def prepare(nc, conversations: list[tuple[str, str, str]]) -> dict[tuple[str, str], str]:
     """Open every repo once on its machine, then stop it: (instance, repo) -> session_id."""
     from seedline_contracts import subjects
@@ -73,12 +68,12 @@ async def prepare(nc, conversations: list[tuple[str, str, str]]) -> dict[tuple[s
 
     async def one(instance: str, repo: str, node: str) -> None:
         async with gate:
-            reply = await _request(nc, subjects.API_SESSIONS_OPEN, {
+            reply = await request_json(nc, subjects.API_SESSIONS_OPEN, {
                 "request_id": f"storm-{uuid.uuid4().hex}", "instance_id": instance,
                 "repo": repo, "engine": ENGINE, "node_id": node})
             if not reply.get("ok"):
                 raise RuntimeError(f"setting up {instance}/{repo} failed: {reply}")
-            await _request(nc, subjects.API_SESSIONS_STOP,
+            await request_json(nc, subjects.API_SESSIONS_STOP,
                            {"session_id": reply["session_id"], "reason": "idle"})
             stopped[(instance, repo)] = reply["session_id"]
 
@@ -92,7 +87,7 @@ async def live_per_repo(nc, instances: set[str]) -> dict[tuple[str, str], int]:
 
     counts: dict[tuple[str, str], int] = {}
     for instance in sorted(instances):
-        listed = await _request(nc, subjects.API_SESSIONS_LIST, {"instance_id": instance})
+        listed = await request_json(nc, subjects.API_SESSIONS_LIST, {"instance_id": instance})
         for row in listed.get("conversations", []):
             key = (instance, row["repo"])
             counts[key] = counts.get(key, 0) + 1
