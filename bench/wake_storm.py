@@ -107,6 +107,7 @@ class WakeClock:
 
     def __init__(self) -> None:
         self.launched: dict[tuple[str, str], list[float]] = {}
+        self.machines: dict[tuple[str, str], set[str]] = {}  # where each repo was launched
         self.failed: list[dict] = []
 
     async def on_event(self, msg) -> None:
@@ -116,7 +117,9 @@ class WakeClock:
         if not plan.get("wake_seq"):
             return
         if event.get("type") == "opened":
-            self.launched.setdefault((plan["instance_id"], plan["repo"]), []).append(at)
+            key = (plan["instance_id"], plan["repo"])
+            self.launched.setdefault(key, []).append(at)
+            self.machines.setdefault(key, set()).add(event["reply"]["node_id"])
         else:
             self.failed.append(event.get("error"))
 
@@ -136,10 +139,11 @@ def messages(stopped: dict[tuple[str, str], str]) -> list[tuple[tuple[str, str],
     return out
 
 
-async def storm(nc, stopped: dict[tuple[str, str], str], cpu_of,
-                spy_on: dict[str, int] | None = None) -> dict:
-    """The messages published, every wake awaited; `spy_on` (name -> pid) is sampled
-    with py-spy over the first PROFILE_SECONDS."""
+async def storm(nc, stopped: dict[tuple[str, str], str], homes: dict[tuple[str, str], str],
+                cpu_of, spy_on: dict[str, int] | None = None) -> dict:
+    """The messages published, every wake awaited; `homes` is each repo's machine (of its
+    last open), where its wake must go; `spy_on` (name -> pid) is sampled with py-spy over
+    the first PROFILE_SECONDS."""
     from seedline_contracts import subjects
 
     clock = WakeClock()
@@ -180,6 +184,8 @@ async def storm(nc, stopped: dict[tuple[str, str], str], cpu_of,
         "failures": len(batch) - len(firsts),  # failed, or not launched by the deadline
         "failure_errors": clock.failed[:5],
         "duplicates": sum(len(times) - 1 for times in clock.launched.values()),
+        "woken_elsewhere": sorted(f"{i}/{r}" for (i, r), nodes in clock.machines.items()
+                                  if nodes != {homes[(i, r)]}),
         "repos_live_twice": sorted(f"{i}/{r}" for (i, r), n in live.items() if n > 1),
         "repos_live_none": len(stopped) - len(live),
         "publish_s": published,
@@ -223,7 +229,9 @@ async def _round(partitions: int, conversations: int, instances: int, runners: i
             prepared = time.perf_counter() - prepare_began
             load = os.getloadavg()[0]
             services = {name: pid for name, pid in system["pids"].items() if name in SERVICES}
-            result = await storm(nc, stopped, _cpu_reader(system), services if profile else None)
+            homes = {(instance, repo): node for instance, repo, node in plan}
+            result = await storm(nc, stopped, homes, _cpu_reader(system),
+                                 services if profile else None)
     result.update(partitions=partitions, prepare_s=prepared, load_average_1min_at_start=round(load, 2))
     return result
 
@@ -234,6 +242,7 @@ def met(result: dict) -> bool | None:
         return None
     return (rate >= TARGETS["wakes_per_s_min"] and lat["p99"] <= TARGETS["p99_ms_max"]
             and result["failures"] == 0 and result["duplicates"] == 0
+            and not result["woken_elsewhere"]
             and not result["repos_live_twice"])
 
 
@@ -282,15 +291,16 @@ def markdown(result: dict) -> str:
         "producer can; message -> `opened` (the machine confirmed the launch).",
         "",
         "| partitions | all launched s | wakes/s | p50 ms | p99 ms | failures | duplicates "
-        "| live twice | met |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| live twice | woken elsewhere | met |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for run in result["runs"]:
         lat = run["message_to_launch_ms"] or {}
         lines.append(
             f"| {run['partitions']} | {f(run['all_launched_s'], 2)} | {f(run['wakes_per_s'])} | "
             f"{f(lat.get('p50'))} | {f(lat.get('p99'))} | {run['failures']} | "
-            f"{run['duplicates']} | {len(run['repos_live_twice'])} | {report.yes_no(run['met'])} |")
+            f"{run['duplicates']} | {len(run['repos_live_twice'])} | "
+            f"{len(run['woken_elsewhere'])} | {report.yes_no(run['met'])} |")
     lines += ["", "CPU ms per wake, by process kind (what limits the rate):", ""]
     parts = sorted({p for run in result["runs"] for p in run["cpu_s_per_wake"]})
     lines += ["| partitions | " + " | ".join(parts) + " | total | machine bound wakes/s |",
