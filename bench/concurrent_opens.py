@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import tempfile
@@ -25,7 +24,8 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 from bench import report
-from bench.open_latency import INSTANCE, open_once, start_system, summarise, warm_up
+from bench.open_latency import (INSTANCE, live_per_repo, open_once, start_system, summarise,
+                                warm_up)
 
 NAME = "concurrent_opens"
 
@@ -53,19 +53,6 @@ async def _opens(nc, repos: list[str], per_repo: int) -> tuple[list[float], list
     return latencies, failures, time.perf_counter() - began
 
 
-async def _live_per_repo(nc, repos: list[str]) -> dict[str, int]:
-    from seedline_contracts import subjects
-    from seedline_contracts.codec import encode
-
-    msg = await nc.request(subjects.API_SESSIONS_LIST,
-                           encode({"instance_id": INSTANCE}), timeout=30)
-    counts = {repo: 0 for repo in repos}
-    for row in json.loads(msg.data).get("conversations", []):
-        if row.get("repo") in counts:
-            counts[row["repo"]] += 1
-    return counts
-
-
 async def _round(callers: int, opens: int) -> dict:
     repos = [repo_of(n) for n in range(callers)]
     with tempfile.TemporaryDirectory(prefix="seedline-bench-concurrent-") as folder:
@@ -84,7 +71,8 @@ async def _round(callers: int, opens: int) -> dict:
                     one_failed += failed
                     one_wall += wall
             together, together_failed, together_wall = await _opens(nc, repos, opens)
-            live = await _live_per_repo(nc, repos)
+            listed = await live_per_repo(nc, {INSTANCE})
+            live = {repo: listed.get((INSTANCE, repo), 0) for repo in repos}
     total_single = len(one_caller) + len(one_failed)
     total_together = len(together) + len(together_failed)
     return {

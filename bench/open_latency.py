@@ -346,6 +346,19 @@ async def request_json(nc, subject: str, body: dict, timeout: float = 60.0) -> d
     return json.loads((await nc.request(subject, encode(body), timeout=timeout)).data)
 
 
+async def live_per_repo(nc, instances: set[str]) -> dict[tuple[str, str], int]:
+    """How many conversations `sessions.list` says are live, per (instance, repo) listed."""
+    from seedline_contracts import subjects
+
+    counts: dict[tuple[str, str], int] = {}
+    for instance in sorted(instances):
+        listed = await request_json(nc, subjects.API_SESSIONS_LIST, {"instance_id": instance})
+        for row in listed.get("conversations", []):
+            key = (instance, row["repo"])
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
 def percentile(values: list[float], q: float) -> float:
     """Nearest rank: the smallest value with at least q of the samples at or below it."""
     ordered = sorted(values)

@@ -35,8 +35,8 @@ from contextlib import AsyncExitStack
 from pathlib import Path
 
 from bench import cpu_accounting, report
-from bench.open_latency import (ENGINE, SERVICES, Spies, request_json, start_system,
-                                summarise)
+from bench.open_latency import (ENGINE, SERVICES, Spies, live_per_repo, request_json,
+                                start_system, summarise)
 
 NAME = "wake_storm"
 TARGETS = {"wakes_per_s_min": 250.0, "p99_ms_max": 500.0}
@@ -74,24 +74,12 @@ async def prepare(nc, conversations: list[tuple[str, str, str]]) -> dict[tuple[s
             if not reply.get("ok"):
                 raise RuntimeError(f"setting up {instance}/{repo} failed: {reply}")
             await request_json(nc, subjects.API_SESSIONS_STOP,
-                           {"session_id": reply["session_id"], "reason": "idle"})
+                               {"session_id": reply["session_id"], "reason": "idle"})
             stopped[(instance, repo)] = reply["session_id"]
 
     await asyncio.gather(*(one(*c) for c in conversations))
     await _until_none_live(nc, {instance for instance, _, _ in conversations})
     return stopped
-
-
-async def live_per_repo(nc, instances: set[str]) -> dict[tuple[str, str], int]:
-    from seedline_contracts import subjects
-
-    counts: dict[tuple[str, str], int] = {}
-    for instance in sorted(instances):
-        listed = await request_json(nc, subjects.API_SESSIONS_LIST, {"instance_id": instance})
-        for row in listed.get("conversations", []):
-            key = (instance, row["repo"])
-            counts[key] = counts.get(key, 0) + 1
-    return counts
 
 
 async def _until_none_live(nc, instances: set[str]) -> None:
@@ -247,13 +235,12 @@ def met(result: dict) -> bool | None:
 
 
 def limited_by(result: dict, cores: int) -> dict:
-    """The wake rate each process would allow with a core to itself, and the machine's
-    bound: CPU seconds per wake over all processes against `cores`."""
-    costs = {part: cost for part, cost in result["cpu_s_per_wake"].items() if cost > 0}
+    """The busiest process, and the machine's bound: CPU seconds per wake over all
+    processes against `cores`."""
+    costs = result["cpu_s_per_wake"]
     total = sum(costs.values())
     return {
-        "busiest": max(costs, key=costs.get) if costs else None,
-        "wakes_per_s_if_alone": {part: round(1 / cost, 1) for part, cost in costs.items()},
+        "busiest": max(costs, key=costs.get) if total else None,
         "cpu_s_per_wake_total": total,
         "machine_bound_wakes_per_s": cores / total if total else None,
     }
