@@ -44,14 +44,13 @@ from bench.open_latency import request_json, start_system, summarise
 
 NAME = "real_wake"
 ROOT = Path(__file__).resolve().parents[1]
-STANDIN = ROOT / "tests" / "engines" / "anthropic_standin.py"
+ENGINE_TESTS = ROOT / "tests" / "engines"  # the stand-in, and the CLI's environment
 CLAUDE = ROOT / ".tools" / "engines" / "node_modules" / ".bin" / "claude"
 NODE = "bench-claude-1"
 INSTANCE = "benchwake"
 REPO = "bench/real-wake"
 TARGET_SHARE = 0.05
 STEP_TIMEOUT_S = 90.0
-NOWHERE = "http://127.0.0.1:9"  # every proxy: the CLI reaches nothing but the stand-in
 # The wake's steps on the wire, in order, and who takes each one (from the step before).
 STEPS = (("chat_user", "timeline-writer"), ("wake_requested", "runner-gateway"),
          ("continuity_decided", "continuity-resolver"), ("seed_composed", "seed-composer"),
@@ -70,28 +69,14 @@ def claude_executable() -> Path:
     return path
 
 
-def _standin():
-    spec = importlib.util.spec_from_file_location("seedline_bench_anthropic_standin", STANDIN)
+def _engine_tests(name: str):
+    """A module of tests/engines (not a package), as its conftest loads it."""
+    spec = importlib.util.spec_from_file_location(f"seedline_bench_{name}",
+                                                  ENGINE_TESTS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    return module.AnthropicStandIn().start()
-
-
-def runner_env(tmp: Path, base_url: str) -> dict[str, str]:
-    """The CLI's own home and config, the stand-in as its API, and no other network."""
-    return {
-        "HOME": str(tmp / "claude-home"),
-        "CLAUDE_CONFIG_DIR": str(tmp / "claude-config"),
-        "ANTHROPIC_BASE_URL": base_url,
-        "ANTHROPIC_API_KEY": "sk-stand-in",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "HTTPS_PROXY": NOWHERE, "HTTP_PROXY": NOWHERE, "ALL_PROXY": NOWHERE,
-        "NO_PROXY": "127.0.0.1,localhost",
-    }
+    return module
 
 
 async def _until(check, what: str, timeout: float = STEP_TIMEOUT_S):
@@ -125,7 +110,8 @@ async def _rounds(rounds: int) -> list[dict]:
     from seedline_contracts import subjects
 
     executable = claude_executable()
-    standin = _standin()
+    claude_env = _engine_tests("cli_env").claude_env
+    standin = _engine_tests("anthropic_standin").AnthropicStandIn().start()
     try:
         with tempfile.TemporaryDirectory(prefix="seedline-bench-wake-") as folder:
             tmp = Path(folder)
@@ -135,7 +121,8 @@ async def _rounds(rounds: int) -> list[dict]:
                     tmp, stack, nodes=(NODE,), engine="claude",
                     runner_args=("--repos-dir", str(tmp / "repos"),
                                  "--claude-bin", str(executable)),
-                    runner_env=runner_env(tmp, standin.base_url))
+                    runner_env=claude_env(tmp / "claude-home", tmp / "claude-config",
+                                          standin.base_url))
                 nc = system["nc"]
                 woken: list[str] = []
                 seen: dict[str, list[float]] = {step: [] for step, _ in STEPS}

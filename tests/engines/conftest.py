@@ -29,7 +29,6 @@ SKIP_REASON = (
     "claude and codex into .tools/engines"
 )
 REPO = "apps/chess-academy"
-NOWHERE = "http://127.0.0.1:9"
 
 
 def _load(name: str):
@@ -44,6 +43,8 @@ def _load(name: str):
 
 anthropic_standin = _load("anthropic_standin")
 responses_standin = _load("responses_standin")
+cli_env = _load("cli_env")
+base_env = cli_env.base_env
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -62,19 +63,6 @@ def engine_cli(name: str) -> Path:
     if not (path.is_file() and os.access(path, os.X_OK)):
         pytest.skip(SKIP_REASON)
     return path
-
-
-def base_env(home: Path) -> dict[str, str]:
-    """What a CLI needs from the environment, and nothing of the person's own setup."""
-    return {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "LANG": "C.UTF-8",
-        "HOME": str(home),
-        "HTTPS_PROXY": NOWHERE,
-        "HTTP_PROXY": NOWHERE,
-        "ALL_PROXY": NOWHERE,
-        "NO_PROXY": "127.0.0.1,localhost",
-    }
 
 
 class Emitted(list):
@@ -140,15 +128,7 @@ def anthropic() -> Iterator[object]:
 def claude(tmp_path: Path, anthropic) -> ClaudeSetup:
     executable = engine_cli("claude")
     home = tmp_path / "claude-config"
-    env = base_env(tmp_path / "claude-home") | {
-        "CLAUDE_CONFIG_DIR": str(home),
-        "ANTHROPIC_BASE_URL": anthropic.base_url,
-        "ANTHROPIC_API_KEY": "sk-stand-in",
-        "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_TELEMETRY": "1",
-        "DISABLE_ERROR_REPORTING": "1",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-    }
+    env = cli_env.claude_env(tmp_path / "claude-home", home, anthropic.base_url)
     return ClaudeSetup(executable=executable, standin=anthropic, home=home, env=env)
 
 
