@@ -22,7 +22,7 @@ import nats
 import psycopg
 import pytest
 
-from seedline_supervisor import state as up_state
+from seedline_cli import up_state
 from seedline_devtools.embedded import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.servers]

@@ -3,13 +3,20 @@ import time itself is measured by the benchmark suite, bench/cli_startup.py)."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
+import re
 import subprocess
 import sys
 
 from typer.main import get_command
 
+from seedline_cli.lazy_commands import PLUGIN_GROUP
 from seedline_cli.main import COMMANDS, app
+
+# Each is another package's command (its `seedline.commands` entry point).
+PLUGINS = {"up": "seedline_supervisor", "docs": "seedline_devtools", "eval": "seedline_seed_composer",
+           "mcp": "seedline_web", "tokens": "seedline_web"}
 
 PROBE = """
 import json, sys
@@ -19,7 +26,8 @@ try:
 except SystemExit:
     pass
 print(json.dumps(sorted(m for m in sys.modules if m.startswith(("seedline_cli.", "fastapi",
-      "faststream", "psycopg", "structlog", "nats", "seedline_web", "seedline_seed_composer")))))
+      "faststream", "psycopg", "structlog", "nats", "seedline_web", "seedline_seed_composer",
+      "seedline_supervisor", "seedline_devtools")))))
 """
 
 
@@ -29,24 +37,50 @@ def _loaded(*args: str) -> set[str]:
     return set(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def test_help_lists_every_command_without_importing_any():
+def test_help_lists_every_command_without_importing_this_packages_or_any_heavy_module():
     loaded = _loaded("--help")
-    assert not {m for m in loaded if m.endswith("_cmd")}, loaded
+    # Another package's command module is imported for its summary; each keeps its heavy
+    # imports inside the command.
+    assert not {m for m in loaded if m.startswith("seedline_cli.") and m.endswith("_cmd")}, loaded
     assert not loaded & {"fastapi", "faststream", "psycopg", "structlog", "nats"}, loaded
 
 
 def test_status_imports_what_status_needs_and_not_the_other_commands():
     loaded = _loaded("status", "--help")
     assert "seedline_cli.status_cmd" in loaded
-    assert not loaded & {"seedline_cli.up", "seedline_cli.docs_cmd", "seedline_cli.eval_cmd",
-                         "seedline_cli.import_cmd", "fastapi", "faststream", "structlog"}, loaded
+    assert not loaded & {"seedline_supervisor.up_cmd", "seedline_devtools.docs_cmd",
+                         "seedline_seed_composer.eval_cmd", "seedline_cli.import_cmd", "fastapi",
+                         "faststream", "structlog"}, loaded
+
+
+def test_another_packages_command_is_imported_when_it_runs():
+    loaded = _loaded("tokens", "--help")
+    assert "seedline_web.tokens_cmd" in loaded
+    assert not loaded & {"seedline_supervisor.up_cmd", "seedline_seed_composer.eval_cmd"}, loaded
 
 
 def test_each_listed_summary_is_the_commands_own():
     group = get_command(app)
     commands = group.all_commands()
-    assert list(commands) == [c.name for c in COMMANDS]
+    assert list(commands) == [c.name for c in COMMANDS] + sorted(PLUGINS)
     for spec in COMMANDS:
         own = (commands[spec.name].help or "").split("\n\n")[0].strip()
         assert spec.summary == own, spec.name
         assert commands[spec.name].hidden == spec.hidden
+
+
+def test_the_other_packages_commands_come_from_their_entry_points():
+    points = importlib.metadata.entry_points(group=PLUGIN_GROUP)
+    assert {p.name: p.module.split(".")[0] for p in points} == PLUGINS
+    commands = get_command(app).all_commands()
+    for name in PLUGINS:
+        summary = commands[name].short_help
+        assert summary and summary == commands[name].help.split("\n\n")[0].strip(), name
+
+
+def test_the_cli_package_depends_on_no_service_supervisor_or_developer_tools():
+    required = {re.split(r"[ <>=;\[]", r)[0] for r in importlib.metadata.requires("seedline-cli")}
+    services = {"timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway",
+                "seedline-web", "seedline-supervisor", "seedline-devtools"}
+    assert required, "the metadata lists its requirements"
+    assert not required & services, required

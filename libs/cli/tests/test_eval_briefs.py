@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rich.console import Console
 
-from seedline_cli import eval_cmd
+from seedline_seed_composer import eval_cmd
 
 CORPUS = Path(__file__).resolve().parents[3] / "tests" / "data" / "transcripts" / "corpus.jsonl"
 SOURCES = CORPUS.with_name("sources.jsonl")

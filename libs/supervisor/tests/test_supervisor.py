@@ -6,7 +6,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from seedline_supervisor import state as up_state
+from seedline_cli import up_state
 from seedline_supervisor.supervisor import CRASH_LOOP, RestartPolicy, Supervisor
 
 

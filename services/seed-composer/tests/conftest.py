@@ -14,7 +14,7 @@ import pytest
 from seedline_contracts.events import ContinuityDecided, LaunchPlan
 from seedline_contracts.sessions import Continuity
 from seedline_core.brief import BriefRow
-from seedline_seed_composer.reader import InMemoryTimelineReader
+from seedline_seed_composer.reader import RowsReader
 
 INSTANCE, REPO = "bd43f4de", "apps/chess-academy"
 AT = "2026-08-17T10:00:00Z"
@@ -94,8 +94,29 @@ def agent_run(tool_rows: int, task: str = "Add castling to the move generator.")
     return rows
 
 
-def reader_of(rows: list[BriefRow]) -> InMemoryTimelineReader:
-    return InMemoryTimelineReader([(INSTANCE, REPO, r) for r in rows])
+class RecordingReader(RowsReader):
+    """Rows given up front; records every read so tests can assert what was read."""
+
+    def __init__(self, rows: list[tuple[str, str, BriefRow]]) -> None:
+        super().__init__(rows)
+        self.calls: list[tuple[str, str, int, int]] = []
+        self.kind_calls: list[tuple[str, str, int, int, str]] = []
+        self.counts: list[tuple[str, str, int, str]] = []
+
+    async def newest_first(self, instance_id, repo, until_seq, limit, kind=None):
+        if kind is None:
+            self.calls.append((instance_id, repo, until_seq, limit))
+        else:
+            self.kind_calls.append((instance_id, repo, until_seq, limit, kind))
+        return await super().newest_first(instance_id, repo, until_seq, limit, kind)
+
+    async def count(self, instance_id, repo, until_seq, kind):
+        self.counts.append((instance_id, repo, until_seq, kind))
+        return await super().count(instance_id, repo, until_seq, kind)
+
+
+def reader_of(rows: list[BriefRow]) -> RecordingReader:
+    return RecordingReader([(INSTANCE, REPO, r) for r in rows])
 
 
 def decision(until_seq: int | None, entries_upto: int, engine: str = "claude",

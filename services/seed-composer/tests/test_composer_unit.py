@@ -13,7 +13,7 @@ from seedline_platform.publishing import RecordingPublisher
 from seedline_platform.settings import Settings
 from seedline_seed_composer.briefs import InMemoryBriefStore
 from seedline_seed_composer.composer import Composer
-from seedline_seed_composer.reader import InMemoryTimelineReader
+from seedline_seed_composer.reader import RowsReader
 
 AT = "2026-12-01T10:00:00Z"
 
@@ -37,7 +37,7 @@ def composer_with(publisher, store, settings, reader) -> Composer:
 async def test_a_redelivered_decision_keeps_the_recorded_bytes_whatever_the_budget_now():
     rows = [("inst", "apps/x", BriefRow(n, "csess_old", "terminal", "x" * 3000, AT, None))
             for n in (1, 2, 3)]
-    reader, store, publisher = InMemoryTimelineReader(rows), InMemoryBriefStore(), RecordingPublisher()
+    reader, store, publisher = RowsReader(rows), InMemoryBriefStore(), RecordingPublisher()
     first = composer_with(publisher, store, Settings(), reader)
     msg = FakeMsg(encode(decision()), stream_seq=7)
     await first.handle_decision(msg)

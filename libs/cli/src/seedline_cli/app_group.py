@@ -17,7 +17,7 @@ from typer._click.exceptions import UsageError
 from typer.core import TyperGroup
 
 from .errors import USAGE, UsageProblem, report
-from .lazy_commands import LazyCommand, LazyCommands
+from .lazy_commands import LazyCommand, LazyCommands, plugin_commands
 
 JSON_FLAG = "--json"
 
@@ -78,7 +78,8 @@ class SeedlineGroup(TyperGroup):
         super().__init__(*args, **kwargs)
         self._listing = False
         self._by_name = {c.name: c for c in self.lazy}
-        self.commands = LazyCommands(self.commands, {c.name: c.load for c in self.lazy})
+        self.commands = LazyCommands(self.commands, {c.name: c.load for c in self.lazy},
+                                     plugin_commands)
 
     def list_commands(self, ctx: Context) -> list[str]:
         return list(self.commands)

@@ -2,6 +2,9 @@
 
 Each command's module is imported only when that command runs (lazy_commands.py), so
 `seedline --help` and a quick `seedline status` do not pay for every other command's imports.
+Other packages add theirs through the `seedline.commands` entry points: `up` (the
+supervisor), `tokens` and `mcp` (the web process), `eval` (the seed-composer) and `docs`
+(the developer tools).
 """
 
 from __future__ import annotations
@@ -14,8 +17,6 @@ from .app_group import SeedlineGroup
 from .lazy_commands import LazyCommand as C
 
 COMMANDS = (
-    C("up", "up", "up",
-      "Run everything here: embedded NATS and Postgres, services, demo runner."),
     C("publish", "publish", "publish", "Publish one timeline entry, or many from a JSONL file."),
     C("import", "import_cmd", "importer",
       "Import existing Claude Code or Codex conversations into the timeline."),
@@ -44,15 +45,8 @@ COMMANDS = (
     C("notices", "notices_cmd", "notices",
       "Print an instance's notices: the ones kept, then (with --follow) each as it comes."),
     C("schema", "schema_cmd", "schema", "Print or write the JSON Schemas of the wire messages."),
-    C("docs", "docs_cmd", "docs",
-      "Print or write the published contract: an AsyncAPI 3.0 document and JSON Schemas,\n"
-      "the HTTP API's OpenAPI document, and flows.md, each flow drawn from the routing tables."),
-    C("mcp", "mcp_cmd", "mcp",
-      "Serve Seedline's MCP tools over stdio (an agent starts this command itself)."),
     C("acp", "acp_cmd", "acp",
       "Serve an editor on stdin/stdout (Zed, JetBrains, Neovim: an agent server command)."),
-    C("tokens", "tokens_cmd", "tokens",
-      "API tokens for the HTTP API, the console and MCP over HTTP."),
     C("rebuild", "rebuild_cmd", "rebuild",
       "Rebuild projections from the streams and compare digests."),
     C("keys", "keys_cmd", "keys", "The keys that seal each instance's content at rest."),
@@ -61,7 +55,6 @@ COMMANDS = (
       "NATS user; it cannot be undone."),
     C("bench", "bench_cmd", "bench",
       "Run the benchmark suite on real servers and print its table (about 10 minutes)."),
-    C("eval", "eval_cmd", "eval_app", "Measure what Seedline gives an engine."),
 )
 
 

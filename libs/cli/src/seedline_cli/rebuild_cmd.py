@@ -18,12 +18,12 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from seedline_platform.logging import configure_logging
-from seedline_supervisor.processes import bin_dir, service_installed
 
 from .config import load_settings
 from .console import err, out, print_json
 from .errors import FAILED, OperationFailed, reports_errors
 from .preflight import nats_answers, postgres_answers
+from .scripts import bin_dir, service_installed
 
 rebuild = typer.Typer(
     help="Rebuild projections from the streams and compare digests.", no_args_is_help=True

@@ -20,10 +20,10 @@ from seedline_contracts import subjects
 from seedline_contracts.streams import ALL_STREAMS
 from seedline_platform.natsio import check_durability
 from seedline_platform.settings import Settings
-from seedline_supervisor import state as up_state
-from seedline_supervisor.probes import is_ready
 
+from . import up_state
 from .config import safe_url
+from .monitor import subscribed
 from .runners_cmd import read_presence
 
 # The four services of the contract (CONTRACT.md, Processes); others that answer discovery
@@ -126,7 +126,7 @@ async def services(nc: Client, monitor_url: str) -> list[ServiceState]:
     pings = await gather(nc, "$SRV.PING", DISCOVERY_WAIT)
     if not pings:
         return [
-            ServiceState(name, await is_ready(name, nc, monitor_url),
+            ServiceState(name, await subscribed(monitor_url, name),
                          checked_by="readiness probe (no service answers $SRV.PING)")
             for name in SERVICES
         ]

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-import importlib.metadata
-import importlib.util
 import os
 import shutil
 import signal
@@ -15,9 +13,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from seedline_cli.scripts import bin_dir
 from seedline_contracts.times import now_text
-from seedline_devtools.processes import die_with_parent
 from seedline_devtools.embedded import free_port
+from seedline_devtools.processes import die_with_parent
 
 SERVICES = (
     "timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway", "seedline-web",
@@ -27,22 +26,6 @@ WEB = "seedline-web"
 DEFAULT_WEB_PORT = 8080
 DEMO_RUNNER = "demo-runner"
 STOP_GRACE_SECONDS = 10.0
-
-
-def bin_dir() -> Path:
-    return Path(sys.executable).parent
-
-
-def service_installed(name: str) -> bool:
-    """Its console script is next to this Python and the module it runs is importable."""
-    if not (bin_dir() / name).exists():
-        return False
-    for entry in importlib.metadata.entry_points(group="console_scripts", name=name):
-        try:
-            return importlib.util.find_spec(entry.module) is not None
-        except (ImportError, ValueError):
-            return False
-    return True
 
 
 def runner_available() -> bool:

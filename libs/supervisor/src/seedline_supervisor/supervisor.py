@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from . import state as up_state
+from seedline_cli import up_state
 
 
 class Supervised(Protocol):

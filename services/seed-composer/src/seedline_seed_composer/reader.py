@@ -1,4 +1,5 @@
-"""Where the composer reads the repo's timeline: its port, over the TimelineView, and a fake.
+"""Where the composer reads the repo's timeline: its port, over the TimelineView, and over rows
+held in memory (`seedline eval` composes from a transcript file, with no servers).
 
 The composer never touches the timeline-writer's table itself: ``ViewReader`` asks the
 writer's read port (seedline_timeline_view) and turns its rows into the pure brief's.
@@ -36,27 +37,19 @@ class ViewReader:
         return await self._view.count(instance_id, repo, until_seq, kind)
 
 
-class InMemoryTimelineReader:
-    """Rows given up front; records every read so tests can assert what was read."""
+class RowsReader:
+    """Rows given up front, as (instance, repo, row)."""
 
     def __init__(self, rows: list[tuple[str, str, BriefRow]] | None = None) -> None:
         self.rows = rows or []
-        self.calls: list[tuple[str, str, int, int]] = []
-        self.kind_calls: list[tuple[str, str, int, int, str]] = []
-        self.counts: list[tuple[str, str, int, str]] = []
 
     async def newest_first(
         self, instance_id: str, repo: str, until_seq: int, limit: int, kind: str | None = None
     ) -> list[BriefRow]:
-        if kind is None:
-            self.calls.append((instance_id, repo, until_seq, limit))
-        else:
-            self.kind_calls.append((instance_id, repo, until_seq, limit, kind))
         matching = self._matching(instance_id, repo, until_seq, kind)
         return sorted(matching, key=lambda r: r.seq, reverse=True)[:limit]
 
     async def count(self, instance_id: str, repo: str, until_seq: int, kind: str) -> int:
-        self.counts.append((instance_id, repo, until_seq, kind))
         return len(self._matching(instance_id, repo, until_seq, kind))
 
     def _matching(

@@ -1,5 +1,7 @@
 """What `seedline up` tells `seedline status` about the processes it supervises: a small
-JSON file in SEEDLINE_HOME, rewritten whole (write, then rename) on every change."""
+JSON file in SEEDLINE_HOME, rewritten whole (write, then rename) on every change. The
+supervisor (seedline_supervisor) writes it; it lives here, with its reader, so that the CLI
+needs no supervisor to read it."""
 
 from __future__ import annotations
 
@@ -7,8 +9,6 @@ import json
 import os
 from datetime import datetime, timezone
 from pathlib import Path
-
-from seedline_devtools.embedded import pid_exists
 
 STATE_NAME = "up-processes.json"
 
@@ -26,6 +26,17 @@ def write(path: Path, processes: list[dict]) -> None:
     partial = path.with_suffix(".tmp")
     partial.write_text(json.dumps(body, indent=1) + "\n")
     os.replace(partial, path)
+
+
+def pid_exists(pid: int) -> bool:
+    """The process exists, a zombie included."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def read(home: Path) -> list[dict] | None:

@@ -2,7 +2,7 @@
 
 A corpus is JSON Lines: one transcript per line, a JSON list of [kind, content] rows
 in timeline order. Each transcript becomes one repo's timeline (seq 1, 2, ...) and its
-brief is composed by the seed-composer's own code over an in-memory reader, as an open
+brief is composed by the seed-composer's own code over the rows in memory, as an open
 would compose it right after the last row.
 """
 
@@ -25,8 +25,9 @@ from seedline_core.brief import (
     BriefRow,
     Budget,
 )
-from seedline_seed_composer.composing import compose_for
-from seedline_seed_composer.reader import InMemoryTimelineReader
+
+from .composing import compose_for
+from .reader import RowsReader
 
 # The timeline keeps at most this much of an entry (CONTRACT.md 2.1).
 MAX_CONTENT_CHARS = 100_000
@@ -123,7 +124,7 @@ async def brief_of(rows: list[tuple[str, str]], budget: Budget) -> Brief | None:
         (_INSTANCE, _REPO, BriefRow(seq, _SESSION, kind, content, _AT, None))
         for seq, (kind, content) in enumerate(rows, start=1)
     ]
-    return await compose_for(_decision(len(rows)), InMemoryTimelineReader(timeline), budget)
+    return await compose_for(_decision(len(rows)), RowsReader(timeline), budget)
 
 
 def measure(line: int, rows: list[tuple[str, str]], brief: Brief | None,

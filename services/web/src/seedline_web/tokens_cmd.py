@@ -9,10 +9,9 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from .config import load_settings
-from .console import out, print_json
-from .errors import OperationFailed, UsageProblem, reports_errors
-from .preflight import postgres_answers
+from seedline_cli.config import load_settings
+from seedline_cli.console import out, print_json
+from seedline_cli.errors import OperationFailed, UsageProblem, reports_errors
 
 tokens = typer.Typer(help="API tokens for the HTTP API, the console and MCP over HTTP.",
                      no_args_is_help=True)
@@ -25,7 +24,9 @@ def _record(record) -> dict:
 
 
 def _run(ctx: typer.Context, work):
-    from seedline_web.token_admin import TokenAdminError, UnknownToken
+    from .token_admin import TokenAdminError, UnknownToken
+
+    from seedline_cli.preflight import postgres_answers
 
     settings = load_settings(ctx)
     asyncio.run(postgres_answers(settings))
@@ -46,7 +47,7 @@ def create(
     json_out: bool = typer.Option(False, "--json", help="Print the token as JSON."),
 ) -> None:
     """Create a token for one instance. It is printed once and cannot be shown again."""
-    from seedline_web.token_admin import create_token
+    from .token_admin import create_token
 
     record, token = _run(ctx, lambda s: create_token(s, instance, label))
     if json_out:
@@ -66,7 +67,7 @@ def list_(
     json_out: bool = typer.Option(False, "--json", help="Print the tokens as JSON."),
 ) -> None:
     """List tokens (never their secrets)."""
-    from seedline_web.token_admin import list_tokens
+    from .token_admin import list_tokens
 
     records = _run(ctx, lambda s: list_tokens(s, instance))
     if json_out:
@@ -93,7 +94,7 @@ def revoke(
     json_out: bool = typer.Option(False, "--json", help="Print the result as JSON."),
 ) -> None:
     """Revoke a token: requests with it are refused from now on."""
-    from seedline_web.token_admin import revoke_token
+    from .token_admin import revoke_token
 
     record = _run(ctx, lambda s: revoke_token(s, token_id))
     if json_out:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
@@ -17,9 +17,12 @@ from rich.table import Table
 
 from seedline_core.brief import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, Budget
 
-from .console import err, out, print_json
-from .errors import FAILED, OperationFailed, UsageProblem, reports_errors
-from .eval_corpus import Malformed, Measure, brief_of, lines_of, measure, totals, transcript
+from seedline_cli.console import err, out, print_json
+from seedline_cli.errors import FAILED, OperationFailed, UsageProblem, reports_errors
+
+
+if TYPE_CHECKING:  # the composer's code is imported when the command runs, not when listed
+    from .eval_corpus import Measure
 
 eval_app = typer.Typer(help="Measure what Seedline gives an engine.", no_args_is_help=True)
 
@@ -45,6 +48,8 @@ def parse_budget(value: str | None) -> Budget:
 
 async def _measure_all(path: Path, budget: Budget, progress: Progress
                        ) -> tuple[list[Measure], list[dict]]:
+    from .eval_corpus import Malformed, brief_of, lines_of, measure, transcript
+
     measures: list[Measure] = []
     malformed: list[dict] = []
     task = progress.add_task("briefs", total=path.stat().st_size)
@@ -137,6 +142,8 @@ def briefs(
             measures, malformed = asyncio.run(_measure_all(corpus, chosen, progress))
     except OSError as exc:
         raise OperationFailed(f"{corpus} could not be read: {exc.strerror or exc}.") from None
+    from .eval_corpus import totals
+
     total = totals(measures, chosen)
     if json_out:
         print_json({"total": total, "transcripts": [m.to_json() for m in measures],

@@ -11,11 +11,8 @@ from typing import Optional
 import typer
 
 from seedline_contracts.asyncapi import SCHEMA_DIR
-from seedline_devtools.asyncapi_doc import published_files
-from seedline_web.openapi import published_files as web_published_files
-
-from .console import err, out
-from .errors import OperationFailed, UsageProblem, reports_errors
+from seedline_cli.console import err, out
+from seedline_cli.errors import OperationFailed, UsageProblem, reports_errors
 
 
 def stale_schemas(out_dir: Path, files: dict[str, str]) -> list[Path]:
@@ -69,6 +66,11 @@ def docs(
 
     All are generated from the code. Without --out the AsyncAPI document goes to stdout.
     """
+    # Imported here: they import every service, which listing the commands need not do.
+    from seedline_web.openapi import published_files as web_published_files
+
+    from .asyncapi_doc import published_files
+
     files = {**published_files(), **web_published_files()}
     if out_dir is None:
         if check:

@@ -6,8 +6,8 @@ import asyncio
 
 import typer
 
-from .config import check_name, load_settings
-from .errors import START_HINT, Unreachable, reports_errors
+from seedline_cli.config import check_name, load_settings
+from seedline_cli.errors import START_HINT, Unreachable, reports_errors
 
 
 @reports_errors
@@ -19,7 +19,7 @@ def mcp(
 
     Over HTTP the same tools are at the web process's /mcp, with a bearer token.
     """
-    from seedline_web.mcp_stdio import serve_stdio
+    from .mcp_stdio import serve_stdio
 
     check_name("--instance", instance, "bd43f4de")
     settings = load_settings(ctx)
