@@ -195,7 +195,7 @@ service_images() {
     podman image prune -f > /dev/null
     podman image ls --format '{{.Repository}}:{{.Tag}}  {{.Size}}' | grep "/seedline/" | sort
     # A service image holds its package and what it depends on; the demo runner's
-    # seedline-cli depends on everything, the developer tools included.
+    # seedline-cli holds the client and the runner: no service, supervisor or developer tools.
     local image extra='seedline_devtools seedline_cli pgserver pytest'
     for image in $(podman image ls --format '{{.Repository}}:{{.Tag}}' | grep "/seedline/" \
         | grep -v "/seedline/seedline:"); do
