@@ -19,7 +19,8 @@ import logging
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 from acp import (
     PROTOCOL_VERSION,
@@ -31,17 +32,21 @@ from acp import (
     update_agent_message_text,
 )
 from acp.schema import AgentCapabilities, Implementation
+from msgspec import to_builtins
 from nats.aio.client import Client
 
-from seedline_contracts import subjects
+from seedline_client import SeedlineClient
+from seedline_contracts.sessions import OpenRequest, SessionsListRequest, StopRequest
+from seedline_contracts.timeline import TimelineEntryIn, TimelineReadRequest
 from seedline_contracts.times import now_text
 
 from .acp_timeline import UpdateWriter, repo_for
 from .errors import CliError
-from .nats_client import call
+from .nats_client import answered
 
 # stdout carries the protocol, so this logs through logging (stderr), never structlog.
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _POLL_SECONDS = 0.2
 _PAGE = 500
@@ -73,6 +78,7 @@ class _Conversation:
 class SeedlineAcpAgent:
     def __init__(self, nc: Client, options: AcpOptions) -> None:
         self._nc = nc
+        self._api = SeedlineClient(nc, timeout=15.0)
         self._options = options
         self._conversations: dict[str, _Conversation] = {}
         self._client: Any = None
@@ -93,17 +99,15 @@ class SeedlineAcpAgent:
     async def new_session(self, cwd: str, **kwargs: Any) -> NewSessionResponse:
         repo = repo_for(cwd, self._options.repo, self._options.repos_dir)
         node, engine = await self._machine_and_engine(repo)
-        reply = await self._call(
-            subjects.API_SESSIONS_OPEN,
-            {"instance_id": self._options.instance, "repo": repo, "engine": engine,
-             "node_id": node, "request_id": f"acp-{uuid.uuid4().hex}"},
-            "continuity-resolver",
+        reply = await self._call(self._api.open(
+            OpenRequest(self._options.instance, repo, engine, node,
+                        request_id=f"acp-{uuid.uuid4().hex}"),
             timeout=60.0,
-        )
-        session_id = reply["session_id"]
+        ))
+        session_id = reply.session_id
         conversation = _Conversation(session_id, repo, cursor=await self._newest_seq(repo))
         self._conversations[session_id] = conversation
-        notice = (reply.get("notice") or {}).get("chat") or "The conversation is open."
+        notice = reply.notice.chat or "The conversation is open."
         # Sent once the editor has the reply naming the conversation it belongs to.
         asyncio.get_running_loop().call_soon(
             lambda: asyncio.ensure_future(self._say(session_id, notice))
@@ -128,15 +132,11 @@ class SeedlineAcpAgent:
             raise RequestError.invalid_params({"sessionId": "unknown here; open or load it first"})
         text = "".join(getattr(block, "text", "") or "" for block in prompt)
         conversation.cancelled.clear()
-        appended = await self._call(
-            subjects.API_TIMELINE_APPEND,
-            {"entry_id": f"acp-{uuid.uuid4().hex}", "instance_id": self._options.instance,
-             "repo": conversation.repo, "session_id": session_id, "kind": "chat_user",
-             "content": text, "at": now_text()},
-            "timeline-writer",
-        )
-        conversation.writer.updates({"seq": appended["seq"], "kind": "chat_user", "content": text})
-        conversation.cursor = max(conversation.cursor, int(appended["seq"]))
+        appended = await self._call(self._api.append(TimelineEntryIn(
+            f"acp-{uuid.uuid4().hex}", self._options.instance, conversation.repo, session_id,
+            "chat_user", text, at=now_text())))
+        conversation.writer.updates({"seq": appended.seq, "kind": "chat_user", "content": text})
+        conversation.cursor = max(conversation.cursor, appended.seq)
         return PromptResponse(stop_reason=await self._follow_turn(conversation))
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
@@ -146,11 +146,8 @@ class SeedlineAcpAgent:
         try:
             live = await self._live_of(conversation.repo)
             if live is not None:
-                await self._call(
-                    subjects.API_SESSIONS_STOP,
-                    {"session_id": live["session_id"], "reason": "stopped from the editor"},
-                    "runner-gateway",
-                )
+                await self._call(self._api.stop(
+                    StopRequest(live["session_id"], "stopped from the editor")))
         finally:
             # The turn answers "cancelled" only once the engine has been stopped.
             conversation.cancelled.set()
@@ -200,33 +197,21 @@ class SeedlineAcpAgent:
         found: list[dict[str, Any]] = []
         before: int | None = None
         while True:
-            page = await self._call(
-                subjects.API_TIMELINE_READ,
-                {"instance_id": self._options.instance, "repo": repo,
-                 "session_id": session_id, "before_seq": before, "limit": _PAGE},
-                "timeline-writer",
-            )
-            rows = [row for row in page.get("entries", []) if int(row["seq"]) > after]
-            found = rows + found
-            entries = page.get("entries", [])
-            if not page.get("has_more") or not entries or int(entries[0]["seq"]) <= after + 1:
+            page = await self._call(self._api.read(
+                TimelineReadRequest(self._options.instance, repo, session_id, before, _PAGE)))
+            found = [to_builtins(row) for row in page.entries if row.seq > after] + found
+            if not page.has_more or not page.entries or page.entries[0].seq <= after + 1:
                 return found
-            before = int(entries[0]["seq"])
+            before = page.entries[0].seq
 
     async def _newest_seq(self, repo: str) -> int:
-        page = await self._call(
-            subjects.API_TIMELINE_READ,
-            {"instance_id": self._options.instance, "repo": repo, "limit": 1},
-            "timeline-writer",
-        )
-        entries = page.get("entries") or []
-        return int(entries[-1]["seq"]) if entries else 0
+        page = await self._call(self._api.read(
+            TimelineReadRequest(self._options.instance, repo, limit=1)))
+        return page.entries[-1].seq if page.entries else 0
 
     async def _live_of(self, repo: str) -> dict[str, Any] | None:
-        listed = await self._call(
-            subjects.API_SESSIONS_LIST, {"instance_id": self._options.instance}, "runner-gateway"
-        )
-        return next((c for c in listed.get("conversations", []) if c.get("repo") == repo), None)
+        listed = await self._call(self._api.live(SessionsListRequest(self._options.instance)))
+        return next((to_builtins(c) for c in listed.conversations if c.repo == repo), None)
 
     async def _machine_and_engine(self, repo: str) -> tuple[str, str]:
         live = await self._live_of(repo)
@@ -247,10 +232,9 @@ class SeedlineAcpAgent:
         except Exception:
             log.warning("a notice for %s could not be sent", session_id)
 
-    async def _call(
-        self, subject: str, body: dict[str, Any], service: str, timeout: float = 15.0
-    ) -> dict[str, Any]:
+    async def _call(self, request: Awaitable[T]) -> T:
+        """A request's reply; a failure is the editor's error, in the CLI's words."""
         try:
-            return await call(self._nc, subject, body, service=service, timeout=timeout)
+            return await answered(request)
         except CliError as error:
             raise RequestError.internal_error({"message": str(error)}) from error

@@ -5,20 +5,24 @@ from __future__ import annotations
 import asyncio
 import secrets
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Optional
 
+import msgspec
 import typer
+from msgspec import to_builtins
 from rich.markup import escape
 from rich.table import Table
 
-from seedline_contracts import subjects
+from seedline_client import SeedlineClient
+from seedline_contracts.sessions import BriefGetRequest, OpenAnswerRequest, OpenRequest
 from seedline_core.notices import BRIEF_NOT_GIVEN
 from seedline_platform.lifecycle_events import brief_given
 
 from .config import check_name, load_settings
 from .console import err, out, print_json
 from .errors import UsageProblem, Unreachable, reports_errors
-from .nats_client import ReplyError, call, connected
+from .nats_client import ReplyError, answered, connected
 from .timeline_opens import conversation_events, opens_of_events
 
 TONE_STYLES = {"info": "green", "warning": "yellow"}
@@ -70,27 +74,12 @@ def open_conversation(
         check_name("--node", node, "mac-mini-1")
     request_id = request_id or new_request_id()
     settings = load_settings(ctx)
-    body = {"instance_id": instance, "request_id": request_id} if asking_again else {
-        "instance_id": instance,
-        "repo": repo,
-        "engine": engine,
-        "node_id": node,
-        "force_fresh": fresh,
-        "clean_slate": clean_slate,
-        "request_id": request_id,
-        "instruction": instruction,
-    }
+    request = OpenAnswerRequest(instance, request_id) if asking_again else OpenRequest(
+        instance, repo, engine, node, request_id, fresh, clean_slate, instruction)
+    timeout = settings.open_timeout_seconds + 5
     try:
         reply = asyncio.run(
-            _request(
-                settings,
-                subjects.API_SESSIONS_OPEN,
-                body,
-                "continuity-resolver",
-                settings.open_timeout_seconds + 5,
-                OPEN_HINTS,
-            )
-        )
+            _request(settings, lambda client: client.open(request, timeout), OPEN_HINTS))
     except (ReplyError, Unreachable) as exc:
         if isinstance(exc, Unreachable) and "did not answer" not in exc.message:
             raise
@@ -171,9 +160,7 @@ def brief_show(
     settings = load_settings(ctx)
     try:
         reply = asyncio.run(
-            _request(settings, subjects.API_BRIEFS_GET, {"session_id": conversation},
-                     "seed-composer", 10.0)
-        )
+            _request(settings, lambda client: client.brief(BriefGetRequest(conversation))))
     except ReplyError as exc:
         if exc.code != "not_found":
             raise
@@ -220,11 +207,13 @@ def brief_not_found(conversation: str) -> str:
             "how each open of a repo went.")
 
 
-async def _request(settings, subject: str, body: dict, service: str, timeout: float,
+async def _request(settings, ask: Callable[[SeedlineClient], Awaitable[msgspec.Struct]],
                    hints: dict[str, str] | None = None) -> dict:
+    """The reply `ask` gets from the typed client, as JSON-ready data; a refusal the hints
+    name says where it leaves the person."""
     async with connected(settings) as nc:
         try:
-            return await call(nc, subject, body, service=service, timeout=timeout)
+            return to_builtins(await answered(ask(SeedlineClient(nc))))
         except ReplyError as exc:
             hint = (hints or {}).get(exc.code)
             if hint is None:

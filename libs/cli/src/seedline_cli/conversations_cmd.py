@@ -10,31 +10,29 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from seedline_contracts import subjects
+from msgspec import to_builtins
+
+from seedline_client import SeedlineClient
+from seedline_contracts.sessions import SessionsListRequest
 from seedline_contracts.times import parse_rfc3339
 from seedline_platform.settings import Settings
 
 from .config import check_name, load_settings
 from .console import add_id_column, add_text_column, out, print_json, print_table
 from .errors import reports_errors
-from .nats_client import call, connected
+from .nats_client import answered, connected
 from .runners_cmd import age_text, read_presence
 
 
 async def _live(settings: Settings, instance: str | None) -> tuple[list[dict], dict[str, str]]:
     """The live conversations, and the label of every machine online now."""
     async with connected(settings) as nc:
-        reply = await call(
-            nc,
-            subjects.API_SESSIONS_LIST,
-            {"instance_id": instance},
-            service="runner-gateway",
-        )
+        reply = await answered(SeedlineClient(nc).live(SessionsListRequest(instance)))
         try:
             online = {row["node_id"]: row["label"] for row in await read_presence(nc)}
         except Exception:
             online = {}
-    return list(reply.get("conversations") or []), online
+    return [to_builtins(c) for c in reply.conversations], online
 
 
 def _idle_seconds(last_activity_at: str, now: datetime) -> float | None:

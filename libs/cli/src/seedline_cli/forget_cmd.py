@@ -8,14 +8,16 @@ import getpass
 import typer
 from rich.markup import escape
 
-from seedline_contracts import subjects
-from seedline_contracts.instances import MAX_REASON_CHARS
+from msgspec import to_builtins
+
+from seedline_client import SeedlineClient
+from seedline_contracts.instances import MAX_REASON_CHARS, ForgetRequest
 from seedline_platform.settings import Settings
 
 from .config import check_name, load_settings
 from .console import out, print_json
 from .errors import UsageProblem, reports_errors
-from .nats_client import call, connected
+from .nats_client import answered, connected
 
 
 def what_it_erases(instance: str) -> str:
@@ -32,9 +34,9 @@ def what_it_erases(instance: str) -> str:
 
 async def _forget(settings: Settings, instance: str, reason: str, by: str) -> dict:
     async with connected(settings) as nc:
-        return await call(nc, subjects.API_INSTANCES_FORGET,
-                          {"instance_id": instance, "reason": reason, "by": by},
-                          service="timeline-writer", timeout=30)
+        reply = await answered(SeedlineClient(nc).forget(ForgetRequest(instance, reason, by),
+                                                         timeout=30))
+        return to_builtins(reply)
 
 
 @reports_errors

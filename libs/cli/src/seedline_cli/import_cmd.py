@@ -18,15 +18,17 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from typing import Optional
 
+import msgspec
 import typer
 from nats.errors import NoRespondersError
 from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn
 
+from seedline_client import SeedlineClient
 from seedline_contracts import subjects
 from seedline_contracts.codec import encode
 from seedline_contracts.normalise import Accepted, normalise
-from seedline_contracts.timeline import MAX_CONTENT_CHARS, MAX_READ_LIMIT
+from seedline_contracts.timeline import MAX_CONTENT_CHARS, MAX_READ_LIMIT, TimelineReadRequest
 from seedline_contracts.times import format_utc, now_text
 from seedline_platform.natsio import publish_window
 from seedline_platform.settings import Settings
@@ -34,7 +36,7 @@ from seedline_platform.settings import Settings
 from .config import check_name, load_settings
 from .console import err, out, print_json
 from .errors import START_HINT, OperationFailed, Unreachable, UsageProblem, reports_errors
-from .nats_client import call, connected
+from .nats_client import answered, connected
 from .publish_file import DEFAULT_WINDOW, capped_lines
 from .transcripts import RUNNER_PUBLISHED, Transcript, claude, codex
 
@@ -272,20 +274,15 @@ async def stored_ids(nc, conversation: Conversation) -> set[str]:
     """
     if not conversation.entries:
         return set()
-    request = {
-        "instance_id": conversation.instance,
-        "repo": conversation.repo,
-        "session_id": None,
-        "before_seq": None,
-        "limit": MAX_READ_LIMIT,
-    }
+    client = SeedlineClient(nc)
+    request = TimelineReadRequest(conversation.instance, conversation.repo, limit=MAX_READ_LIMIT)
     ids: set[str] = set()
     while True:
-        reply = await call(nc, subjects.API_TIMELINE_READ, request, service="timeline-writer")
-        ids.update(entry["entry_id"] for entry in reply["entries"])
-        if not reply["has_more"] or not reply["entries"]:
+        reply = await answered(client.read(request))
+        ids.update(entry.entry_id for entry in reply.entries)
+        if not reply.has_more or not reply.entries:
             return ids
-        request["before_seq"] = reply["entries"][0]["seq"]
+        request = msgspec.structs.replace(request, before_seq=reply.entries[0].seq)
 
 
 def ingest_message(nc, entry: dict) -> tuple[str, bytes, dict]:

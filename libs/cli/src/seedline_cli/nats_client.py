@@ -1,24 +1,23 @@
-"""A short-lived NATS connection for one command, and request/reply with clear errors."""
+"""A short-lived NATS connection for one command, and the typed client's errors in words."""
 
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TypeVar
 
 import nats
 from nats.aio.client import Client
-from nats.errors import (
-    ConnectionClosedError,
-    NoRespondersError,
-    OutboundBufferLimitError,
-    StaleConnectionError,
-)
-from nats.errors import TimeoutError as NatsTimeout
 
-from seedline_contracts.codec import encode
+from seedline_client import (
+    ConnectionLost,
+    NoAnswer,
+    NotRunning,
+    Refused,
+    TooLarge,
+    UnreadableReply,
+)
 from seedline_platform.nats_workarounds import survive_abandoned_flushes
 from seedline_platform.settings import Settings
 
@@ -26,6 +25,7 @@ from .errors import START_HINT, OperationFailed, Unreachable, UsageProblem
 from .sizes import size_text
 
 CONNECT_TIMEOUT = 6.0
+T = TypeVar("T")
 
 
 def cannot_reach(settings: Settings) -> Unreachable:
@@ -75,45 +75,37 @@ class ReplyError(OperationFailed):
         super().__init__(message, code)
 
 
-async def call(
-    nc: Client, subject: str, body: dict[str, Any], *, service: str, timeout: float = 10.0
-) -> dict[str, Any]:
-    """Send a request and return the ``ok`` reply; an error reply raises with its message."""
-    payload = encode(body)
-    if len(payload) > nc.max_payload:
-        raise UsageProblem(
-            f"The request is {size_text(len(payload))}, over this NATS server's max payload of "
-            f"{size_text(nc.max_payload)}; send less at once."
-        )
+async def answered(request: Awaitable[T]) -> T:
+    """The reply of a request made with the typed client (seedline_client); each way it can
+    fail becomes this command's error, in words that say what to do."""
     try:
-        msg = await nc.request(subject, payload, timeout=timeout)
-    except NoRespondersError:
-        raise Unreachable(
-            f"Nothing answers on {subject}: the {service} is not running. {START_HINT}."
+        return await request
+    except TooLarge as exc:
+        raise UsageProblem(
+            f"The request is {size_text(exc.size)}, over this NATS server's max payload of "
+            f"{size_text(exc.limit)}; send less at once."
         ) from None
-    except NatsTimeout:
+    except NotRunning as exc:
         raise Unreachable(
-            f"The {service} did not answer on {subject} within {timeout:g} s. Check that it is "
-            "running (logs are under SEEDLINE_HOME/logs with `seedline up`) and try again."
+            f"Nothing answers on {exc.subject}: the {exc.service} is not running. {START_HINT}."
         ) from None
-    except (ConnectionClosedError, StaleConnectionError, OutboundBufferLimitError):
+    except NoAnswer as exc:
         raise Unreachable(
-            f"The connection to NATS closed before the {service} answered on {subject}; "
+            f"The {exc.service} did not answer on {exc.subject} within {exc.timeout:g} s. Check "
+            "that it is running (logs are under SEEDLINE_HOME/logs with `seedline up`) and try "
+            "again."
+        ) from None
+    except ConnectionLost as exc:
+        raise Unreachable(
+            f"The connection to NATS closed before the {exc.service} answered on {exc.subject}; "
             "check that nats-server still runs and try again."
         ) from None
-    try:
-        reply = json.loads(msg.data)
-    except ValueError:
+    except UnreadableReply as exc:
         raise OperationFailed(
-            f"The {service} sent a reply that is not JSON: {msg.data[:200]!r}"
+            f"The {exc.service} sent a reply Seedline cannot read ({exc.why}): {exc.data[:200]!r}"
         ) from None
-    if not isinstance(reply, dict):
-        raise OperationFailed(f"The {service} sent an unexpected reply: {reply!r}")
-    if not reply.get("ok"):
-        error = reply.get("error") or {}
-        code = str(error.get("code", "unknown"))
-        message = str(error.get("message", "the request failed"))
+    except Refused as exc:
+        code, message = exc.code or "unknown", exc.message or "the request failed"
         if code == "invalid_request":
-            raise UsageProblem(message, code)
-        raise ReplyError(code, message)
-    return reply
+            raise UsageProblem(message, code) from None
+        raise ReplyError(code, message) from None

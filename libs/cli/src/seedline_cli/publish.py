@@ -7,13 +7,15 @@ import sys
 from pathlib import Path
 from typing import Optional
 
+import msgspec
 import typer
+from msgspec import to_builtins
 from rich.markup import escape
 
-from seedline_contracts import subjects
+from seedline_client import SeedlineClient
 from seedline_contracts.codec import encode
 from seedline_contracts.normalise import Accepted, normalise
-from seedline_contracts.timeline import KINDS, MAX_CONTENT_CHARS
+from seedline_contracts.timeline import KINDS, MAX_CONTENT_CHARS, TimelineEntryIn
 from seedline_contracts.times import now_text, parse_rfc3339
 from seedline_platform.settings import Settings
 
@@ -21,7 +23,7 @@ from .config import check_name, conversation_flag, load_settings
 from .console import out, print_json
 from .errors import UsageProblem, reports_errors
 from .ids import new_entry_id
-from .nats_client import call, connected
+from .nats_client import answered, connected
 from .publish_file import DEFAULT_WINDOW, publish_file, report_file
 from .sizes import size_text
 
@@ -226,4 +228,5 @@ async def _append(settings: Settings, body: dict) -> dict:
                 f"{MAX_CONTENT_CHARS:,} (longer content is cut, its length recorded): publish "
                 "the part that matters, or split it into several entries."
             )
-        return await call(nc, subjects.API_TIMELINE_APPEND, body, service="timeline-writer")
+        entry = msgspec.convert(body, TimelineEntryIn)
+        return to_builtins(await answered(SeedlineClient(nc).append(entry)))

@@ -7,14 +7,17 @@ import asyncio
 
 import typer
 
-from seedline_contracts import subjects
+from msgspec import to_builtins
+
+from seedline_client import SeedlineClient
+from seedline_contracts.sessions import RelocateRequest
 from seedline_platform.settings import Settings
 
 from .config import check_name, load_settings
 from .console import print_json
 from .conversations import print_open_reply
 from .errors import UsageProblem, reports_errors
-from .nats_client import ReplyError, call, connected
+from .nats_client import ReplyError, answered, connected
 
 HINTS = {
     "runner_offline": "`seedline runners` lists the machines online now.",
@@ -25,13 +28,9 @@ HINTS = {
 async def _relocate(settings: Settings, conversation: str, node: str) -> dict:
     async with connected(settings) as nc:
         try:
-            return await call(
-                nc,
-                subjects.API_SESSIONS_RELOCATE,
-                {"session_id": conversation, "node_id": node},
-                service="continuity-resolver",
-                timeout=settings.open_timeout_seconds + 5,
-            )
+            reply = await answered(SeedlineClient(nc).relocate(
+                RelocateRequest(conversation, node), settings.open_timeout_seconds + 5))
+            return to_builtins(reply)
         except UsageProblem as exc:
             # The command was well formed (names are checked before sending): the service
             # refused it (an older conversation, one still opening), which is exit 1, not

@@ -7,13 +7,16 @@ import asyncio
 import typer
 from rich.markup import escape
 
-from seedline_contracts import subjects
+from msgspec import to_builtins
+
+from seedline_client import SeedlineClient
+from seedline_contracts.sessions import StopRequest
 from seedline_platform.settings import Settings
 
 from .config import check_name, load_settings
 from .console import out, print_json
 from .errors import UsageProblem, reports_errors
-from .nats_client import ReplyError, call, connected
+from .nats_client import ReplyError, answered, connected
 
 MAX_REASON_CHARS = 200
 
@@ -21,13 +24,9 @@ MAX_REASON_CHARS = 200
 async def _stop(settings: Settings, conversation: str, reason: str) -> dict:
     async with connected(settings) as nc:
         try:
-            return await call(
-                nc,
-                subjects.API_SESSIONS_STOP,
-                {"session_id": conversation, "reason": reason},
-                service="runner-gateway",
-                timeout=settings.launch_timeout_seconds + 10,
-            )
+            reply = await answered(SeedlineClient(nc).stop(
+                StopRequest(conversation, reason), settings.launch_timeout_seconds + 10))
+            return to_builtins(reply)
         except ReplyError as exc:
             if exc.code == "not_found":
                 raise ReplyError(

@@ -6,16 +6,17 @@ import asyncio
 from typing import Optional
 
 import typer
+from msgspec import to_builtins
 from rich.text import Text
 
-from seedline_contracts import subjects
-from seedline_contracts.timeline import MAX_READ_LIMIT
+from seedline_client import SeedlineClient
+from seedline_contracts.timeline import MAX_READ_LIMIT, TimelineReadRequest
 from seedline_platform.settings import Settings
 
 from .config import check_name, conversation_flag, load_settings
 from .console import out, print_json
 from .errors import reports_errors
-from .nats_client import call, connected
+from .nats_client import answered, connected
 from .timeline_opens import OpenMark, first_decisions, interleave, read_marks
 
 KIND_STYLES = {
@@ -101,16 +102,8 @@ async def _read(
     async with connected(settings) as nc:
 
         async def page(before: int | None, size: int, wait_for: int | None) -> dict:
-            body = {
-                "instance_id": instance,
-                "repo": repo,
-                "session_id": conversation,
-                "before_seq": before,
-                "limit": size,
-            }
-            if wait_for is not None:
-                body["min_seq"] = wait_for
-            return await call(nc, subjects.API_TIMELINE_READ, body, service="timeline-writer")
+            request = TimelineReadRequest(instance, repo, conversation, before, size, wait_for)
+            return to_builtins(await answered(SeedlineClient(nc).read(request)))
 
         while len(entries) < limit:
             reply = await page(before_seq if not entries else entries[0]["seq"],

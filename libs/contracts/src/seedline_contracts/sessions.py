@@ -25,6 +25,14 @@ class OpenRequest(msgspec.Struct):
     wake_seq: int | None = None
 
 
+class OpenAnswerRequest(msgspec.Struct, forbid_unknown_fields=True):
+    """(1.2) An open's answer asked for again: only an instance and the request_id of the
+    open (`seedline open --request-id`). Any other field makes the body an open."""
+
+    instance_id: str
+    request_id: str
+
+
 class Continuity(msgspec.Struct):
     mode: str
     resume_from: str | None

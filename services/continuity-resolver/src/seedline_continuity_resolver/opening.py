@@ -23,7 +23,12 @@ from seedline_contracts.codec import decode, encode
 from seedline_contracts.errors import error_reply
 from seedline_contracts.events import ContinuityDecided, LaunchPlan, OpenRequested, WakeRequested
 from seedline_contracts.runner import ResumeExpect
-from seedline_contracts.sessions import Continuity, OpenRequest, RelocateRequest
+from seedline_contracts.sessions import (
+    Continuity,
+    OpenAnswerRequest,
+    OpenRequest,
+    RelocateRequest,
+)
 from seedline_contracts.timeline import (
     MAX_CONTENT_CHARS,
     MAX_ENGINE_CHARS,
@@ -141,7 +146,7 @@ class Opener:
         """A body naming only an instance and a request_id asks for that open's answer
         (`seedline open --request-id`, 1.2): the first reply, never a second open."""
         try:
-            again = decode(data, _AskAgain)  # the guarded decode: deep nesting is invalid
+            again = decode(data, OpenAnswerRequest)  # the guarded decode: deep nesting is invalid
         except msgspec.MsgspecError:
             return None
         if name_problem(again.instance_id) or not 1 <= len(again.request_id) <= MAX_ENTRY_ID_CHARS:
@@ -363,12 +368,6 @@ class Opener:
             return _error("timeout", error_message("timeout", request_id=request_id))
         finally:
             self._pending.forget(session_id)
-
-
-class _AskAgain(msgspec.Struct, forbid_unknown_fields=True):
-    """Only an instance and a request_id: any other field makes it an open to check."""
-    instance_id: str
-    request_id: str
 
 
 def _event(event) -> Outgoing:

@@ -2,8 +2,8 @@
 ingest subject, the presence bucket and the conversation events.
 
 Nothing here knows about HTTP, tokens or instances a caller may see; that is
-tenant.py. Every reply is decoded into the contract's own types, and every error
-reply becomes a WebError with the message the service wrote.
+tenant.py. The request/reply APIs go through the typed client (seedline_client), as the
+CLI's do; each way a request fails becomes a WebError with the message to show.
 """
 
 from __future__ import annotations
@@ -12,17 +12,18 @@ import json
 import secrets
 import time
 from collections import OrderedDict
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import msgspec
 from nats.aio.client import Client
 from nats.errors import NoRespondersError
-from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
+from seedline_client import ClientError, NoAnswer, NotRunning, Refused, SeedlineClient
 from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.runner import RunnerPresence
@@ -58,16 +59,6 @@ log = get_logger(__name__)
 
 T = TypeVar("T")
 
-# Who answers each API, so an error can say which part of Seedline is not running.
-ANSWERED_BY = {
-    subjects.API_TIMELINE_APPEND: "timeline-writer",
-    subjects.API_TIMELINE_READ: "timeline-writer",
-    subjects.API_SESSIONS_OPEN: "continuity-resolver",
-    subjects.API_SESSIONS_RELOCATE: "continuity-resolver",
-    subjects.API_SESSIONS_STOP: "runner-gateway",
-    subjects.API_SESSIONS_LIST: "runner-gateway",
-    subjects.API_BRIEFS_GET: "seed-composer",
-}
 OWNER_CACHE_SIZE = 10_000
 
 
@@ -91,8 +82,8 @@ class Backend:
                  request_timeout: float = 10.0) -> None:
         self.nc = nc
         self.js = js
+        self.api = SeedlineClient(nc, request_timeout)
         self._open_timeout = open_timeout
-        self._timeout = request_timeout
         self._owners: OrderedDict[str, Owner] = OrderedDict()
         # The newest open this process made per (instance, repo), with when it was answered.
         self._opened_here: OrderedDict[tuple[str, str], tuple[OpenedHere, float]] = OrderedDict()
@@ -102,49 +93,36 @@ class Backend:
         """The largest message the NATS server carries (its max_payload)."""
         return int(self.nc.max_payload or 1024 * 1024)
 
-    async def _call(self, subject: str, body: Any, reply_type: type[T], timeout: float) -> T:
-        service = ANSWERED_BY.get(subject, "service")
+    async def _call(self, request: Awaitable[T]) -> T:
+        """A request's reply; each way it can fail is a WebError with the words to show."""
         try:
-            msg = await self.nc.request(subject, encode(body), timeout=timeout)
-        except NoRespondersError:
+            return await request
+        except NotRunning as exc:
             raise WebError(
                 "unavailable",
-                f"The {service} is not running, so Seedline cannot answer this now; start it "
+                f"The {exc.service} is not running, so Seedline cannot answer this now; start it "
                 "(`seedline up` runs everything) and try again.",
             ) from None
-        except NatsTimeout:
+        except NoAnswer as exc:
             raise WebError(
                 "timeout",
-                f"The {service} did not answer within {timeout:g} seconds; try again in a moment.",
+                f"The {exc.service} did not answer within {exc.timeout:g} seconds; try again in a "
+                "moment.",
             ) from None
-        except Exception as exc:  # the connection is away: NATS restarting, or closed
-            log.warning("request_failed", subject=subject, error=str(exc))
-            raise unavailable() from None
-        try:
-            raw = json.loads(msg.data)
-        except ValueError:
-            raw = None
-        if not isinstance(raw, dict):
-            log.warning("reply_unreadable", subject=subject)
-            raise unavailable()
-        if not raw.get("ok"):
-            error = raw.get("error") if isinstance(raw.get("error"), dict) else {}
-            code = str(error.get("code") or "unavailable")
-            raise WebError(code, str(error.get("message") or error_message(code)))
-        try:
-            return decode(msg.data, reply_type)
-        except msgspec.MsgspecError:
-            log.warning("reply_unexpected", subject=subject)
+        except Refused as exc:
+            code = exc.code or "unavailable"
+            raise WebError(code, exc.message or error_message(code)) from None
+        except ClientError as exc:  # the connection away, a reply unreadable, a body too large
+            log.warning("request_failed", subject=exc.subject, error=type(exc).__name__)
             raise unavailable() from None
 
     # -- request/reply APIs (CONTRACT.md 2.1, 2.3, 3, 4) ---------------------------------
 
     async def append(self, entry: TimelineEntryIn) -> AppendReply:
-        return await self._call(subjects.API_TIMELINE_APPEND, entry, AppendReply, self._timeout)
+        return await self._call(self.api.append(entry))
 
     async def read(self, request: TimelineReadRequest) -> TimelineReadReply:
-        return await self._call(subjects.API_TIMELINE_READ, request, TimelineReadReply,
-                                self._timeout)
+        return await self._call(self.api.read(request))
 
     async def open(self, request: OpenRequest) -> OpenReply:
         # Every open carries a request_id, so a `timeout` can name the one that gets its
@@ -152,8 +130,7 @@ class Backend:
         if request.request_id is None:
             request = msgspec.structs.replace(request, request_id="web-" + secrets.token_hex(8))
         try:
-            reply = await self._call(subjects.API_SESSIONS_OPEN, request, OpenReply,
-                                     self._open_timeout + 5)
+            reply = await self._call(self.api.open(request, self._open_timeout + 5))
         except WebError as exc:
             if exc.code != "timeout":
                 raise
@@ -176,20 +153,16 @@ class Backend:
         return found[0]
 
     async def relocate(self, request: RelocateRequest) -> OpenReply:
-        return await self._call(subjects.API_SESSIONS_RELOCATE, request, OpenReply,
-                                self._open_timeout + 5)
+        return await self._call(self.api.relocate(request, self._open_timeout + 5))
 
     async def stop(self, request: StopRequest) -> StopReply:
-        return await self._call(subjects.API_SESSIONS_STOP, request, StopReply, self._timeout)
+        return await self._call(self.api.stop(request))
 
     async def live(self, instance_id: str) -> SessionsListReply:
-        return await self._call(subjects.API_SESSIONS_LIST,
-                                SessionsListRequest(instance_id=instance_id), SessionsListReply,
-                                self._timeout)
+        return await self._call(self.api.live(SessionsListRequest(instance_id=instance_id)))
 
     async def brief(self, session_id: str) -> BriefGetReply:
-        return await self._call(subjects.API_BRIEFS_GET, BriefGetRequest(session_id=session_id),
-                                BriefGetReply, self._timeout)
+        return await self._call(self.api.brief(BriefGetRequest(session_id=session_id)))
 
     # -- ingest (CONTRACT.md 2.1) ---------------------------------------------------------
 

@@ -1,0 +1,121 @@
+"""Request/reply on NATS in the contract's types, with one error for each way it fails."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+import msgspec
+from nats.aio.client import Client
+from nats.errors import Error as NatsError
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeout
+
+from seedline_contracts import subjects
+from seedline_contracts.codec import decode, encode
+from seedline_contracts.instances import ForgetReply, ForgetRequest
+from seedline_contracts.sessions import (
+    BriefGetReply,
+    BriefGetRequest,
+    OpenAnswerRequest,
+    OpenReply,
+    OpenRequest,
+    RelocateRequest,
+    SessionsListReply,
+    SessionsListRequest,
+    StopReply,
+    StopRequest,
+)
+from seedline_contracts.timeline import (
+    AppendReply,
+    TimelineEntryIn,
+    TimelineReadReply,
+    TimelineReadRequest,
+)
+
+from .errors import ConnectionLost, NoAnswer, NotRunning, Refused, TooLarge, UnreadableReply
+
+T = TypeVar("T")
+
+# Who answers each API, so an error can say which part of Seedline is not running.
+ANSWERED_BY = {
+    subjects.API_TIMELINE_APPEND: "timeline-writer",
+    subjects.API_TIMELINE_READ: "timeline-writer",
+    subjects.API_SESSIONS_OPEN: "continuity-resolver",
+    subjects.API_SESSIONS_RELOCATE: "continuity-resolver",
+    subjects.API_SESSIONS_STOP: "runner-gateway",
+    subjects.API_SESSIONS_LIST: "runner-gateway",
+    subjects.API_BRIEFS_GET: "seed-composer",
+    subjects.API_INSTANCES_FORGET: "timeline-writer",
+}
+DEFAULT_TIMEOUT = 10.0
+_ENVELOPE = msgspec.json.Decoder()
+
+
+class SeedlineClient:
+    """The APIs over one NATS connection. `timeout` is for the APIs that answer at once; an
+    open, a relocation and a stop wait for a machine, and their callers give the time."""
+
+    def __init__(self, nc: Client, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.nc = nc
+        self.timeout = timeout
+
+    async def append(self, entry: TimelineEntryIn) -> AppendReply:
+        return await self.request(subjects.API_TIMELINE_APPEND, entry, AppendReply)
+
+    async def read(self, request: TimelineReadRequest) -> TimelineReadReply:
+        return await self.request(subjects.API_TIMELINE_READ, request, TimelineReadReply)
+
+    async def open(self, request: OpenRequest | OpenAnswerRequest, timeout: float) -> OpenReply:
+        return await self.request(subjects.API_SESSIONS_OPEN, request, OpenReply, timeout)
+
+    async def relocate(self, request: RelocateRequest, timeout: float) -> OpenReply:
+        return await self.request(subjects.API_SESSIONS_RELOCATE, request, OpenReply, timeout)
+
+    async def stop(self, request: StopRequest, timeout: float | None = None) -> StopReply:
+        return await self.request(subjects.API_SESSIONS_STOP, request, StopReply, timeout)
+
+    async def live(self, request: SessionsListRequest) -> SessionsListReply:
+        return await self.request(subjects.API_SESSIONS_LIST, request, SessionsListReply)
+
+    async def brief(self, request: BriefGetRequest) -> BriefGetReply:
+        return await self.request(subjects.API_BRIEFS_GET, request, BriefGetReply)
+
+    async def forget(self, request: ForgetRequest, timeout: float | None = None) -> ForgetReply:
+        return await self.request(subjects.API_INSTANCES_FORGET, request, ForgetReply, timeout)
+
+    async def request(self, subject: str, body: Any, reply_type: type[T],
+                      timeout: float | None = None) -> T:
+        """The `ok` reply as `reply_type`; every failure is one of errors.py."""
+        service = ANSWERED_BY.get(subject, "service")
+        timeout = self.timeout if timeout is None else timeout
+        payload = encode(body)
+        limit = self.nc.max_payload
+        if limit and len(payload) > limit:
+            raise TooLarge(subject, service, len(payload), limit)
+        try:
+            msg = await self.nc.request(subject, payload, timeout=timeout)
+        except NoRespondersError:
+            raise NotRunning(subject, service) from None
+        except NatsTimeout:
+            raise NoAnswer(subject, service, timeout) from None
+        except NatsError:  # closed, stale, draining, its buffer full: the connection is away
+            raise ConnectionLost(subject, service) from None
+        return _reply(subject, service, msg.data, reply_type)
+
+
+def _reply(subject: str, service: str, data: bytes, reply_type: type[T]) -> T:
+    try:
+        envelope = _ENVELOPE.decode(data)
+    except msgspec.DecodeError:
+        raise UnreadableReply(subject, service, data, "not JSON") from None
+    if not isinstance(envelope, dict):
+        raise UnreadableReply(subject, service, data, "not a JSON object")
+    if not envelope.get("ok"):
+        error = envelope.get("error")
+        error = error if isinstance(error, dict) else {}
+        raise Refused(subject, service, str(error.get("code") or ""),
+                      str(error.get("message") or ""))
+    try:
+        return decode(data, reply_type)
+    except msgspec.MsgspecError as exc:
+        raise UnreadableReply(subject, service, data, str(exc)) from None
