@@ -22,6 +22,7 @@ import pytest
 
 from seedline_contracts import subjects
 from seedline_platform import natsio, pg
+from seedline_platform.outage import DatabaseUnavailable
 from seedline_platform.consumer import ACK_WAIT_SECONDS, BatchConsumer
 from seedline_platform.replay import last_seq, replay
 from seedline_devtools.testing import request, running
@@ -353,7 +354,7 @@ class StoreThatLosesOneCommit(PostgresTimelineStore):
     async def append(self, stored) -> None:
         if stored and not self.failed:
             self.failed = True
-            raise pg.DatabaseUnavailable("the database went away mid-batch")
+            raise DatabaseUnavailable("the database went away mid-batch")
         await super().append(stored)
 
 

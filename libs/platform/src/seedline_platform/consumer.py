@@ -27,7 +27,7 @@ from nats.js.errors import NotFoundError
 
 from .logging import get_logger
 from .nats_workarounds import connection_of
-from .pg import is_transient
+from .outage import is_outage
 from .replay import replay
 from .tasks import cancel_and_wait
 
@@ -39,23 +39,6 @@ BatchHandler = Callable[[Sequence[Msg]], Awaitable[None]]
 # still working tells the server so every third of it, however long the work takes.
 ACK_WAIT_SECONDS = 6.0
 Parker = Callable[[Msg, str], Awaitable[None]]
-
-
-class Outage(Exception):
-    """Raised by a handler when something it needs is away: retry, never park."""
-
-
-def is_outage(exc: BaseException) -> bool:
-    import nats.errors
-    import nats.js.errors
-
-    # A stream electing a new leader (a cluster losing a server) answers a publish
-    # with no responders or a 503: the message is fine, the stream is away.
-    return is_transient(exc) or isinstance(exc, Outage) or isinstance(
-        exc, (nats.errors.ConnectionClosedError, nats.errors.TimeoutError, asyncio.TimeoutError,
-              nats.errors.NoRespondersError, nats.errors.ConnectionReconnectingError,
-              nats.js.errors.NoStreamResponseError, nats.js.errors.ServiceUnavailableError)
-    )
 
 
 class BatchConsumer:

@@ -1,18 +1,22 @@
 """Postgres plumbing: a pool, schema set-up under a lock, applied-sequence offsets.
 
-Driver errors that mean "the database is away" become DatabaseUnavailable at
-this boundary, so handlers can tell an outage (wait and retry) from a bug.
+Driver errors that mean "the database is away" become DatabaseUnavailable (an Outage)
+as they leave a pool connection (OutagePool), so no handler classifies psycopg's errors: it
+sees an outage (wait and retry) or a fault.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import psycopg
-from psycopg_pool import AsyncConnectionPool
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from .logging import get_logger
+from .outage import DatabaseUnavailable
 
 log = get_logger(__name__)
 
@@ -29,14 +33,17 @@ class SchemaNotReady(RuntimeError):
     """Tables are missing and this role may not create them."""
 
 
-class DatabaseUnavailable(RuntimeError):
-    """Postgres cannot be reached right now; the work should wait and be retried."""
+class OutagePool(AsyncConnectionPool):
+    """A pool whose connections raise DatabaseUnavailable where psycopg says the database is
+    away (or no connection could be had in time); every other error passes unchanged."""
 
-
-def is_transient(exc: BaseException) -> bool:
-    from psycopg_pool import PoolTimeout
-
-    return isinstance(exc, TRANSIENT_ERRORS + (PoolTimeout, DatabaseUnavailable))
+    @asynccontextmanager
+    async def connection(self, timeout: float | None = None) -> AsyncIterator:
+        try:
+            async with super().connection(timeout) as conn:
+                yield conn
+        except (*TRANSIENT_ERRORS, PoolTimeout) as exc:
+            raise DatabaseUnavailable(f"{type(exc).__name__}: {exc}") from exc
 
 
 # Every query is planned with its real values. psycopg prepares a statement
@@ -51,7 +58,7 @@ CONNECT_TIMEOUT_SECONDS = 5
 
 
 async def open_pool(url: str, name: str, max_size: int = 8) -> AsyncConnectionPool:
-    pool = AsyncConnectionPool(
+    pool = OutagePool(
         url,
         min_size=1,
         max_size=max_size,

@@ -13,6 +13,7 @@ from nats.js import JetStreamContext
 
 from .natsio import publish_window
 from .observability import trace_headers
+from .outage import NATS_AWAY, StreamsUnavailable
 
 Outgoing = tuple[str, bytes, dict[str, str] | None]  # subject, payload, headers
 
@@ -31,10 +32,13 @@ class JetStreamPublisher:
     async def publish(self, messages: Sequence[Outgoing]) -> list[int]:
         if not messages:
             return []
-        acks = await publish_window(
-            self._js, [(subject, payload, trace_headers(headers)) for subject, payload, headers
-                       in messages]
-        )
+        try:
+            acks = await publish_window(
+                self._js, [(subject, payload, trace_headers(headers))
+                           for subject, payload, headers in messages]
+            )
+        except NATS_AWAY as exc:
+            raise StreamsUnavailable(f"{type(exc).__name__}: {exc}") from exc
         return [0 if ack.duplicate else ack.seq for ack in acks]
 
 

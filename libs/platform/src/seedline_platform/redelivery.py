@@ -15,7 +15,8 @@ from collections.abc import Awaitable, Callable
 
 from nats.aio.msg import Msg
 
-from .consumer import Parker, is_outage
+from .consumer import Parker
+from .outage import is_outage
 from .logging import get_logger
 
 log = get_logger(__name__)

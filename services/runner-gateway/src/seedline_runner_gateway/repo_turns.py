@@ -21,7 +21,7 @@ from typing import Protocol
 import psycopg
 from psycopg_pool import AsyncConnectionPool
 
-from seedline_platform.consumer import Outage
+from seedline_platform.outage import Outage
 
 LOCK_WAIT = "30s"
 

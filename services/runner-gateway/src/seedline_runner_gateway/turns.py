@@ -26,7 +26,7 @@ from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import now_text, parse_rfc3339
 from seedline_core import lifecycle as lc
 from seedline_core.notices import not_woken_text
-from seedline_platform.consumer import Outage
+from seedline_platform.outage import Outage
 from seedline_platform.logging import get_logger
 from seedline_platform.publishing import Publisher
 from seedline_platform.sealing import Sealer

@@ -20,7 +20,7 @@ from seedline_contracts.timeline import (
 from seedline_contracts.times import now_text
 from seedline_contracts.tokens import name_problem
 from seedline_core.notices import error_message
-from seedline_platform.consumer import is_outage
+from seedline_platform.outage import Outage
 from seedline_platform.publishing import Publisher
 
 from .store import TimelineStore
@@ -61,10 +61,8 @@ class TimelineApi:
             subject = subjects.ingest_timeline_subject(result.entry.instance_id)
             await self._ingest.publish([(subject, msg.data, {"Nats-Msg-Id": entry_id})])
             seq = await self._stored(entry_id)
-        except Exception as exc:
-            if is_outage(exc):
-                return _unavailable()
-            raise
+        except Outage:
+            return _unavailable()
         if seq is None:
             return encode(error_reply("unavailable", (
                 "The entry was taken for the timeline but is not readable yet; read it with "
@@ -107,8 +105,6 @@ class TimelineApi:
                     f"Entry {request.min_seq} is not readable yet; retry the read in a moment.",
                 ))
             rows, has_more = await self._store.read(request, limit)
-        except Exception as exc:
-            if is_outage(exc):
-                return _unavailable()
-            raise
+        except Outage:
+            return _unavailable()
         return encode(TimelineReadReply(entries=rows, has_more=has_more))
