@@ -14,7 +14,7 @@ def _flow(name: str):
 
 def test_the_open_goes_resolver_composer_gateway_machine_and_settles_the_request():
     path = [(h.sender, h.receiver, h.handler) for h in hops(_flow("Open"))]
-    assert path[0] == ("person", "continuity-resolver", "opener.open")
+    assert path[0] == ("person", "continuity-resolver", "opening.open")
     assert ("continuity-resolver", "seed-composer", "composer.handle_decision") in path
     assert ("seed-composer", "runner-gateway", "launcher.handle") in path
     assert ("runner-gateway", MACHINE, "") in path

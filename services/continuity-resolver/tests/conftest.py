@@ -12,7 +12,10 @@ from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import parse_rfc3339
 from seedline_continuity_resolver.app import timeline_facts
 from seedline_continuity_resolver.machines import StaticDirectory
-from seedline_continuity_resolver.opening import Opener, OpenerSettings
+from seedline_continuity_resolver.answers import Answers
+from seedline_continuity_resolver.catch_up import CatchUp
+from seedline_continuity_resolver.opening import Opener
+from seedline_continuity_resolver.opening_api import OpeningApi
 from seedline_continuity_resolver.pending import PendingOpens
 from seedline_continuity_resolver.repository import InMemoryConversationRepository
 from seedline_core.decision import DecisionSettings
@@ -31,12 +34,14 @@ class Resolver:
         self.publisher = RecordingPublisher()
         self.pending = PendingOpens()
         ids = iter(f"csess_{n:03d}" for n in range(1, 1000))
+        self.catch_up = CatchUp(self.repo, self.view)
         self.opener = Opener(
             repo=self.repo, view=self.view, publisher=self.publisher,
-            machines=StaticDirectory(), pending=self.pending,
-            settings=OpenerSettings(open_timeout=0.2, decision=DecisionSettings()),
-            clock=lambda: NOW, new_id=lambda: next(ids),
+            machines=StaticDirectory(), catch_up=self.catch_up,
+            answers=Answers(self.repo, self.pending, open_timeout=0.2),
+            decision=DecisionSettings(), clock=lambda: NOW, new_id=lambda: next(ids),
         )
+        self.api = OpeningApi(self.opener)
         self._folded = 0
         self._seq = 0
         self._timeline_seq = 0
@@ -91,7 +96,7 @@ class Resolver:
     async def open(self, **body) -> dict:
         request = {"instance_id": "inst-a", "repo": "apps/x", "engine": "claude",
                    "node_id": "mac", **body}
-        reply = await self.opener.open(FakeMsg(json.dumps(request).encode()))
+        reply = await self.api.open(FakeMsg(json.dumps(request).encode()))
         await self.fold()
         return json.loads(reply)
 

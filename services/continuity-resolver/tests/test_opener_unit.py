@@ -47,7 +47,7 @@ async def test_two_instances_sharing_a_conversation_id_never_read_each_other(res
     first, second = decided(resolver)
     assert first["reason_code"] == "no_resume_key" and "1 hour ago" in first["reason"]
     assert second["reason_code"] == "engine_changed" and "2 seconds ago" in second["reason"]
-    assert (await resolver.opener._repo.previous("inst-c", "apps/one")) is None
+    assert (await resolver.repo.previous("inst-c", "apps/one")) is None
 
 
 async def test_a_failed_open_makes_no_engine_fact_for_the_next_decision(resolver):
@@ -94,7 +94,7 @@ async def test_a_wake_decides_with_the_message_as_instruction_and_records_no_ins
 
 async def relocate(resolver, session_id: str, node: str) -> dict:
     body = json.dumps({"session_id": session_id, "node_id": node}).encode()
-    return json.loads(await resolver.opener.relocate(FakeMsg(body)))
+    return json.loads(await resolver.api.relocate(FakeMsg(body)))
 
 
 async def test_relocation_rules(resolver):
@@ -158,7 +158,7 @@ async def test_a_wake_catches_up_to_its_own_place_in_the_streams_without_asking_
         waited[projection] = seq
         return True
 
-    resolver.opener._stream_ends, resolver.opener._reached = stream_ends, reached
+    resolver.catch_up._stream_ends, resolver.catch_up._reached = stream_ends, reached
     seq = await resolver.entry("csess_person", kind="chat_user", content="Where were we?")
     await resolver.opener.wake(WakeRequested(
         session_id="csess_w", at=AT, instance_id="inst-a", repo="apps/x", engine="claude",
@@ -285,11 +285,11 @@ async def test_a_timed_out_open_names_its_request_id_and_asking_again_returns_th
     (first,) = resolver.published("open_requested")
     await confirm(resolver, first["session_id"], request_id="r-late")
     # Only the instance and the request_id: the first answer, and nothing new is opened.
-    asked = json.loads(await resolver.opener.open(FakeMsg(json.dumps(
+    asked = json.loads(await resolver.api.open(FakeMsg(json.dumps(
         {"instance_id": "inst-a", "request_id": "r-late"}).encode())))
     assert asked["session_id"] == first["session_id"]
     assert len(resolver.published("open_requested")) == 1
-    unknown = json.loads(await resolver.opener.open(FakeMsg(json.dumps(
+    unknown = json.loads(await resolver.api.open(FakeMsg(json.dumps(
         {"instance_id": "inst-a", "request_id": "never"}).encode())))
     assert unknown["error"]["code"] == "not_found"
 

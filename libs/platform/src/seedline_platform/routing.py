@@ -6,7 +6,7 @@ documents are generated from the same tables: `docs/asyncapi.json` names the ser
 that receives each subject, and `docs/flows.md` draws each flow as a sequence of hops
 (`seedline_devtools.flows`). Adding a subscription is one row here; nothing else lists it.
 
-A handler is named by its path on the running app ("opener.open"): it is looked up when a
+A handler is named by its path on the running app ("opening.open"): it is looked up when a
 message arrives, so a table can be read (for the documents) without starting anything.
 """
 
@@ -38,7 +38,7 @@ class Kind(str, Enum):
 class Route:
     kind: Kind
     subject: str  # a subject, or a filter with * and >
-    handler: str  # path of the handler on the app, e.g. "opener.open"
+    handler: str  # path of the handler on the app, e.g. "opening.open"
     description: str
     stream: str | None = None  # EVENT and BATCH: the stream consumed
     durable: str | None = None  # EVENT and BATCH: the durable consumer's name
@@ -67,7 +67,7 @@ class Route:
 
 
 def resolve(app: object, path: str):
-    """The handler `path` names on `app` ("opener.open": app.opener.open)."""
+    """The handler `path` names on `app` ("opening.open": app.opening.open)."""
     target = app
     for part in path.split("."):
         target = getattr(target, part)

@@ -29,8 +29,11 @@ from seedline_platform.settings import Settings
 from seedline_platform.watermark import Watermark
 from seedline_timeline_view import PostgresTimelineView, TimelineView
 
+from .answers import Answers
+from .catch_up import CatchUp
 from .machines import MachineDirectory, PresenceDirectory
-from .opening import Opener, OpenerSettings
+from .opening import Opener
+from .opening_api import OpeningApi
 from .pending import PendingOpens
 from .postgres_repository import FORGET_STATEMENTS, PostgresConversationRepository
 from .repository import SESSIONS, TIMELINE, ConversationRepository, TimelineFact
@@ -74,23 +77,24 @@ class ResolverApp(ServiceApp):
         if p["repo"] is None:  # its own tables: a forgotten instance's rows go (Erasure, 1.2)
             self.loops.append(erasure.follower(self.js, erasure.dropping(
                 self.pool, FORGET_STATEMENTS, sealer), s.stream_replicas))
+        view = p["view"] or PostgresTimelineView(self.pool, sealer)
         self.opener = Opener(
             repo=self.repo,
-            view=p["view"] or PostgresTimelineView(self.pool, sealer),
+            view=view,
             publisher=p["publisher"] or JetStreamPublisher(self.js),
             machines=p["machines"] or PresenceDirectory(self.js),
-            pending=self.pending,
-            settings=OpenerSettings(
-                open_timeout=s.open_timeout_seconds,
-                decision=core.DecisionSettings(
-                    resume_window=s.resume_window, stateless_engines=s.stateless_engines
-                ),
+            catch_up=CatchUp(
+                self.repo, view, stream_ends=self._stream_ends,
+                reached=lambda projection, seq, timeout: self.marks[projection].reached(
+                    seq, timeout),
             ),
-            stream_ends=self._stream_ends,
-            reached=lambda projection, seq, timeout: self.marks[projection].reached(seq, timeout),
-            count_decision=lambda reason: self.decisions_total.labels(reason).inc(),
+            answers=Answers(self.repo, self.pending, s.open_timeout_seconds),
+            decision=core.DecisionSettings(
+                resume_window=s.resume_window, stateless_engines=s.stateless_engines),
             sealer=sealer,
+            count_decision=lambda reason: self.decisions_total.labels(reason).inc(),
         )
+        self.opening = OpeningApi(self.opener)
 
     async def apply_timeline(self, msgs: Sequence[Msg]) -> None:
         await self.repo.apply_timeline(timeline_facts(msgs))

@@ -13,13 +13,13 @@ INSTRUCTION = "seedline.ingest.timeline.{instance}"
 
 def routes(settings: Settings) -> tuple[Route, ...]:
     return (
-        Route(Kind.REQUEST, subjects.API_SESSIONS_OPEN, "opener.open",
+        Route(Kind.REQUEST, subjects.API_SESSIONS_OPEN, "opening.open",
               description="Open a conversation: resume or brief a fresh engine (CONTRACT.md 3).",
               # The person's instruction goes into the timeline as an entry of its own.
               sends=(INSTRUCTION, "open_requested", "continuity_decided")),
-        Route(Kind.REQUEST, subjects.API_SESSIONS_RELOCATE, "opener.relocate",
+        Route(Kind.REQUEST, subjects.API_SESSIONS_RELOCATE, "opening.relocate",
               description="Move a conversation to another machine (CONTRACT.md 4, 4.1).",
-              sends=("open_requested", "continuity_decided")),
+              sends=("continuity_decided",)),
         Route(Kind.EVENT, subjects.session_event_filter("wake_requested"), "on_wake",
               stream=subjects.SESSIONS_STREAM, durable="continuity-resolver-wakes",
               park=subjects.REJECTED_SESSIONS,
