@@ -175,19 +175,3 @@ class Offsets:
         )
         row = await cur.fetchone()
         return int(row[0]) if row else 0
-
-    async def wait(
-        self, pool: AsyncConnectionPool, projection: str, seq: int, timeout: float
-    ) -> bool:
-        """Read-your-writes: wait until the projection has applied seq."""
-        import asyncio
-
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while True:
-            async with pool.connection() as conn:
-                if await self.read(conn, projection) >= seq:
-                    return True
-            if loop.time() >= deadline:
-                return False
-            await asyncio.sleep(0.005)

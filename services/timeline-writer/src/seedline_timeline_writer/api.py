@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 
 import msgspec
 from nats.aio.msg import Msg
@@ -72,16 +71,10 @@ class TimelineApi:
         return encode(AppendReply(seq=seq, duplicate=False))
 
     async def _stored(self, entry_id: str) -> int | None:
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self._append_wait
-        pause = 0.001
-        while loop.time() < deadline:
-            found = await self._store.known([entry_id])
-            if entry_id in found:
-                return found[entry_id]
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, 0.02)
-        return None
+        """Read your own write: its seq once the timeline view holds it."""
+        if not await self._store.wait_until_stored(entry_id, self._append_wait):
+            return None
+        return (await self._store.known([entry_id])).get(entry_id)
 
     async def read(self, msg: Msg) -> bytes:
         try:

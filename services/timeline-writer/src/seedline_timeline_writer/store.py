@@ -41,6 +41,8 @@ class TimelineStore(Protocol):
 
     async def wait_until_applied(self, seq: int, timeout: float) -> bool: ...
 
+    async def wait_until_stored(self, entry_id: str, timeout: float) -> bool: ...
+
 
 class InMemoryTimelineStore(InMemoryTimelineView):
     """For unit tests: the writer's port and the readers' view over one dict."""

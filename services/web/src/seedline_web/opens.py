@@ -29,6 +29,7 @@ from seedline_platform import pg
 from seedline_platform.lifecycle_events import OpenView, fold_opens
 from seedline_platform.logging import get_logger
 from seedline_platform.replay import last_seq
+from seedline_platform.watermark import Watermark
 
 log = get_logger(__name__)
 
@@ -80,6 +81,7 @@ class OpensProjection:
     def __init__(self, js: JetStreamContext, pool: AsyncConnectionPool) -> None:
         self._js = js
         self._pool = pool
+        self._mark = Watermark(self.applied)
 
     async def setup(self) -> None:
         await pg.apply_schema(self._pool, "seedline-web", DDL)
@@ -136,6 +138,7 @@ class OpensProjection:
                 except msgspec.MsgspecError:
                     log.warning("session_event_unreadable", seq=seq)
             await OFFSETS.set(conn, PROJECTION, newest)
+        await self._mark.advance(newest)
 
     async def _apply_one(self, conn, seq: int, msg: Msg) -> None:
         event = _events.decode(msg.data)
@@ -161,7 +164,7 @@ class OpensProjection:
             target = await last_seq(self._js, subjects.SESSIONS_STREAM)
         except Exception:
             return False
-        return await OFFSETS.wait(self._pool, PROJECTION, target, timeout)
+        return await self._mark.reached(target, timeout)
 
     async def for_repo(self, instance_id: str, repo: str, limit: int = 500) -> list[OpenRecord]:
         async with self._pool.connection() as conn:
