@@ -40,13 +40,14 @@ async def test_a_redelivered_decision_keeps_the_recorded_bytes_whatever_the_budg
     reader, store, publisher = RowsReader(rows), InMemoryBriefStore(), RecordingPublisher()
     first = composer_with(publisher, store, Settings(), reader)
     msg = FakeMsg(encode(decision()), stream_seq=7)
-    await first.handle_decision(msg)
+    await first.handle_decision(decode(msg.data, ContinuityDecided), msg)
     (recorded,) = [decode(p, SeedComposed) for _, p, _ in publisher.messages]
     assert recorded.decided_seq == 7 and recorded.brief.rows == 3
     # The budget setting changed before the decision came back (an ack was lost).
     tighter = Settings.from_env({"SEEDLINE_BRIEF_BUDGETS": "claude=11:3200"})
     again = composer_with(publisher, store, tighter, reader)
-    await again.handle_decision(FakeMsg(encode(decision()), stream_seq=7, num_delivered=2))
+    await again.handle_decision(decision(), FakeMsg(encode(decision()), stream_seq=7,
+                                                    num_delivered=2))
     assert len(publisher.messages) == 1
     kept = await store.latest("csess_a")
     assert kept.sha256 == recorded.brief.sha256 and kept.text == recorded.text

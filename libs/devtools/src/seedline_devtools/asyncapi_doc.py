@@ -121,6 +121,8 @@ def asyncapi_document() -> dict[str, Any]:
             op["x-queue-group"] = receive["service"]
         if route.durable:
             op["x-durable"] = route.durable
+        if route.message is not None:  # decoded at the edge; anything else is parked
+            op["x-handler-takes"] = route.message.__name__
         if route.sends:
             op["x-sends"] = [sent_subject(sent) for sent in route.sends]
         if route.kind is Kind.REQUEST:

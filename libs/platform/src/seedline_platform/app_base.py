@@ -37,7 +37,7 @@ from .logging import get_logger
 from .metrics_labels import prometheus_middleware
 from .nats_workarounds import survive_abandoned_flushes
 from .observability import ServiceMetrics, tracer_provider
-from .redelivery import MsgHandler, handle_with_redelivery
+from .redelivery import MsgHandler, handle_with_redelivery, typed
 from .routing import Kind, Route, resolve
 from .settings import Settings
 
@@ -133,6 +133,8 @@ class ServiceApp:
         if route.kind is Kind.REQUEST:
             self.answer(route.subject, handle, route.description)
         elif route.kind is Kind.EVENT:
+            if route.message is not None:
+                handle = typed(route.message, handle)
             self.on_events(stream=route.stream, durable=route.durable, subject=route.subject,
                            handle=handle, park=self.parker(route.park),
                            description=route.description, ack_wait=route.ack_wait or 30.0)

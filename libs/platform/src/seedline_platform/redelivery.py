@@ -6,23 +6,49 @@ place with the lease extended, never counted against the message; any other
 failure is redelivered a little later; on its last delivery a message that still
 fails is parked in SEEDLINE_REJECTED with the reason, and acknowledged so the ones
 behind it go on. The subscriber runs with ``AckPolicy.MANUAL``: this module acks.
+
+A route that names its message type (routing.Route.message) has its payload decoded here,
+at the edge: the handler is given the contract's type and the message (for its seq), and a
+payload that is not that type is parked at once, since no redelivery makes it readable.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import Any
 
+import msgspec
 from nats.aio.msg import Msg
 
+from seedline_contracts.codec import decoder
+
 from .consumer import Parker
-from .outage import is_outage
 from .logging import get_logger
+from .outage import is_outage
 
 log = get_logger(__name__)
 
 MsgHandler = Callable[[Msg], Awaitable[None]]
 RETRY_DELAY_SECONDS = 0.5
+
+
+class Unreadable(Exception):
+    """The payload is not the route's message type."""
+
+
+def typed(kind: type, handle: Callable[[Any, Msg], Awaitable[None]]) -> MsgHandler:
+    """`handle(event, msg)` with the payload decoded into `kind`; Unreadable when it is not."""
+    decode = decoder(kind).decode
+
+    async def typed_handle(msg: Msg) -> None:
+        try:
+            event = decode(msg.data)
+        except msgspec.MsgspecError as exc:
+            raise Unreadable(f"not a {kind.__name__}: {exc}") from None
+        await handle(event, msg)
+
+    return typed_handle
 
 
 async def handle_with_redelivery(
@@ -43,6 +69,10 @@ async def handle_with_redelivery(
             break
         except asyncio.CancelledError:
             raise
+        except Unreadable as exc:
+            log.error("message_parked", subject=msg.subject, error=str(exc))
+            await park(msg, str(exc)[:500])
+            break
         except Exception as exc:
             if is_outage(exc):
                 log.warning("handler_waiting_for_outage", subject=msg.subject, error=str(exc))

@@ -53,6 +53,9 @@ class Route:
     idempotent: bool = False
     # What the handler may publish: session event types ("opened") or subjects.
     sends: tuple[str, ...] = ()
+    # EVENT: the contract type its payload is decoded into at the edge; the handler is
+    # called with (event, msg), and a payload that is not one is parked at once.
+    message: type | None = None
 
     @property
     def filters(self) -> tuple[str, ...]:

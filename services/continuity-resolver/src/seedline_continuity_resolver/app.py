@@ -111,8 +111,8 @@ class ResolverApp(ServiceApp):
         )
         return {TIMELINE: timeline, SESSIONS: sessions}
 
-    async def on_wake(self, msg: Msg) -> None:
-        await self.opener.wake(decode(msg.data, WakeRequested), msg.metadata.sequence.stream)
+    async def on_wake(self, event: WakeRequested, msg: Msg) -> None:
+        await self.opener.wake(event, msg.metadata.sequence.stream)
 
     async def settle(self, msg: Msg) -> None:
         self.pending.settle(msg.data)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from seedline_contracts import subjects
+from seedline_contracts.events import WakeRequested
 from seedline_platform.routing import Kind, Route
 from seedline_platform.settings import Settings
 
@@ -22,6 +23,7 @@ def routes(settings: Settings) -> tuple[Route, ...]:
               sends=("continuity_decided",)),
         Route(Kind.EVENT, subjects.session_event_filter("wake_requested"), "on_wake",
               stream=subjects.SESSIONS_STREAM, durable="continuity-resolver-wakes",
+              message=WakeRequested,
               park=subjects.REJECTED_SESSIONS,
               description="A person's message woke a conversation (4).",
               sends=("open_requested", "continuity_decided")),

@@ -20,7 +20,6 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
-from seedline_contracts.codec import decode
 from seedline_contracts.errors import ErrorBody
 from seedline_contracts.events import OpenFailed, Opened, Relocated, SeedComposed
 from seedline_contracts.runner import LaunchReply, LaunchRequest, LaunchResume, Seed
@@ -86,8 +85,8 @@ class Launcher:
             return text
         return await self._sealer.open(None, text)
 
-    async def handle(self, msg) -> None:
-        await self.launch(decode(msg.data, SeedComposed), msg.metadata.sequence.stream)
+    async def handle(self, composed: SeedComposed, msg) -> None:
+        await self.launch(composed, msg.metadata.sequence.stream)
 
     async def launch(self, composed: SeedComposed, seq: int | None = None) -> None:
         plan = composed.plan

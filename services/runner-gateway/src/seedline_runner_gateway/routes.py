@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from seedline_contracts import subjects
+from seedline_contracts.events import SeedComposed
 from seedline_platform.routing import Kind, Route
 from seedline_platform.settings import Settings
 
@@ -16,6 +17,7 @@ def routes(settings: Settings) -> tuple[Route, ...]:
     return (
         Route(Kind.EVENT, subjects.session_event_filter("seed_composed"), "launcher.handle",
               stream=subjects.SESSIONS_STREAM, durable="runner-gateway-launch",
+              message=SeedComposed,
               park=subjects.REJECTED_SESSIONS,
               # A launch waits for its machine, and a relocation for two.
               ack_wait=settings.launch_timeout_seconds * 3 + 30,

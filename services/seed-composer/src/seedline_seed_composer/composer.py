@@ -50,8 +50,7 @@ class Composer:
         # Brief text is stored sealed with its instance's key, in the event and the table.
         self._sealer = sealer or Sealer(InMemoryKeyStore(), enabled=False)
 
-    async def handle_decision(self, msg: Msg) -> None:
-        decision = decode(msg.data, ContinuityDecided)
+    async def handle_decision(self, decision: ContinuityDecided, msg: Msg) -> None:
         decided_seq = msg.metadata.sequence.stream
         if msg.metadata.num_delivered > 1 and await self._answered_before(decision, decided_seq):
             return

@@ -13,7 +13,6 @@ from __future__ import annotations
 from nats.js.api import RetentionPolicy
 
 from seedline_contracts import subjects
-from seedline_contracts.codec import decode
 from seedline_contracts.events import SeedComposed
 from seedline_platform import erasure
 from seedline_platform.app_base import ServiceApp
@@ -89,8 +88,8 @@ class TimelineWriterApp(ServiceApp):
         by_age = info.config.retention == RetentionPolicy.LIMITS
         return {"ack_all": by_age, "idempotent": by_age}
 
-    async def record_launch(self, msg) -> None:
-        await self.launches.record([launch_of(decode(msg.data, SeedComposed))])
+    async def record_launch(self, composed: SeedComposed, msg) -> None:
+        await self.launches.record([launch_of(composed)])
 
 
 def create_app(settings: Settings, **ports) -> TimelineWriterApp:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from seedline_contracts import subjects
+from seedline_contracts.events import SeedComposed
 from seedline_platform.routing import Kind, Route
 from seedline_platform.settings import Settings
 
@@ -29,6 +30,7 @@ def routes(settings: Settings) -> tuple[Route, ...]:
               description="Forget an instance: destroy its key, drop its rows (Erasure, 1.2)."),
         Route(Kind.EVENT, subjects.session_event_filter("seed_composed"), "record_launch",
               stream=subjects.SESSIONS_STREAM, durable="timeline-writer-launches",
+              message=SeedComposed,
               park=subjects.REJECTED_SESSIONS,
               description="Which conversation was launched on which machine (CONTRACT.md 6)."),
     )
