@@ -175,7 +175,7 @@ async def seedline_run(
     from seedline_contracts.sessions import Continuity
     from seedline_devtools.testing import request
     from seedline_platform import pg
-    from seedline_seed_composer.composing import compose_for
+    from seedline_seed_composer.brief_of_decision import compose_for
     from seedline_seed_composer.reader import ViewReader
     from seedline_platform.sealing import KvKeyStore, Sealer
     from seedline_timeline_view import PostgresTimelineView

@@ -12,7 +12,7 @@ from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.events import ContinuityDecided, SeedComposed
 from seedline_core.brief import Budget
-from seedline_seed_composer.composing import compose_for, recompose
+from seedline_seed_composer.brief_of_decision import compose_for, recompose
 
 pytestmark = pytest.mark.servers
 

@@ -63,9 +63,9 @@ class ComposerPause:
             if isinstance(app, ComposerApp):
                 compose = app.composer.handle_decision
 
-                async def held(msg, compose=compose):
+                async def held(decision, msg, compose=compose):
                     await self.released.wait()
-                    await compose(msg)
+                    await compose(decision, msg)
 
                 app.composer.handle_decision = held
 

@@ -10,7 +10,7 @@ from seedline_contracts import subjects
 from seedline_contracts.codec import decode
 from seedline_contracts.events import ContinuityDecided
 from seedline_continuity_resolver.rebuild import rebuild_conversations
-from seedline_seed_composer.composing import compose_for
+from seedline_seed_composer.brief_of_decision import compose_for
 from seedline_timeline_writer.rebuild import rebuild_timeline
 
 pytestmark = pytest.mark.servers

@@ -13,7 +13,7 @@ from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.events import ContinuityDecided, SeedComposed
 from seedline_contracts.times import now_text
-from seedline_seed_composer.composing import recompose
+from seedline_seed_composer.brief_of_decision import recompose
 from seedline_timeline_writer.rebuild import rebuild_timeline
 
 pytestmark = pytest.mark.servers

@@ -12,7 +12,7 @@ from seedline_devtools.fakes import FakeMsg
 from seedline_platform.publishing import RecordingPublisher
 from seedline_platform.settings import Settings
 from seedline_seed_composer.briefs import InMemoryBriefStore
-from seedline_seed_composer.composer import Composer
+from seedline_seed_composer.handlers import Composer
 from seedline_seed_composer.reader import RowsReader
 
 AT = "2026-12-01T10:00:00Z"

@@ -7,7 +7,7 @@ import msgspec
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.events import SeedComposed
 from seedline_core.brief import DEFAULT_BUDGET, BriefRow, Budget
-from seedline_seed_composer.composing import (
+from seedline_seed_composer.brief_of_decision import (
     brief_stats,
     compose_for,
     recompose,

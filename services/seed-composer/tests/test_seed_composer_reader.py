@@ -6,7 +6,7 @@ import psycopg
 import pytest
 
 from seedline_platform import pg
-from seedline_seed_composer.composing import compose_for
+from seedline_seed_composer.brief_of_decision import compose_for
 from seedline_seed_composer.reader import ViewReader
 from seedline_timeline_view import PostgresTimelineView
 from seedline_timeline_writer.schema import DDL as TIMELINE_DDL

@@ -10,7 +10,7 @@ import structlog
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.events import SeedComposed
 from seedline_platform.settings import Settings, SettingsError
-from seedline_seed_composer.composing import brief_stats, compose_for, recompose, summary_record
+from seedline_seed_composer.brief_of_decision import brief_stats, compose_for, recompose, summary_record
 from seedline_seed_composer.summary import ChatSummarizer, summarizer_from
 
 LABEL = "written by the model stand-in-coder; it may be wrong or miss what mattered =="

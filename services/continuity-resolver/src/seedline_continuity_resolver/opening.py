@@ -10,15 +10,14 @@ they come here (opening_api.py).
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable
 from datetime import datetime
-
 
 from seedline_contracts import subjects
 from seedline_contracts.codec import encode
 from seedline_contracts.errors import error_reply
 from seedline_contracts.events import ContinuityDecided, LaunchPlan, OpenRequested, WakeRequested
+from seedline_contracts.ids import new_session_id
 from seedline_contracts.runner import ResumeExpect
 from seedline_contracts.sessions import (
     Continuity,
@@ -48,10 +47,6 @@ from .machines import MachineDirectory
 from .repository import SESSIONS, TIMELINE, ConversationRepository
 
 log = get_logger(__name__)
-
-
-def new_session_id() -> str:
-    return "csess_" + secrets.token_hex(8)
 
 
 def _error(code: str, message: str) -> bytes:

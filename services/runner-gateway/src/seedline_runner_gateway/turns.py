@@ -11,7 +11,6 @@ on: nothing here waits for an open.
 from __future__ import annotations
 
 import asyncio
-import secrets
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime, timedelta
 
@@ -20,14 +19,15 @@ from nats.aio.msg import Msg
 from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.events import WakeRequested
+from seedline_contracts.ids import new_session_id
 from seedline_contracts.runner import TurnRequest
 from seedline_contracts.sessions import NotWokenNotification
 from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import now_text, parse_rfc3339
 from seedline_core import lifecycle as lc
 from seedline_core.notices import not_woken_text
-from seedline_platform.outage import Outage
 from seedline_platform.logging import get_logger
+from seedline_platform.outage import Outage
 from seedline_platform.publishing import Publisher
 from seedline_platform.sealing import Sealer
 
@@ -70,7 +70,7 @@ class TimelineFollower:
         self._notifier = notifier
         self._caught_up = caught_up
         self._clock = clock
-        self._new_id = new_id or (lambda: "csess_" + secrets.token_hex(8))
+        self._new_id = new_id or new_session_id
 
     async def handle(self, msgs: Sequence[Msg]) -> None:
         entries = [(m, decode(m.data, TimelineEntry)) for m in msgs]

@@ -16,7 +16,7 @@ from seedline_platform.settings import Settings
 from seedline_timeline_view import PostgresTimelineView
 
 from .briefs import BriefStore, PostgresBriefStore
-from .composer import Composer
+from .handlers import Composer
 from .reader import TimelineReader, ViewReader
 from .routes import routes
 from .summary import summarizer_from

@@ -26,7 +26,7 @@ from seedline_core.brief import (
     Budget,
 )
 
-from .composing import compose_for
+from .brief_of_decision import compose_for
 from .reader import RowsReader
 
 # The timeline keeps at most this much of an entry (CONTRACT.md 2.1).

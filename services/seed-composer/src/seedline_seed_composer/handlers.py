@@ -21,7 +21,7 @@ from seedline_platform.publishing import Publisher
 from seedline_platform.sealing import InMemoryKeyStore, Sealer
 
 from .briefs import BriefStore
-from .composing import brief_stats, compose_for, summary_record
+from .brief_of_decision import brief_stats, compose_for, summary_record
 from .reader import TimelineReader
 from .summary import Summarizer
 
