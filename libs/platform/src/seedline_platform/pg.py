@@ -43,7 +43,7 @@ class OutagePool(AsyncConnectionPool):
             async with super().connection(timeout) as conn:
                 yield conn
         except (*TRANSIENT_ERRORS, PoolTimeout) as exc:
-            raise DatabaseUnavailable(f"{type(exc).__name__}: {exc}") from exc
+            raise DatabaseUnavailable(str(exc) or type(exc).__name__) from exc
 
 
 # Every query is planned with its real values. psycopg prepares a statement

@@ -38,7 +38,7 @@ class JetStreamPublisher:
                            for subject, payload, headers in messages]
             )
         except NATS_AWAY as exc:
-            raise StreamsUnavailable(f"{type(exc).__name__}: {exc}") from exc
+            raise StreamsUnavailable(str(exc) or type(exc).__name__) from exc
         return [0 if ack.duplicate else ack.seq for ack in acks]
 
 
