@@ -84,3 +84,15 @@ def test_the_cli_package_depends_on_no_service_supervisor_or_developer_tools():
                 "seedline-web", "seedline-supervisor", "seedline-devtools"}
     assert required, "the metadata lists its requirements"
     assert not required & services, required
+
+
+def test_a_missing_packages_command_says_which_package_to_install(monkeypatch):
+    from typer.testing import CliRunner
+
+    from seedline_cli.app_group import ELSEWHERE
+
+    assert set(ELSEWHERE) == set(PLUGINS)
+    monkeypatch.setattr("importlib.metadata.entry_points", lambda group: [])
+    result = CliRunner().invoke(app, ["up"])
+    assert result.exit_code == 2
+    assert "comes with the seedline-supervisor package" in result.output

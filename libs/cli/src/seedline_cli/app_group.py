@@ -20,6 +20,10 @@ from .errors import USAGE, UsageProblem, report
 from .lazy_commands import LazyCommand, LazyCommands, plugin_commands
 
 JSON_FLAG = "--json"
+# The commands other packages add (their `seedline.commands` entry points), named here only
+# to say which package to install when one is missing.
+ELSEWHERE = {"up": "seedline-supervisor", "tokens": "seedline-web", "mcp": "seedline-web",
+             "eval": "seed-composer", "docs": "seedline-devtools"}
 
 
 def not_utf8(args: Sequence[str]) -> UsageProblem | None:
@@ -88,7 +92,14 @@ class SeedlineGroup(TyperGroup):
         spec = self._by_name.get(name)
         if self._listing and spec is not None and not self.commands.is_loaded(name):
             return spec.placeholder()
-        return self.commands.get(name)
+        command = self.commands.get(name)
+        if command is None and name in ELSEWHERE:
+            package = ELSEWHERE[name]
+            raise UsageError(
+                f"`seedline {name}` comes with the {package} package, which is not installed "
+                f"here. Install it beside seedline-cli (pip install {package}), or use an "
+                "installation of the whole of Seedline (`make install` in its repository).", ctx)
+        return command
 
     def format_help(self, ctx: Context, formatter: Any) -> None:
         self._listing = True  # the listing needs names and summaries, not the modules

@@ -10,6 +10,8 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
+from seedline_platform.pids import pid_exists
+
 STATE_NAME = "up-processes.json"
 
 
@@ -26,17 +28,6 @@ def write(path: Path, processes: list[dict]) -> None:
     partial = path.with_suffix(".tmp")
     partial.write_text(json.dumps(body, indent=1) + "\n")
     os.replace(partial, path)
-
-
-def pid_exists(pid: int) -> bool:
-    """The process exists, a zombie included."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def read(home: Path) -> list[dict] | None:

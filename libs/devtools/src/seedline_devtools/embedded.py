@@ -13,6 +13,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from seedline_platform.pids import pid_exists
+
 from .processes import die_with_parent
 
 
@@ -188,17 +190,6 @@ def start_nats(
                     extra=extra, ingest_partitions=ingest_partitions)
     )
     return NatsProcess(config, port, monitor_port, data_dir / "nats.log").start()
-
-
-def pid_exists(pid: int) -> bool:
-    """The process exists, a zombie included."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def pid_alive(pid: int) -> bool:
