@@ -12,11 +12,11 @@ from typer.testing import CliRunner
 
 from seedline_cli.main import app
 from seedline_contracts import events, subjects
-from seedline_devtools.asyncapi_doc import asyncapi_document, published_files, receives, sends
+from seedline_devtools.asyncapi_doc import asyncapi_document, receives, sends
+from seedline_devtools.published import published_files
 from seedline_platform.routing import Kind
 from seedline_contracts.schema import PUBLIC_MESSAGES
 from seedline_contracts.timeline import KINDS
-from seedline_web.openapi import published_files as web_published_files
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -174,7 +174,7 @@ def test_seedline_docs_writes_exactly_the_published_files(tmp_path):
         str(p.relative_to(tmp_path)): p.read_text(encoding="utf-8")
         for p in tmp_path.rglob("*") if p.is_file()
     }
-    assert written == {**published_files(), **web_published_files()}
+    assert written == published_files()
     assert CliRunner().invoke(app, ["docs", "--out", str(tmp_path), "--check"]).exit_code == 0
 
 

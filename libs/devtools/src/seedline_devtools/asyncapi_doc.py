@@ -142,12 +142,3 @@ def asyncapi_document() -> dict[str, Any]:
     )
     return doc
 
-
-def published_files() -> dict[str, str]:
-    """Path under docs/ -> exact text: asyncapi.json and one schema/NAME.json per message."""
-    from .flows import flows_markdown
-
-    files = contract.published_files()
-    files["asyncapi.json"] = contract.render(asyncapi_document())
-    files["flows.md"] = flows_markdown()
-    return files

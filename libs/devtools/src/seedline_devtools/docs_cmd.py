@@ -67,11 +67,9 @@ def docs(
     All are generated from the code. Without --out the AsyncAPI document goes to stdout.
     """
     # Imported here: they import every service, which listing the commands need not do.
-    from seedline_web.openapi import published_files as web_published_files
+    from .published import published_files
 
-    from .asyncapi_doc import published_files
-
-    files = {**published_files(), **web_published_files()}
+    files = published_files()
     if out_dir is None:
         if check:
             raise UsageProblem("--check needs --out, the folder to compare, e.g. --out docs.")

@@ -37,7 +37,8 @@ from .intake import CLIENT_CLOSED, BodyDeadline, TokenFirst
 from .limits import BodyLimit
 from .metrics import Measured, WebMetrics
 from .mcp_tools import build_server
-from .openapi import openapi_document
+from .openapi import FILE as OPENAPI_FILE
+from .openapi import openapi_document, render
 from .opens import OpensProjection
 from .tenant import Tenant
 from .tokens import TokenStore
@@ -326,3 +327,8 @@ DESCRIPTION = (
 
 def create_app(settings: Settings) -> WebApp:
     return WebApp(settings)
+
+
+def published_files() -> dict[str, str]:
+    """What `seedline docs --out docs` writes for the web process: its OpenAPI document."""
+    return {OPENAPI_FILE: render(create_app(Settings()).fastapi.openapi())}

@@ -34,16 +34,6 @@ def openapi_document(app: FastAPI) -> dict:
     return app.openapi_schema
 
 
-def openapi_text() -> str:
+def render(document: dict) -> str:
     """The document as committed: stable key order, two-space indent, a final newline."""
-    from seedline_platform.settings import Settings
-
-    from .app import create_app
-
-    document = create_app(Settings()).fastapi.openapi()
     return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-
-
-def published_files() -> dict[str, str]:
-    """What `seedline docs --out docs` writes for the web process."""
-    return {FILE: openapi_text()}

@@ -227,23 +227,3 @@ async def open_conversation(request: Request) -> Response:
     except WebError as exc:
         return html(render.error_page(login.instance_id, exc.message, login.csrf), exc.status)
     return _done(reply.session_id)
-
-
-def open_form(login: ConsoleLogin, repo: str, machines) -> str:
-    """The repo page's form to open a conversation (confirmed on the next page)."""
-    if not machines:
-        return '<p class="empty">No machine is online to open a conversation on.</p>'
-    options = "".join(f'<option value="{escape(m.node_id)}">{escape(m.label)}</option>'
-                      for m in machines)
-    engines = sorted({e for m in machines for e in m.engines})
-    engine_options = "".join(f'<option value="{escape(e)}">{escape(e)}</option>'
-                             for e in engines)
-    return ('<section id="open"><h2>Open a conversation</h2>'
-            '<form method="post" action="/console/open" class="action">'
-            f'{render.csrf_field(login.csrf)}<input type="hidden" name="repo" '
-            f'value="{escape(repo)}"><label for="open-node">Machine</label>'
-            f'<select id="open-node" name="node_id">{options}</select>'
-            f'<label for="open-engine">Engine</label><select id="open-engine" name="engine">'
-            f'{engine_options}</select><label for="open-text">First message</label>'
-            '<textarea id="open-text" name="instruction" rows="2"></textarea>'
-            '<button type="submit">Open…</button></form></section>')

@@ -204,8 +204,6 @@ async def repo_page(request: Request, repo: str = Query(..., max_length=1000),
     labels = {m.node_id: m.label for m in machines}
     body = render.timeline(rows, views, labels)
     older = rows[0].seq if rows and page.has_more else None
-    from .conversation import open_form
-
     return html(render.repo_page(tenant.instance_id, repo, body, older, csrf,
                                  before=open_form(login_now, repo, machines)))
 
@@ -223,3 +221,23 @@ async def _brief_text(tenant: Tenant, record) -> str | None:
     except WebError:
         return None
     return served.text if served.sha256 == brief.sha256 else None
+
+
+def open_form(login: ConsoleLogin, repo: str, machines) -> str:
+    """The repo page's form to open a conversation (confirmed on the next page)."""
+    if not machines:
+        return '<p class="empty">No machine is online to open a conversation on.</p>'
+    esc = render.escape
+    options = "".join(f'<option value="{esc(m.node_id)}">{esc(m.label)}</option>'
+                      for m in machines)
+    engines = sorted({e for m in machines for e in m.engines})
+    engine_options = "".join(f'<option value="{esc(e)}">{esc(e)}</option>' for e in engines)
+    return ('<section id="open"><h2>Open a conversation</h2>'
+            '<form method="post" action="/console/open" class="action">'
+            f'{render.csrf_field(login.csrf)}<input type="hidden" name="repo" '
+            f'value="{render.escape(repo)}"><label for="open-node">Machine</label>'
+            f'<select id="open-node" name="node_id">{options}</select>'
+            f'<label for="open-engine">Engine</label><select id="open-engine" name="engine">'
+            f'{engine_options}</select><label for="open-text">First message</label>'
+            '<textarea id="open-text" name="instruction" rows="2"></textarea>'
+            '<button type="submit">Open…</button></form></section>')
