@@ -1,4 +1,5 @@
-"""Read a stream range in order, for catch-up and rebuilds; and a KV bucket's live values.
+"""Read a stream in order, for catch-up, rebuilds and self-rebuilding projections; and a KV
+bucket's live values.
 
 An ephemeral consumer with no acks, in memory, removed when idle: the read
 leaves nothing behind on the server and costs no fsync.
@@ -7,6 +8,7 @@ leaves nothing behind on the server and costs no fsync.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import AsyncIterator, Sequence
 
@@ -16,6 +18,10 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js import api as js_api
 from nats.js.errors import ServiceUnavailableError
+
+from .logging import get_logger
+
+log = get_logger(__name__)
 
 # A cluster between metadata leaders answers a consumer create, or a fetch, with nothing
 # (a timeout) or a 503 for a few seconds, as after losing a server; a reader then tries again.
@@ -83,6 +89,33 @@ async def newest_values(js: JetStreamContext, bucket: str, timeout: float = 5.0
                 if msg.data and not ({"KV-Operation", "Nats-Marker-Reason"} & headers.keys()):
                     yield msg.subject[len(prefix):], msg
             pending = msgs[-1].metadata.num_pending
+
+
+async def follow(
+    js: JetStreamContext, stream: str, subject: str, applied: Callable[[], Awaitable[int]],
+    apply: Callable[[Sequence[Msg]], Awaitable[None]], batch: int = 256,
+) -> None:
+    """Hand `apply` every message of `subject` after the seq `applied()` says, in order, for
+    ever. After any fault it starts again from what `applied()` says then, so a projection
+    that stores its offset with its rows rebuilds itself when both are reset (the web's
+    opens). A projection that must not go back on a reset uses a durable consumer instead
+    (consumer.BatchConsumer)."""
+    while True:
+        try:
+            async with _reader(js, stream, subject,
+                               deliver_policy=js_api.DeliverPolicy.BY_START_SEQUENCE,
+                               opt_start_seq=await applied() + 1) as sub:
+                while True:
+                    try:
+                        msgs = await sub.fetch(batch, timeout=5.0)
+                    except NatsTimeout:
+                        continue
+                    await apply(msgs)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.warning("follow_paused", stream=stream, error=str(exc))
+            await asyncio.sleep(1.0)
 
 
 @asynccontextmanager

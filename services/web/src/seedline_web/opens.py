@@ -10,15 +10,12 @@ a `resume_lost` correcting it): this module only loads, folds and stores.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Sequence
 
 import msgspec
 from nats.aio.msg import Msg
-from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
-from nats.js import api as js_api
 from psycopg_pool import AsyncConnectionPool
 
 from seedline_contracts import subjects
@@ -28,7 +25,7 @@ from seedline_contracts.sessions import OpenReply
 from seedline_platform import pg
 from seedline_platform.lifecycle_events import OpenView, fold_opens
 from seedline_platform.logging import get_logger
-from seedline_platform.replay import last_seq
+from seedline_platform.replay import follow, last_seq
 from seedline_platform.watermark import Watermark
 
 log = get_logger(__name__)
@@ -91,38 +88,9 @@ class OpensProjection:
             return await OFFSETS.read(conn, PROJECTION)
 
     async def run(self) -> None:
-        """Follow the stream for ever; start again from the stored offset after any fault."""
-        while True:
-            try:
-                await self._follow()
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                log.warning("opens_projection_paused", error=str(exc))
-                await asyncio.sleep(1.0)
-
-    async def _follow(self) -> None:
-        config = js_api.ConsumerConfig(
-            deliver_policy=js_api.DeliverPolicy.BY_START_SEQUENCE,
-            opt_start_seq=await self.applied() + 1,
-            ack_policy=js_api.AckPolicy.NONE,
-            inactive_threshold=60.0,
-            mem_storage=True,
-        )
-        sub = await self._js.pull_subscribe(subjects.SESSION_EVENTS_ALL,
-                                            stream=subjects.SESSIONS_STREAM, config=config)
-        try:
-            while True:
-                try:
-                    msgs = await sub.fetch(BATCH, timeout=5.0)
-                except NatsTimeout:
-                    continue
-                await self.apply(msgs)
-        finally:
-            try:
-                await sub.unsubscribe()
-            except Exception:
-                pass
+        """Follow the stream for ever from the stored offset (seedline_platform.replay)."""
+        await follow(self._js, subjects.SESSIONS_STREAM, subjects.SESSION_EVENTS_ALL,
+                     self.applied, self.apply, BATCH)
 
     async def apply(self, msgs: Sequence[Msg]) -> None:
         async with self._pool.connection() as conn, conn.transaction():
