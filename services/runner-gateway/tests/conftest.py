@@ -16,6 +16,7 @@ from seedline_contracts.sessions import BriefStats, Continuity
 from seedline_devtools.fakes import FakeMsg
 from seedline_platform.lifecycle_events import lifecycle_steps
 from seedline_platform.publishing import RecordingPublisher
+from seedline_runner_gateway.launch_outcomes import LaunchOutcomes
 from seedline_runner_gateway.launching import Launcher
 from seedline_runner_gateway.machine_calls import FakeMachines
 from seedline_runner_gateway.notify import RecordingNotifier
@@ -60,10 +61,14 @@ class Gateway:
         self.presence = FakePresence()
         self.stopper = Stopper(self.publisher, self.machines, self.notifier, clock=lambda: AT)
         self.reconciler = Reconciler(self.state, self.stopper, self.fold)
+        outcomes = LaunchOutcomes(
+            state=self.state, machines=self.machines, publisher=self.publisher,
+            stopper=self.stopper, notifier=self.notifier, caught_up=self.fold, clock=lambda: AT,
+        )
         self.launcher = Launcher(
             state=self.state, presence=self.presence, machines=self.machines,
             publisher=self.publisher, stopper=self.stopper, reconciler=self.reconciler,
-            notifier=self.notifier, caught_up=self.fold, clock=lambda: AT,
+            outcomes=outcomes, caught_up=self.fold, clock=lambda: AT,
         )
         self._folded = 0
         self._seq = 0

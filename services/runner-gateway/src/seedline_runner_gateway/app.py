@@ -28,6 +28,7 @@ from seedline_platform.settings import Settings
 from seedline_platform.watermark import Watermark
 
 from .api import GatewayApi
+from .launch_outcomes import LaunchOutcomes
 from .launching import Launcher
 from .machine_calls import Machines, NatsMachines
 from .notify import NatsNotifier, Notifier
@@ -88,12 +89,15 @@ class GatewayApp(ServiceApp):
         self.presence = KvPresence(self.js, state, reconciler)
         await self.presence.start()
         sealer = sealer_for(self.js, s)
+        outcomes = LaunchOutcomes(
+            state=state, machines=machines, publisher=publisher, stopper=stopper,
+            notifier=notifier, caught_up=self.caught_up,
+            count_outcome=lambda reason, outcome: self.opens_total.labels(reason, outcome).inc(),
+        )
         self.launcher = Launcher(
             state=state, presence=self.presence, machines=machines, publisher=publisher,
-            stopper=stopper, reconciler=reconciler, notifier=notifier, caught_up=self.caught_up,
-            count_outcome=lambda reason, outcome: self.opens_total.labels(reason, outcome).inc(),
-            sealer=sealer,
-            repo_turns=repo_turns,
+            stopper=stopper, reconciler=reconciler, outcomes=outcomes, caught_up=self.caught_up,
+            sealer=sealer, repo_turns=repo_turns,
         )
         self.follower = TimelineFollower(
             state=state, presence=self.presence, machines=machines, publisher=publisher,
