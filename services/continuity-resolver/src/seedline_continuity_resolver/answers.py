@@ -15,8 +15,13 @@ from .pending import PendingOpens
 from .repository import ConversationRepository
 
 
+def refused(code: str, message: str) -> bytes:
+    """An error reply, as the request's answer (CONTRACT.md Conventions)."""
+    return encode(error_reply(code, message))
+
+
 def timeout_reply(request_id: str | None = None) -> bytes:
-    return encode(error_reply("timeout", error_message("timeout", request_id=request_id)))
+    return refused("timeout", error_message("timeout", request_id=request_id))
 
 
 class Answers:

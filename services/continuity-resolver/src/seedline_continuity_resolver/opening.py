@@ -15,7 +15,6 @@ from datetime import datetime
 
 from seedline_contracts import subjects
 from seedline_contracts.codec import encode
-from seedline_contracts.errors import error_reply
 from seedline_contracts.events import ContinuityDecided, LaunchPlan, OpenRequested, WakeRequested
 from seedline_contracts.ids import new_session_id
 from seedline_contracts.runner import ResumeExpect
@@ -40,17 +39,13 @@ from seedline_platform.publishing import Outgoing, Publisher
 from seedline_platform.sealing import InMemoryKeyStore, Sealer
 from seedline_timeline_view import RepoHead, TimelineView
 
-from .answers import Answers
+from .answers import Answers, refused
 from .before_message import previous_before
 from .catch_up import CatchUp
 from .machines import MachineDirectory
 from .repository import SESSIONS, TIMELINE, ConversationRepository
 
 log = get_logger(__name__)
-
-
-def _error(code: str, message: str) -> bytes:
-    return encode(error_reply(code, message))
 
 
 def validate_open(request: OpenRequest) -> str | None:
@@ -112,7 +107,7 @@ class Opener:
         """An open's answer asked for again (1.2): the first reply, never a second open."""
         first = await self._repo.session_for_request(again.instance_id, again.request_id)
         if first is None:
-            return _error("not_found", (
+            return refused("not_found", (
                 "No open with that request_id is known on this instance; check the id, or "
                 "send the whole open request to start one."
             ))
@@ -193,19 +188,19 @@ class Opener:
         siblings = await self._repo.platform_of_repo(row.instance_id, row.repo) if row else []
         verdict = lc.judge_relocation(target, siblings, request.node_id)
         if verdict.kind == "not_platform":
-            return _error("not_found", (
+            return refused("not_found", (
                 "No conversation the platform opened has that id; to continue work that is "
                 "only in the timeline, open its repo instead."
             ))
         if verdict.kind == "not_newest":
-            return _error("invalid_request", (
+            return refused("invalid_request", (
                 f"A newer conversation, {verdict.newer_session_id}, was opened on this repo "
                 "since; relocate that one instead."
             ))
         if verdict.kind == "never_ran":
             still = "is still opening; try again in a moment" if (
                 target.state is lc.State.OPENING) else "never started, so there is nothing to move"
-            return _error("invalid_request", f"That conversation {still}.")
+            return refused("invalid_request", f"That conversation {still}.")
         if verdict.kind == "unchanged" and row.last_reply is not None:
             return row.last_reply
         await self._catch_up.own_instruction_landed(row.instance_id, row.repo)

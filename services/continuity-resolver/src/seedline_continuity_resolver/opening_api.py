@@ -6,22 +6,18 @@ from __future__ import annotations
 import msgspec
 from nats.aio.msg import Msg
 
-from seedline_contracts.codec import decode, encode
-from seedline_contracts.errors import error_reply
+from seedline_contracts.codec import decode
 from seedline_contracts.sessions import OpenAnswerRequest, OpenRequest, RelocateRequest
 from seedline_contracts.timeline import MAX_ENTRY_ID_CHARS
 from seedline_contracts.tokens import name_problem
 from seedline_core.notices import error_message
 
+from .answers import refused
 from .opening import Opener, validate_open
 
 
-def _error(code: str, message: str) -> bytes:
-    return encode(error_reply(code, message))
-
-
 def _invalid(field: str) -> bytes:
-    return _error("invalid_request", error_message("invalid_request", field=field))
+    return refused("invalid_request", error_message("invalid_request", field=field))
 
 
 def answer_request(data: bytes) -> OpenAnswerRequest | None:
@@ -46,9 +42,9 @@ class OpeningApi:
             again = answer_request(msg.data)
             if again is not None:
                 return await self._opener.answer_again(again)
-            return _error("invalid_request", f"The open request is not valid: {exc}.")
+            return refused("invalid_request", f"The open request is not valid: {exc}.")
         except msgspec.DecodeError:
-            return _error("not_json", error_message("not_json"))
+            return refused("not_json", error_message("not_json"))
         bad = validate_open(request)
         if bad:
             return _invalid(bad)
@@ -58,7 +54,7 @@ class OpeningApi:
         try:
             request = decode(msg.data, RelocateRequest)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            return _error("invalid_request", f"The relocation request is not valid: {exc}.")
+            return refused("invalid_request", f"The relocation request is not valid: {exc}.")
         for name in ("session_id", "node_id"):
             if name_problem(getattr(request, name)):
                 return _invalid(name)
