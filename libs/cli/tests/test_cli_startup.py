@@ -63,6 +63,8 @@ def test_each_listed_summary_is_the_commands_own():
     group = get_command(app)
     commands = group.all_commands()
     assert list(commands) == [c.name for c in COMMANDS] + sorted(PLUGINS)
+    listed = group.list_commands(None)
+    assert listed[0] == "up" and listed[1:] == [n for n in commands if n != "up"]
     for spec in COMMANDS:
         own = (commands[spec.name].help or "").split("\n\n")[0].strip()
         assert spec.summary == own, spec.name

@@ -20,6 +20,7 @@ from .errors import USAGE, UsageProblem, report
 from .lazy_commands import LazyCommand, LazyCommands, plugin_commands
 
 JSON_FLAG = "--json"
+FIRST = "up"
 # The commands other packages add (their `seedline.commands` entry points), named here only
 # to say which package to install when one is missing.
 ELSEWHERE = {"up": "seedline-supervisor", "tokens": "seedline-web", "mcp": "seedline-web",
@@ -86,7 +87,9 @@ class SeedlineGroup(TyperGroup):
                                      plugin_commands)
 
     def list_commands(self, ctx: Context) -> list[str]:
-        return list(self.commands)
+        # `up` first, where a person starts (the README's first command), when it is here.
+        names = list(self.commands)
+        return sorted(names, key=lambda name: name != FIRST)
 
     def get_command(self, ctx: Context, name: str) -> Command | None:
         spec = self._by_name.get(name)
