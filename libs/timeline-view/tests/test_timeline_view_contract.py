@@ -92,6 +92,7 @@ class TimelineViewContract:
     async def test_wait_until_stored_finds_an_entry_by_its_id_once_it_is_written(self):
         await self.write(ROWS[:2])
         assert await self.view.wait_until_stored("e-2", timeout=0.05)
+        assert await self.view.wait_until_stored("e-2", timeout=0.05) == 2
         assert not await self.view.wait_until_stored("e-3", timeout=0.05)
         waiting = asyncio.create_task(self.view.wait_until_stored("e-3", timeout=5))
         await asyncio.sleep(0.05)

@@ -74,22 +74,23 @@ class InMemoryTimelineView:
         return self._applied
 
     async def wait_until_applied(self, seq: int, timeout: float) -> bool:
-        return await self._wait_for(lambda: seq in self.entries, timeout)
+        found = await self._wait_for(lambda: seq if seq in self.entries else None, timeout)
+        return found is not None
 
-    async def wait_until_stored(self, entry_id: str, timeout: float) -> bool:
-        return await self._wait_for(
-            lambda: any(e.entry_id == entry_id for e in self.entries.values()), timeout)
+    async def wait_until_stored(self, entry_id: str, timeout: float) -> int | None:
+        return await self._wait_for(lambda: next(
+            (s for s, e in self.entries.items() if e.entry_id == entry_id), None), timeout)
 
-    async def _wait_for(self, present, timeout: float) -> bool:
+    async def _wait_for(self, seq_now, timeout: float) -> int | None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while not present():
+        while (found := seq_now()) is None:
             remaining = deadline - loop.time()
             if remaining <= 0:
-                return False
+                return None
             self._changed.clear()
             try:
                 await asyncio.wait_for(self._changed.wait(), remaining)
             except TimeoutError:
-                return present()
-        return True
+                return seq_now()
+        return found

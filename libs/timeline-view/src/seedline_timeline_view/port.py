@@ -76,6 +76,7 @@ class TimelineView(Protocol):
         """Wait until the projection has applied `seq`; False when `timeout` passes first."""
         ...
 
-    async def wait_until_stored(self, entry_id: str, timeout: float) -> bool:
-        """Wait until the entry with `entry_id` is readable; False when `timeout` passes first."""
+    async def wait_until_stored(self, entry_id: str, timeout: float) -> int | None:
+        """Wait until the entry with `entry_id` is readable: its seq, or None when `timeout`
+        passes first."""
         ...

@@ -38,8 +38,8 @@ CONVERSATION_BEFORE_SQL = (
 )
 # Each timeline-writer partition keeps its own offset ("timeline", "timeline.p1", ...).
 APPLIED_SQL = f"SELECT max(applied_seq) FROM {OFFSETS_TABLE} WHERE projection LIKE 'timeline%%'"
-PRESENT_SQL = f"SELECT EXISTS (SELECT 1 FROM {TABLE} WHERE seq = %s)"
-STORED_SQL = f"SELECT EXISTS (SELECT 1 FROM {TABLE} WHERE entry_id = %s)"
+PRESENT_SQL = f"SELECT seq FROM {TABLE} WHERE seq = %s"
+STORED_SQL = f"SELECT seq FROM {TABLE} WHERE entry_id = %s"
 
 
 class PostgresTimelineView:
@@ -121,29 +121,30 @@ class PostgresTimelineView:
             row = await cur.fetchone()
         return int(row[0]) if row and row[0] is not None else 0
 
-    async def _present(self, sql: str, key) -> bool:
+    async def _seq(self, sql: str, key) -> int | None:
         async with self._pool.connection() as conn:
-            cur = await conn.execute(sql, (key,))
-            return bool((await cur.fetchone())[0])
+            row = await (await conn.execute(sql, (key,))).fetchone()
+            return None if row is None else int(row[0])
 
     async def wait_until_applied(self, seq: int, timeout: float) -> bool:
         """The entry at `seq` is readable (with several writers, each projects its own
         partition, so the question is about that entry, not a common offset)."""
-        return await self._wait_for(PRESENT_SQL, seq, timeout)
+        return await self._wait_for(PRESENT_SQL, seq, timeout) is not None
 
-    async def wait_until_stored(self, entry_id: str, timeout: float) -> bool:
+    async def wait_until_stored(self, entry_id: str, timeout: float) -> int | None:
         return await self._wait_for(STORED_SQL, entry_id, timeout)
 
-    async def _wait_for(self, sql: str, key, timeout: float) -> bool:
+    async def _wait_for(self, sql: str, key, timeout: float) -> int | None:
         """Asked again after 1, 2, 4 ... up to 20 ms: a write a moment old is there within a
         few ms, and a slow one is not asked for more than 50 times a second."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         pause = 0.001
         while True:
-            if await self._present(sql, key):
-                return True
+            found = await self._seq(sql, key)
+            if found is not None:
+                return found
             if loop.time() >= deadline:
-                return False
+                return None
             await asyncio.sleep(pause)
             pause = min(pause * 2, 0.02)

@@ -72,9 +72,7 @@ class TimelineApi:
 
     async def _stored(self, entry_id: str) -> int | None:
         """Read your own write: its seq once the timeline view holds it."""
-        if not await self._store.wait_until_stored(entry_id, self._append_wait):
-            return None
-        return (await self._store.known([entry_id])).get(entry_id)
+        return await self._store.wait_until_stored(entry_id, self._append_wait)
 
     async def read(self, msg: Msg) -> bytes:
         try:
