@@ -87,7 +87,7 @@ class Launcher:
                 return
             replaced: list[Held] = []
             try:
-                await self._fence(composed)
+                await self._fence(composed, seq)
                 reply = await self._deliver(composed, replaced, held)
             except LaunchFailed as failure:
                 await self._outcomes.failed(composed, failure,
@@ -95,12 +95,20 @@ class Launcher:
                 return
             await self._outcomes.confirmed(composed, held, reply, seq, replaced)
 
-    async def _fence(self, composed: SeedComposed) -> None:
-        """Refuse a launch whose repo was opened again after its decision (1.2)."""
+    async def _fence(self, composed: SeedComposed, seq: int | None) -> None:
+        """Refuse a launch whose repo was opened again after its decision (1.2).
+
+        The fold is waited for up to this seed_composed (`seq`), not to the stream's end:
+        it has almost always got that far, so no launch waits for its own event's fold.
+        An older decision still never lands after a newer one: a newer launch that went
+        out first had waited for the fold past its own decision, so this one's turn finds
+        that decision folded and is refused; a newer decision not folded yet comes to the
+        repo's turn after this launch, and replaces it.
+        """
         fence = composed.decided_seq
         if fence is None:
             return  # recorded before decisions were fenced
-        await self._caught_up(None)  # every open recorded so far
+        await self._caught_up(None if seq is None else seq - 1)
         plan = composed.plan
         newest = await self._state.newest_requested(plan.instance_id, plan.repo)
         if newest is not None and newest > fence:

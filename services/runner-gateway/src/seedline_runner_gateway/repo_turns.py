@@ -19,11 +19,14 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Protocol
 
 import psycopg
+from psycopg import sql
 from psycopg_pool import AsyncConnectionPool
 
 from seedline_platform.outage import Outage
 
 LOCK_WAIT = "30s"
+TAKE_TURN = sql.SQL(f"SET LOCAL lock_timeout = '{LOCK_WAIT}';"
+                    " SELECT pg_advisory_xact_lock(hashtextextended({}, 0))")
 
 
 class RepoTurns(Protocol):
@@ -66,9 +69,8 @@ class PostgresRepoTurns:
             # (an error, a cancel, the connection dropped), never left on a pooled connection.
             async with conn.transaction():
                 try:
-                    await conn.execute(f"SET LOCAL lock_timeout = '{LOCK_WAIT}'")
-                    await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                                       (key,))
+                    # One round trip: without parameters both statements go as one query.
+                    await conn.execute(TAKE_TURN.format(sql.Literal(key)))
                 except psycopg.errors.LockNotAvailable:
                     raise Outage(f"another copy holds the launch turn of {repo}") from None
                 yield
