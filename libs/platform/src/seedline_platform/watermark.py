@@ -20,6 +20,14 @@ class Watermark:
         self._seq = 0
         self._changed = asyncio.Condition()
 
+    @classmethod
+    def unfed(cls) -> "Watermark":
+        """One no fold advances, for a handler whose unit tests fold by hand: each wait
+        on it lasts its timeout."""
+        async def nothing_applied() -> int:
+            return 0
+        return cls(nothing_applied)
+
     @property
     def seq(self) -> int:
         return self._seq
@@ -30,6 +38,19 @@ class Watermark:
         self._seq = seq
         async with self._changed:
             self._changed.notify_all()
+
+    async def moved(self, since: int, timeout: float) -> None:
+        """Return once this copy's fold passes `since` (its `seq` when the caller last
+        looked at the projection), or after `timeout` seconds: a sibling copy's fold does
+        not advance this one, so the caller looks again either way. For a wait on a fact
+        another actor records (the machine's launch confirmed, say), which no seq names."""
+        if self._seq > since:
+            return
+        async with self._changed:
+            try:
+                await asyncio.wait_for(self._changed.wait_for(lambda: self._seq > since), timeout)
+            except TimeoutError:
+                pass
 
     async def reached(self, seq: int, timeout: float) -> bool:
         """Whether the projection holds `seq` within `timeout` seconds."""

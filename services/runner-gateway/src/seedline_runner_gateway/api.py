@@ -25,6 +25,7 @@ from seedline_core import lifecycle as lc
 from seedline_core.notices import error_message
 from seedline_platform.logging import get_logger
 from seedline_platform.publishing import Publisher
+from seedline_platform.watermark import Watermark
 
 from .resume_lost import ResumeLostRecorder
 from .state import GatewayState
@@ -34,12 +35,15 @@ log = get_logger(__name__)
 
 MAX_REASON_CHARS = 200
 MAX_ENGINE_SESSION_CHARS = 256
+SETTLE_SECONDS = 2.0
+RECHECK_SECONDS = 0.05
 
 
 class GatewayApi:
     def __init__(
         self, state: GatewayState, stopper: Stopper, publisher: Publisher,
         caught_up: Callable[[], Awaitable[None]], resume_lost: ResumeLostRecorder | None = None,
+        folded: Watermark | None = None,
     ) -> None:
         self._state = state
         self._stopper = stopper
@@ -47,6 +51,8 @@ class GatewayApi:
         self._resume_lost = resume_lost
         # Answers reflect every event recorded before the request (read your own writes).
         self._caught_up = caught_up
+        # How far the lifecycle fold has got: a wait for a launch to be folded wakes on it.
+        self._folded = folded or Watermark.unfed()
 
     async def stop(self, msg: Msg) -> bytes:
         try:
@@ -90,16 +96,21 @@ class GatewayApi:
 
         A machine reports right after its launch reply, before the gateway has recorded
         `opened` or `relocated`: a conversation still opening, or moving to that machine
-        from another (live elsewhere or stopped), is waited for, up to two seconds.
+        from another (live elsewhere or stopped), is waited for, up to two seconds: each
+        look follows the next fold.
         """
-        for _ in range(100):
+        deadline = asyncio.get_running_loop().time() + SETTLE_SECONDS
+        while True:
+            seen = self._folded.seq
             held = await self._state.held(session_id)
             if held is not None and held.state is lc.State.LIVE and held.node_id == node_id:
                 return held
             if held is not None and held.state is lc.State.FAILED:
                 return held
-            await asyncio.sleep(0.02)
-        return held
+            if asyncio.get_running_loop().time() >= deadline:
+                return held
+            await self._folded.moved(seen, RECHECK_SECONDS)
+
 
     async def on_runner_event(self, msg: Msg) -> None:
         """engine_bound and resume_lost from the machine a conversation is live on become

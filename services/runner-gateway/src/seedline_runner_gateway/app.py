@@ -102,9 +102,11 @@ class GatewayApp(ServiceApp):
         self.follower = TimelineFollower(
             state=state, presence=self.presence, machines=machines, publisher=publisher,
             stopper=stopper, notifier=notifier, caught_up=self.caught_up, sealer=sealer,
+            folded=self.folded,
         )
         resume_lost = ResumeLostRecorder(publisher, notifier, self._recorded_reply)
-        self.api = GatewayApi(state, stopper, publisher, self.caught_up, resume_lost)
+        self.api = GatewayApi(state, stopper, publisher, self.caught_up, resume_lost,
+                              folded=self.folded)
         self.reaper = Reaper(state, stopper, s.idle_stop, s.idle_sweep_seconds, self.caught_up)
         if p["state"] is None:  # its own tables: a forgotten instance's rows go (Erasure, 1.2)
             self.loops.append(erasure.follower(self.js, erasure.dropping(self.pool, (

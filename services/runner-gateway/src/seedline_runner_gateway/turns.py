@@ -30,6 +30,7 @@ from seedline_platform.logging import get_logger
 from seedline_platform.outage import Outage
 from seedline_platform.publishing import Publisher
 from seedline_platform.sealing import Sealer
+from seedline_platform.watermark import Watermark
 
 from .machine_calls import Machines, MachineUnreachable
 from .notify import Notifier, machine_offline
@@ -44,6 +45,7 @@ log = get_logger(__name__)
 WAKE_FRESHNESS = timedelta(minutes=2)
 # How long a message waits for a conversation that is still opening on its repo.
 OPENING_WAIT_SECONDS = 40.0
+RECHECK_SECONDS = 0.05
 # A burst of messages to a repo no machine has worked on gets one not_woken notice per
 # this window, by the messages' own times (CONTRACT.md 4, 1.2), not one per message.
 NOT_WOKEN_WINDOW = timedelta(minutes=10)
@@ -59,7 +61,7 @@ class TimelineFollower:
         publisher: Publisher, stopper: Stopper, notifier: Notifier,
         caught_up: Callable[[], Awaitable[None]],
         clock: Callable[[], str] = now_text, new_id: Callable[[], str] | None = None,
-        sealer: Sealer | None = None,
+        sealer: Sealer | None = None, folded: Watermark | None = None,
     ) -> None:
         self._sealer = sealer
         self._state = state
@@ -69,6 +71,8 @@ class TimelineFollower:
         self._stopper = stopper
         self._notifier = notifier
         self._caught_up = caught_up
+        # How far the lifecycle fold has got: a wait for an opening to settle wakes on it.
+        self._folded = folded or Watermark.unfed()
         self._clock = clock
         self._new_id = new_id or new_session_id
 
@@ -105,6 +109,7 @@ class TimelineFollower:
 
     async def _current(self, msg: Msg, entry: TimelineEntry) -> Held | None:
         """The repo's live conversation, once any that is opening has settled."""
+        seen = self._folded.seq
         current = await self._state.current_for_repo(entry.instance_id, entry.repo)
         if current is None:
             # Read the events recorded so far before concluding nothing is live.
@@ -116,7 +121,8 @@ class TimelineFollower:
             if loop.time() > deadline:
                 return None
             await _extend(msg)
-            await asyncio.sleep(0.05)
+            await self._folded.moved(seen, RECHECK_SECONDS)  # the next fold, or a recheck
+            seen = self._folded.seq
             current = await self._state.held(current.session_id)
         return current
 
