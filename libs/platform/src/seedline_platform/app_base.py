@@ -21,7 +21,7 @@ import nats.micro
 from faststream import AckPolicy
 from faststream._internal.broker import BrokerUsecase
 from faststream.security import BaseSecurity
-from faststream.nats import ConsumerConfig, JStream, NatsBroker, NatsMessage, PullSub
+from faststream.nats import ConsumerConfig, JStream, NatsBroker, PullSub
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
 from nats.aio.msg import Msg
 
@@ -32,6 +32,7 @@ from seedline_core.notices import error_message
 
 from . import natsio, pg
 from .consumer import ACK_WAIT_SECONDS, BatchConsumer, BatchHandler, Parker
+from .faststream_workarounds import NatsMessage
 from .health_http import HealthServer
 from .logging import get_logger
 from .metrics_labels import prometheus_middleware
