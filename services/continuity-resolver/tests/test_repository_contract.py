@@ -48,6 +48,17 @@ class ConversationRepositoryContract:
         await self.repo.apply_lifecycle([(3, "csess_a", lc.Stopped("x"), None, None)], 3)
         assert (await self.repo.platform("csess_a")).platform.state is lc.State.LIVE  # applied
 
+    async def test_a_batch_with_no_step_moves_only_the_sessions_offset(self):
+        await self.repo.apply_lifecycle([], 2)  # a fresh projection: decisions, receipts
+        assert await self.repo.applied("sessions") == 2
+        await self.repo.apply_lifecycle([requested(3, "csess_a")], 3)
+        await self.repo.apply_lifecycle([], 8)
+        await self.repo.apply_lifecycle([], 5)  # a batch redelivered late
+        assert await self.repo.applied("sessions") == 8
+        assert await self.repo.applied("timeline") == 0
+        await self.repo.apply_lifecycle([(4, "csess_a", lc.OpenFailed(), None, None)], 8)
+        assert (await self.repo.platform("csess_a")).platform.state is lc.State.OPENING
+
     async def test_the_rows_of_a_repo_are_its_timeline_and_platform_conversations_alone(self):
         await self.repo.apply_timeline([
             (1, "inst-a", "apps/x", "s1", AT, "claude"),

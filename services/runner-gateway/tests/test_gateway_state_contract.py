@@ -40,6 +40,17 @@ class GatewayStateContract:
         await self.state.apply_lifecycle([(5, "csess_b", lc.Stopped("again"))], 6)
         assert (await self.state.held("csess_b")).state is lc.State.LIVE  # already applied
 
+    async def test_a_batch_with_no_step_moves_only_the_offset(self):
+        assert await self.state.applied() == 0
+        await self.state.apply_lifecycle([], 3)  # a fresh projection: decisions, receipts
+        assert await self.state.applied() == 3
+        await self.state.apply_lifecycle([requested(4, "csess_a")], 4)
+        await self.state.apply_lifecycle([], 9)
+        await self.state.apply_lifecycle([], 7)  # a batch redelivered late
+        assert await self.state.applied() == 9
+        await self.state.apply_lifecycle([opened(5, "csess_a")], 9)  # already past it
+        assert (await self.state.held("csess_a")).state is lc.State.OPENING
+
     async def test_what_each_machine_hosts_live(self):
         await self.state.apply_lifecycle([
             requested(1, "csess_a"), opened(2, "csess_a", node="mac"),

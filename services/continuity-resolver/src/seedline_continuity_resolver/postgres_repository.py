@@ -161,6 +161,10 @@ class PostgresConversationRepository:
             await OFFSETS.set(conn, TIMELINE, max(f[0] for f in fresh))
 
     async def apply_lifecycle(self, steps: Sequence[LifecycleStep], last_seq: int) -> None:
+        if not steps:
+            async with self._connection() as conn:
+                await OFFSETS.advance(conn, SESSIONS, last_seq)
+            return
         async with self._connection() as conn, conn.transaction():
             applied = await OFFSETS.lock(conn, SESSIONS)
             for seq, session_id, event, reply, request_id in steps:

@@ -88,6 +88,10 @@ class PostgresGatewayState:
         await pg.apply_schema(self._pool, "runner-gateway", DDL)
 
     async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> None:
+        if not steps:
+            async with self._pool.connection() as conn:
+                await OFFSETS.advance(conn, PROJECTION, last_seq)
+            return
         async with self._pool.connection() as conn, conn.transaction():
             applied = await OFFSETS.lock(conn, PROJECTION)
             for step in steps:
