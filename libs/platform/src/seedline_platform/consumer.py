@@ -1,6 +1,6 @@
 """A durable pull consumer that hands batches to a handler and acks only after it.
 
-Rules it keeps (DESIGN.md rules 2 and 4):
+Rules it keeps (DESIGN.md rules 2 and 4; the retry and park policy is retry_policy.py's):
 - explicit acks and a bounded max_deliver on every consumer;
 - ``max_ack_pending`` equals the batch size, so at most one batch is in flight
   across every copy of a service and messages are applied in stream order even
@@ -29,6 +29,7 @@ from .logging import get_logger
 from .nats_workarounds import connection_of
 from .outage import is_outage
 from .replay import replay
+from .retry_policy import failure_reason, gives_up, outage_pause, worn_out
 from .tasks import cancel_and_wait
 
 log = get_logger(__name__)
@@ -246,16 +247,15 @@ class BatchConsumer:
         return [held[seq] for seq in sorted(held)]
 
     async def _process(self, msgs: Sequence[Msg]) -> None:
-        # A message seen more than max_deliver times never completed: it may be
-        # what kills the process, so it is parked unhandled.
-        worn = [m for m in msgs if m.metadata.num_delivered > self._max_deliver]
-        for msg in worn:
-            await self._park(msg, f"delivered {msg.metadata.num_delivered} times without completing")
-        if len(worn) == len(msgs):
-            await self._ack(msgs)
+        every, msgs = msgs, []
+        for msg in every:
+            if (worn := worn_out(msg, self._max_deliver)) is not None:
+                await self._park(msg, worn)
+            else:
+                msgs.append(msg)
+        if not msgs:
+            await self._ack(every)
             return
-        every = msgs
-        msgs = [m for m in msgs if m.metadata.num_delivered <= self._max_deliver]
         failures = 0
         started = time.perf_counter()
         while True:
@@ -268,7 +268,7 @@ class BatchConsumer:
                 if is_outage(exc):
                     log.warning("batch_waiting_for_outage", stream=self.stream, error=str(exc))
                     await self._extend(msgs)
-                    await asyncio.sleep(min(2.0, 0.2 * (1 + failures)))
+                    await asyncio.sleep(outage_pause(failures))
                     failures += 1
                     continue
                 log.exception("batch_failed", stream=self.stream, size=len(msgs))
@@ -284,7 +284,8 @@ class BatchConsumer:
     async def _process_one_by_one(self, msgs: Sequence[Msg]) -> None:
         """Find the message that fails, park it, keep the rest flowing."""
         for msg in msgs:
-            attempts = msg.metadata.num_delivered
+            # The batch's try was this delivery's: each try here is one more.
+            tries, waits = msg.metadata.num_delivered, 0
             while True:
                 try:
                     await self._handled([msg])
@@ -294,13 +295,14 @@ class BatchConsumer:
                 except Exception as exc:
                     if is_outage(exc):
                         await self._extend([msg])
-                        await asyncio.sleep(0.5)
+                        await asyncio.sleep(outage_pause(waits))
+                        waits += 1
                         continue
-                    attempts += 1
-                    if attempts >= self._max_deliver:
+                    tries += 1
+                    if gives_up(tries, self._max_deliver):
                         log.error("message_parked", stream=self.stream,
                                   seq=msg.metadata.sequence.stream, error=repr(exc))
-                        await self._park(msg, f"failed {attempts} times: {type(exc).__name__}: {exc}"[:500])
+                        await self._park(msg, failure_reason(tries, exc))
                         break
             await self._ack([msg])  # in stream order, so AckPolicy.ALL settles only these
 

@@ -1,10 +1,10 @@
-"""How a FastStream JetStream handler acknowledges (DESIGN.md rules 2 and 4).
+"""How a FastStream JetStream handler acknowledges: retry_policy.py's policy, a message at
+a time.
 
 FastStream's default for JetStream terminates a message when its handler raises;
-Seedline wants the opposite: an outage (Postgres or NATS away) is waited out in
-place with the lease extended, never counted against the message; any other
-failure is redelivered a little later; on its last delivery a message that still
-fails is parked in SEEDLINE_REJECTED with the reason, and acknowledged so the ones
+Seedline wants the opposite: an outage is waited out in place with the lease extended,
+any other failure is redelivered a little later, and a message that fails on its last
+delivery is parked in SEEDLINE_REJECTED with the reason and acknowledged, so the ones
 behind it go on. The subscriber runs with ``AckPolicy.MANUAL``: this module acks.
 
 A route that names its message type (routing.Route.message) has its payload decoded here,
@@ -26,6 +26,7 @@ from seedline_contracts.codec import decoder
 from .consumer import Parker
 from .logging import get_logger
 from .outage import is_outage
+from .retry_policy import failure_reason, gives_up, outage_pause, worn_out
 
 log = get_logger(__name__)
 
@@ -56,10 +57,8 @@ async def handle_with_redelivery(
 ) -> None:
     """Run `handle` on one JetStream message and settle the message accordingly."""
     delivered = msg.metadata.num_delivered
-    if delivered > max_deliver:
-        # Seen more often than allowed without ever completing (it may be what kills
-        # the process): parked unhandled.
-        await park(msg, f"delivered {delivered} times without completing")
+    if (worn := worn_out(msg, max_deliver)) is not None:
+        await park(msg, worn)
         await _settle(msg.ack)
         return
     waits = 0
@@ -77,12 +76,12 @@ async def handle_with_redelivery(
             if is_outage(exc):
                 log.warning("handler_waiting_for_outage", subject=msg.subject, error=str(exc))
                 await _settle(msg.in_progress)
-                await asyncio.sleep(min(2.0, 0.2 * (1 + waits)))
+                await asyncio.sleep(outage_pause(waits))
                 waits += 1
                 continue
-            if delivered >= max_deliver:
+            if gives_up(delivered, max_deliver):
                 log.error("message_parked", subject=msg.subject, error=repr(exc))
-                await park(msg, f"failed {delivered} times: {type(exc).__name__}: {exc}"[:500])
+                await park(msg, failure_reason(delivered, exc))
                 break
             log.exception("handler_failed", subject=msg.subject, delivered=delivered)
             await _settle(lambda: msg.nak(delay=RETRY_DELAY_SECONDS))
