@@ -11,6 +11,7 @@ from seedline_devtools.fakes import FakeMsg
 from seedline_platform.lifecycle_events import (
     brief_given,
     lifecycle_steps,
+    session_events,
     opens_of,
     reply_after_resume_lost,
 )
@@ -50,7 +51,8 @@ def test_the_steps_and_the_opens_fold_read_a_resume_lost_the_same_way():
     ]
     (view,) = opens_of(list(enumerate(events, 1)))
     assert view.reply.outcome == "resume_unconfirmed_briefed" and view.brief_text == "the brief"
-    steps = lifecycle_steps([FakeMsg(encode(e), stream_seq=n) for n, e in enumerate(events, 1)])
+    steps = lifecycle_steps(
+        session_events([FakeMsg(encode(e), stream_seq=n) for n, e in enumerate(events, 1)]))
     assert [type(s.event) for s in steps] == [lc.Opened, lc.ResumeLost]
     opened, lost = steps
     assert opened.request_id == "r1" and not opened.corrects

@@ -19,7 +19,7 @@ from seedline_continuity_resolver.opening_api import OpeningApi
 from seedline_continuity_resolver.pending import PendingOpens
 from seedline_continuity_resolver.repository import InMemoryConversationRepository
 from seedline_core.decision import DecisionSettings
-from seedline_platform.lifecycle_events import lifecycle_steps
+from seedline_platform.lifecycle_events import lifecycle_steps, session_events
 from seedline_platform.publishing import RecordingPublisher
 from seedline_devtools.fakes import FakeMsg
 from seedline_timeline_view import InMemoryTimelineView
@@ -61,7 +61,7 @@ class Resolver:
         self.view.apply(seq, entry)
         stored = FakeMsg(encode(entry), stream_seq=seq,
                          timestamp=parse_rfc3339(accepted or at))
-        await self.repo.apply_timeline(timeline_facts([stored]))
+        await self.repo.apply_timeline(timeline_facts([(entry, stored)]))
         return seq
 
     async def record(self, event) -> None:
@@ -83,7 +83,7 @@ class Resolver:
                 continue
             self._seq += 1
             recorded.append(FakeMsg(payload, subject=subject, stream_seq=self._seq))
-        await self.repo.apply_lifecycle(lifecycle_steps(recorded), self._seq)
+        await self.repo.apply_lifecycle(lifecycle_steps(session_events(recorded)), self._seq)
 
     async def land_ingest(self) -> None:
         """What the timeline-writer does with the entries the opener put into ingest."""

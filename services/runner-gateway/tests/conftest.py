@@ -14,7 +14,7 @@ from seedline_contracts.events import LaunchPlan, Opened, OpenRequested, SeedCom
 from seedline_contracts.runner import RunnerPresence
 from seedline_contracts.sessions import BriefStats, Continuity
 from seedline_devtools.fakes import FakeMsg
-from seedline_platform.lifecycle_events import lifecycle_steps
+from seedline_platform.lifecycle_events import lifecycle_steps, session_events
 from seedline_platform.publishing import RecordingPublisher
 from seedline_runner_gateway.launch_outcomes import LaunchOutcomes
 from seedline_runner_gateway.launching import Launcher
@@ -90,7 +90,7 @@ class Gateway:
                 continue
             self._seq += 1
             recorded.append(FakeMsg(payload, subject=subject, stream_seq=self._seq))
-        await self.state.apply_lifecycle(lifecycle_steps(recorded), self._seq)
+        await self.state.apply_lifecycle(lifecycle_steps(session_events(recorded)), self._seq)
 
     async def recorded_reply(self, session_id: str):
         """The reply of the conversation's last `opened` event, as the stream holds it."""

@@ -8,9 +8,12 @@ import json
 from datetime import timedelta
 
 from seedline_contracts.runner import LaunchReply
+from seedline_contracts.codec import decode
+from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import parse_rfc3339
 from seedline_core import lifecycle as lc
 from seedline_devtools.fakes import FakeMsg
+from seedline_platform.consumer import Batch
 from seedline_runner_gateway.api import GatewayApi
 from seedline_runner_gateway.reaper import Reaper
 from seedline_runner_gateway.turns import TimelineFollower
@@ -181,7 +184,7 @@ def person_message(seq: int, content: str, at: str = AT, entry_id: str | None = 
 
 
 async def handle(f: TimelineFollower, msg: FakeMsg) -> None:
-    await f.handle([msg])
+    await f.handle(Batch([(decode(msg.data, TimelineEntry), msg)], msg.metadata.sequence.stream))
 
 
 async def test_a_message_reaches_the_live_conversation_as_a_turn(gw):

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import json
 
+from seedline_contracts.codec import decode
+from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import parse_rfc3339
 from seedline_devtools.fakes import FakeMsg
+from seedline_platform.consumer import Batch
 from seedline_runner_gateway.turns import TimelineFollower
 
 AT = "2026-12-01T10:00:00Z"  # the harness's clock (conftest.py)
@@ -37,7 +40,7 @@ def imported(seq: int, content: str) -> FakeMsg:
 
 
 async def handle(f: TimelineFollower, msg: FakeMsg) -> None:
-    await f.handle([msg])
+    await f.handle(Batch([(decode(msg.data, TimelineEntry), msg)], msg.metadata.sequence.stream))
 
 
 async def test_a_fresh_imported_message_is_not_delivered_to_the_live_conversation(gw):

@@ -16,7 +16,7 @@ from typing import Any
 
 from seedline_contracts import asyncapi as contract
 from seedline_contracts import subjects
-from seedline_platform.routing import Kind, Route
+from seedline_platform.routing import Kind, Route, message_name
 
 # Receive operations that are reads, not subscriptions (KV gets and the presence watch).
 READS = {"receivePresence"}
@@ -122,7 +122,7 @@ def asyncapi_document() -> dict[str, Any]:
         if route.durable:
             op["x-durable"] = route.durable
         if route.message is not None:  # decoded at the edge; anything else is parked
-            op["x-handler-takes"] = route.message.__name__
+            op["x-handler-takes"] = message_name(route.message)
         if route.sends:
             op["x-sends"] = [sent_subject(sent) for sent in route.sends]
         if route.kind is Kind.REQUEST:

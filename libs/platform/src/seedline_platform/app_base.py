@@ -156,7 +156,8 @@ class ServiceApp:
             if route.kind is Kind.LOOP:
                 self.loops.append(self.handler(route))
             elif route.kind is Kind.BATCH:
-                options = {"idempotent": route.idempotent, **await self.batch_options(route)}
+                options = {"idempotent": route.idempotent, "message": route.message,
+                           **await self.batch_options(route)}
                 self.consume(stream=route.stream, durable=route.durable,
                              filter_subjects=list(route.filters), handle=self.handler(route),
                              park=self.parker(route.park), **options)
@@ -206,13 +207,13 @@ class ServiceApp:
     def consume(
         self, *, stream: str, durable: str, filter_subjects: Sequence[str], handle: BatchHandler,
         park: Parker, batch_size: int | None = None, ack_wait: float = ACK_WAIT_SECONDS,
-        ack_all: bool = False, idempotent: bool = False,
+        ack_all: bool = False, idempotent: bool = False, message: type | None = None,
     ) -> BatchConsumer:
         consumer = BatchConsumer(
             self.js, stream=stream, durable=durable, filter_subjects=filter_subjects,
             handle=handle, park=park, batch_size=batch_size or self.settings.batch_size,
             max_deliver=self.settings.max_deliver, ack_wait=ack_wait,
-            metrics=self.metrics, ack_all=ack_all, idempotent=idempotent,
+            metrics=self.metrics, ack_all=ack_all, idempotent=idempotent, message=message,
         )
         self.consumers.append(consumer)
         return consumer

@@ -10,31 +10,52 @@ Rules it keeps (DESIGN.md rules 2 and 4; the retry and park policy is retry_poli
 - a message that keeps failing for any other reason is parked with a reason
   after ``max_deliver`` attempts, and the messages behind it go on;
 - for an idempotent handler (a projection that skips what it has applied), what
-  a copy that died was holding is read from the stream at once, not waited for.
+  a copy that died was holding is read from the stream at once, not waited for;
+- a consumer that names its message type decodes each payload at the edge: its handler
+  is given a `Batch` of (message, Msg) pairs, and a payload that is not that type is
+  parked on its first delivery (no redelivery makes it readable).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from typing import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Generic, Sequence, TypeVar
 
+import msgspec
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js import api as js_api
 from nats.js.errors import NotFoundError
 
+from seedline_contracts.codec import decoder
+
 from .logging import get_logger
 from .nats_workarounds import connection_of
 from .outage import is_outage
 from .replay import replay
+from .routing import message_name
 from .retry_policy import failure_reason, gives_up, outage_pause, worn_out
 from .tasks import cancel_and_wait
 
 log = get_logger(__name__)
 
-BatchHandler = Callable[[Sequence[Msg]], Awaitable[None]]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Batch(Generic[T]):
+    """What the handler of a typed batch consumer is given."""
+
+    items: list[tuple[T, Msg]]  # the readable messages, decoded, in stream order
+    # The stream seq the batch ends at, a parked message's included: a projection's
+    # offset moves past what it will never apply, so a wait for that seq ends.
+    last_seq: int
+
+
+BatchHandler = Callable[[Any], Awaitable[None]]  # Sequence[Msg], or a Batch when typed
 # How long a batch handed to a copy stays its own without word from it. A copy that dies
 # holding a batch delays that batch (and, to keep order, what follows it) this long; a copy
 # still working tells the server so every third of it, however long the work takes.
@@ -59,6 +80,7 @@ class BatchConsumer:
         metrics=None,
         ack_all: bool = False,
         idempotent: bool = False,
+        message: type | None = None,
     ) -> None:
         self._js = js
         self.stream = stream
@@ -76,6 +98,8 @@ class BatchConsumer:
         # A handler that treats an applied message as a no-op can be handed, from the
         # stream, what a dead copy held: the server's redelivery later changes nothing.
         self._idempotent = idempotent
+        self._message = message
+        self._decode = decoder(message).decode if message is not None else None
         self._batch_seconds = (
             None if metrics is None else metrics.batch_seconds.labels(stream, durable)
         )
@@ -249,18 +273,19 @@ class BatchConsumer:
     async def _process(self, msgs: Sequence[Msg]) -> None:
         every, msgs = msgs, []
         for msg in every:
-            if (worn := worn_out(msg, self._max_deliver)) is not None:
-                await self._park(msg, worn)
+            if (problem := worn_out(msg, self._max_deliver) or self._unreadable(msg)):
+                await self._park(msg, problem)
             else:
                 msgs.append(msg)
-        if not msgs:
+        last = max(m.metadata.sequence.stream for m in every)
+        if not msgs and self._decode is None:
             await self._ack(every)
             return
         failures = 0
         started = time.perf_counter()
         while True:
             try:
-                await self._handled(msgs)
+                await self._handled(msgs, last)
                 break
             except asyncio.CancelledError:
                 raise
@@ -272,7 +297,7 @@ class BatchConsumer:
                     failures += 1
                     continue
                 log.exception("batch_failed", stream=self.stream, size=len(msgs))
-                await self._process_one_by_one(msgs)
+                await self._process_one_by_one(msgs, last)
                 await self._ack(every)
                 return
         if self._batch_seconds is not None:
@@ -281,14 +306,14 @@ class BatchConsumer:
         # message before it, so nothing is acknowledged before the batch is applied.
         await self._ack(every)
 
-    async def _process_one_by_one(self, msgs: Sequence[Msg]) -> None:
+    async def _process_one_by_one(self, msgs: Sequence[Msg], last: int) -> None:
         """Find the message that fails, park it, keep the rest flowing."""
         for msg in msgs:
             # The batch's try was this delivery's: each try here is one more.
             tries, waits = msg.metadata.num_delivered, 0
             while True:
                 try:
-                    await self._handled([msg])
+                    await self._handled([msg], msg.metadata.sequence.stream)
                     break
                 except asyncio.CancelledError:
                     raise
@@ -305,14 +330,47 @@ class BatchConsumer:
                         await self._park(msg, failure_reason(tries, exc))
                         break
             await self._ack([msg])  # in stream order, so AckPolicy.ALL settles only these
+        if self._decode is not None:
+            await self._end_at(last)
 
-    async def _handled(self, msgs: Sequence[Msg]) -> None:
-        """The handler's work on `msgs`, their lease extended while it lasts."""
+    async def _end_at(self, last: int) -> None:
+        """A typed handler is given the batch's end alone (an empty Batch), so its offset
+        moves past a message parked at the end."""
+        waits = 0
+        while True:
+            try:
+                await self._handled([], last)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                if not is_outage(exc):
+                    log.exception("batch_end_failed", stream=self.stream, seq=last)
+                    return
+                await asyncio.sleep(outage_pause(waits))
+                waits += 1
+
+    async def _handled(self, msgs: Sequence[Msg], last: int) -> None:
+        """The handler's work on `msgs` (ending at stream seq `last`), their lease extended
+        while it lasts."""
         leasing = asyncio.create_task(self._keep_leased(msgs))
         try:
-            await self._handle(msgs)
+            if self._decode is None:
+                await self._handle(msgs)
+            else:
+                await self._handle(Batch([(self._decode(m.data), m) for m in msgs], last))
         finally:
             await cancel_and_wait(leasing)
+
+    def _unreadable(self, msg: Msg) -> str | None:
+        """Why a typed consumer's message is parked unhandled, or None."""
+        if self._decode is None:
+            return None
+        try:
+            self._decode(msg.data)
+        except msgspec.MsgspecError as exc:
+            return f"not a {message_name(self._message)}: {exc}"[:500]
+        return None
 
     async def _keep_leased(self, msgs: Sequence[Msg]) -> None:
         while True:

@@ -82,13 +82,18 @@ class Step(NamedTuple):
         return lc.corrects(self.event)
 
 
-def lifecycle_steps(msgs: Sequence) -> list[Step]:
-    """The lifecycle steps of a batch of SEEDLINE_SESSIONS messages, in stream order."""
+def session_events(msgs: Sequence) -> list[tuple[ev.SessionEvent, object]]:
+    """SEEDLINE_SESSIONS messages read raw (a replay), decoded as a typed batch's are."""
     events = decoder(ev.SessionEvent)
+    return [(events.decode(msg.data), msg) for msg in msgs]
+
+
+def lifecycle_steps(items: Sequence[tuple[ev.SessionEvent, object]]) -> list[Step]:
+    """The lifecycle steps of decoded SEEDLINE_SESSIONS messages (event, msg), in stream
+    order."""
     steps: list[Step] = []
-    for msg in msgs:
+    for event, msg in items:
         seq = msg.metadata.sequence.stream
-        event = events.decode(msg.data)
         meaning = lifecycle_event(event, seq)
         if meaning is None:
             continue

@@ -27,6 +27,7 @@ from .consumer import Parker
 from .logging import get_logger
 from .outage import is_outage
 from .retry_policy import failure_reason, gives_up, outage_pause, worn_out
+from .routing import message_name
 
 log = get_logger(__name__)
 
@@ -46,7 +47,7 @@ def typed(kind: type, handle: Callable[[Any, Msg], Awaitable[None]]) -> MsgHandl
         try:
             event = decode(msg.data)
         except msgspec.MsgspecError as exc:
-            raise Unreadable(f"not a {kind.__name__}: {exc}") from None
+            raise Unreadable(f"not a {message_name(kind)}: {exc}") from None
         await handle(event, msg)
 
     return typed_handle

@@ -12,6 +12,7 @@ message arrives, so a table can be read (for the documents) without starting any
 
 from __future__ import annotations
 
+import typing
 from dataclasses import dataclass
 from enum import Enum
 
@@ -53,8 +54,9 @@ class Route:
     idempotent: bool = False
     # What the handler may publish: session event types ("opened") or subjects.
     sends: tuple[str, ...] = ()
-    # EVENT: the contract type its payload is decoded into at the edge; the handler is
-    # called with (event, msg), and a payload that is not one is parked at once.
+    # EVENT and BATCH: the contract type its payload is decoded into at the edge; an EVENT
+    # handler is called with (event, msg), a BATCH handler with a consumer.Batch of such
+    # pairs, and a payload that is not one is parked at once.
     message: type | None = None
 
     @property
@@ -67,6 +69,13 @@ class Route:
         return {Kind.EVENT: "explicit ack, redelivered up to max_deliver, then parked",
                 Kind.BATCH: "one ack per batch after it is applied, then parked",
                 }.get(self.kind, "none (core NATS)")
+
+
+def message_name(kind: type) -> str:
+    """A route's message type as the documents and parked reasons name it: a union of
+    event types (SEEDLINE_SESSIONS' events) by its members."""
+    name = getattr(kind, "__name__", None)
+    return name or " | ".join(message_name(member) for member in typing.get_args(kind))
 
 
 def resolve(app: object, path: str):

@@ -14,13 +14,13 @@ from typing import Sequence
 from nats.aio.msg import Msg
 
 from seedline_contracts import subjects
-from seedline_contracts.codec import decode
-from seedline_contracts.events import WakeRequested
+from seedline_contracts.events import SessionEvent, WakeRequested
 from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import format_utc, parse_rfc3339
 from seedline_core import decision as core
 from seedline_platform import erasure
 from seedline_platform.app_base import ServiceApp
+from seedline_platform.consumer import Batch
 from seedline_platform.lifecycle_events import lifecycle_steps
 from seedline_platform.publishing import JetStreamPublisher, Publisher
 from seedline_platform.replay import last_seq
@@ -96,14 +96,16 @@ class ResolverApp(ServiceApp):
         )
         self.opening = OpeningApi(self.opener)
 
-    async def apply_timeline(self, msgs: Sequence[Msg]) -> None:
-        await self.repo.apply_timeline(timeline_facts(msgs))
-        await self.marks[TIMELINE].advance(msgs[-1].metadata.sequence.stream)
+    async def apply_timeline(self, batch: Batch[TimelineEntry]) -> None:
+        if facts := timeline_facts(batch.items):
+            await self.repo.apply_timeline(facts)
+        # A batch of parked entries alone (the writer validated them: never seen) moves
+        # only this copy's mark; the stored offset follows with the next entry.
+        await self.marks[TIMELINE].advance(batch.last_seq)
 
-    async def apply_sessions(self, msgs: Sequence[Msg]) -> None:
-        last = msgs[-1].metadata.sequence.stream
-        await self.repo.apply_lifecycle(lifecycle_steps(msgs), last)
-        await self.marks[SESSIONS].advance(last)
+    async def apply_sessions(self, batch: Batch[SessionEvent]) -> None:
+        await self.repo.apply_lifecycle(lifecycle_steps(batch.items), batch.last_seq)
+        await self.marks[SESSIONS].advance(batch.last_seq)
 
     async def _stream_ends(self) -> dict[str, int]:
         timeline, sessions = await asyncio.gather(
@@ -118,13 +120,12 @@ class ResolverApp(ServiceApp):
         self.pending.settle(msg.data)
 
 
-def timeline_facts(msgs: Sequence[Msg]) -> list[tuple]:
+def timeline_facts(items: Sequence[tuple[TimelineEntry, Msg]]) -> list[tuple]:
     """Each entry's activity time is the earlier of its `at` and when the writer accepted
     it, the stream message's own time (CONTRACT.md 3.1, 1.2): event data, so a rebuild
     from the stream gives the same rows."""
     facts = []
-    for msg in msgs:
-        e = decode(msg.data, TimelineEntry)
+    for e, msg in items:
         active = core.entry_activity_at(parse_rfc3339(e.at), msg.metadata.timestamp)
         turn = e.kind in core.TURN_KINDS
         facts.append(TimelineFact(

@@ -14,12 +14,15 @@ from __future__ import annotations
 from typing import Callable
 
 from seedline_contracts import subjects
+from seedline_contracts.codec import decode
+from seedline_contracts.timeline import TimelineEntry
 from seedline_platform import natsio, pg
 from seedline_platform.erasure import erasures
+from seedline_platform.lifecycle_events import lifecycle_steps, session_events
 from seedline_platform.replay import last_seq, replay
 from seedline_platform.settings import Settings
 
-from .app import lifecycle_steps, timeline_facts
+from .app import timeline_facts
 from .postgres_repository import (
     FORGET_STATEMENTS,
     OFFSETS,
@@ -87,10 +90,11 @@ async def _replay(js, repo, ranges: dict[str, tuple[int, int]], progress) -> Non
         done = 0
         async for msgs in replay(js, stream, subject, first, end):
             if stream == subjects.TIMELINE_STREAM:
-                await repo.apply_timeline(timeline_facts(msgs))
+                await repo.apply_timeline(timeline_facts(
+                    [(decode(m.data, TimelineEntry), m) for m in msgs]))
             else:
                 await repo.apply_lifecycle(
-                    lifecycle_steps(msgs), msgs[-1].metadata.sequence.stream
+                    lifecycle_steps(session_events(msgs)), msgs[-1].metadata.sequence.stream
                 )
             done += len(msgs)
             if progress:

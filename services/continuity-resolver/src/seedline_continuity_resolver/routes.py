@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from seedline_contracts import subjects
-from seedline_contracts.events import WakeRequested
+from seedline_contracts.events import SessionEvent, WakeRequested
+from seedline_contracts.timeline import TimelineEntry
 from seedline_platform.routing import Kind, Route
 from seedline_platform.settings import Settings
 
@@ -33,10 +34,10 @@ def routes(settings: Settings) -> tuple[Route, ...]:
           for event_type in SETTLING),
         Route(Kind.BATCH, subjects.TIMELINE_ALL, "apply_timeline",
               stream=subjects.TIMELINE_STREAM, durable="continuity-resolver-timeline",
-              park=subjects.REJECTED_SESSIONS, idempotent=True,
+              park=subjects.REJECTED_SESSIONS, idempotent=True, message=TimelineEntry,
               description="Projects each repo's activity, for the decision's inputs."),
         Route(Kind.BATCH, subjects.SESSION_EVENTS_ALL, "apply_sessions",
               stream=subjects.SESSIONS_STREAM, durable="continuity-resolver-sessions",
-              park=subjects.REJECTED_SESSIONS, idempotent=True,
+              park=subjects.REJECTED_SESSIONS, idempotent=True, message=SessionEvent,
               description="Folds each conversation's lifecycle (CONTRACT.md 4.1)."),
     )

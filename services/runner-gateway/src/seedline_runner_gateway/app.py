@@ -7,18 +7,17 @@ APIs and runner events are FastStream subscribers.
 
 from __future__ import annotations
 
-from typing import Sequence
 
 import msgspec
-from nats.aio.msg import Msg
 from nats.js.errors import NotFoundError
 
 from seedline_contracts import subjects
 from seedline_contracts.codec import decode
-from seedline_contracts.events import Opened
+from seedline_contracts.events import Opened, SessionEvent
 from seedline_contracts.sessions import OpenReply
 from seedline_platform import erasure, natsio
 from seedline_platform.app_base import ServiceApp
+from seedline_platform.consumer import Batch
 from seedline_platform.lifecycle_events import lifecycle_steps
 from seedline_platform.publishing import JetStreamPublisher, Publisher
 from seedline_platform.replay import last_seq
@@ -115,10 +114,9 @@ class GatewayApp(ServiceApp):
                 "DELETE FROM not_woken_told WHERE instance_id = %s",
             ), sealer), s.stream_replicas))
 
-    async def apply_sessions(self, msgs: Sequence[Msg]) -> None:
-        last = msgs[-1].metadata.sequence.stream
-        await self.state.apply_lifecycle(lifecycle_steps(msgs), last)
-        await self.folded.advance(last)
+    async def apply_sessions(self, batch: Batch[SessionEvent]) -> None:
+        await self.state.apply_lifecycle(lifecycle_steps(batch.items), batch.last_seq)
+        await self.folded.advance(batch.last_seq)
 
     async def caught_up(self, upto: int | None = None) -> None:
         """Wait until the fold holds every event up to `upto` (default: recorded so far)."""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from seedline_contracts import subjects
-from seedline_contracts.events import SeedComposed
+from seedline_contracts.events import SeedComposed, SessionEvent
+from seedline_contracts.timeline import TimelineEntry
 from seedline_platform.routing import Kind, Route
 from seedline_platform.settings import Settings
 
@@ -33,11 +34,11 @@ def routes(settings: Settings) -> tuple[Route, ...]:
               description="The conversations live now, optionally of one instance."),
         Route(Kind.BATCH, subjects.SESSION_EVENTS_ALL, "apply_sessions",
               stream=subjects.SESSIONS_STREAM, durable="runner-gateway-sessions",
-              park=subjects.REJECTED_SESSIONS, idempotent=True,
+              park=subjects.REJECTED_SESSIONS, idempotent=True, message=SessionEvent,
               description="Folds each conversation's lifecycle: what runs where (4.1)."),
         Route(Kind.BATCH, subjects.TIMELINE_ALL, "follower.handle",
               stream=subjects.TIMELINE_STREAM, durable="runner-gateway-timeline",
-              park=subjects.REJECTED_TIMELINE,
+              park=subjects.REJECTED_TIMELINE, message=TimelineEntry,
               description="A person's message: a turn of the live conversation, or a wake (4).",
               sends=(TURN, "wake_requested", NOTIFY)),
         Route(Kind.LOOP, f"KV {subjects.RUNNERS_BUCKET}", "presence.watch",

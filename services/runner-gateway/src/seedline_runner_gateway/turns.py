@@ -11,13 +11,13 @@ on: nothing here waits for an open.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
 
 from nats.aio.msg import Msg
 
 from seedline_contracts import subjects
-from seedline_contracts.codec import decode, encode
+from seedline_contracts.codec import encode
 from seedline_contracts.events import WakeRequested
 from seedline_contracts.ids import new_session_id
 from seedline_contracts.runner import TurnRequest
@@ -26,6 +26,7 @@ from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import now_text, parse_rfc3339
 from seedline_core import lifecycle as lc
 from seedline_core.notices import not_woken_text
+from seedline_platform.consumer import Batch
 from seedline_platform.logging import get_logger
 from seedline_platform.outage import Outage
 from seedline_platform.publishing import Publisher
@@ -76,14 +77,13 @@ class TimelineFollower:
         self._clock = clock
         self._new_id = new_id or new_session_id
 
-    async def handle(self, msgs: Sequence[Msg]) -> None:
-        entries = [(m, decode(m.data, TimelineEntry)) for m in msgs]
+    async def handle(self, batch: Batch[TimelineEntry]) -> None:
         activity: dict[str, datetime] = {}
-        for _, entry in entries:
+        for entry, _ in batch.items:
             at = parse_rfc3339(entry.at)
             activity[entry.session_id] = max(at, activity.get(entry.session_id, at))
         await self._state.touch(activity)
-        for msg, entry in entries:
+        for entry, msg in batch.items:
             # An imported message is history, whatever its `at` (CONTRACT.md 2.1).
             if entry.kind == "chat_user" and entry.origin != "import" and (
                 entry.entry_id != subjects.instruction_entry_id(entry.session_id)

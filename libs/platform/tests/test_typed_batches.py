@@ -1,0 +1,73 @@
+"""A batch consumer that names its message type: the payloads are decoded at the edge, the
+handler is given a Batch, a payload that is not the type is parked on its first delivery,
+and the batch's end is given even when its last message was parked."""
+
+from __future__ import annotations
+
+import asyncio
+
+import msgspec
+import nats
+import pytest
+
+from seedline_platform.consumer import Batch, BatchConsumer
+
+pytestmark = pytest.mark.servers
+
+
+class Fact(msgspec.Struct):
+    n: int
+
+
+async def _consume(nats_server, payloads: list[bytes], batches: int):
+    """What the handler was given and what was parked, once `batches` batches came."""
+    nc = await nats.connect(nats_server.url)
+    js = nc.jetstream()
+    await js.add_stream(name="TYPED", subjects=["typed.>"])
+    given: list[Batch] = []
+    parked: list[tuple[int, str]] = []
+
+    async def handle(batch: Batch) -> None:
+        given.append(batch)
+
+    async def park(msg, reason: str) -> None:
+        parked.append((msg.metadata.sequence.stream, reason))
+
+    consumer = BatchConsumer(js, stream="TYPED", durable="typed", filter_subjects=["typed.>"],
+                             handle=handle, park=park, batch_size=16, message=Fact)
+    for payload in payloads:
+        await js.publish("typed.x", payload)
+    await consumer.start()
+    running = asyncio.create_task(consumer.run())
+    try:
+        for _ in range(100):
+            if len(given) >= batches:
+                break
+            await asyncio.sleep(0.05)
+        info = await js.consumer_info("TYPED", "typed")
+    finally:
+        await consumer.stop(timeout=5)
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+        await nc.close()
+    return given, parked, info
+
+
+async def test_readable_messages_come_decoded_and_the_unreadable_one_is_parked_at_once(
+        nats_server):
+    given, parked, info = await _consume(
+        nats_server, [b'{"n": 1}', b"not json", b'{"n": "three"}', b'{"n": 4}'], batches=1)
+    (batch,) = given
+    assert [(fact.n, msg.metadata.sequence.stream) for fact, msg in batch.items] == [(1, 1), (4, 4)]
+    assert batch.last_seq == 4
+    assert [seq for seq, _ in parked] == [2, 3]  # on their first delivery
+    assert all(reason.startswith("not a Fact") for _, reason in parked)
+    assert info.num_ack_pending == 0 and info.num_redelivered == 0
+
+
+async def test_a_batch_of_unreadable_messages_alone_still_gives_its_end(nats_server):
+    given, parked, info = await _consume(nats_server, [b"[]", b'{"m": 1}'], batches=1)
+    (batch,) = given
+    assert batch.items == [] and batch.last_seq == 2  # the offset moves past both
+    assert [seq for seq, _ in parked] == [1, 2]
+    assert info.num_ack_pending == 0
