@@ -36,8 +36,8 @@ from .logging import get_logger
 from .nats_workarounds import connection_of
 from .outage import is_outage
 from .replay import replay
-from .routing import message_name
 from .retry_policy import failure_reason, gives_up, outage_pause, worn_out
+from .routing import message_name
 from .tasks import cancel_and_wait
 
 log = get_logger(__name__)
@@ -271,12 +271,14 @@ class BatchConsumer:
         return [held[seq] for seq in sorted(held)]
 
     async def _process(self, msgs: Sequence[Msg]) -> None:
-        every, msgs = msgs, []
+        every, items = msgs, []
         for msg in every:
-            if (problem := worn_out(msg, self._max_deliver) or self._unreadable(msg)):
+            item, problem = self._read(msg)
+            if problem is not None:
                 await self._park(msg, problem)
             else:
-                msgs.append(msg)
+                items.append(item)
+        msgs = [msg for _, msg in items]
         last = max(m.metadata.sequence.stream for m in every)
         if not msgs and self._decode is None:
             await self._ack(every)
@@ -285,7 +287,7 @@ class BatchConsumer:
         started = time.perf_counter()
         while True:
             try:
-                await self._handled(msgs, last)
+                await self._handled(items, last)
                 break
             except asyncio.CancelledError:
                 raise
@@ -297,7 +299,7 @@ class BatchConsumer:
                     failures += 1
                     continue
                 log.exception("batch_failed", stream=self.stream, size=len(msgs))
-                await self._process_one_by_one(msgs, last)
+                await self._process_one_by_one(items, last)
                 await self._ack(every)
                 return
         if self._batch_seconds is not None:
@@ -306,14 +308,15 @@ class BatchConsumer:
         # message before it, so nothing is acknowledged before the batch is applied.
         await self._ack(every)
 
-    async def _process_one_by_one(self, msgs: Sequence[Msg], last: int) -> None:
+    async def _process_one_by_one(self, items: list[tuple[Any, Msg]], last: int) -> None:
         """Find the message that fails, park it, keep the rest flowing."""
-        for msg in msgs:
+        for item in items:
+            msg = item[1]
             # The batch's try was this delivery's: each try here is one more.
             tries, waits = msg.metadata.num_delivered, 0
             while True:
                 try:
-                    await self._handled([msg], msg.metadata.sequence.stream)
+                    await self._handled([item], msg.metadata.sequence.stream)
                     break
                 except asyncio.CancelledError:
                     raise
@@ -350,27 +353,26 @@ class BatchConsumer:
                 await asyncio.sleep(outage_pause(waits))
                 waits += 1
 
-    async def _handled(self, msgs: Sequence[Msg], last: int) -> None:
-        """The handler's work on `msgs` (ending at stream seq `last`), their lease extended
+    async def _handled(self, items: list[tuple[Any, Msg]], last: int) -> None:
+        """The handler's work on `items` (ending at stream seq `last`), their lease extended
         while it lasts."""
+        msgs = [msg for _, msg in items]
         leasing = asyncio.create_task(self._keep_leased(msgs))
         try:
-            if self._decode is None:
-                await self._handle(msgs)
-            else:
-                await self._handle(Batch([(self._decode(m.data), m) for m in msgs], last))
+            await self._handle(msgs if self._decode is None else Batch(list(items), last))
         finally:
             await cancel_and_wait(leasing)
 
-    def _unreadable(self, msg: Msg) -> str | None:
-        """Why a typed consumer's message is parked unhandled, or None."""
-        if self._decode is None:
-            return None
+    def _read(self, msg: Msg) -> tuple[tuple[Any, Msg], str | None]:
+        """The message as its handler takes it ((decoded, msg); (None, msg) untyped), or
+        why it is parked unhandled."""
+        worn = worn_out(msg, self._max_deliver)
+        if worn is not None or self._decode is None:
+            return (None, msg), worn
         try:
-            self._decode(msg.data)
+            return (self._decode(msg.data), msg), None
         except msgspec.MsgspecError as exc:
-            return f"not a {message_name(self._message)}: {exc}"[:500]
-        return None
+            return (None, msg), f"not a {message_name(self._message)}: {exc}"[:500]
 
     async def _keep_leased(self, msgs: Sequence[Msg]) -> None:
         while True:

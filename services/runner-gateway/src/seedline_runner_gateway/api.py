@@ -36,7 +36,6 @@ log = get_logger(__name__)
 MAX_REASON_CHARS = 200
 MAX_ENGINE_SESSION_CHARS = 256
 SETTLE_SECONDS = 2.0
-RECHECK_SECONDS = 0.05
 
 
 class GatewayApi:
@@ -109,7 +108,7 @@ class GatewayApi:
                 return held
             if asyncio.get_running_loop().time() >= deadline:
                 return held
-            await self._folded.moved(seen, RECHECK_SECONDS)
+            await self._folded.moved(seen)
 
 
     async def on_runner_event(self, msg: Msg) -> None:

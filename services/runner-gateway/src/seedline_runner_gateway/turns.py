@@ -46,7 +46,6 @@ log = get_logger(__name__)
 WAKE_FRESHNESS = timedelta(minutes=2)
 # How long a message waits for a conversation that is still opening on its repo.
 OPENING_WAIT_SECONDS = 40.0
-RECHECK_SECONDS = 0.05
 # A burst of messages to a repo no machine has worked on gets one not_woken notice per
 # this window, by the messages' own times (CONTRACT.md 4, 1.2), not one per message.
 NOT_WOKEN_WINDOW = timedelta(minutes=10)
@@ -121,7 +120,7 @@ class TimelineFollower:
             if loop.time() > deadline:
                 return None
             await _extend(msg)
-            await self._folded.moved(seen, RECHECK_SECONDS)  # the next fold, or a recheck
+            await self._folded.moved(seen)  # the next fold, or a recheck
             seen = self._folded.seq
             current = await self._state.held(current.session_id)
         return current
