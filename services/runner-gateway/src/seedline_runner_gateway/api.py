@@ -110,7 +110,6 @@ class GatewayApi:
                 return held
             await self._folded.moved(seen)
 
-
     async def on_runner_event(self, msg: Msg) -> None:
         """engine_bound and resume_lost from the machine a conversation is live on become
         recorded facts."""

@@ -7,7 +7,6 @@ APIs and runner events are FastStream subscribers.
 
 from __future__ import annotations
 
-
 import msgspec
 from nats.js.errors import NotFoundError
 
