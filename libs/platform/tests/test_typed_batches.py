@@ -61,7 +61,7 @@ async def test_readable_messages_come_decoded_and_the_unreadable_one_is_parked_a
     assert [(fact.n, msg.metadata.sequence.stream) for fact, msg in batch.items] == [(1, 1), (4, 4)]
     assert batch.last_seq == 4
     assert [seq for seq, _ in parked] == [2, 3]  # on their first delivery
-    assert all(reason.startswith("not a Fact") for _, reason in parked)
+    assert all(reason.startswith("not a Fact: ") for _, reason in parked)
     assert info.num_ack_pending == 0 and info.num_redelivered == 0
 
 

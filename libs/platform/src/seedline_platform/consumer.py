@@ -36,8 +36,7 @@ from .logging import get_logger
 from .nats_workarounds import connection_of
 from .outage import is_outage
 from .replay import replay
-from .retry_policy import failure_reason, gives_up, outage_pause, worn_out
-from .routing import message_name
+from .retry_policy import failure_reason, gives_up, outage_pause, unreadable_reason, worn_out
 from .tasks import cancel_and_wait
 
 log = get_logger(__name__)
@@ -372,7 +371,7 @@ class BatchConsumer:
         try:
             return (self._decode(msg.data), msg), None
         except msgspec.MsgspecError as exc:
-            return (None, msg), f"not a {message_name(self._message)}: {exc}"[:500]
+            return (None, msg), unreadable_reason(self._message, exc)
 
     async def _keep_leased(self, msgs: Sequence[Msg]) -> None:
         while True:

@@ -280,8 +280,9 @@ async def park_message(js: JetStreamContext, msg: Msg, reason: str, subject: str
         reason_code="poison", message=reason, raw=raw, raw_encoding=encoding,
         received_at=now_text(), ingest_seq=msg.metadata.sequence.stream,
     )
-    # One record per message, however often it is parked (a batch redelivered after its
-    # copy died before the ack parks it again).
-    origin = f"parked:{msg.metadata.stream}:{msg.metadata.sequence.stream}"
+    # One record per message and consumer, however often that consumer parks it (a batch
+    # redelivered after its copy died before the ack parks it again).
+    meta = msg.metadata
+    origin = f"parked:{meta.stream}:{meta.consumer}:{meta.sequence.stream}"
     await publish_window(js, [(subject, encode(record), {"Nats-Msg-Id": origin})])
 

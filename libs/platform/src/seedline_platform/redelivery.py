@@ -26,8 +26,7 @@ from seedline_contracts.codec import decoder
 from .consumer import Parker
 from .logging import get_logger
 from .outage import is_outage
-from .retry_policy import failure_reason, gives_up, outage_pause, worn_out
-from .routing import message_name
+from .retry_policy import failure_reason, gives_up, outage_pause, unreadable_reason, worn_out
 
 log = get_logger(__name__)
 
@@ -47,7 +46,7 @@ def typed(kind: type, handle: Callable[[Any, Msg], Awaitable[None]]) -> MsgHandl
         try:
             event = decode(msg.data)
         except msgspec.MsgspecError as exc:
-            raise Unreadable(f"not a {message_name(kind)}: {exc}") from None
+            raise Unreadable(unreadable_reason(kind, exc)) from None
         await handle(event, msg)
 
     return typed_handle

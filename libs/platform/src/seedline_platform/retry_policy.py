@@ -17,6 +17,8 @@ redelivery makes it readable.
 
 from __future__ import annotations
 
+import typing
+
 from nats.aio.msg import Msg
 
 
@@ -42,3 +44,11 @@ def gives_up(tries: int, max_deliver: int) -> bool:
 def failure_reason(tries: int, exc: BaseException) -> str:
     """The reason a parked message carries (SEEDLINE_REJECTED)."""
     return f"failed {tries} times: {type(exc).__name__}: {exc}"[:500]
+
+
+def unreadable_reason(kind: type, exc: Exception) -> str:
+    """Why a payload that is not its route's type is parked: the type, or for a union of
+    event types (a lifecycle fold's) how many it is none of, and what the decoder said."""
+    members = typing.get_args(kind)
+    what = f"any of its {len(members)} event types" if members else f"a {kind.__name__}"
+    return f"not {what}: {exc}"[:500]
