@@ -1,6 +1,7 @@
 """A batch consumer that names its message type: the payloads are decoded at the edge, the
 handler is given a Batch, a payload that is not the type is parked on its first delivery,
-and the batch's end is given even when its last message was parked."""
+and the batch's end is given even when its last message was parked. A parked message is
+kept once for each consumer that parks it."""
 
 from __future__ import annotations
 
@@ -71,3 +72,24 @@ async def test_a_batch_of_unreadable_messages_alone_still_gives_its_end(nats_ser
     assert batch.items == [] and batch.last_seq == 2  # the offset moves past both
     assert [seq for seq, _ in parked] == [1, 2]
     assert info.num_ack_pending == 0
+
+
+async def test_a_message_is_kept_once_per_consumer_that_parks_it(nats_server):
+    from seedline_contracts import subjects
+    from seedline_platform import natsio
+
+    nc = await nats.connect(nats_server.url)
+    js = nc.jetstream()
+    try:
+        await natsio.ensure_streams(js, replicas=1)
+        await js.add_stream(name="TWICE", subjects=["twice.>"])
+        await js.publish("twice.x", b"unreadable")
+        for durable in ("resolver-like", "gateway-like"):
+            sub = await js.pull_subscribe("twice.>", durable=durable, stream="TWICE")
+            (msg,) = await sub.fetch(1, timeout=2)
+            for _ in range(2):  # parked again: its batch came back after a copy died
+                await natsio.park_message(js, msg, "not a Fact", subjects.REJECTED_SESSIONS)
+        info = await js.stream_info(subjects.REJECTED_STREAM)
+        assert info.state.messages == 2
+    finally:
+        await nc.close()
