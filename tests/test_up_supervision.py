@@ -28,7 +28,9 @@ from seedline_devtools.embedded import free_port
 pytestmark = [pytest.mark.slow, pytest.mark.servers]
 
 READY_LINE = "Seedline is up."
-ENTRIES = 3000
+# Enough that publishing them outlasts a few probes of the stream on a loaded machine: with
+# 3,000 one full run saw the publisher finish before the first probe found 200 of them.
+ENTRIES = 6000
 KILL_AFTER = 200  # ingest messages published by this test's publisher before the kill
 
 
