@@ -93,3 +93,53 @@ async def test_a_message_is_kept_once_per_consumer_that_parks_it(nats_server):
         assert info.state.messages == 2
     finally:
         await nc.close()
+
+
+async def test_a_projection_reset_behind_its_consumer_is_refilled_from_the_stream(nats_server):
+    """The stored offset is the truth: where the durable acknowledged past it (rows and
+    offset reset, or put back from an older backup), the projection is handed everything
+    after it again; where it did not, nothing is handed twice."""
+    nc = await nats.connect(nats_server.url)
+    js = nc.jetstream()
+    await js.add_stream(name="FOLDED", subjects=["folded.>"])
+    stored = {"seq": 0}
+    handed: list[int] = []
+
+    async def applied() -> int:
+        return stored["seq"]
+
+    async def fold(batch: Batch) -> None:
+        handed.extend(msg.metadata.sequence.stream for _, msg in batch.items)
+        stored["seq"] = batch.last_seq
+
+    async def park(msg, reason: str) -> None:
+        raise AssertionError(reason)
+
+    async def run_once(until: int) -> None:
+        consumer = BatchConsumer(js, stream="FOLDED", durable="folded",
+                                 filter_subjects=["folded.>"], handle=fold, park=park,
+                                 batch_size=16, message=Fact, idempotent=True, applied=applied)
+        await consumer.start()
+        running = asyncio.create_task(consumer.run())
+        for _ in range(100):
+            if stored["seq"] >= until and (await js.consumer_info(
+                    "FOLDED", "folded")).ack_floor.stream_seq >= until:
+                break
+            await asyncio.sleep(0.05)
+        await consumer.stop(timeout=5)
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+
+    try:
+        for n in (1, 2, 3):
+            await js.publish("folded.x", msgspec.json.encode(Fact(n)))
+        await run_once(until=3)
+        assert handed == [1, 2, 3]
+        await js.publish("folded.x", msgspec.json.encode(Fact(4)))
+        await run_once(until=4)  # started again, the offset where it was: only what is new
+        assert handed == [1, 2, 3, 4]
+        stored["seq"] = 0  # the rows and the offset were reset
+        await run_once(until=4)
+        assert handed == [1, 2, 3, 4, 1, 2, 3, 4]
+    finally:
+        await nc.close()

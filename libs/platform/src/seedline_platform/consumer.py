@@ -13,7 +13,11 @@ Rules it keeps (DESIGN.md rules 2 and 4; the retry and park policy is retry_poli
   a copy that died was holding is read from the stream at once, not waited for;
 - a consumer that names its message type decodes each payload at the edge: its handler
   is given a `Batch` of (message, Msg) pairs, and a payload that is not that type is
-  parked on its first delivery (no redelivery makes it readable).
+  parked on its first delivery (no redelivery makes it readable);
+- a consumer given its projection's stored offset (`applied`) takes that offset as the
+  truth (acks are flow control): where the durable has acknowledged past it (the rows and
+  offset were reset, or put back from an older backup), the durable is made again from
+  just after it, so the projection refills from the stream.
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ class BatchConsumer:
         ack_all: bool = False,
         idempotent: bool = False,
         message: type | None = None,
+        applied: Callable[[], Awaitable[int]] | None = None,
     ) -> None:
         self._js = js
         self.stream = stream
@@ -99,6 +104,7 @@ class BatchConsumer:
         self._idempotent = idempotent
         self._message = message
         self._decode = decoder(message).decode if message is not None else None
+        self._applied = applied
         self._batch_seconds = (
             None if metrics is None else metrics.batch_seconds.labels(stream, durable)
         )
@@ -127,8 +133,32 @@ class BatchConsumer:
         return config
 
     async def start(self) -> None:
-        await self._js.add_consumer(self.stream, self.consumer_config())
+        config = self.consumer_config()
+        if self._applied is not None:
+            config = await self._from_stored_offset(config)
+        await self._js.add_consumer(self.stream, config)
         self._sub = await self._js.pull_subscribe_bind(self.durable, stream=self.stream)
+
+    async def _from_stored_offset(self, config: js_api.ConsumerConfig) -> js_api.ConsumerConfig:
+        """The durable as the stored offset says: kept where it has not acknowledged past
+        it, made again from just after it where it has."""
+        applied = await self._applied()
+        try:
+            info = await self._js.consumer_info(self.stream, self.durable)
+        except NotFoundError:
+            info = None
+        if info is not None and info.ack_floor.stream_seq <= applied:
+            # Where it starts is fixed when it is made: say it as it was.
+            config.deliver_policy = info.config.deliver_policy
+            config.opt_start_seq = info.config.opt_start_seq
+            return config
+        if info is not None:
+            log.warning("projection_behind_its_consumer", durable=self.durable,
+                        applied=applied, acknowledged=info.ack_floor.stream_seq)
+            await self._js.delete_consumer(self.stream, self.durable)
+        config.deliver_policy = js_api.DeliverPolicy.BY_START_SEQUENCE
+        config.opt_start_seq = applied + 1
+        return config
 
     async def stop(self, timeout: float) -> None:
         """Stop taking work: the fetch in flight returns (its pull request expires within

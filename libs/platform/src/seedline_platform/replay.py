@@ -1,5 +1,4 @@
-"""Read a stream in order, for catch-up, rebuilds and self-rebuilding projections; and a KV
-bucket's live values.
+"""Read a stream in order, for catch-up, rebuilds and scrubs; and a KV bucket's live values.
 
 An ephemeral consumer with no acks, in memory, removed when idle: the read
 leaves nothing behind on the server and costs no fsync.
@@ -8,7 +7,6 @@ leaves nothing behind on the server and costs no fsync.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import AsyncIterator, Sequence
 
@@ -91,36 +89,9 @@ async def newest_values(js: JetStreamContext, bucket: str, timeout: float = 5.0
             pending = msgs[-1].metadata.num_pending
 
 
-async def follow(
-    js: JetStreamContext, stream: str, subject: str, applied: Callable[[], Awaitable[int]],
-    apply: Callable[[Sequence[Msg]], Awaitable[None]], batch: int = 256,
-) -> None:
-    """Hand `apply` every message of `subject` after the seq `applied()` says, in order, for
-    ever. After any fault it starts again from what `applied()` says then, so a projection
-    that stores its offset with its rows rebuilds itself when both are reset (the web's
-    opens). A projection that must not go back on a reset uses a durable consumer instead
-    (consumer.BatchConsumer)."""
-    while True:
-        try:
-            async with _reader(js, stream, subject,
-                               deliver_policy=js_api.DeliverPolicy.BY_START_SEQUENCE,
-                               opt_start_seq=await applied() + 1) as sub:
-                while True:
-                    try:
-                        msgs = await sub.fetch(batch, timeout=5.0)
-                    except NatsTimeout:
-                        continue
-                    await apply(msgs)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            log.warning("follow_paused", stream=stream, error=str(exc))
-            await asyncio.sleep(1.0)
-
-
 @asynccontextmanager
 async def _reader(js: JetStreamContext, stream: str, subject: str, **policy):
-    """The ephemeral pull consumer both reads use, unsubscribed when they end."""
+    """The ephemeral pull consumer every read uses, unsubscribed when it ends."""
     config = js_api.ConsumerConfig(
         ack_policy=js_api.AckPolicy.NONE,
         inactive_threshold=30.0,

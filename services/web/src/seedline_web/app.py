@@ -164,6 +164,8 @@ class WebApp:
             self._server.should_exit = True
         if self._serving is not None:
             await asyncio.gather(self._serving, return_exceptions=True)
+        if self.opens is not None:  # what it holds goes back to the stream now
+            await self.opens.consumer.stop(timeout=2.0)
         if self.nc is not None and not self.nc.is_closed:
             await self.nc.close()
         if self.pool is not None:

@@ -1,9 +1,12 @@
 """Every open the platform decided, as it was decided then: the console's projection.
 
-Built from SEEDLINE_SESSIONS with an ephemeral consumer that keeps nothing on the
-server; the applied stream sequence is stored in the same transaction as the
-rows (DESIGN.md rule 2), so a restart resumes where it stopped and a redelivery
-changes nothing. What an event does to a conversation's opens is the one fold of
+Built from SEEDLINE_SESSIONS by a batch consumer typed at the edge, as every projection
+is (seedline_platform.consumer); the applied stream sequence is stored in the same
+transaction as the rows (DESIGN.md rule 2), so a redelivery changes nothing, and the
+consumer takes that stored offset as the truth: rows and offset reset (or a new
+PROJECTION name) refill from the stream. What it cannot read it logs: the web is a read
+model and publishes nothing, not even to SEEDLINE_REJECTED (the services that fold the same
+events park it there). What an event does to a conversation's opens is the one fold of
 ``seedline_platform.lifecycle_events.fold_opens`` (a decision joined with its answer,
 a `resume_lost` correcting it): this module only loads, folds and stores.
 """
@@ -11,7 +14,6 @@ a `resume_lost` correcting it): this module only loads, folds and stores.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
 
 import msgspec
 from nats.aio.msg import Msg
@@ -19,18 +21,19 @@ from nats.js import JetStreamContext
 from psycopg_pool import AsyncConnectionPool
 
 from seedline_contracts import subjects
-from seedline_contracts.codec import decoder, encode
+from seedline_contracts.codec import encode
 from seedline_contracts.events import SessionEvent
 from seedline_contracts.sessions import OpenReply
 from seedline_platform import pg
+from seedline_platform.consumer import Batch, BatchConsumer
 from seedline_platform.lifecycle_events import OpenView, fold_opens
 from seedline_platform.logging import get_logger
-from seedline_platform.replay import follow, last_seq
+from seedline_platform.replay import last_seq
 from seedline_platform.watermark import Watermark
 
 log = get_logger(__name__)
 
-PROJECTION = "seedline-web-opens-2"
+PROJECTION = "seedline-web-opens-2"  # also its durable consumer's name
 BATCH = 256
 
 OFFSETS = pg.Offsets("web_offsets")
@@ -70,7 +73,6 @@ class OpenRecord:
     brief_text: str | None
 
 
-_events = decoder(SessionEvent)
 _views = msgspec.json.Decoder(OpenView)
 
 
@@ -79,6 +81,11 @@ class OpensProjection:
         self._js = js
         self._pool = pool
         self._mark = Watermark(self.applied)
+        self.consumer = BatchConsumer(
+            js, stream=subjects.SESSIONS_STREAM, durable=PROJECTION,
+            filter_subjects=[subjects.SESSION_EVENTS_ALL], handle=self.apply, park=_logged,
+            batch_size=BATCH, message=SessionEvent, idempotent=True, applied=self.applied,
+        )
 
     async def setup(self) -> None:
         await pg.apply_schema(self._pool, "seedline-web", DDL)
@@ -88,28 +95,20 @@ class OpensProjection:
             return await OFFSETS.read(conn, PROJECTION)
 
     async def run(self) -> None:
-        """Follow the stream for ever from the stored offset (seedline_platform.replay)."""
-        await follow(self._js, subjects.SESSIONS_STREAM, subjects.SESSION_EVENTS_ALL,
-                     self.applied, self.apply, BATCH)
+        await self.consumer.start()
+        await self.consumer.run()
 
-    async def apply(self, msgs: Sequence[Msg]) -> None:
+    async def apply(self, batch: Batch[SessionEvent]) -> None:
         async with self._pool.connection() as conn, conn.transaction():
             applied = await OFFSETS.lock(conn, PROJECTION)
-            newest = applied
-            for msg in msgs:
+            for event, msg in batch.items:
                 seq = msg.metadata.sequence.stream
-                if seq <= applied:
-                    continue
-                newest = max(newest, seq)
-                try:
-                    await self._apply_one(conn, seq, msg)
-                except msgspec.MsgspecError:
-                    log.warning("session_event_unreadable", seq=seq)
-            await OFFSETS.set(conn, PROJECTION, newest)
-        await self._mark.advance(newest)
+                if seq > applied:
+                    await self._apply_one(conn, seq, event)
+            await OFFSETS.set(conn, PROJECTION, batch.last_seq)
+        await self._mark.advance(batch.last_seq)
 
-    async def _apply_one(self, conn, seq: int, msg: Msg) -> None:
-        event = _events.decode(msg.data)
+    async def _apply_one(self, conn, seq: int, event: SessionEvent) -> None:
         cur = await conn.execute(
             "SELECT view FROM web_open_views WHERE session_id = %s ORDER BY decided_seq",
             (event.session_id,),
@@ -164,3 +163,8 @@ def record_of(view: OpenView) -> OpenRecord:
                       view.relocation_from, view.until_seq, view.reply,
                       error.code if error else None, error.message if error else None,
                       view.brief_text)
+
+
+async def _logged(msg: Msg, reason: str) -> None:
+    """What the projection cannot apply: said in the log, with its place in the stream."""
+    log.warning("session_event_not_applied", seq=msg.metadata.sequence.stream, reason=reason)
