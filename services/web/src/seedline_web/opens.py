@@ -4,9 +4,9 @@ Built from SEEDLINE_SESSIONS by a batch consumer typed at the edge, as every pro
 is (seedline_platform.consumer); the applied stream sequence is stored in the same
 transaction as the rows (DESIGN.md rule 2), so a redelivery changes nothing, and the
 consumer takes that stored offset as the truth: rows and offset reset (or a new
-PROJECTION name) refill from the stream. What it cannot read it logs: the web is a read
-model and publishes nothing, not even to SEEDLINE_REJECTED (the services that fold the same
-events park it there). What an event does to a conversation's opens is the one fold of
+PROJECTION name) refill from the stream. What it cannot read it logs: the web may not
+publish to SEEDLINE_REJECTED (least privilege), and the services that fold the same events
+park it there. What an event does to a conversation's opens is the one fold of
 ``seedline_platform.lifecycle_events.fold_opens`` (a decision joined with its answer,
 a `resume_lost` correcting it): this module only loads, folds and stores.
 """
