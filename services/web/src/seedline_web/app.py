@@ -37,8 +37,7 @@ from .intake import CLIENT_CLOSED, BodyDeadline, TokenFirst
 from .limits import BodyLimit
 from .metrics import Measured, WebMetrics
 from .mcp_tools import build_server
-from .openapi import FILE as OPENAPI_FILE
-from .openapi import openapi_document, render
+from .openapi import FILE as OPENAPI_FILE, openapi_document, render
 from .opens import OpensProjection
 from .tenant import Tenant
 from .tokens import TokenStore

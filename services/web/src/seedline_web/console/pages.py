@@ -235,7 +235,7 @@ def open_form(login: ConsoleLogin, repo: str, machines) -> str:
     return ('<section id="open"><h2>Open a conversation</h2>'
             '<form method="post" action="/console/open" class="action">'
             f'{render.csrf_field(login.csrf)}<input type="hidden" name="repo" '
-            f'value="{render.escape(repo)}"><label for="open-node">Machine</label>'
+            f'value="{esc(repo)}"><label for="open-node">Machine</label>'
             f'<select id="open-node" name="node_id">{options}</select>'
             f'<label for="open-engine">Engine</label><select id="open-engine" name="engine">'
             f'{engine_options}</select><label for="open-text">First message</label>'
