@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from seedline_platform.metrics_labels import OTHER, route_label, subject_matches
+from seedline_platform.metrics_labels import OTHER, route_label
+from seedline_platform.subject_match import subject_matches
 
 
 @pytest.mark.parametrize(("pattern", "subject", "matches"), [
@@ -17,7 +18,7 @@ from seedline_platform.metrics_labels import OTHER, route_label, subject_matches
     ("seedline.api.sessions.open", "seedline.api.sessions.open.x", False),
 ])
 def test_subject_matching_is_nats_matching(pattern, subject, matches):
-    assert subject_matches(pattern, subject) is matches
+    assert subject_matches(subject, pattern) is matches
 
 
 def test_a_subject_is_labelled_by_the_first_route_that_takes_it():

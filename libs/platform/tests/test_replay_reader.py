@@ -38,7 +38,7 @@ def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
 
 async def test_a_reader_is_made_once_the_cluster_answers_again():
     js = ElectingCluster([NatsTimeout(), ServiceUnavailableError()])
-    async with replay._reader(js, "SEEDLINE_TIMELINE", "seedline.timeline.>") as sub:
+    async with replay.reader(js, "SEEDLINE_TIMELINE", "seedline.timeline.>") as sub:
         assert isinstance(sub, Subscription)
     assert js.creates == 3 and sub.unsubscribed
 
@@ -46,7 +46,7 @@ async def test_a_reader_is_made_once_the_cluster_answers_again():
 async def test_a_cluster_that_stays_leaderless_is_the_callers_error():
     js = ElectingCluster([NatsTimeout() for _ in range(replay.CREATE_ATTEMPTS)])
     with pytest.raises(NatsTimeout):
-        async with replay._reader(js, "SEEDLINE_TIMELINE", "seedline.timeline.>"):
+        async with replay.reader(js, "SEEDLINE_TIMELINE", "seedline.timeline.>"):
             pass
     assert js.creates == replay.CREATE_ATTEMPTS
 
@@ -54,6 +54,6 @@ async def test_a_cluster_that_stays_leaderless_is_the_callers_error():
 async def test_other_errors_are_not_tried_again():
     js = ElectingCluster([ValueError("bad config")])
     with pytest.raises(ValueError):
-        async with replay._reader(js, "SEEDLINE_TIMELINE", "seedline.timeline.>"):
+        async with replay.reader(js, "SEEDLINE_TIMELINE", "seedline.timeline.>"):
             pass
     assert js.creates == 1

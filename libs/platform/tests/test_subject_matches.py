@@ -1,7 +1,7 @@
 """The subject matching an ordered consumer uses to keep, of a range read from its
 stream, only the messages of its own filters."""
 
-from seedline_platform.consumer import subject_matches
+from seedline_platform.subject_match import subject_matches
 
 
 def test_wildcards_match_as_nats_does():

@@ -6,12 +6,13 @@ import json
 
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.events import ContinuityDecided, LaunchPlan, SeedComposed
-from seedline_contracts.sessions import Continuity
+from seedline_contracts.sessions import BriefGetRequest, Continuity
 from seedline_core.brief_rows import BriefRow
 from seedline_devtools.fakes import FakeMsg
 from seedline_platform.publishing import RecordingPublisher
 from seedline_platform.settings import Settings
 from seedline_seed_composer.briefs import InMemoryBriefStore
+from seedline_seed_composer.bootstrap import Ports, bootstrap
 from seedline_seed_composer.handlers import Composer
 from seedline_seed_composer.reader import RowsReader
 
@@ -30,8 +31,8 @@ def composer_with(publisher, store, settings, reader) -> Composer:
         found = [decode(p, SeedComposed) for s, p, _ in publisher.messages]
         return found[-1] if found else None
 
-    return Composer(publisher, reader, store, budget_for=settings.brief_budget, clock=lambda: AT,
-                    recorded=recorded)
+    return bootstrap(settings, Ports(publisher=publisher, reader=reader, store=store,
+                                     recorded=recorded, clock=lambda: AT)).composer
 
 
 async def test_a_redelivered_decision_keeps_the_recorded_bytes_whatever_the_budget_now():
@@ -51,5 +52,5 @@ async def test_a_redelivered_decision_keeps_the_recorded_bytes_whatever_the_budg
     assert len(publisher.messages) == 1
     kept = await store.latest("csess_a")
     assert kept.sha256 == recorded.brief.sha256 and kept.text == recorded.text
-    reply = json.loads(await again.get_brief(FakeMsg(b'{"session_id": "csess_a"}')))
-    assert reply["sha256"] == recorded.brief.sha256
+    reply = await again.get_brief(BriefGetRequest(session_id="csess_a"))
+    assert reply.sha256 == recorded.brief.sha256

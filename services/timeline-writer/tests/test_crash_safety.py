@@ -29,18 +29,17 @@ from seedline_devtools.testing import request, running
 from seedline_devtools.testing_load import ingest_taken
 from seedline_timeline_writer.app import create_app
 from seedline_platform.publishing import JetStreamPublisher
+from seedline_platform.settings import Settings
+from seedline_timeline_writer.bootstrap import Ports, bootstrap
 from seedline_timeline_writer.ingest import IngestHandler
-from seedline_timeline_writer.launches import InMemoryLaunchFeed, InMemoryLaunchRegistry, LaunchCheck
 from seedline_timeline_writer.store import PostgresTimelineStore
 from seedline_timeline_writer.stream import JetStreamTimeline
-from seedline_timeline_writer.writer import TimelineWriter
 
 
 def ingest_for(js, store) -> IngestHandler:
     """The writer's ingest path as its app wires it, on this test's store."""
-    writer = TimelineWriter(JetStreamTimeline(js), store)
-    launches = LaunchCheck(InMemoryLaunchRegistry(), InMemoryLaunchFeed())
-    return IngestHandler(writer, launches, JetStreamPublisher(js))
+    return bootstrap(Settings(), Ports(store=store, stream=JetStreamTimeline(js),
+                                       publisher=JetStreamPublisher(js))).ingest
 
 
 async def park_rejected(js, msg, reason: str) -> None:

@@ -7,16 +7,11 @@ import json
 from seedline_contracts import subjects
 from seedline_devtools.fakes import FakeMsg
 from seedline_platform.publishing import RecordingPublisher
-from seedline_timeline_writer.ingest import IngestHandler
-from seedline_timeline_writer.launches import (
-    InMemoryLaunchFeed,
-    InMemoryLaunchRegistry,
-    Launch,
-    LaunchCheck,
-)
+from seedline_platform.settings import Settings
+from seedline_timeline_writer.bootstrap import Ports, bootstrap
+from seedline_timeline_writer.launches import InMemoryLaunchFeed, InMemoryLaunchRegistry, Launch
 from seedline_timeline_writer.store import InMemoryTimelineStore
 from seedline_timeline_writer.stream import InMemoryTimelineStream
-from seedline_timeline_writer.writer import TimelineWriter
 
 NOW = "2026-12-01T10:00:00Z"
 MAC = subjects.ingest_runner_subject("mac-mini-1")
@@ -36,10 +31,11 @@ class Harness:
         self.registry = InMemoryLaunchRegistry()
         self.feed = InMemoryLaunchFeed()
         self.rejects = RecordingPublisher()
-        self.writer = TimelineWriter(self.stream, self.store, redact_at_ingest)
-        self.ingest = IngestHandler(
-            self.writer, LaunchCheck(self.registry, self.feed), self.rejects, clock=lambda: NOW
-        )
+        settings = Settings(redact_at_ingest=redact_at_ingest)
+        parts = bootstrap(settings, Ports(
+            store=self.store, stream=self.stream, publisher=self.rejects,
+            launches=self.registry, feed=self.feed, clock=lambda: NOW))
+        self.writer, self.ingest = parts.writer, parts.ingest
 
     async def feed_msgs(self, *msgs: FakeMsg) -> None:
         await self.ingest.handle(list(msgs))

@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from . import events, subjects
+from . import channels, events, subjects
 from .schema import PUBLIC_MESSAGES, json_schemas
 from .timeline import KINDS
 
@@ -59,177 +59,14 @@ def _channel(address: str | None, messages: list[str], description: str) -> dict
     return channel
 
 
-EVENT_NAMES = [cls.__name__ for cls in events.EVENT_TYPES]
-NOTIFICATIONS = [
-    "StoppedIdleNotification",
-    "RunnerOfflineNotification",
-    "RunnerRestartedNotification",
-    "NotWokenNotification",
-]
+def _names(kinds) -> list[str]:
+    return [kind.__name__ for kind in kinds]
 
-# channel id -> (address, messages, description)
-CHANNELS: dict[str, tuple[str, list[str], str]] = {
-    "ingestTimeline": (
-        subjects.INGEST_TIMELINE,
-        ["TimelineEntryIn"],
-        "Stream SEEDLINE_INGEST. Producers publish entries here with JetStream, "
-        "header Nats-Msg-Id = entry_id (CONTRACT.md 2.1).",
-    ),
-    "ingestRunner": (
-        "seedline.ingest.runner.{node}",
-        ["TimelineEntryIn"],
-        "Stream SEEDLINE_INGEST. A runner machine publishes its engines' output here, as it "
-        "happens; accepted only for conversations launched on that machine, never chat_user "
-        "(6, 1.1).",
-    ),
-    "ingestTimelineOfInstance": (
-        "seedline.ingest.timeline.{instance}",
-        ["TimelineEntryIn"],
-        "Stream SEEDLINE_INGEST. The same as seedline.ingest.timeline, on a subject that names "
-        "the entry's instance, so the server can spread ingest over partitions by instance "
-        "(2.2, 1.1). The instance must be the entry's own.",
-    ),
-    "ingestRunnerOfInstance": (
-        "seedline.ingest.runner.{node}.{instance}",
-        ["TimelineEntryIn"],
-        "Stream SEEDLINE_INGEST. Runner-scoped ingest naming the entry's instance (6, 1.1).",
-    ),
-    "ingestPartition": (
-        "seedline.ingest.p.{partition}.timeline.{instance}",
-        ["TimelineEntryIn"],
-        "Stream SEEDLINE_INGEST. Where the server's subject mapping puts partition p's "
-        "entries (runner-scoped ones under seedline.ingest.p.<p>.runner.<node>.<instance>); "
-        "the writer of partition p consumes seedline.ingest.p.<p>.>.",
-    ),
-    "timelineEntries": (
-        "seedline.timeline.{instance}.{repo}.{session}.{kind}",
-        ["TimelineEntry"],
-        "Stream SEEDLINE_TIMELINE, the source of truth; the stream sequence is "
-        "the entry's seq. Only the timeline-writer publishes here (2.2).",
-    ),
-    "rejectedTimeline": (
-        subjects.REJECTED_TIMELINE,
-        ["RejectedInput"],
-        "Stream SEEDLINE_REJECTED: ingest input that could not be accepted, "
-        "and timeline entries parked as poison.",
-    ),
-    "rejectedSessions": (
-        subjects.REJECTED_SESSIONS,
-        ["RejectedInput"],
-        "Stream SEEDLINE_REJECTED: conversation events parked as poison.",
-    ),
-    "sessionEvents": (
-        "seedline.session.{session}.{type}",
-        EVENT_NAMES,
-        "Stream SEEDLINE_SESSIONS: every step of a conversation's life (7).",
-    ),
-    "timelineAppend": (
-        subjects.API_TIMELINE_APPEND,
-        ["TimelineEntryIn"],
-        "Synchronous append: the same body as the ingest subject (2.1).",
-    ),
-    "timelineRead": (
-        subjects.API_TIMELINE_READ,
-        ["TimelineReadRequest"],
-        "Read a repo's or one conversation's entries, newest page first (2.3).",
-    ),
-    "sessionsOpen": (
-        subjects.API_SESSIONS_OPEN,
-        ["OpenRequest"],
-        "Open a conversation: resume or brief a fresh engine (3).",
-    ),
-    "sessionsRelocate": (
-        subjects.API_SESSIONS_RELOCATE,
-        ["RelocateRequest"],
-        "Move a conversation to another machine (4).",
-    ),
-    "sessionsStop": (subjects.API_SESSIONS_STOP, ["StopRequest"], "Stop a live conversation (4)."),
-    "sessionsList": (
-        subjects.API_SESSIONS_LIST,
-        ["SessionsListRequest"],
-        "List live conversations, optionally of one instance.",
-    ),
-    "instancesForget": (
-        subjects.API_INSTANCES_FORGET,
-        ["ForgetRequest"],
-        "Forget an instance: its key, its rows, its notices (Erasure, 1.2); operators only.",
-    ),
-    "briefsGet": (
-        subjects.API_BRIEFS_GET,
-        ["BriefGetRequest"],
-        "The latest brief offered to a conversation, byte for byte (4).",
-    ),
-    "runnerLaunch": (
-        "seedline.runner.{node}.launch",
-        ["LaunchRequest"],
-        "The gateway asks a machine to launch an engine (6).",
-    ),
-    "runnerTurn": (
-        "seedline.runner.{node}.turn",
-        ["TurnRequest"],
-        "A person's message for a live conversation; at least once (6).",
-    ),
-    "runnerStop": (
-        "seedline.runner.{node}.stop",
-        ["RunnerStopRequest"],
-        "The gateway asks a machine to stop a conversation (6).",
-    ),
-    "runnerEvents": (
-        "seedline.runner.{node}.events",
-        ["RunnerEvent"],
-        "A machine reports engine_bound and exited (6).",
-    ),
-    "notify": (
-        "seedline.notify.{instance}",
-        NOTIFICATIONS,
-        "What the platform tells the people of an instance (4).",
-    ),
-    "runnerPresence": (
-        f"$KV.{subjects.RUNNERS_BUCKET}.{{presence_key}}",
-        ["RunnerPresence"],
-        f"KV bucket {subjects.RUNNERS_BUCKET} (TTL {subjects.RUNNERS_TTL_SECONDS} s):"
-        f" a machine puts its presence at least every "
-        f"{subjects.PRESENCE_INTERVAL_SECONDS} s; a missing key means offline (6).",
-    ),
-}
 
-# request channel -> replies (an ErrorReply is always possible on the API)
-REPLIES: dict[str, list[str]] = {
-    "timelineAppend": ["AppendReply", "ErrorReply"],
-    "timelineRead": ["TimelineReadReply", "ErrorReply"],
-    "sessionsOpen": ["OpenReply", "ErrorReply"],
-    "sessionsRelocate": ["OpenReply", "ErrorReply"],
-    "sessionsStop": ["StopReply", "ErrorReply"],
-    "sessionsList": ["SessionsListReply", "ErrorReply"],
-    "briefsGet": ["BriefGetReply", "ErrorReply"],
-    "instancesForget": ["ForgetReply", "ErrorReply"],
-    "runnerLaunch": ["LaunchReply"],
-    "runnerTurn": ["TurnReply"],
-    "runnerStop": ["RunnerStopReply"],
-}
+def replies_of(channel: channels.Channel) -> list[str]:
+    """What a request channel is answered with (none for a channel that is not one)."""
+    return _names(getattr(channel, "replies", ()))
 
-# operation id -> (action, channel, summary). What a service receives through FastStream is
-# generated from its subscribers (seedline_devtools.asyncapi_doc); listed here are the sends
-# and the receives that are not FastStream subscribers.
-OPERATIONS: dict[str, tuple[str, str, str]] = {
-    "receiveTimelineEntry": ("receive", "ingestTimeline", "The timeline-writer consumes ingest."),
-    "receiveRunnerOutput": ("receive", "ingestRunner", "The timeline-writer consumes it."),
-    "receiveTimelineEntryOfInstance": (
-        "receive", "ingestTimelineOfInstance", "The timeline-writer consumes ingest."),
-    "receiveRunnerOutputOfInstance": (
-        "receive", "ingestRunnerOfInstance", "The timeline-writer consumes it."),
-    "receivePartition": (
-        "receive", "ingestPartition", "The writer of that partition consumes it."),
-    "storeTimelineEntry": ("send", "timelineEntries", "The timeline-writer appends."),
-    "rejectTimelineInput": ("send", "rejectedTimeline", "Input that could not be accepted."),
-    "parkConversationEvent": ("send", "rejectedSessions", "An event that kept failing."),
-    "recordConversationEvent": ("send", "sessionEvents", "The services record each step."),
-    "notifyInstance": ("send", "notify", "The runner-gateway tells people what happened."),
-    "launchOnRunner": ("send", "runnerLaunch", "The runner-gateway launches; the machine replies."),
-    "deliverTurn": ("send", "runnerTurn", "The runner-gateway delivers; the machine replies."),
-    "stopOnRunner": ("send", "runnerStop", "The runner-gateway stops; the machine replies."),
-    "receivePresence": ("receive", "runnerPresence", "Services read presence to find machines."),
-}
 
 HEADERS = {
     "TimelineEntryIn": {
@@ -272,34 +109,19 @@ def _schemas() -> dict[str, Any]:
 
 
 def asyncapi_document() -> dict[str, Any]:
-    channels: dict[str, Any] = {}
-    for channel_id, (address, messages, description) in CHANNELS.items():
-        channels[channel_id] = _channel(address, messages, description)
-        if channel_id in REPLIES:
-            channels[channel_id + "Reply"] = _channel(
-                None,
-                REPLIES[channel_id],
-                "The requester's NATS reply subject (an inbox), so it has no fixed address.",
-            )
+    """The contract's channels and messages. Operations, who receives and who sends what,
+    come from the services' routing tables (seedline_devtools.asyncapi_doc)."""
+    document_channels: dict[str, Any] = {}
+    for channel in channels.CHANNELS:
+        if channel.internal:
+            continue
+        document_channels[channel.id] = _channel(channel.address, _names(channel.messages),
+                                                 channel.description)
+        if replies := replies_of(channel):
+            document_channels[channel.id + "Reply"] = _channel(
+                None, replies,
+                "The requester's NATS reply subject (an inbox), so it has no fixed address.")
     operations: dict[str, Any] = {}
-    for op_id, (action, channel_id, summary) in OPERATIONS.items():
-        op: dict[str, Any] = {
-            "action": action,
-            "channel": {"$ref": f"#/channels/{channel_id}"},
-            "summary": summary,
-            "messages": [
-                {"$ref": f"#/channels/{channel_id}/messages/{m}"} for m in CHANNELS[channel_id][1]
-            ],
-        }
-        if channel_id in REPLIES:
-            reply_id = channel_id + "Reply"
-            op["reply"] = {
-                "channel": {"$ref": f"#/channels/{reply_id}"},
-                "messages": [
-                    {"$ref": f"#/channels/{reply_id}/messages/{m}"} for m in REPLIES[channel_id]
-                ],
-            }
-        operations[op_id] = op
     return {
         "asyncapi": "3.0.0",
         "id": "urn:seedline:wire-contract",
@@ -322,7 +144,7 @@ def asyncapi_document() -> dict[str, Any]:
                 "description": "`seedline up` or `docker compose up`; SEEDLINE_NATS_URL elsewhere.",
             }
         },
-        "channels": channels,
+        "channels": document_channels,
         "operations": operations,
         "components": {"messages": _messages(), "schemas": _schemas()},
     }

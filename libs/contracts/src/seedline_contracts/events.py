@@ -7,11 +7,14 @@ plan travels with them so each service needs only the event it reacts to.
 
 from __future__ import annotations
 
+import typing
+
 import msgspec
 
 from .errors import ErrorBody
 from .runner import ResumeExpect
 from .sessions import BriefStats, BriefSummary, Continuity, OpenReply
+from .subjects import session_event_subject
 
 
 class LaunchPlan(msgspec.Struct):
@@ -157,20 +160,10 @@ SessionEvent = (
     | ResumeLost
 )
 
-EVENT_TYPES: tuple[type[_Event], ...] = (
-    OpenRequested,
-    ContinuityDecided,
-    SeedComposed,
-    Opened,
-    OpenFailed,
-    EngineBound,
-    Relocated,
-    Stopped,
-    Reaped,
-    WakeRequested,
-    ResumeLost,
-)
+# The union above is the one list of event types; everything else derives from it.
+EVENT_TYPES: tuple[type[_Event], ...] = typing.get_args(SessionEvent)
 
 
-def event_type(event: _Event) -> str:
-    return type(event).__struct_config__.tag  # type: ignore[return-value]
+def event_subject(event: _Event) -> str:
+    """Where an event is recorded: seedline.session.<session>.<type>."""
+    return session_event_subject(event.session_id, type(event).__struct_config__.tag)

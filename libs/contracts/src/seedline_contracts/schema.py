@@ -6,41 +6,21 @@ from typing import Any
 
 import msgspec
 
-from . import errors, events, instances, runner, sessions, timeline
+from .channels import CHANNELS
 
-PUBLIC_MESSAGES: dict[str, type] = {
-    "TimelineEntryIn": timeline.TimelineEntryIn,
-    "TimelineEntry": timeline.TimelineEntry,
-    "RejectedInput": timeline.RejectedInput,
-    "AppendReply": timeline.AppendReply,
-    "TimelineReadRequest": timeline.TimelineReadRequest,
-    "TimelineReadReply": timeline.TimelineReadReply,
-    "OpenRequest": sessions.OpenRequest,
-    "OpenReply": sessions.OpenReply,
-    "RelocateRequest": sessions.RelocateRequest,
-    "StopRequest": sessions.StopRequest,
-    "BriefGetRequest": sessions.BriefGetRequest,
-    "BriefGetReply": sessions.BriefGetReply,
-    "SessionsListRequest": sessions.SessionsListRequest,
-    "SessionsListReply": sessions.SessionsListReply,
-    "StoppedIdleNotification": sessions.StoppedIdleNotification,
-    "RunnerOfflineNotification": sessions.RunnerOfflineNotification,
-    "RunnerRestartedNotification": sessions.RunnerRestartedNotification,
-    "NotWokenNotification": sessions.NotWokenNotification,
-    "StopReply": sessions.StopReply,
-    "ForgetRequest": instances.ForgetRequest,
-    "ForgetReply": instances.ForgetReply,
-    "ErrorReply": errors.ErrorReply,
-    "RunnerPresence": runner.RunnerPresence,
-    "LaunchRequest": runner.LaunchRequest,
-    "LaunchReply": runner.LaunchReply,
-    "TurnRequest": runner.TurnRequest,
-    "TurnReply": runner.TurnReply,
-    "RunnerStopRequest": runner.RunnerStopRequest,
-    "RunnerStopReply": runner.RunnerStopReply,
-    "RunnerEvent": runner.RunnerEvent,
-    **{cls.__name__: cls for cls in events.EVENT_TYPES},
-}
+
+def _public_messages() -> dict[str, type]:
+    """Every message a public channel carries, and every reply an API or a machine gives."""
+    found: dict[str, type] = {}
+    for channel in CHANNELS:
+        if channel.internal:
+            continue
+        for kind in (*channel.messages, *getattr(channel, "replies", ())):
+            found[kind.__name__] = kind
+    return found
+
+
+PUBLIC_MESSAGES: dict[str, type] = _public_messages()
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:

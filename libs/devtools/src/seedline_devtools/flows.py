@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from seedline_contracts import subjects
-from seedline_platform.consumer import subject_matches
+from seedline_platform.subject_match import subject_matches
 from seedline_platform.routing import Kind, Route
 
 from .asyncapi_doc import routing_tables, sent_subject

@@ -1,6 +1,7 @@
-"""The life every service shares: connect, check durability, set up, consume,
-serve, stop. A service says what it answers and consumes in its routing table
-(`routes.py`, `seedline_platform.routing`), and builds the parts its handlers are.
+"""The life every service shares: connect, check durability, build, consume, serve,
+stop. A service says what it answers and consumes in its routing table (`routes.py`,
+`seedline_platform.routing`); its `bootstrap(settings, ports)` builds the parts whose
+methods the table names, from ports that are real adapters here and fakes in tests.
 
 The edges are FastStream (DESIGN.md rule 9): request/reply APIs and low-rate
 event subscribers are FastStream subscribers, which gives typed routing, the
@@ -13,10 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import socket
 from collections.abc import Awaitable, Callable, Sequence
 
+import msgspec
 import nats.micro
 from faststream import AckPolicy
 from faststream._internal.broker import BrokerUsecase
@@ -26,8 +29,9 @@ from faststream.nats.opentelemetry import NatsTelemetryMiddleware
 from nats.aio.msg import Msg
 
 from seedline_contracts import subjects
-from seedline_contracts.codec import encode
-from seedline_contracts.errors import error_reply
+from seedline_contracts.channels import Api
+from seedline_contracts.codec import decoder, encode
+from seedline_contracts.errors import ErrorReply, error_reply
 from seedline_core.notices import error_message
 
 from . import natsio, pg
@@ -39,12 +43,11 @@ from .metrics_labels import prometheus_middleware
 from .nats_workarounds import survive_abandoned_flushes
 from .observability import ServiceMetrics, tracer_provider
 from .redelivery import MsgHandler, handle_with_redelivery, typed
-from .routing import Kind, Route, resolve
+from .routing import Kind, Route, bind, message_name, sending_as
 from .settings import Settings
 
 log = get_logger(__name__)
 
-Answer = Callable[[Msg], Awaitable[bytes]]
 VERSION = "1.1.0"
 # Requests answered at once per API: an open waits for its machine, a read may
 # wait for min_seq; a few hundred waiting requests cost only their tasks.
@@ -66,6 +69,36 @@ async def _raw_body(msg) -> bytes:
 
 def no_routes(settings: Settings) -> tuple[Route, ...]:
     return ()
+
+
+def _in_route(route: Route, handle):
+    """The handler, with what it sends checked against its row."""
+
+    async def in_route(*args):
+        with sending_as(route):
+            return await handle(*args)
+
+    return in_route
+
+
+def _request_reader(api: Api) -> Callable[[bytes], object]:
+    """A body read into the API's request type, or the contract's refusal of it."""
+    read = decoder(api.request).decode
+
+    def request_of(data: bytes) -> object:
+        try:
+            return read(data)
+        except (msgspec.ValidationError, RecursionError) as exc:
+            problem: object = exc
+        except msgspec.DecodeError as exc:
+            if api.not_json:
+                return error_reply("not_json", error_message("not_json"))
+            problem = exc
+        if isinstance(problem, RecursionError):
+            problem = "the JSON nests too deeply to read"
+        return error_reply("invalid_request", f"The {api.title} request is not valid: {problem}.")
+
+    return request_of
 
 
 class ServiceApp:
@@ -92,7 +125,7 @@ class ServiceApp:
             connect_timeout=5,
             security=BaseSecurity(ssl_context=tls) if (tls := settings.nats_tls()) else None,
             logger=None,  # handlers log through structlog, with their context bound
-            # Handlers decode bodies themselves, into the contract's types, and answer
+            # The edge decodes bodies itself, into the contract's types, and answers
             # malformed input with the contract's errors: FastStream must not parse JSON
             # first (input nested 3,000 deep made it fail before any handler, unanswered).
             decoder=_raw_body,
@@ -105,78 +138,98 @@ class ServiceApp:
         self.nc = None
         self.js = None
         self.pool = None
+        self.parts = None
         self.consumers: list[BatchConsumer] = []
         self.loops: list[Callable[[], Awaitable[None]]] = []
         self.health: HealthServer | None = None
         self.ready = False
         self._micro = None
-        for route in self.routing:
-            self._subscribe(route)
 
     # -- what a service says --------------------------------------------------------
 
-    async def setup(self) -> None:
-        """Build the parts the routing table's handlers name."""
+    async def build(self):
+        """The service's parts, from its real ports (each service's bootstrap.py)."""
+        raise NotImplementedError
 
     async def batch_options(self, route: Route) -> dict:
         """Options of a batch route's consumer known only once connected (e.g. `ack_all`)."""
         return {}
 
-    def handler(self, route: Route):
-        """The route's handler, looked up when a message arrives (parts exist after setup,
-        and a test may swap one)."""
-        return lambda *args: resolve(self, route.handler)(*args)
+    # -- the edge: each row subscribed, its messages typed, its sends checked -------------
 
-    def _subscribe(self, route: Route) -> None:
-        """A FastStream subscriber for each route but the batch and loop ones, which need
-        the parts setup builds (`_add_batches_and_loops`)."""
-        handle = self.handler(route)
-        if route.kind is Kind.REQUEST:
-            self.answer(route.subject, handle, route.description)
-        elif route.kind is Kind.EVENT:
-            if route.message is not None:
-                handle = typed(route.message, handle)
-            self.on_events(stream=route.stream, durable=route.durable, subject=route.subject,
-                           handle=handle, park=self.parker(route.park),
-                           description=route.description, ack_wait=route.ack_wait or 30.0)
-        elif route.kind in (Kind.MESSAGE, Kind.BROADCAST):
-            async def on_message(msg: NatsMessage) -> None:
-                await handle(msg.raw_message)
-
-            on_message.__name__ = route.handler.replace(".", "_")
-            # A queue group: one copy takes each message; none: every copy does.
-            queue = self.name if route.kind is Kind.MESSAGE else ""
-            self.broker.subscriber(route.subject, queue=queue,
-                                   title=f"{route.handler} {route.subject}",
-                                   description=route.description)(on_message)
-
-    async def _add_batches_and_loops(self) -> None:
-        """The batch consumers and the loops of the table, once setup built their parts."""
+    async def _subscribe_all(self) -> None:
+        parts = [getattr(self.parts, f.name) for f in dataclasses.fields(self.parts)]
         for route in self.routing:
-            if route.kind is Kind.LOOP:
-                self.loops.append(self.handler(route))
+            handle = bind(route.handler, parts)
+            if route.kind is Kind.REQUEST:
+                self._answer(route, handle)
+            elif route.kind is Kind.EVENT:
+                self._on_events(route, typed(route.message, handle) if route.message else handle)
+            elif route.kind in (Kind.MESSAGE, Kind.BROADCAST):
+                self._on_messages(route, handle)
+            elif route.kind is Kind.LOOP:
+                self.loops.append(_in_route(route, handle))
             elif route.kind is Kind.BATCH:
                 options = {"idempotent": route.idempotent, "message": route.message,
                            **await self.batch_options(route)}
                 self.consume(stream=route.stream, durable=route.durable,
-                             filter_subjects=list(route.filters), handle=self.handler(route),
+                             filter_subjects=list(route.filters), handle=_in_route(route, handle),
                              park=self.parker(route.park), **options)
 
-    def answer(self, subject: str, handler: Answer, description: str) -> None:
-        """Serve a request/reply subject; a handler that raises still answers `unavailable`."""
+    def _answer(self, route: Route, handle) -> None:
+        """Serve a request/reply API: the body read into its request type (or refused with
+        the contract's error), the handler's answer encoded; a handler that raises still
+        answers `unavailable`."""
+        api = route.api
+        read = route.decode or _request_reader(api)
 
         async def reply(msg: NatsMessage) -> bytes:
-            try:
-                return await handler(msg.raw_message)
-            except Exception:
-                log.exception("request_failed", subject=subject)
-                return encode(error_reply("unavailable", error_message("unavailable")))
+            with sending_as(route):
+                request = read(msg.raw_message.data)
+                if isinstance(request, ErrorReply):
+                    return encode(request)
+                try:
+                    return encode(await handle(request))
+                except Exception:
+                    log.exception("request_failed", subject=api.address)
+                    return encode(error_reply("unavailable", error_message("unavailable")))
 
-        reply.__name__ = subject.replace(".", "_")
+        reply.__name__ = api.address.replace(".", "_")
         self.broker.subscriber(
-            subject, queue=self.name, max_workers=REQUEST_WORKERS, title=subject,
-            description=description,
+            api.address, queue=self.name, max_workers=REQUEST_WORKERS, title=api.address,
+            description=route.description,
         )(reply)
+
+    def _on_messages(self, route: Route, handle) -> None:
+        """Core NATS messages, typed when the row names a type: what cannot be read is
+        logged and dropped (there is no stream to park it from)."""
+        read = decoder(route.message).decode if route.message else None
+
+        async def on_message(msg: NatsMessage) -> None:
+            raw = msg.raw_message
+            with sending_as(route):
+                if read is None:
+                    await handle(raw)
+                    return
+                try:
+                    message = read(raw.data)
+                except (msgspec.MsgspecError, RecursionError):
+                    log.warning("message_unreadable", subject=raw.subject,
+                                takes=message_name(route.message))
+                    return
+                await handle(message, raw)
+
+        on_message.__name__ = route.handler.__name__
+        # A queue group: one copy takes each message; none: every copy does.
+        queue = self.name if route.kind is Kind.MESSAGE else ""
+        self.broker.subscriber(route.subject, queue=queue,
+                               title=f"{route.handler_name} {route.subject}",
+                               description=route.description)(on_message)
+
+    def _on_events(self, route: Route, handle: MsgHandler) -> None:
+        self.on_events(stream=route.stream, durable=route.durable, subject=route.subject,
+                       handle=_in_route(route, handle), park=self.parker(route.park),
+                       description=route.description, ack_wait=route.ack_wait or 30.0)
 
     def on_events(
         self, *, stream: str, durable: str, subject: str, handle: MsgHandler, park: Parker,
@@ -235,8 +288,8 @@ class ServiceApp:
         await natsio.enforce_durability(self.nc, self.js, s.nats_monitor_url, s.strict_durability)
         if self.uses_database:
             self.pool = await pg.open_pool(s.database_url, self.name, self.pool_size)
-        await self.setup()
-        await self._add_batches_and_loops()
+        self.parts = await self.build()
+        await self._subscribe_all()
         for consumer in self.consumers:
             await consumer.start()
         # Subscribes to the request subjects only now, when everything can answer.

@@ -40,6 +40,7 @@ from .logging import get_logger
 from .nats_workarounds import connection_of
 from .outage import is_outage
 from .replay import replay
+from .subject_match import subject_matches
 from .retry_policy import failure_reason, gives_up, outage_pause, unreadable_reason, worn_out
 from .tasks import cancel_and_wait
 
@@ -432,14 +433,3 @@ class BatchConsumer:
             except Exception:
                 # A lost ack means a redelivery, which every handler treats as a no-op.
                 log.warning("ack_failed", stream=self.stream, seq=msg.metadata.sequence.stream)
-
-
-def subject_matches(subject: str, pattern: str) -> bool:
-    """NATS subject matching: `*` is one token, a final `>` one or more."""
-    tokens, wanted = subject.split("."), pattern.split(".")
-    for i, want in enumerate(wanted):
-        if want == ">":
-            return len(tokens) > i
-        if i >= len(tokens) or (want != "*" and want != tokens[i]):
-            return False
-    return len(tokens) == len(wanted)

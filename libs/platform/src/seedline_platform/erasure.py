@@ -14,6 +14,9 @@ from collections.abc import Awaitable, Callable
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.instances import Erasure
 from seedline_platform.logging import get_logger
+from seedline_contracts.channels import ERASURES
+from seedline_platform.replay import newest_values
+from seedline_platform.routing import Kind, Route, check_send
 from seedline_platform.sealing import key_name
 
 log = get_logger(__name__)
@@ -38,47 +41,50 @@ async def forgotten_bucket(js, replicas: int = 1):
 
 async def record(js, erasure: Erasure, replicas: int = 1) -> None:
     kv = await forgotten_bucket(js, replicas)
+    check_send(f"$KV.{FORGOTTEN_BUCKET}.{key_name(erasure.instance_id)}")
     await kv.put(key_name(erasure.instance_id), encode(erasure))
 
 
 async def erasures(js, replicas: int = 1) -> dict[str, Erasure]:
-    """Every instance forgotten so far."""
-    kv = await forgotten_bucket(js, replicas)
+    """Every instance forgotten so far (read so that it cannot end before values on their
+    way: seedline_platform.replay.newest_values)."""
+    await forgotten_bucket(js, replicas)
     out: dict[str, Erasure] = {}
-    watcher = await kv.watchall()
-    try:
-        async for entry in watcher:
-            if entry is None:  # the initial values are all delivered
-                break
-            if entry.value:
-                erasure = decode(entry.value, Erasure)
-                out[erasure.instance_id] = erasure
-    finally:
-        await watcher.stop()
+    async for _, msg in newest_values(js, FORGOTTEN_BUCKET):
+        erasure = decode(msg.data, Erasure)
+        out[erasure.instance_id] = erasure
     return out
 
 
-def follower(
-    js, on_forgotten: Callable[[Erasure], Awaitable[None]], replicas: int = 1
-) -> Callable[[], Awaitable[None]]:
-    """A service loop: each erasure recorded (those before it started too) is handed to
-    `on_forgotten`, which must be idempotent."""
+class ErasureFollower:
+    """A service loop (a LOOP row of its routing table, `route()`): each erasure recorded,
+    those before it started too, is handed to `on_forgotten`, which must be idempotent."""
 
-    async def follow() -> None:
+    def __init__(self, js, on_forgotten: Callable[[Erasure], Awaitable[None]],
+                 replicas: int = 1) -> None:
+        self._js = js
+        self._on_forgotten = on_forgotten
+        self._replicas = replicas
+
+    async def follow(self) -> None:
         while True:
             try:
-                kv = await forgotten_bucket(js, replicas)
+                kv = await forgotten_bucket(self._js, self._replicas)
                 watcher = await kv.watchall()
                 async for entry in watcher:
                     if entry is not None and entry.value:
-                        await on_forgotten(decode(entry.value, Erasure))
+                        await self._on_forgotten(decode(entry.value, Erasure))
             except asyncio.CancelledError:
                 raise
             except Exception:
                 log.exception("forgotten_follow_failed")
                 await asyncio.sleep(1.0)
 
-    return follow
+
+def route(what: str, sends: tuple = ()) -> Route:
+    """The row every owner of rows has: it follows the erasures and drops `what`."""
+    return Route(Kind.LOOP, ERASURES.filter, ErasureFollower.follow,
+                 f"Drops {what} of each instance forgotten (Erasure, 1.2).", sends=sends)
 
 
 def covers(erasure: Erasure | None, seq: int) -> bool:

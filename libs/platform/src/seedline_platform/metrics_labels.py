@@ -16,22 +16,13 @@ from faststream.nats.prometheus.provider import NatsMetricsSettingsProvider
 from faststream.prometheus.middleware import PrometheusMiddleware
 from nats.aio.msg import Msg
 
+from .subject_match import subject_matches
+
 OTHER = "other"  # a reply inbox, or a subject no route names
 
 
-def subject_matches(pattern: str, subject: str) -> bool:
-    """NATS subject matching: `*` is one token, a final `>` one or more."""
-    wanted, tokens = pattern.split("."), subject.split(".")
-    for n, token in enumerate(wanted):
-        if token == ">":
-            return len(tokens) > n
-        if n >= len(tokens) or token not in ("*", tokens[n]):
-            return False
-    return len(tokens) == len(wanted)
-
-
 def route_label(subject: str, patterns: Sequence[str]) -> str:
-    return next((p for p in patterns if subject_matches(p, subject)), OTHER)
+    return next((p for p in patterns if subject_matches(subject, p)), OTHER)
 
 
 def prometheus_middleware(registry: Any, app_name: str,

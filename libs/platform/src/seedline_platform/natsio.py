@@ -22,6 +22,7 @@ from seedline_contracts.streams import ALL_STREAMS, StreamSpec
 
 from .logging import get_logger
 from .nats_workarounds import connection_of, survive_abandoned_flushes
+from .routing import check_send
 
 log = get_logger(__name__)
 
@@ -217,6 +218,8 @@ async def publish_window(
     An awaited publish per message costs a full fsync round trip each (DESIGN.md
     rule 5); a window of pending acks shares them. Raises on the first failure.
     """
+    for subject, _, _ in messages:
+        check_send(subject)
     futures = [await js.publish_async(s, p, headers=h) for s, p, h in messages]
     return list(await asyncio.wait_for(asyncio.gather(*futures), timeout))
 
@@ -241,6 +244,8 @@ async def publish_atomic(
     from nats.js.errors import APIError
 
     nc: Client = connection_of(js)  # the batch's body goes out as plain publishes on it
+    for subject, _, _ in messages:
+        check_send(subject)
     seqs: list[int] = []
     for start in range(0, len(messages), MAX_ATOMIC_BATCH):
         chunk = messages[start : start + MAX_ATOMIC_BATCH]

@@ -8,6 +8,7 @@ consumer filtered to one instance that leaves nothing behind on the server.
 from __future__ import annotations
 
 import json
+from contextlib import aclosing
 from dataclasses import dataclass
 from datetime import datetime
 from typing import AsyncIterator
@@ -17,6 +18,8 @@ from nats.js import JetStreamContext
 from nats.js import api as js_api
 
 from seedline_contracts import subjects
+
+from .replay import reader, stored
 
 MAX_READ = 1000
 FETCH_BATCH = 256
@@ -28,19 +31,15 @@ class StoredNotice:
     notice: dict
 
 
-def _config(after_seq: int | None, since: datetime | None, live_only: bool
-            ) -> js_api.ConsumerConfig:
+def _policy(after_seq: int | None, since: datetime | None, live_only: bool) -> dict:
     if after_seq is not None:
-        policy = {"deliver_policy": js_api.DeliverPolicy.BY_START_SEQUENCE,
-                  "opt_start_seq": after_seq + 1}
-    elif since is not None:
-        policy = {"deliver_policy": js_api.DeliverPolicy.BY_START_TIME, "opt_start_time": since}
-    elif live_only:
-        policy = {"deliver_policy": js_api.DeliverPolicy.NEW}
-    else:
-        policy = {"deliver_policy": js_api.DeliverPolicy.ALL}
-    return js_api.ConsumerConfig(ack_policy=js_api.AckPolicy.NONE, inactive_threshold=30.0,
-                                 mem_storage=True, max_ack_pending=-1, **policy)
+        return {"deliver_policy": js_api.DeliverPolicy.BY_START_SEQUENCE,
+                "opt_start_seq": after_seq + 1}
+    if since is not None:
+        return {"deliver_policy": js_api.DeliverPolicy.BY_START_TIME, "opt_start_time": since}
+    if live_only:
+        return {"deliver_policy": js_api.DeliverPolicy.NEW}
+    return {"deliver_policy": js_api.DeliverPolicy.ALL}
 
 
 def _kept_at(msg) -> datetime:
@@ -61,25 +60,22 @@ async def read_notices(js: JetStreamContext, instance_id: str, *, after_seq: int
     """The instance's stored notices after `after_seq` (or at or after `since`, or all),
     oldest first, at most `limit`; and whether more follow them."""
     limit = max(1, min(limit, MAX_READ))
-    sub = await js.pull_subscribe(subjects.notify_subject(instance_id),
-                                  stream=subjects.NOTICES_STREAM,
-                                  config=_config(after_seq, since, live_only=False))
     found: list[StoredNotice] = []
-    try:
-        pending = (await sub.consumer_info()).num_pending
-        while pending > 0 and len(found) < limit:
-            try:
-                msgs = await sub.fetch(min(pending, limit - len(found), FETCH_BATCH), timeout=5)
-            except NatsTimeout:
-                break  # what was counted went past its age meanwhile
-            # The server's start by time is a hint (it may start earlier); the kept time decides.
-            found += [n for m in msgs if (since is None or after_seq is not None
-                                          or _kept_at(m) >= since)
-                      and (n := _decoded(m)) is not None]
-            pending = msgs[-1].metadata.num_pending
-    finally:
-        await _quietly_unsubscribe(sub)
-    return found[:limit], pending > 0
+    more = False
+    kept = stored(js, subjects.NOTICES_STREAM, subjects.notify_subject(instance_id),
+                  **_policy(after_seq, since, live_only=False))
+    async with aclosing(kept):
+        async for msg in kept:
+            # The server's start by time is a hint (it may start earlier); the kept time
+            # decides.
+            if since is not None and after_seq is None and _kept_at(msg) < since:
+                continue
+            if len(found) == limit:
+                more = True
+                break
+            if (notice := _decoded(msg)) is not None:
+                found.append(notice)
+    return found, more
 
 
 async def follow_notices(js: JetStreamContext, instance_id: str, *,
@@ -88,10 +84,8 @@ async def follow_notices(js: JetStreamContext, instance_id: str, *,
     """The instance's notices after `after_seq` (or from now), then each as it comes;
     None every `tick` seconds without one, so the caller can look around. The consumer
     exists before the first value is yielded, so nothing published after that is missed."""
-    sub = await js.pull_subscribe(subjects.notify_subject(instance_id),
-                                  stream=subjects.NOTICES_STREAM,
-                                  config=_config(after_seq, None, live_only=True))
-    try:
+    async with reader(js, subjects.NOTICES_STREAM, subjects.notify_subject(instance_id),
+                      **_policy(after_seq, None, live_only=True)) as sub:
         yield None
         pending = 0
         while True:
@@ -108,12 +102,3 @@ async def follow_notices(js: JetStreamContext, instance_id: str, *,
                 notice = _decoded(msg)
                 if notice is not None:
                     yield notice
-    finally:
-        await _quietly_unsubscribe(sub)
-
-
-async def _quietly_unsubscribe(sub) -> None:
-    try:
-        await sub.unsubscribe()
-    except Exception:
-        pass

@@ -11,11 +11,22 @@ from typing import Protocol
 
 from nats.js import JetStreamContext
 
+from seedline_contracts.codec import encode
+from seedline_contracts.events import event_subject
+
 from .natsio import publish_window
 from .observability import trace_headers
 from .outage import NATS_AWAY, StreamsUnavailable
+from .routing import check_send
 
 Outgoing = tuple[str, bytes, dict[str, str] | None]  # subject, payload, headers
+
+
+def event_message(event, msg_id: str | None = None) -> Outgoing:
+    """A session event as it is recorded: on seedline.session.<session>.<type>, with a
+    Nats-Msg-Id when a redelivery must record it once."""
+    return (event_subject(event), encode(event),
+            {"Nats-Msg-Id": msg_id} if msg_id is not None else None)
 
 
 class Publisher(Protocol):
@@ -52,6 +63,7 @@ class RecordingPublisher:
     async def publish(self, messages: Sequence[Outgoing]) -> list[int]:
         seqs = []
         for subject, payload, headers in messages:
+            check_send(subject)
             msg_id = (headers or {}).get("Nats-Msg-Id")
             if msg_id is not None and msg_id in self._msg_ids:
                 seqs.append(0)

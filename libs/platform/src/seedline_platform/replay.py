@@ -1,7 +1,9 @@
-"""Read a stream in order, for catch-up, rebuilds and scrubs; and a KV bucket's live values.
+"""The one way Seedline reads a stream without a durable consumer: a range in order
+(catch-up, rebuilds, scrubs), what is stored now (a conversation's events, stored
+notices), what comes next (notices followed), and a KV bucket's live values.
 
-An ephemeral consumer with no acks, in memory, removed when idle: the read
-leaves nothing behind on the server and costs no fsync.
+Each is an ephemeral consumer with no acks, in memory, removed when idle (`reader`):
+the read leaves nothing behind on the server and costs no fsync.
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ async def replay(
     """Yield batches of messages with start_seq <= seq <= end_seq, in order."""
     if end_seq < start_seq:
         return
-    async with _reader(js, stream, subject, deliver_policy=js_api.DeliverPolicy.BY_START_SEQUENCE,
+    async with reader(js, stream, subject, deliver_policy=js_api.DeliverPolicy.BY_START_SEQUENCE,
                        opt_start_seq=max(1, start_seq)) as sub:
         unavailable = 0
         while True:
@@ -73,25 +75,39 @@ async def newest_values(js: JetStreamContext, bucket: str, timeout: float = 5.0
     already on their way (nats.py #842), and then a listing of the machines online says
     there are none."""
     prefix = f"$KV.{bucket}."
-    async with _reader(js, f"KV_{bucket}", f"{prefix}>",
-                       deliver_policy=js_api.DeliverPolicy.LAST_PER_SUBJECT) as sub:
+    async for msg in stored(js, f"KV_{bucket}", f"{prefix}>", timeout=timeout,
+                            deliver_policy=js_api.DeliverPolicy.LAST_PER_SUBJECT):
+        headers = msg.headers or {}
+        # A delete, a purge, or a marker the server left (TTL, max age).
+        if msg.data and not ({"KV-Operation", "Nats-Marker-Reason"} & headers.keys()):
+            yield msg.subject[len(prefix):], msg
+
+
+async def stored(js: JetStreamContext, stream: str, subject: str, *, limit: int | None = None,
+                 timeout: float = 5.0, **policy) -> AsyncIterator[Msg]:
+    """The messages on `subject` stored when the read starts (counted before any is
+    delivered, so the read cannot end early), oldest first, at most `limit`. `policy` is
+    the consumer's deliver policy (default: all)."""
+    async with reader(js, stream, subject, **policy) as sub:
         pending = (await sub.consumer_info()).num_pending
-        while pending > 0:
+        taken = 0
+        while pending > 0 and (limit is None or taken < limit):
+            want = min(pending, 256) if limit is None else min(pending, 256, limit - taken)
             try:
-                msgs = await sub.fetch(min(pending, 256), timeout=timeout)
+                msgs = await sub.fetch(want, timeout=timeout)
             except NatsTimeout:
-                return  # keys expired meanwhile: what was counted is no longer there
+                return  # what was counted went away meanwhile (expired, deleted)
             for msg in msgs:
-                headers = msg.headers or {}
-                # A delete, a purge, or a marker the server left (TTL, max age).
-                if msg.data and not ({"KV-Operation", "Nats-Marker-Reason"} & headers.keys()):
-                    yield msg.subject[len(prefix):], msg
+                yield msg
+            taken += len(msgs)
             pending = msgs[-1].metadata.num_pending
 
 
 @asynccontextmanager
-async def _reader(js: JetStreamContext, stream: str, subject: str, **policy):
-    """The ephemeral pull consumer every read uses, unsubscribed when it ends."""
+async def reader(js: JetStreamContext, stream: str, subject: str, **policy):
+    """The ephemeral pull consumer every read uses, unsubscribed when it ends; `policy` is
+    its deliver policy (default: all)."""
+    policy.setdefault("deliver_policy", js_api.DeliverPolicy.ALL)
     config = js_api.ConsumerConfig(
         ack_policy=js_api.AckPolicy.NONE,
         inactive_threshold=30.0,

@@ -1,20 +1,33 @@
 """Routing tables: what each service reacts to, how it consumes it, and what it may send.
 
 Every service declares its subscriptions in one module of its own (`routes.py`), as a
-tuple of `Route`s. The service subscribes from that table (`ServiceApp`), and the wire
-documents are generated from the same tables: `docs/asyncapi.json` names the service
-that receives each subject, and `docs/flows.md` draws each flow as a sequence of hops
-(`seedline_devtools.flows`). Adding a subscription is one row here; nothing else lists it.
+tuple of `Route`s. That table drives the wire (DESIGN.md rule 11):
+- the service subscribes from it (`ServiceApp`), decoding each message into the row's
+  contract type at the edge and encoding what a request's handler returns;
+- a handler may send only what its row declares: every publish, notice and machine
+  request is checked against the row of the handler it happens under (`sending`);
+- the NATS permissions of every service, the client's directory of who answers what,
+  the AsyncAPI document and docs/flows.md are generated from the tables.
 
-A handler is named by its path on the running app ("opening.open"): it is looked up when a
-message arrives, so a table can be read (for the documents) without starting anything.
+A handler is named by reference: a function defined on a part's class (`Launcher.launch`),
+bound to the part the service's `bootstrap` built when the service starts. So a table
+can be read (for the documents and permissions) without starting anything, and
+go-to-definition follows every route.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import typing
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from enum import Enum
+
+from seedline_contracts import subjects
+from seedline_contracts.channels import Api, Channel, event_tag
+
+from .subject_match import subject_matches
 
 
 class Kind(str, Enum):
@@ -35,11 +48,28 @@ class Kind(str, Enum):
     LOOP = "loop"
 
 
+# What a row may send: a channel of the contract, or a session event type (recorded on
+# seedline.session.<session>.<type>).
+Sendable = Channel | type
+
+
+def sent_subject(sent: Sendable) -> str:
+    """What a row's `sends` names, as a subject filter."""
+    if isinstance(sent, Channel):
+        return sent.filter
+    return subjects.session_event_filter(event_tag(sent))
+
+
+def sent_name(sent: Sendable) -> str:
+    """How the documents name what is sent: an event by its type, a channel by its address."""
+    return sent.address if isinstance(sent, Channel) else event_tag(sent)
+
+
 @dataclass(frozen=True)
 class Route:
     kind: Kind
     subject: str  # a subject, or a filter with * and >
-    handler: str  # path of the handler on the app, e.g. "opening.open"
+    handler: Callable  # a function of a part's class, e.g. Launcher.launch
     description: str
     stream: str | None = None  # EVENT and BATCH: the stream consumed
     durable: str | None = None  # EVENT and BATCH: the durable consumer's name
@@ -52,16 +82,40 @@ class Route:
     # BATCH: a projection that skips what it applied, so a dead copy's batch is read
     # from the stream at once instead of waited for.
     idempotent: bool = False
-    # What the handler may publish: session event types ("opened") or subjects.
-    sends: tuple[str, ...] = ()
-    # EVENT and BATCH: the contract type its payload is decoded into at the edge; an EVENT
-    # handler is called with (event, msg), a BATCH handler with a consumer.Batch of such
-    # pairs, and a payload that is not one is parked at once.
+    # What the handler may send: channels and session event types.
+    sends: tuple[Sendable, ...] = ()
+    # The contract type the payload is decoded into at the edge: an EVENT handler is
+    # called with (message, msg), a BATCH handler with a consumer.Batch of such pairs, a
+    # MESSAGE or BROADCAST handler with (message, msg); a payload that is not one is
+    # parked (or, with no stream, logged and dropped).
     message: type | None = None
+    # REQUEST: the API answered; its handler takes the request type and returns the reply
+    # type or an ErrorReply.
+    api: Api | None = None
+    # REQUEST: reads a body into the request when the API's own type is not enough (an open
+    # may also be a bare request for an earlier answer).
+    decode: Callable[[bytes], object] | None = None
+
+    @classmethod
+    def request(cls, api: Api, handler: Callable, *, sends: tuple[Sendable, ...] = (),
+                decode: Callable[[bytes], object] | None = None,
+                description: str | None = None) -> Route:
+        return cls(Kind.REQUEST, api.address, handler, description or api.description,
+                   sends=sends, api=api, decode=decode)
 
     @property
     def filters(self) -> tuple[str, ...]:
         return (self.subject, *self.also)
+
+    @property
+    def send_filters(self) -> tuple[str, ...]:
+        """Every subject this row may publish or request on, its parking place included."""
+        return (*(sent_subject(s) for s in self.sends), *((self.park,) if self.park else ()))
+
+    @property
+    def handler_name(self) -> str:
+        """The handler as the documents name it: Class.method."""
+        return self.handler.__qualname__
 
     @property
     def acknowledged(self) -> str:
@@ -78,9 +132,43 @@ def message_name(kind: type) -> str:
     return name or " | ".join(message_name(member) for member in typing.get_args(kind))
 
 
-def resolve(app: object, path: str):
-    """The handler `path` names on `app` ("opening.open": app.opening.open)."""
-    target = app
-    for part in path.split("."):
-        target = getattr(target, part)
-    return target
+def bind(handler: Callable, parts: Iterable[object]) -> Callable:
+    """The handler bound to the one part whose class defines it."""
+    owners = [part for part in parts
+              if any(vars(cls).get(handler.__name__) is handler for cls in type(part).__mro__)]
+    if len(owners) != 1:
+        raise LookupError(f"{handler.__qualname__} is defined by {len(owners)} of the parts "
+                          "bootstrap built; a route's handler needs exactly one")
+    return getattr(owners[0], handler.__name__)
+
+
+# -- sends, checked against the row of the handler they happen under ---------------------
+
+
+class UndeclaredSend(Exception):
+    """A handler sent what its row does not declare (the server would refuse it too)."""
+
+
+_sending: contextvars.ContextVar[Route | None] = contextvars.ContextVar("sending", default=None)
+
+
+@contextlib.contextmanager
+def sending_as(route: Route) -> Iterator[None]:
+    """Everything sent inside is checked against `route.sends` (tasks started inside too)."""
+    token = _sending.set(route)
+    try:
+        yield
+    finally:
+        _sending.reset(token)
+
+
+def check_send(subject: str) -> None:
+    """Raise UndeclaredSend when the handler at work may not send on `subject`. Outside any
+    route (a service starting, a tool) nothing is checked."""
+    route = _sending.get()
+    if route is None:
+        return
+    if not any(subject_matches(subject, allowed) for allowed in route.send_filters):
+        raise UndeclaredSend(
+            f"{route.handler_name} sent on {subject}, which its route does not declare; add "
+            "it to the row's sends= (the service's permissions follow from it)")

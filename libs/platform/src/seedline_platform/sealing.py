@@ -29,6 +29,8 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from seedline_contracts.tokens import escape_token, unescape_token
 
+from .routing import check_send
+
 KEYS_BUCKET = "seedline_keys"
 # A sealed text: PREFIX, the instance's key name, the key version, base64 of nonce and
 # ciphertext with its tag.
@@ -152,6 +154,7 @@ class KvKeyStore:
         if not create:
             return None
         ring = new_ring()
+        check_send(f"$KV.{KEYS_BUCKET}.{key_name(instance_id)}")
         try:
             await (await self._bucket()).create(key_name(instance_id), ring.encode())
             return ring
@@ -168,12 +171,14 @@ class KvKeyStore:
             assert ring is not None
             return ring.current
         ring = KeyRing.decode(entry.value).rotated()
+        check_send(f"$KV.{KEYS_BUCKET}.{key_name(instance_id)}")
         bucket = await self._bucket()
         await bucket.update(key_name(instance_id), ring.encode(), last=entry.revision)
         return ring.current
 
     async def destroy(self, instance_id: str) -> None:
         # A purge rolls up the key's subject: every earlier revision leaves the stream.
+        check_send(f"$KV.{KEYS_BUCKET}.{key_name(instance_id)}")
         await (await self._bucket()).purge(key_name(instance_id))
 
 
@@ -232,6 +237,11 @@ class Sealer:
             return await self.open(instance_id, text)
         except Forgotten:
             return None
+
+
+def unsealed() -> Sealer:
+    """A sealer that seals nothing (tests and tools that keep text in the clear)."""
+    return Sealer(InMemoryKeyStore(), enabled=False)
 
 
 def sealer_for(js, settings) -> Sealer:

@@ -2,28 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import msgspec
 from nats.aio.msg import Msg
 
-from seedline_contracts import subjects
-from seedline_contracts.codec import decode, encode
-from seedline_contracts.errors import error_reply
+from seedline_contracts.errors import ErrorReply, error_reply
 from seedline_contracts.events import ContinuityDecided, SeedComposed
 from seedline_contracts.sessions import BriefGetReply, BriefGetRequest
-from seedline_contracts.times import now_text
 from seedline_contracts.tokens import name_problem
 from seedline_core.brief import DEFAULT_BUDGET, Budget
 from seedline_core.notices import error_message
 from seedline_platform.logging import get_logger
-from seedline_platform.publishing import Publisher
-from seedline_platform.sealing import InMemoryKeyStore, Sealer
+from seedline_platform.publishing import event_message
 
-from .briefs import BriefStore
 from .brief_of_decision import brief_stats, compose_for, summary_record
-from .reader import TimelineReader
 from .summary import Summarizer
+
+if TYPE_CHECKING:
+    from .bootstrap import Ports
 
 log = get_logger(__name__)
 
@@ -31,24 +29,23 @@ log = get_logger(__name__)
 class Composer:
     """Handles continuity_decided events and briefs.get requests."""
 
-    def __init__(
-        self, publisher: Publisher, reader: TimelineReader, store: BriefStore,
-        budget_for: Callable[[str], Budget] = lambda engine: DEFAULT_BUDGET,
-        summarizer: Summarizer | None = None, clock: Callable[[], str] = now_text,
-        on_brief: Callable[[int, int], None] | None = None,
-        recorded: Callable[[str], Awaitable[SeedComposed | None]] | None = None,
-        sealer: Sealer | None = None,
-    ) -> None:
-        self._publisher = publisher
-        self.reader = reader
-        self._store = store
+    def __init__(self, ports: Ports, budget_for: Callable[[str], Budget] = lambda engine:
+                 DEFAULT_BUDGET, summarizer: Summarizer | None = None) -> None:
+        self._publisher = ports.publisher
+        self.reader = ports.reader
+        self._store = ports.store
+        self._recorded = ports.recorded
+        self._clock = ports.clock
+        # Brief text is stored sealed with its instance's key, in the event and the table.
+        self._sealer = ports.sealer
         self._budget_for = budget_for  # an engine's brief budget (SEEDLINE_BRIEF_BUDGETS)
         self._summarizer = summarizer
-        self._clock = clock
-        self._on_brief = on_brief or (lambda rows, chars: None)
-        self._recorded = recorded
-        # Brief text is stored sealed with its instance's key, in the event and the table.
-        self._sealer = sealer or Sealer(InMemoryKeyStore(), enabled=False)
+        self._rows = ports.metrics.histogram(
+            "seedline_brief_rows", "Entries kept in each brief offered.", [],
+            buckets=(0, 5, 10, 20, 30, 40, 50, 60, 100, 200))
+        self._chars = ports.metrics.histogram(
+            "seedline_brief_chars", "Characters of entry text in each brief offered.", [],
+            buckets=(0, 1_000, 2_000, 4_000, 8_000, 12_000, 20_000, 40_000))
 
     async def handle_decision(self, decision: ContinuityDecided, msg: Msg) -> None:
         decided_seq = msg.metadata.sequence.stream
@@ -76,24 +73,20 @@ class Composer:
             redaction=brief.redaction if brief else None,
         )
         # The msg id makes a redelivered decision publish its seed_composed once.
-        await self._publisher.publish([(
-            subjects.session_event_subject(decision.session_id, "seed_composed"),
-            encode(event), {"Nats-Msg-Id": f"seed_composed:{decided_seq}"},
-        )])
+        await self._publisher.publish([event_message(event, f"seed_composed:{decided_seq}")])
         # Kept for briefs.get after the launch is on its way: the event is the record,
         # and briefs.get reads the event itself until this row is there.
         if brief is not None and text is not None:
             await self._store.keep(decision.session_id, decided_seq, BriefGetReply(
                 text, brief.rows, brief.chars, brief.omitted_rows, brief.until_seq, brief.sha256))
-            self._on_brief(brief.rows, brief.chars)
+            self._rows.observe(brief.rows)
+            self._chars.observe(brief.chars)
         log.info("seed_composed", session_id=decision.session_id, rows=brief.rows if brief else 0)
 
     async def _answered_before(self, decision: ContinuityDecided, decided_seq: int) -> bool:
         """A redelivered decision whose seed_composed is recorded keeps those bytes: the
         settings or a summary's model may have changed since, and the launch and the
         receipt are already made from the recorded ones."""
-        if self._recorded is None:
-            return False
         recorded = await self._recorded(decision.session_id)
         if recorded is None or recorded.decided_seq != decided_seq:
             return False
@@ -102,24 +95,18 @@ class Composer:
             await self._store.keep(decision.session_id, decided_seq, kept)
         return True
 
-    async def get_brief(self, msg: Msg) -> bytes:
-        try:
-            request = decode(msg.data, BriefGetRequest)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            return encode(error_reply("invalid_request", f"The brief request is not valid: {exc}."))
+    async def get_brief(self, request: BriefGetRequest) -> BriefGetReply | ErrorReply:
         if name_problem(request.session_id):
-            return encode(error_reply(
-                "invalid_request", error_message("invalid_request", field="session_id")
-            ))
+            return error_reply(
+                "invalid_request", error_message("invalid_request", field="session_id"))
         brief = await self._store.latest(request.session_id)
-        if brief is None and self._recorded is not None:
+        if brief is None:
             brief = _reply_of(await self._recorded(request.session_id))
         text = None if brief is None else await self._sealer.open_or_none(None, brief.text)
         if brief is None or text is None:
-            return encode(error_reply(
-                "not_found", error_message("not_found", what="brief for that conversation")
-            ))
-        return encode(msgspec.structs.replace(brief, text=text))
+            return error_reply(
+                "not_found", error_message("not_found", what="brief for that conversation"))
+        return msgspec.structs.replace(brief, text=text)
 
 
 def _reply_of(composed: SeedComposed | None) -> BriefGetReply | None:

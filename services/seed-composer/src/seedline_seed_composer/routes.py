@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
-from seedline_contracts import subjects
-from seedline_contracts.events import ContinuityDecided
+from seedline_contracts import channels, subjects
+from seedline_contracts.events import ContinuityDecided, SeedComposed
+from seedline_platform import erasure
 from seedline_platform.routing import Kind, Route
 from seedline_platform.settings import Settings
+
+from .handlers import Composer
 
 
 def routes(settings: Settings) -> tuple[Route, ...]:
     return (
         Route(Kind.EVENT, subjects.session_event_filter("continuity_decided"),
-              "composer.handle_decision", stream=subjects.SESSIONS_STREAM,
+              Composer.handle_decision, stream=subjects.SESSIONS_STREAM,
               durable="seed-composer", park=subjects.REJECTED_SESSIONS,
               message=ContinuityDecided,
               description="Composes the brief each decision offers (CONTRACT.md 5).",
-              sends=("seed_composed",)),
-        Route(Kind.REQUEST, subjects.API_BRIEFS_GET, "composer.get_brief",
-              description="The latest brief offered to a conversation, byte for byte "
-                          "(CONTRACT.md 4)."),
+              # Its text is sealed with the instance's key, made on first use.
+              sends=(SeedComposed, channels.KEY_RINGS)),
+        Route.request(channels.BRIEFS_GET, Composer.get_brief,
+                      description="The latest brief offered to a conversation, byte for byte "
+                                  "(CONTRACT.md 4)."),
+        erasure.route("its stored briefs"),
     )

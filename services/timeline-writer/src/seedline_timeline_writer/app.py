@@ -1,4 +1,4 @@
-"""Composition root of the timeline-writer.
+"""Composition root of the timeline-writer: its ports, connected; its parts, bootstrapped.
 
 The ingest consumer is the hot path: batch fetches, one atomic JetStream batch and
 one Postgres transaction per batch, and stream order kept across copies and crashes.
@@ -13,31 +13,18 @@ from __future__ import annotations
 from nats.js.api import RetentionPolicy
 
 from seedline_contracts import subjects
-from seedline_contracts.events import SeedComposed
-from seedline_platform import erasure
 from seedline_platform.app_base import ServiceApp
-from seedline_platform.publishing import JetStreamPublisher, Publisher
+from seedline_platform.publishing import JetStreamPublisher
 from seedline_platform.routing import Route
 from seedline_platform.sealing import KvKeyStore, sealer_for
 from seedline_platform.settings import Settings
 
-from .api import TimelineApi
+from .bootstrap import NAME, Parts, Ports, bootstrap
 from .forget import Forgetter
-from .ingest import IngestHandler
-from .launches import (
-    LaunchCheck,
-    LaunchFeed,
-    LaunchRegistry,
-    PostgresLaunchRegistry,
-    SessionsLaunchFeed,
-    launch_of,
-)
+from .launches import PostgresLaunchRegistry, SessionsLaunchFeed
 from .routes import routes
-from .store import PostgresTimelineStore, TimelineStore
-from .stream import JetStreamTimeline, TimelineStream
-from .writer import TimelineWriter
-
-NAME = "timeline-writer"
+from .store import PostgresTimelineStore
+from .stream import JetStreamTimeline
 
 
 class TimelineWriterApp(ServiceApp):
@@ -45,40 +32,21 @@ class TimelineWriterApp(ServiceApp):
     description = "Appends the timeline once per entry, projects it, serves reads."
     route_table = staticmethod(routes)
 
-    def __init__(
-        self, settings: Settings, *, store: TimelineStore | None = None,
-        stream: TimelineStream | None = None, launches: LaunchRegistry | None = None,
-        feed: LaunchFeed | None = None, rejects: Publisher | None = None,
-    ) -> None:
-        self._ports = {"store": store, "stream": stream, "launches": launches, "feed": feed,
-                       "rejects": rejects}
-        super().__init__(settings)
-        self.rejects_total = self.metrics.counter(
-            "seedline_ingest_rejected_total", "Ingest input refused, by reason.", ["reason_code"]
-        )
-
-    async def setup(self) -> None:
-        p, s = self._ports, self.settings
-        partition = s.ingest_partition
-        self.sealer = sealer_for(self.js, s)
-        self.store = p["store"] or PostgresTimelineStore(self.pool, partition, self.sealer)
-        if p["store"] is None:
-            await self.store.setup()
-        self.launches = p["launches"] or PostgresLaunchRegistry(self.pool)
-        stream = p["stream"] or JetStreamTimeline(self.js, partition)
-        self.writer = TimelineWriter(stream, self.store, s.redact_at_ingest, self.sealer)
-        self.forgetter = Forgetter(self.js, self.pool, KvKeyStore(self.js, s.stream_replicas),
-                                   self.sealer, s.stream_replicas)
-        self.loops.append(erasure.follower(self.js, self.forgetter.drop, s.stream_replicas))
-        await self.writer.catch_up()
-        publisher = p["rejects"] or JetStreamPublisher(self.js)
-        self.api = TimelineApi(self.store, publisher)
-        check = LaunchCheck(self.launches, p["feed"] or SessionsLaunchFeed(self.js))
-        self.ingest = IngestHandler(
-            self.writer, check, publisher,
-            count_reject=lambda reason: self.rejects_total.labels(reason).inc(),
-            tracer=self.tracer,
-        )
+    async def build(self) -> Parts:
+        s = self.settings
+        sealer = sealer_for(self.js, s)
+        store = PostgresTimelineStore(self.pool, s.ingest_partition, sealer)
+        await store.setup()
+        parts = bootstrap(s, Ports(
+            store=store, stream=JetStreamTimeline(self.js, s.ingest_partition),
+            publisher=JetStreamPublisher(self.js),
+            launches=PostgresLaunchRegistry(self.pool), feed=SessionsLaunchFeed(self.js),
+            sealer=sealer, metrics=self.metrics, tracer=self.tracer, js=self.js,
+            forgetter=Forgetter(self.js, self.pool, KvKeyStore(self.js, s.stream_replicas),
+                                sealer, s.stream_replicas),
+        ))
+        await parts.writer.catch_up()
+        return parts
 
     async def batch_options(self, route: Route) -> dict:
         # A stream made before ingest kept messages by age is still a work queue, whose
@@ -88,9 +56,6 @@ class TimelineWriterApp(ServiceApp):
         by_age = info.config.retention == RetentionPolicy.LIMITS
         return {"ack_all": by_age, "idempotent": by_age}
 
-    async def record_launch(self, composed: SeedComposed, msg) -> None:
-        await self.launches.record([launch_of(composed)])
 
-
-def create_app(settings: Settings, **ports) -> TimelineWriterApp:
-    return TimelineWriterApp(settings, **ports)
+def create_app(settings: Settings) -> TimelineWriterApp:
+    return TimelineWriterApp(settings)

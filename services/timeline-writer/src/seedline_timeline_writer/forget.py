@@ -14,13 +14,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 
-import msgspec
-from nats.aio.msg import Msg
 from psycopg_pool import AsyncConnectionPool
 
 from seedline_contracts import subjects
-from seedline_contracts.codec import decode, encode
-from seedline_contracts.errors import error_reply
+from seedline_contracts.errors import ErrorReply, error_reply
 from seedline_contracts.instances import MAX_REASON_CHARS, Erasure, ForgetReply, ForgetRequest
 from seedline_contracts.times import now_text
 from seedline_contracts.tokens import name_problem
@@ -44,18 +41,13 @@ class Forgetter:
         self._replicas = replicas
         self._clock = clock
 
-    async def handle(self, msg: Msg) -> bytes:
-        try:
-            request = decode(msg.data, ForgetRequest)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            return encode(error_reply(
-                "invalid_request", f"The forget request is not valid: {exc}."))
+    async def handle(self, request: ForgetRequest) -> ForgetReply | ErrorReply:
         problem = name_problem(request.instance_id)
         if problem is not None:
-            return encode(error_reply("invalid_request", f"instance_id {problem}."))
+            return error_reply("invalid_request", f"instance_id {problem}.")
         if not request.reason.strip() or len(request.reason) > MAX_REASON_CHARS:
-            return encode(error_reply("invalid_request", (
-                f"reason must say why, in 1 to {MAX_REASON_CHARS} characters.")))
+            return error_reply("invalid_request", (
+                f"reason must say why, in 1 to {MAX_REASON_CHARS} characters."))
         instance = request.instance_id
         async with self._pool.connection() as conn:
             cur = await conn.execute(
@@ -72,7 +64,7 @@ class Forgetter:
             self._js, instance, lambda body: names_instance(body, instance))
         log.info("instance_forgotten", instance_id=instance, entries=entries,
                  through_seq=record.through_seq, removed_from_streams=removed)
-        return encode(ForgetReply(entries=entries))
+        return ForgetReply(entries=entries)
 
     async def drop(self, record: Erasure) -> None:
         """This service's rows of the forgotten instance (also run for each erasure recorded,

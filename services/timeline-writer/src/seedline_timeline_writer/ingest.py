@@ -9,32 +9,26 @@ lost: it goes to SEEDLINE_REJECTED with its reason and the message is acknowledg
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from nats.aio.msg import Msg
-from opentelemetry import trace
 
 from seedline_contracts import subjects
 from seedline_contracts.codec import encode
 from seedline_contracts.normalise import Accepted, Refusal, normalise, rejected_record
 from seedline_contracts.timeline import TimelineEntry
-from seedline_contracts.times import now_text
 from seedline_platform.logging import get_logger
 from seedline_platform.observability import context_from
-from seedline_platform.publishing import Publisher
 
 from .launches import Launch, LaunchCheck
 from .writer import TimelineWriter
 
+if TYPE_CHECKING:
+    from .bootstrap import Ports
+
 log = get_logger(__name__)
-
-def runner_node(subject: str) -> str | None:
-    """The machine a runner-scoped ingest subject names, None for a trusted subject, and
-    "" for a subject that is neither."""
-    origin = subjects.ingest_origin(subject)
-    return "" if origin is None else origin.runner_node
-
 
 @dataclass(frozen=True)
 class _Candidate:
@@ -44,17 +38,15 @@ class _Candidate:
 
 
 class IngestHandler:
-    def __init__(
-        self, writer: TimelineWriter, launches: LaunchCheck, rejects: Publisher,
-        clock: Callable[[], str] = now_text, count_reject: Callable[[str], None] | None = None,
-        tracer: trace.Tracer | None = None,
-    ) -> None:
+    def __init__(self, writer: TimelineWriter, launches: LaunchCheck, ports: Ports) -> None:
         self._writer = writer
         self._launches = launches
-        self._rejects = rejects
-        self._clock = clock
-        self._count_reject = count_reject or (lambda reason: None)
-        self._tracer = tracer or trace.get_tracer("timeline-writer")
+        self._rejects = ports.publisher
+        self._clock = ports.clock
+        self._tracer = ports.tracer
+        self._rejected = ports.metrics.counter(
+            "seedline_ingest_rejected_total", "Ingest input refused, by reason.",
+            ["reason_code"])
 
     async def handle(self, msgs: Sequence[Msg]) -> None:
         received_at = self._clock()
@@ -99,7 +91,7 @@ class IngestHandler:
                 for msg, refusal in refused
             ])
             for _, refusal in refused:
-                self._count_reject(refusal.reason_code)
+                self._rejected.labels(refusal.reason_code).inc()
             log.info("ingest_rejected", count=len(refused))
 
     async def _check_runner_entries(

@@ -38,6 +38,17 @@ def launch_of(event: SeedComposed) -> Launch:
     return Launch(plan.node_id, plan.instance_id, plan.repo, event.session_id)
 
 
+class LaunchRecorder:
+    """Each composed open is a launch of its conversation on its machine, known to the
+    writer before the launch request reaches the machine (CONTRACT.md 6)."""
+
+    def __init__(self, registry: LaunchRegistry) -> None:
+        self._registry = registry
+
+    async def record(self, composed: SeedComposed, msg) -> None:
+        await self._registry.record([launch_of(composed)])
+
+
 class LaunchRegistry(Protocol):
     async def record(self, launches: Iterable[Launch]) -> None: ...
 

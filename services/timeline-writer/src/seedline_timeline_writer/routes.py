@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from seedline_contracts import subjects
+from seedline_contracts import channels, subjects
 from seedline_contracts.events import SeedComposed
+from seedline_platform import erasure
 from seedline_platform.routing import Kind, Route
 from seedline_platform.settings import Settings
+
+from .api import TimelineApi, read_append
+from .forget import Forgetter
+from .ingest import IngestHandler
+from .launches import LaunchRecorder
 
 
 def routes(settings: Settings) -> tuple[Route, ...]:
@@ -17,20 +23,25 @@ def routes(settings: Settings) -> tuple[Route, ...]:
         durable = f"timeline-writer-p{settings.ingest_partition}"
         first, also = subjects.ingest_partition_filter(settings.ingest_partition), []
     return (
-        Route(Kind.BATCH, first, "ingest.handle", also=tuple(also),
+        Route(Kind.BATCH, first, IngestHandler.handle, also=tuple(also),
               stream=subjects.INGEST_STREAM, durable=durable, park=subjects.REJECTED_TIMELINE,
               description="Appends each entry to the timeline once, in order (CONTRACT.md 2).",
-              sends=(subjects.TIMELINE_ALL, subjects.REJECTED_TIMELINE)),
-        Route(Kind.REQUEST, subjects.API_TIMELINE_APPEND, "api.append",
-              description="Append one entry and answer its seq (CONTRACT.md 2.1).",
-              sends=(subjects.INGEST_TIMELINE,)),
-        Route(Kind.REQUEST, subjects.API_TIMELINE_READ, "api.read",
-              description="A repo's or one conversation's entries, newest page first (2.3)."),
-        Route(Kind.REQUEST, subjects.API_INSTANCES_FORGET, "forgetter.handle",
-              description="Forget an instance: destroy its key, drop its rows (Erasure, 1.2)."),
-        Route(Kind.EVENT, subjects.session_event_filter("seed_composed"), "record_launch",
+              # Content is sealed with the instance's key, made on first use.
+              sends=(channels.TIMELINE, channels.REJECTED_TIMELINE, channels.KEY_RINGS)),
+        Route.request(channels.TIMELINE_APPEND, TimelineApi.append, decode=read_append,
+                      description="Append one entry and answer its seq (CONTRACT.md 2.1).",
+                      # Through ingest like every entry, on its instance's subject.
+                      sends=(channels.INGEST_OF_INSTANCE,)),
+        Route.request(channels.TIMELINE_READ, TimelineApi.read,
+                      description="A repo's or one conversation's entries, newest page first "
+                                  "(2.3)."),
+        Route.request(channels.INSTANCES_FORGET, Forgetter.handle,
+                      description="Forget an instance: destroy its key, drop its rows "
+                                  "(Erasure, 1.2).",
+                      sends=(channels.ERASURES, channels.KEY_RINGS)),
+        Route(Kind.EVENT, subjects.session_event_filter("seed_composed"), LaunchRecorder.record,
               stream=subjects.SESSIONS_STREAM, durable="timeline-writer-launches",
-              message=SeedComposed,
-              park=subjects.REJECTED_SESSIONS,
+              message=SeedComposed, park=subjects.REJECTED_SESSIONS,
               description="Which conversation was launched on which machine (CONTRACT.md 6)."),
+        erasure.route("its rows and cached key"),
     )
