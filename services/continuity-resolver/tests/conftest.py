@@ -10,18 +10,15 @@ import pytest
 from seedline_contracts.codec import encode
 from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import parse_rfc3339
-from seedline_continuity_resolver.app import timeline_facts
-from seedline_continuity_resolver.machines import StaticDirectory
-from seedline_continuity_resolver.answers import Answers
-from seedline_continuity_resolver.catch_up import CatchUp
-from seedline_continuity_resolver.opening import Opener
+from seedline_continuity_resolver.bootstrap import Ports, bootstrap
 from seedline_continuity_resolver.opening_api import OpeningApi
-from seedline_continuity_resolver.pending import PendingOpens
+from seedline_continuity_resolver.routes import routes
+from seedline_continuity_resolver.projection import timeline_facts
 from seedline_continuity_resolver.repository import InMemoryConversationRepository
-from seedline_core.decision import DecisionSettings
+from seedline_platform.settings import Settings
 from seedline_platform.lifecycle_events import lifecycle_steps, session_events
 from seedline_platform.publishing import RecordingPublisher
-from seedline_devtools.fakes import FakeMsg
+from seedline_devtools.fakes import FakeMsg, ask
 from seedline_timeline_view import InMemoryTimelineView
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
@@ -32,16 +29,13 @@ class Resolver:
         self.repo = InMemoryConversationRepository()
         self.view = InMemoryTimelineView()
         self.publisher = RecordingPublisher()
-        self.pending = PendingOpens()
         ids = iter(f"csess_{n:03d}" for n in range(1, 1000))
-        self.catch_up = CatchUp(self.repo, self.view)
-        self.opener = Opener(
-            repo=self.repo, view=self.view, publisher=self.publisher,
-            machines=StaticDirectory(), catch_up=self.catch_up,
-            answers=Answers(self.repo, self.pending, open_timeout=0.2),
-            decision=DecisionSettings(), clock=lambda: NOW, new_id=lambda: next(ids),
-        )
-        self.api = OpeningApi(self.opener)
+        parts = bootstrap(Settings(open_timeout_seconds=0.2), Ports(
+            repo=self.repo, view=self.view, publisher=self.publisher, clock=lambda: NOW,
+            new_id=lambda: next(ids)))
+        self.parts = parts
+        self.pending, self.catch_up = parts.pending, parts.catch_up
+        self.opener, self.api = parts.opener, parts.opening
         self._folded = 0
         self._seq = 0
         self._timeline_seq = 0
@@ -96,9 +90,13 @@ class Resolver:
     async def open(self, **body) -> dict:
         request = {"instance_id": "inst-a", "repo": "apps/x", "engine": "claude",
                    "node_id": "mac", **body}
-        reply = await self.api.open(FakeMsg(json.dumps(request).encode()))
+        reply = await self.ask(OpeningApi.open, request)
         await self.fold()
-        return json.loads(reply)
+        return reply
+
+    async def ask(self, handler, body: bytes | dict) -> dict:
+        """A request answered as the resolver's edge answers it (its routing table's row)."""
+        return await ask(routes(Settings()), self.parts, handler, body)
 
     def published(self, kind: str) -> list[dict]:
         found = []

@@ -9,6 +9,7 @@ from seedline_contracts.events import LaunchPlan, Opened, OpenFailed, Stopped, W
 from seedline_contracts.errors import ErrorBody
 from seedline_contracts.sessions import Continuity, NoticeBody, OpenReply
 from seedline_core.notices import wording_violations
+from seedline_continuity_resolver.opening_api import OpeningApi
 from seedline_devtools.fakes import FakeMsg
 
 AT = "2026-12-01T11:30:00Z"
@@ -94,7 +95,7 @@ async def test_a_wake_decides_with_the_message_as_instruction_and_records_no_ins
 
 async def relocate(resolver, session_id: str, node: str) -> dict:
     body = json.dumps({"session_id": session_id, "node_id": node}).encode()
-    return json.loads(await resolver.api.relocate(FakeMsg(body)))
+    return await resolver.ask(OpeningApi.relocate, body)
 
 
 async def test_relocation_rules(resolver):
@@ -285,12 +286,10 @@ async def test_a_timed_out_open_names_its_request_id_and_asking_again_returns_th
     (first,) = resolver.published("open_requested")
     await confirm(resolver, first["session_id"], request_id="r-late")
     # Only the instance and the request_id: the first answer, and nothing new is opened.
-    asked = json.loads(await resolver.api.open(FakeMsg(json.dumps(
-        {"instance_id": "inst-a", "request_id": "r-late"}).encode())))
+    asked = await resolver.ask(OpeningApi.open, {"instance_id": "inst-a", "request_id": "r-late"})
     assert asked["session_id"] == first["session_id"]
     assert len(resolver.published("open_requested")) == 1
-    unknown = json.loads(await resolver.api.open(FakeMsg(json.dumps(
-        {"instance_id": "inst-a", "request_id": "never"}).encode())))
+    unknown = await resolver.ask(OpeningApi.open, {"instance_id": "inst-a", "request_id": "never"})
     assert unknown["error"]["code"] == "not_found"
 
 

@@ -14,17 +14,21 @@ from seedline_contracts.events import LaunchPlan, Opened, OpenRequested, SeedCom
 from seedline_contracts.runner import RunnerPresence
 from seedline_contracts.sessions import BriefStats, Continuity
 from seedline_devtools.fakes import FakeMsg
-from seedline_platform.lifecycle_events import lifecycle_steps, session_events
+from seedline_devtools.fakes import ask, deliver
+from seedline_platform.consumer import Batch
+from seedline_platform.lifecycle_events import session_events
 from seedline_platform.publishing import RecordingPublisher
-from seedline_runner_gateway.launch_outcomes import LaunchOutcomes
-from seedline_runner_gateway.launching import Launcher
+from seedline_platform.settings import Settings
+from seedline_contracts.runner import RunnerEvent
+from seedline_contracts.timeline import TimelineEntry
+from seedline_runner_gateway.api import GatewayApi
+from seedline_runner_gateway.bootstrap import Ports, bootstrap
+from seedline_runner_gateway.turns import TimelineFollower
 from seedline_runner_gateway.machine_calls import FakeMachines
 from seedline_runner_gateway.notify import RecordingNotifier
 from seedline_runner_gateway.presence import Sighting
-from seedline_runner_gateway.reconcile import Reconciler
-from seedline_runner_gateway.resume_lost import ResumeLostRecorder
+from seedline_runner_gateway.routes import routes
 from seedline_runner_gateway.state import InMemoryGatewayState
-from seedline_runner_gateway.stopping import Stopper
 
 AT = "2026-12-01T10:00:00Z"
 INSTANCE, REPO = "inst-a", "apps/x"
@@ -53,27 +57,43 @@ class FakePresence:
 
 
 class Gateway:
+    """The gateway as its bootstrap builds it, on fakes; its own events folded back in as
+    the stream consumer would."""
+
     def __init__(self) -> None:
         self.state = InMemoryGatewayState()
         self.machines = FakeMachines()
         self.publisher = RecordingPublisher()
         self.notifier = RecordingNotifier()
         self.presence = FakePresence()
-        self.stopper = Stopper(self.publisher, self.machines, self.notifier, clock=lambda: AT)
-        self.reconciler = Reconciler(self.state, self.stopper, self.fold)
-        outcomes = LaunchOutcomes(
-            state=self.state, machines=self.machines, publisher=self.publisher,
-            stopper=self.stopper, notifier=self.notifier, caught_up=self.fold, clock=lambda: AT,
-        )
-        self.launcher = Launcher(
-            state=self.state, presence=self.presence, machines=self.machines,
-            publisher=self.publisher, stopper=self.stopper, reconciler=self.reconciler,
-            outcomes=outcomes, caught_up=self.fold, clock=lambda: AT,
-        )
         self._folded = 0
         self._seq = 0
-        self.resume_lost = ResumeLostRecorder(self.publisher, self.notifier,
-                                              self.recorded_reply, clock=lambda: AT)
+        self.parts = bootstrap(Settings(), Ports(
+            state=self.state, machines=self.machines, publisher=self.publisher,
+            notifier=self.notifier, presence=lambda watcher: self.presence,
+            stream_end=self._fold_all, recorded_reply=self.recorded_reply,
+            clock=lambda: AT, new_id=lambda: "csess_woken"))
+        self.stopper, self.reconciler = self.parts.stopper, self.parts.reconciler
+        self.launcher, self.resume_lost = self.parts.launcher, self.parts.resume_lost
+        self.api, self.follower = self.parts.api, self.parts.follower
+
+    async def ask(self, handler, body: bytes | dict) -> dict:
+        """A request answered as the gateway's edge answers it (its routing table's row)."""
+        return await ask(routes(Settings()), self.parts, handler, body)
+
+    async def deliver(self, handler, *args):
+        """A message handed over as the gateway's edge hands it (its row's sends checked)."""
+        return await deliver(routes(Settings()), self.parts, handler, *args)
+
+    async def report(self, node_id: str, body: dict) -> None:
+        """A machine's runner event, as it arrives on seedline.runner.<node>.events."""
+        msg = FakeMsg(json.dumps(body).encode(), subject=f"seedline.runner.{node_id}.events")
+        await self.deliver(GatewayApi.on_runner_event, decode(msg.data, RunnerEvent), msg)
+
+    async def person(self, msg: FakeMsg) -> None:
+        """A timeline entry reaching the gateway's follower, as a batch of one."""
+        await self.deliver(TimelineFollower.handle, Batch(
+            [(decode(msg.data, TimelineEntry), msg)], msg.metadata.sequence.stream))
 
     def online(self, node_id: str, label: str = "Mac mini", live=None, revision: int = 1,
                instances=None) -> None:
@@ -82,7 +102,11 @@ class Gateway:
         self.state.labels[node_id] = label
 
     async def fold(self, upto: int | None = None) -> None:
-        """Apply every session event published so far, as the stream consumer would."""
+        """Every session event published so far, folded as the stream consumer would."""
+        await self.parts.fold.caught_up(upto)
+
+    async def _fold_all(self) -> int:
+        """The end of the stream: what was published so far, handed to the fold first."""
         recorded = []
         for subject, payload, _ in self.publisher.messages[self._folded:]:
             self._folded += 1
@@ -90,7 +114,8 @@ class Gateway:
                 continue
             self._seq += 1
             recorded.append(FakeMsg(payload, subject=subject, stream_seq=self._seq))
-        await self.state.apply_lifecycle(lifecycle_steps(session_events(recorded)), self._seq)
+        await self.parts.fold.apply_sessions(Batch(session_events(recorded), self._seq))
+        return self._seq
 
     async def recorded_reply(self, session_id: str):
         """The reply of the conversation's last `opened` event, as the stream holds it."""

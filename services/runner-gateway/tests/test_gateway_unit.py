@@ -167,14 +167,6 @@ async def test_a_machine_that_is_gone_ends_what_it_hosted_and_is_still_asked_to_
     assert instance == INSTANCE and notice.text.startswith("Your Mac mini is offline.")
 
 
-def follower(gw) -> TimelineFollower:
-    return TimelineFollower(
-        state=gw.state, presence=gw.presence, machines=gw.machines, publisher=gw.publisher,
-        stopper=gw.stopper, notifier=gw.notifier, caught_up=gw.fold, clock=lambda: AT,
-        new_id=lambda: "csess_woken",
-    )
-
-
 def person_message(seq: int, content: str, at: str = AT, entry_id: str | None = None) -> FakeMsg:
     body = {"entry_id": entry_id or f"e-{seq}", "instance_id": INSTANCE, "repo": REPO,
             "session_id": "csess_any", "kind": "chat_user", "content": content, "at": at,
@@ -183,14 +175,14 @@ def person_message(seq: int, content: str, at: str = AT, entry_id: str | None = 
     return FakeMsg(json.dumps(body).encode(), stream_seq=seq, timestamp=parse_rfc3339(AT))
 
 
-async def handle(f: TimelineFollower, msg: FakeMsg) -> None:
-    await f.handle(Batch([(decode(msg.data, TimelineEntry), msg)], msg.metadata.sequence.stream))
+async def handle(gw, msg: FakeMsg) -> None:
+    await gw.person(msg)
 
 
 async def test_a_message_reaches_the_live_conversation_as_a_turn(gw):
     gw.online("mac")
     await gw.open("csess_a")
-    await handle(follower(gw), person_message(10, "next step"))
+    await handle(gw, person_message(10, "next step"))
     (node, turn), = gw.machines.turns
     assert (node, turn.session_id, turn.seq, turn.content) == ("mac", "csess_a", 10, "next step")
     assert gw.events("wake_requested") == []
@@ -200,7 +192,7 @@ async def test_a_machine_that_no_longer_hosts_it_stops_it_and_the_message_wakes_
     gw.online("mac")
     await gw.open("csess_a")
     gw.machines.hosting["mac"].clear()  # the runner restarted
-    await handle(follower(gw), person_message(10, "next step"))
+    await handle(gw, person_message(10, "next step"))
     assert [e["reason"] for e in gw.events("stopped")] == ["runner_restarted"]
     (wake,) = gw.events("wake_requested")
     assert (wake["node_id"], wake["engine"], wake["wake_seq"]) == ("mac", "scripted", 10)
@@ -208,7 +200,7 @@ async def test_a_machine_that_no_longer_hosts_it_stops_it_and_the_message_wakes_
 
 
 async def test_a_message_for_a_repo_never_opened_wakes_nothing_and_says_so(gw):
-    await handle(follower(gw), person_message(10, "hello"))
+    await handle(gw, person_message(10, "hello"))
     assert gw.events("wake_requested") == []
     (_, notice), = gw.notifier.sent
     assert type(notice).__struct_config__.tag == "not_woken" and REPO in notice.text
@@ -219,15 +211,14 @@ async def test_a_backfilled_message_wakes_nothing(gw):
     await gw.open("csess_a")
     await gw.stopper.end(await gw.state.held("csess_a"), "requested")
     await gw.fold()
-    await handle(follower(gw), person_message(10, "old", at="2026-01-01T00:00:00Z"))
+    await handle(gw, person_message(10, "old", at="2026-01-01T00:00:00Z"))
     assert gw.events("wake_requested") == [] and gw.notifier.sent == []
 
 
 async def test_an_idle_conversation_is_reaped_and_the_person_told(gw):
     gw.online("mac")
     await gw.open("csess_a")
-    reaper = Reaper(gw.state, gw.stopper, timedelta(hours=6), 30, gw.fold)
-    await reaper.stop_idle(now=parse_rfc3339(AT) + timedelta(hours=7))
+    await gw.parts.reaper.stop_idle(now=parse_rfc3339(AT) + timedelta(hours=7))
     await gw.fold()
     (reaped,) = gw.events("reaped")
     assert reaped["idle_seconds"] == 7 * 3600
@@ -238,17 +229,14 @@ async def test_an_idle_conversation_is_reaped_and_the_person_told(gw):
 async def test_stop_says_whether_it_was_live_and_engine_bound_only_from_its_machine(gw):
     gw.online("mac")
     await gw.open("csess_a")
-    api = GatewayApi(gw.state, gw.stopper, gw.publisher, gw.fold)
-    stop = FakeMsg(json.dumps({"session_id": "csess_a", "reason": "done"}).encode())
-    assert json.loads(await api.stop(stop)) == {"stopped": True, "ok": True}
-    assert json.loads(await api.stop(stop)) == {"stopped": False, "ok": True}
-    unknown = FakeMsg(json.dumps({"session_id": "csess_nobody"}).encode())
-    assert json.loads(await api.stop(unknown))["error"]["code"] == "not_found"
+    stop = {"session_id": "csess_a", "reason": "done"}
+    assert await gw.ask(GatewayApi.stop, stop) == {"stopped": True, "ok": True}
+    assert await gw.ask(GatewayApi.stop, stop) == {"stopped": False, "ok": True}
+    unknown = {"session_id": "csess_nobody"}
+    assert (await gw.ask(GatewayApi.stop, unknown))["error"]["code"] == "not_found"
     await gw.open("csess_b")
-    forged = FakeMsg(json.dumps({"type": "engine_bound", "session_id": "csess_b", "at": AT,
-                                 "engine_session_id": "stolen"}).encode(),
-                     subject="seedline.runner.pc.events")
-    await api.on_runner_event(forged)
+    await gw.report("pc", {"type": "engine_bound", "session_id": "csess_b", "at": AT,
+                           "engine_session_id": "stolen"})
     assert gw.events("engine_bound") == []
 
 
@@ -258,11 +246,9 @@ async def test_engine_bound_from_the_machine_a_relocation_launched_on_waits_for_
     gw.online("mac")
     gw.online("pc", label="PC")
     await gw.open("csess_a")
-    api = GatewayApi(gw.state, gw.stopper, gw.publisher, gw.fold)
-    report = FakeMsg(json.dumps({"type": "engine_bound", "session_id": "csess_a", "at": AT,
-                                 "engine_session_id": "key-on-pc"}).encode(),
-                     subject="seedline.runner.pc.events")
-    reported = asyncio.create_task(api.on_runner_event(report))
+    reported = asyncio.create_task(gw.report("pc", {
+        "type": "engine_bound", "session_id": "csess_a", "at": AT,
+        "engine_session_id": "key-on-pc"}))
     await asyncio.sleep(0.1)
     await gw.launcher.launch(gw.composed("csess_a", "pc", relocation=True, relocation_from="mac"))
     await gw.fold()
@@ -327,25 +313,20 @@ async def test_a_resume_lost_is_recorded_corrects_every_read_and_tells_the_perso
                    continuity=Continuity("resume", "csess_0", "resume", "touched 1 hour ago"))
     await gw.launcher.launch(replace(composed, plan=plan))
     await gw.fold()
-    api = GatewayApi(gw.state, gw.stopper, gw.publisher, gw.fold, gw.resume_lost)
-
-    def lost(node: str) -> FakeMsg:
-        return FakeMsg(json.dumps({"type": "resume_lost", "session_id": "csess_a", "at": AT,
-                                   "reason": "No conversation found"}).encode(),
-                       subject=f"seedline.runner.{node}.events")
-
-    await api.on_runner_event(lost("pc"))  # not the machine it runs on: ignored
+    lost = {"type": "resume_lost", "session_id": "csess_a", "at": AT,
+            "reason": "No conversation found"}
+    await gw.report("pc", lost)  # not the machine it runs on: ignored
     assert gw.events("resume_lost") == []
-    await api.on_runner_event(lost("mac"))
+    await gw.report("mac", lost)
     await gw.fold()
-    await api.on_runner_event(lost("mac"))  # told twice, recorded once
+    await gw.report("mac", lost)  # told twice, recorded once
     await gw.fold()
     (recorded,) = gw.events("resume_lost")
     reply = recorded["reply"]
     assert (reply["outcome"], reply["resumed"], reply["seeded"]) == (
         "resume_unconfirmed_briefed", False, True)
     assert reply["brief"]["spent"] is True and "was given a brief" in reply["notice"]["chat"]
-    listed = json.loads(await api.list_live(FakeMsg(b"{}")))["conversations"]
+    listed = (await gw.ask(GatewayApi.list_live, b"{}"))["conversations"]
     assert [(c["session_id"], c["outcome"]) for c in listed] == [
         ("csess_a", "resume_unconfirmed_briefed")]
     (instance, notice), = gw.notifier.sent
@@ -355,7 +336,7 @@ async def test_a_resume_lost_is_recorded_corrects_every_read_and_tells_the_perso
 
 
 async def test_a_burst_to_a_repo_never_opened_gives_one_not_woken_notice(gw):
-    f = follower(gw)
+    f = gw
     for seq in range(10, 60):
         await handle(f, person_message(seq, f"message {seq}"))
     # Past the window, the people are told again (a message that arrived then).

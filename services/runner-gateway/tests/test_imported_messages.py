@@ -19,14 +19,6 @@ AT = "2026-12-01T10:00:00Z"  # the harness's clock (conftest.py)
 INSTANCE, REPO = "inst-a", "apps/x"
 
 
-def follower(gw) -> TimelineFollower:
-    return TimelineFollower(
-        state=gw.state, presence=gw.presence, machines=gw.machines, publisher=gw.publisher,
-        stopper=gw.stopper, notifier=gw.notifier, caught_up=gw.fold, clock=lambda: AT,
-        new_id=lambda: "csess_woken",
-    )
-
-
 def person_message(seq: int, content: str, **over) -> FakeMsg:
     body = {"entry_id": f"e-{seq}", "instance_id": INSTANCE, "repo": REPO,
             "session_id": "csess_any", "kind": "chat_user", "content": content, "at": AT,
@@ -39,16 +31,16 @@ def imported(seq: int, content: str) -> FakeMsg:
     return person_message(seq, content, origin="import")
 
 
-async def handle(f: TimelineFollower, msg: FakeMsg) -> None:
-    await f.handle(Batch([(decode(msg.data, TimelineEntry), msg)], msg.metadata.sequence.stream))
+async def handle(gw, msg: FakeMsg) -> None:
+    await gw.person(msg)
 
 
 async def test_a_fresh_imported_message_is_not_delivered_to_the_live_conversation(gw):
     gw.online("mac")
     await gw.open("csess_a")
-    await handle(follower(gw), imported(10, "already answered"))
+    await handle(gw, imported(10, "already answered"))
     assert gw.machines.turns == [] and gw.events("wake_requested") == []
-    await handle(follower(gw), person_message(11, "next step"))
+    await handle(gw, person_message(11, "next step"))
     (node, turn), = gw.machines.turns
     assert (turn.session_id, turn.seq, turn.content) == ("csess_a", 11, "next step")
 
@@ -58,8 +50,8 @@ async def test_a_fresh_imported_message_wakes_nothing_and_a_live_one_then_does(g
     await gw.open("csess_a")
     await gw.stopper.end(await gw.state.held("csess_a"), "requested")
     await gw.fold()
-    await handle(follower(gw), imported(10, "already answered"))
+    await handle(gw, imported(10, "already answered"))
     assert gw.events("wake_requested") == [] and gw.notifier.sent == []
-    await handle(follower(gw), person_message(11, "where were we?"))
+    await handle(gw, person_message(11, "where were we?"))
     (wake,) = gw.events("wake_requested")
     assert wake["wake_seq"] == 11

@@ -36,3 +36,28 @@ class FakeMsg:
 
     async def in_progress(self) -> None:
         self.settled.append("in_progress")
+
+
+async def ask(table, parts, handler, body: bytes | dict) -> dict:
+    """A request answered by `handler` as the service's edge answers it: the body read into
+    the row's type (or refused), the handler bound to the bootstrap's parts, what it sends
+    checked against its row, the answer encoded and read back as JSON."""
+    import json
+
+    from seedline_platform.app_base import answer, parts_of
+    from seedline_platform.routing import bind
+
+    (route,) = [r for r in table if r.handler is handler]
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return json.loads(await answer(route, bind(handler, parts_of(parts)), data))
+
+
+async def deliver(table, parts, handler, *args):
+    """A message handed to `handler` as the service's edge hands it over: bound to the
+    bootstrap's parts, what it sends checked against its row."""
+    from seedline_platform.app_base import parts_of
+    from seedline_platform.routing import bind, sending_as
+
+    route = next(r for r in table if r.handler is handler)
+    with sending_as(route):
+        return await bind(handler, parts_of(parts))(*args)

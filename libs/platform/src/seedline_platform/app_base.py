@@ -81,6 +81,28 @@ def _in_route(route: Route, handle):
     return in_route
 
 
+async def answer(route: Route, handle, data: bytes,
+                 read: Callable[[bytes], object] | None = None) -> bytes:
+    """One request through the edge of its row: read into its type (or refused), handled
+    with its sends checked, the answer encoded; a handler that raises answers
+    `unavailable`."""
+    read = read or route.decode or _request_reader(route.api)
+    with sending_as(route):
+        request = read(data)
+        if isinstance(request, ErrorReply):
+            return encode(request)
+        try:
+            return encode(await handle(request))
+        except Exception:
+            log.exception("request_failed", subject=route.subject)
+            return encode(error_reply("unavailable", error_message("unavailable")))
+
+
+def parts_of(parts: object) -> list[object]:
+    """The parts a bootstrap built, in the order it lists them."""
+    return [getattr(parts, f.name) for f in dataclasses.fields(parts)]
+
+
 def _request_reader(api: Api) -> Callable[[bytes], object]:
     """A body read into the API's request type, or the contract's refusal of it."""
     read = decoder(api.request).decode
@@ -158,7 +180,7 @@ class ServiceApp:
     # -- the edge: each row subscribed, its messages typed, its sends checked -------------
 
     async def _subscribe_all(self) -> None:
-        parts = [getattr(self.parts, f.name) for f in dataclasses.fields(self.parts)]
+        parts = parts_of(self.parts)
         for route in self.routing:
             handle = bind(route.handler, parts)
             if route.kind is Kind.REQUEST:
@@ -184,15 +206,7 @@ class ServiceApp:
         read = route.decode or _request_reader(api)
 
         async def reply(msg: NatsMessage) -> bytes:
-            with sending_as(route):
-                request = read(msg.raw_message.data)
-                if isinstance(request, ErrorReply):
-                    return encode(request)
-                try:
-                    return encode(await handle(request))
-                except Exception:
-                    log.exception("request_failed", subject=api.address)
-                    return encode(error_reply("unavailable", error_message("unavailable")))
+            return await answer(route, handle, msg.raw_message.data, read)
 
         reply.__name__ = api.address.replace(".", "_")
         self.broker.subscriber(

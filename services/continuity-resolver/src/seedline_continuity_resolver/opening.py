@@ -10,13 +10,13 @@ they come here (opening_api.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
+from typing import TYPE_CHECKING
+
+import msgspec
 
 from seedline_contracts import subjects
 from seedline_contracts.codec import encode
 from seedline_contracts.events import ContinuityDecided, LaunchPlan, OpenRequested, WakeRequested
-from seedline_contracts.ids import new_session_id
 from seedline_contracts.runner import ResumeExpect
 from seedline_contracts.sessions import (
     Continuity,
@@ -30,20 +30,21 @@ from seedline_contracts.timeline import (
     MAX_ENTRY_ID_CHARS,
     TimelineEntryIn,
 )
-from seedline_contracts.times import format_utc, utc_now
+from seedline_contracts.times import format_utc
 from seedline_contracts.tokens import name_problem
 from seedline_core import decision as core
 from seedline_core import lifecycle as lc
 from seedline_platform.logging import get_logger
-from seedline_platform.publishing import Outgoing, Publisher
-from seedline_platform.sealing import InMemoryKeyStore, Sealer
-from seedline_timeline_view import RepoHead, TimelineView
+from seedline_platform.publishing import Outgoing, event_message
+from seedline_timeline_view import RepoHead
 
-from .answers import Answers, refused
+from .answers import Answer, Answers, refused
 from .before_message import previous_before
 from .catch_up import CatchUp
-from .machines import MachineDirectory
-from .repository import SESSIONS, TIMELINE, ConversationRepository
+from .repository import SESSIONS, TIMELINE
+
+if TYPE_CHECKING:
+    from .bootstrap import Ports
 
 log = get_logger(__name__)
 
@@ -69,29 +70,26 @@ class Opener:
     one go. The request arrives checked (opening_api.py); what it waits on before deciding is
     catch_up.py's, the answer it waits for answers.py's."""
 
-    def __init__(
-        self, *, repo: ConversationRepository, view: TimelineView, publisher: Publisher,
-        machines: MachineDirectory, catch_up: CatchUp, answers: Answers,
-        decision: core.DecisionSettings, sealer: Sealer | None = None,
-        clock: Callable[[], datetime] = utc_now, new_id: Callable[[], str] = new_session_id,
-        count_decision: Callable[[str], None] | None = None,
-    ) -> None:
-        self._repo = repo
-        self._view = view
-        self._publisher = publisher
-        self._machines = machines
+    def __init__(self, ports: Ports, *, catch_up: CatchUp, answers: Answers,
+                 decision: core.DecisionSettings) -> None:
+        self._repo = ports.repo
+        self._view = ports.view
+        self._publisher = ports.publisher
+        self._machines = ports.machines
+        # The person's words go sealed into the launch plan, as into the timeline.
+        self._sealer = ports.sealer
+        self._clock = ports.clock
+        self._new_id = ports.new_id
         self._catch_up = catch_up
         self._answers = answers
         self._decision = decision
-        # The person's words go sealed into the launch plan, as into the timeline (1.2).
-        self._sealer = sealer or Sealer(InMemoryKeyStore(), enabled=False)
-        self._clock = clock
-        self._new_id = new_id
-        self._count_decision = count_decision or (lambda reason: None)
+        self._decisions = ports.metrics.counter(
+            "seedline_continuity_decided_total", "Continuity decisions, by reason_code.",
+            ["reason_code"])
 
     # -- open -----------------------------------------------------------------------
 
-    async def open(self, request: OpenRequest) -> bytes:
+    async def open(self, request: OpenRequest) -> Answer:
         """A checked open request (opening_api.py): the reply once the machine confirmed."""
         session_id = self._new_id()
         if request.request_id is not None:
@@ -103,7 +101,7 @@ class Opener:
         messages = await self._decision_events(request, session_id)
         return await self._answers.after(session_id, self._record(messages), request)
 
-    async def answer_again(self, again: OpenAnswerRequest) -> bytes:
+    async def answer_again(self, again: OpenAnswerRequest) -> Answer:
         """An open's answer asked for again (1.2): the first reply, never a second open."""
         first = await self._repo.session_for_request(again.instance_id, again.request_id)
         if first is None:
@@ -165,21 +163,21 @@ class Opener:
         if request.instruction is not None and request.wake_seq is None:
             messages.append(_instruction_entry(request, session_id, at))
             self._catch_up.expect_landing(request.instance_id, request.repo, session_id)
-        messages.append(_event(OpenRequested(
+        messages.append(event_message(OpenRequested(
             session_id=session_id, at=at, instance_id=request.instance_id, repo=request.repo,
             engine=request.engine, node_id=request.node_id, request_id=request.request_id,
             force_fresh=request.force_fresh, clean_slate=request.clean_slate,
             has_instruction=instruction is not None, wake_seq=request.wake_seq,
         )))
-        messages.append(_event(_decided(session_id, at, plan, decided.seed, head)))
-        self._count_decision(plan.continuity.reason_code)
+        messages.append(event_message(_decided(session_id, at, plan, decided.seed, head)))
+        self._decisions.labels(plan.continuity.reason_code).inc()
         log.info("continuity_decided", session_id=session_id, request_id=request.request_id,
                  reason_code=plan.continuity.reason_code)
         return messages
 
     # -- relocate -------------------------------------------------------------------
 
-    async def relocate(self, request: RelocateRequest) -> bytes:
+    async def relocate(self, request: RelocateRequest) -> Answer:
         """A checked relocation (opening_api.py): the reply once the new machine confirmed."""
         # Relocation judges the conversation's state as it is now, so read to the end.
         await self._catch_up.recorded_before(None)
@@ -202,7 +200,7 @@ class Opener:
                 target.state is lc.State.OPENING) else "never started, so there is nothing to move"
             return refused("invalid_request", f"That conversation {still}.")
         if verdict.kind == "unchanged" and row.last_reply is not None:
-            return row.last_reply
+            return msgspec.Raw(row.last_reply)
         await self._catch_up.own_instruction_landed(row.instance_id, row.repo)
         head = await self._view.repo_head(row.instance_id, row.repo)
         decided = core.relocation_decision(target.node_id, request.node_id)
@@ -213,8 +211,8 @@ class Opener:
             relocation_from=target.node_id, relocation=True,
         )
         event = _decided(request.session_id, format_utc(self._clock()), plan, decided.seed, head)
-        self._count_decision(plan.continuity.reason_code)
-        return await self._answers.after(request.session_id, self._record([_event(event)]))
+        self._decisions.labels(plan.continuity.reason_code).inc()
+        return await self._answers.after(request.session_id, self._record([event_message(event)]))
 
     # -- shared -----------------------------------------------------------------------
 
@@ -233,11 +231,6 @@ class Opener:
 
     async def _record(self, messages: list[Outgoing]) -> None:
         await self._publisher.publish(messages)
-
-
-def _event(event) -> Outgoing:
-    tag = event.__struct_config__.tag
-    return subjects.session_event_subject(event.session_id, tag), encode(event), None
 
 
 def _decided(

@@ -1,5 +1,5 @@
-"""seedline.api.sessions.open and .relocate at the edge: the body decoded into the contract's
-type and checked, or refused with `invalid_request` / `not_json`; the work is the Opener's."""
+"""seedline.api.sessions.open and .relocate, and the wake, at the edge: each request checked
+beyond its type, or refused with `invalid_request`; the work is the Opener's."""
 
 from __future__ import annotations
 
@@ -7,21 +7,35 @@ import msgspec
 from nats.aio.msg import Msg
 
 from seedline_contracts.codec import decode
+from seedline_contracts.errors import ErrorReply, error_reply
+from seedline_contracts.events import WakeRequested
 from seedline_contracts.sessions import OpenAnswerRequest, OpenRequest, RelocateRequest
 from seedline_contracts.timeline import MAX_ENTRY_ID_CHARS
 from seedline_contracts.tokens import name_problem
 from seedline_core.notices import error_message
 
-from .answers import refused
+from .answers import Answer
 from .opening import Opener, validate_open
 
 
-def _invalid(field: str) -> bytes:
-    return refused("invalid_request", error_message("invalid_request", field=field))
+def _invalid(field: str) -> ErrorReply:
+    return error_reply("invalid_request", error_message("invalid_request", field=field))
 
 
-def answer_request(data: bytes) -> OpenAnswerRequest | None:
-    """A body naming only an instance and a request_id (`seedline open --request-id`, 1.2)."""
+def read_open(data: bytes) -> OpenRequest | OpenAnswerRequest | ErrorReply:
+    """An open request, or a body naming only an instance and a request_id (`seedline open
+    --request-id`: the answer of an open asked again)."""
+    try:
+        return decode(data, OpenRequest)
+    except msgspec.ValidationError as exc:
+        again = _answer_request(data)
+        return again if again is not None else error_reply(
+            "invalid_request", f"The open request is not valid: {exc}.")
+    except msgspec.DecodeError:
+        return error_reply("not_json", error_message("not_json"))
+
+
+def _answer_request(data: bytes) -> OpenAnswerRequest | None:
     try:
         again = decode(data, OpenAnswerRequest)  # the guarded decode: deep nesting is invalid
     except msgspec.MsgspecError:
@@ -35,27 +49,21 @@ class OpeningApi:
     def __init__(self, opener: Opener) -> None:
         self._opener = opener
 
-    async def open(self, msg: Msg) -> bytes:
-        try:
-            request = decode(msg.data, OpenRequest)
-        except msgspec.ValidationError as exc:
-            again = answer_request(msg.data)
-            if again is not None:
-                return await self._opener.answer_again(again)
-            return refused("invalid_request", f"The open request is not valid: {exc}.")
-        except msgspec.DecodeError:
-            return refused("not_json", error_message("not_json"))
+    async def open(self, request: OpenRequest | OpenAnswerRequest) -> Answer:
+        if isinstance(request, OpenAnswerRequest):
+            return await self._opener.answer_again(request)
         bad = validate_open(request)
         if bad:
             return _invalid(bad)
         return await self._opener.open(request)
 
-    async def relocate(self, msg: Msg) -> bytes:
-        try:
-            request = decode(msg.data, RelocateRequest)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            return refused("invalid_request", f"The relocation request is not valid: {exc}.")
+    async def relocate(self, request: RelocateRequest) -> Answer:
         for name in ("session_id", "node_id"):
             if name_problem(getattr(request, name)):
                 return _invalid(name)
         return await self._opener.relocate(request)
+
+    async def wake(self, event: WakeRequested, msg: Msg) -> None:
+        """A person's message woke a conversation: opened with nobody waiting. Its place in
+        SEEDLINE_SESSIONS says how far the decision needs the streams."""
+        await self._opener.wake(event, msg.metadata.sequence.stream)

@@ -10,24 +10,13 @@ from __future__ import annotations
 
 import asyncio
 
-import msgspec
+from nats.aio.msg import Msg
 
-from seedline_contracts.codec import encode
 from seedline_contracts.events import OpenFailed, Opened, Relocated, SessionEvent
+from seedline_platform.lifecycle_events import reply_of
 
-_decoder = msgspec.json.Decoder(SessionEvent)
-SETTLING = ("opened", "relocated", "open_failed")
-
-
-def reply_of(event: object) -> bytes | None:
-    """The answer an event settles a waiting request with, or None."""
-    if isinstance(event, Opened):
-        return encode(event.reply)
-    if isinstance(event, Relocated) and event.reply is not None:
-        return encode(event.reply)
-    if isinstance(event, OpenFailed):
-        return encode({"ok": False, "error": event.error})
-    return None
+# The events that answer a waiting open or relocation.
+SETTLING = (Opened, Relocated, OpenFailed)
 
 
 class PendingOpens:
@@ -42,11 +31,7 @@ class PendingOpens:
     def forget(self, session_id: str) -> None:
         self._waiting.pop(session_id, None)
 
-    def settle(self, data: bytes) -> None:
-        try:
-            event = _decoder.decode(data)
-        except msgspec.MsgspecError:
-            return
+    async def settle(self, event: SessionEvent, msg: Msg | None = None) -> None:
         future = self._waiting.get(event.session_id)
         reply = reply_of(event)
         if future is not None and not future.done() and reply is not None:

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import msgspec
 from nats.aio.msg import Msg
 
-from seedline_contracts.codec import decode, encode
-from seedline_contracts.errors import error_reply
+from seedline_contracts import channels
+from seedline_contracts.codec import decode
+from seedline_contracts.errors import ErrorReply, error_reply
 from seedline_contracts.events import EngineBound
 from seedline_contracts.runner import RunnerEvent
 from seedline_contracts.sessions import (
@@ -19,17 +20,19 @@ from seedline_contracts.sessions import (
     StopReply,
     StopRequest,
 )
-from seedline_contracts.times import format_utc, now_text
-from seedline_contracts.tokens import TokenError, name_problem, unescape_token
+from seedline_contracts.times import format_utc
+from seedline_contracts.tokens import TokenError, name_problem
 from seedline_core import lifecycle as lc
 from seedline_core.notices import error_message
 from seedline_platform.logging import get_logger
-from seedline_platform.publishing import Publisher
-from seedline_platform.watermark import Watermark
+from seedline_platform.publishing import event_message
 
+from .fold import LifecycleFold
 from .resume_lost import ResumeLostRecorder
-from .state import GatewayState
-from .stopping import Stopper, event_message
+from .stopping import Stopper
+
+if TYPE_CHECKING:
+    from .bootstrap import Ports
 
 log = get_logger(__name__)
 
@@ -38,49 +41,47 @@ MAX_ENGINE_SESSION_CHARS = 256
 SETTLE_SECONDS = 2.0
 
 
+def read_list(body: bytes) -> SessionsListRequest | ErrorReply:
+    """A list request; an empty body asks for every instance."""
+    try:
+        return decode(body or b"{}", SessionsListRequest)
+    except msgspec.MsgspecError as exc:
+        return error_reply("invalid_request", f"The list request is not valid: {exc}.")
+
+
 class GatewayApi:
-    def __init__(
-        self, state: GatewayState, stopper: Stopper, publisher: Publisher,
-        caught_up: Callable[[], Awaitable[None]], resume_lost: ResumeLostRecorder | None = None,
-        folded: Watermark | None = None,
-    ) -> None:
-        self._state = state
+    def __init__(self, ports: Ports, stopper: Stopper, resume_lost: ResumeLostRecorder,
+                 fold: LifecycleFold) -> None:
+        self._state = ports.state
+        self._publisher = ports.publisher
+        self._clock = ports.clock
         self._stopper = stopper
-        self._publisher = publisher
         self._resume_lost = resume_lost
         # Answers reflect every event recorded before the request (read your own writes).
-        self._caught_up = caught_up
+        self._caught_up = fold.caught_up
         # How far the lifecycle fold has got: a wait for a launch to be folded wakes on it.
-        self._folded = folded or Watermark.unfed()
+        self._folded = fold.folded
 
-    async def stop(self, msg: Msg) -> bytes:
-        try:
-            request = decode(msg.data, StopRequest)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            return encode(error_reply("invalid_request", f"The stop request is not valid: {exc}."))
+    async def stop(self, request: StopRequest) -> StopReply | ErrorReply:
         if name_problem(request.session_id):
-            return encode(error_reply(
-                "invalid_request", error_message("invalid_request", field="session_id")))
+            return error_reply(
+                "invalid_request", error_message("invalid_request", field="session_id"))
         await self._caught_up()
         held = await self._state.held(request.session_id)
         if held is None:
-            return encode(error_reply("not_found", error_message("not_found", what="conversation")))
+            return error_reply("not_found", error_message("not_found", what="conversation"))
         if held.state is not lc.State.LIVE:
-            return encode(StopReply(stopped=False))
+            return StopReply(stopped=False)
         await self._stopper.end(held, request.reason[:MAX_REASON_CHARS] or "requested")
-        return encode(StopReply(stopped=True))
+        return StopReply(stopped=True)
 
-    async def list_live(self, msg: Msg) -> bytes:
-        try:
-            request = decode(msg.data or b"{}", SessionsListRequest)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            return encode(error_reply("invalid_request", f"The list request is not valid: {exc}."))
+    async def list_live(self, request: SessionsListRequest) -> SessionsListReply | ErrorReply:
         if request.instance_id is not None and name_problem(request.instance_id):
-            return encode(error_reply(
-                "invalid_request", error_message("invalid_request", field="instance_id")))
+            return error_reply(
+                "invalid_request", error_message("invalid_request", field="instance_id"))
         await self._caught_up()
         rows = await self._state.all_live(request.instance_id)
-        return encode(SessionsListReply(conversations=[
+        return SessionsListReply(conversations=[
             LiveConversation(
                 h.session_id, h.conversation.instance_id, h.conversation.repo, h.node_id or "",
                 h.conversation.engine or "", h.conversation.confirmed_at or "",
@@ -88,7 +89,7 @@ class GatewayApi:
                 outcome=h.conversation.outcome,
             )
             for h in rows
-        ]))
+        ])
 
     async def _settled(self, session_id: str, node_id: str):
         """The conversation once the launch the machine reports on is folded in.
@@ -110,16 +111,15 @@ class GatewayApi:
                 return held
             await self._folded.moved(seen)
 
-    async def on_runner_event(self, msg: Msg) -> None:
+    async def on_runner_event(self, event: RunnerEvent, msg: Msg) -> None:
         """engine_bound and resume_lost from the machine a conversation is live on become
         recorded facts."""
         try:
-            node_id = unescape_token(msg.subject.split(".")[2])
-            event = decode(msg.data, RunnerEvent)
-        except (TokenError, IndexError, msgspec.MsgspecError):
+            node_id = channels.RUNNER_EVENTS.values(msg.subject)["node"]
+        except (TokenError, ValueError):
             log.warning("runner_event_unreadable", subject=msg.subject)
             return
-        if event.type == "resume_lost" and self._resume_lost is not None:
+        if event.type == "resume_lost":
             held = await self._settled(event.session_id, node_id)
             await self._resume_lost.record(held, node_id, event.session_id, event.reason)
             return
@@ -130,5 +130,5 @@ class GatewayApi:
             log.warning("engine_bound_ignored", session_id=event.session_id, node_id=node_id)
             return
         await self._publisher.publish([event_message(EngineBound(
-            session_id=event.session_id, at=now_text(), node_id=node_id,
+            session_id=event.session_id, at=self._clock(), node_id=node_id,
             engine_session_id=event.engine_session_id[:MAX_ENGINE_SESSION_CHARS]))])

@@ -5,22 +5,24 @@ not wait on them. A wake that could not go to its machine is told to the person.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collections.abc import Awaitable, Callable
 
 from seedline_contracts.errors import ErrorBody
 from seedline_contracts.events import OpenFailed, Opened, Relocated, SeedComposed
 from seedline_contracts.runner import LaunchReply
 from seedline_contracts.sessions import OpenReply, RunnerOfflineNotification
-from seedline_contracts.times import now_text
 from seedline_core import lifecycle as lc
 from seedline_core.notices import wake_offline_text
 from seedline_platform.logging import get_logger
-from seedline_platform.publishing import Publisher
+from seedline_platform.publishing import event_message
 
-from .machine_calls import Machines
-from .notify import Notifier
-from .state import GatewayState, Held
-from .stopping import Stopper, event_message
+from .state import Held
+from .stopping import Stopper
+
+if TYPE_CHECKING:
+    from .bootstrap import Ports
 
 log = get_logger(__name__)
 
@@ -33,27 +35,25 @@ class LaunchFailed(Exception):
 
 
 class LaunchOutcomes:
-    def __init__(
-        self, *, state: GatewayState, machines: Machines, publisher: Publisher,
-        stopper: Stopper, notifier: Notifier,
-        caught_up: Callable[[int | None], Awaitable[None]], clock: Callable[[], str] = now_text,
-        count_outcome: Callable[[str, str], None] | None = None,
-    ) -> None:
-        self._state = state
-        self._machines = machines
-        self._publisher = publisher
+    def __init__(self, ports: Ports, stopper: Stopper,
+                 caught_up: Callable[[int | None], Awaitable[None]]) -> None:
+        self._state = ports.state
+        self._machines = ports.machines
+        self._publisher = ports.publisher
+        self._notifier = ports.notifier
+        self._clock = ports.clock
         self._stopper = stopper
-        self._notifier = notifier
         self._caught_up = caught_up
-        self._clock = clock
-        self._count = count_outcome or (lambda reason, outcome: None)
+        self._opens = ports.metrics.counter(
+            "seedline_opens_total", "Launches, by reason_code and outcome (or error code).",
+            ["reason_code", "outcome"])
 
     async def failed(
         self, composed: SeedComposed, failure: LaunchFailed, moved: Held | None = None,
     ) -> None:
         plan = composed.plan
         log.info("open_failed", session_id=composed.session_id, code=failure.code)
-        self._count(plan.continuity.reason_code, failure.code)
+        self._opens.labels(plan.continuity.reason_code, failure.code).inc()
         # A failed relocation leaves the conversation where it was (the lifecycle moves
         # only an opening conversation to failed); either way the request is answered.
         # When its engine there was already stopped for the move, that is recorded too.
@@ -105,6 +105,6 @@ class LaunchOutcomes:
         ])
         for previous in superseded:
             await self._stopper.tell_machine(previous, "superseded")
-        self._count(plan.continuity.reason_code, reply.outcome)
+        self._opens.labels(plan.continuity.reason_code, reply.outcome).inc()
         log.info("opened", session_id=composed.session_id, outcome=reply.outcome,
                  relocation=plan.relocation)

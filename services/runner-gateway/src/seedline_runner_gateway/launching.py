@@ -18,13 +18,13 @@ older it may still be sent.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from seedline_contracts.events import SeedComposed
 from seedline_contracts.runner import LaunchReply, LaunchRequest, LaunchResume, Seed
 from seedline_contracts.sessions import NoticeBody, OpenReply
-from seedline_contracts.times import now_text
 from seedline_core import lifecycle as lc
 from seedline_core.notices import (
     error_message,
@@ -34,46 +34,41 @@ from seedline_core.notices import (
 )
 from seedline_core.outcome import decide_outcome
 from seedline_platform.logging import get_logger
-from seedline_platform.publishing import Publisher
-from seedline_platform.sealing import Sealer
 
 from .launch_outcomes import LaunchFailed, LaunchOutcomes
-from .machine_calls import Machines, MachineUnreachable
+from .machine_calls import MachineUnreachable
 from .presence import PresenceView
 from .reconcile import Reconciler
-from .repo_turns import LocalRepoTurns, RepoTurns
-from .state import GatewayState, Held
+from .state import Held
 from .stopping import Stopper
+
+if TYPE_CHECKING:
+    from .bootstrap import Ports
 
 log = get_logger(__name__)
 
 
 class Launcher:
     def __init__(
-        self, *, state: GatewayState, presence: PresenceView, machines: Machines,
-        publisher: Publisher, stopper: Stopper, reconciler: Reconciler,
+        self, ports: Ports, presence: PresenceView, stopper: Stopper, reconciler: Reconciler,
         outcomes: LaunchOutcomes, caught_up: Callable[[int | None], Awaitable[None]],
-        clock: Callable[[], str] = now_text, sealer: Sealer | None = None,
-        repo_turns: RepoTurns | None = None,
     ) -> None:
-        self._sealer = sealer
-        self._state = state
+        self._state = ports.state
+        self._machines = ports.machines
+        self._publisher = ports.publisher
+        self._sealer = ports.sealer
+        self._clock = ports.clock
+        self._turns = ports.repo_turns
         self._presence = presence
-        self._machines = machines
-        self._publisher = publisher
         self._stopper = stopper
         self._reconciler = reconciler
         self._outcomes = outcomes
         self._caught_up = caught_up
-        self._clock = clock
-        self._turns = repo_turns or LocalRepoTurns()
 
     async def _opened(self, text: str | None) -> str | None:
         """Brief text and the instruction are recorded sealed; the machine is given them
         plain."""
-        if self._sealer is None or text is None:
-            return text
-        return await self._sealer.open(None, text)
+        return None if text is None else await self._sealer.open(None, text)
 
     async def handle(self, composed: SeedComposed, msg) -> None:
         await self.launch(composed, msg.metadata.sequence.stream)

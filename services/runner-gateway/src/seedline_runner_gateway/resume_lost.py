@@ -9,6 +9,8 @@ the console) shows the corrected outcome, and tells the person on
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collections.abc import Awaitable, Callable
 
 from seedline_contracts.events import ResumeLost
@@ -18,11 +20,13 @@ from seedline_core import lifecycle as lc
 from seedline_core.notices import resume_lost_text
 from seedline_platform.lifecycle_events import reply_after_resume_lost
 from seedline_platform.logging import get_logger
-from seedline_platform.publishing import Publisher
+from seedline_platform.publishing import event_message
 
-from .notify import Notifier
 from .state import Held
-from .stopping import event_message
+
+if TYPE_CHECKING:
+    from .bootstrap import Ports
+
 
 log = get_logger(__name__)
 
@@ -33,12 +37,11 @@ RecordedReply = Callable[[str], Awaitable[OpenReply | None]]
 
 
 class ResumeLostRecorder:
-    def __init__(self, publisher: Publisher, notifier: Notifier, recorded_reply: RecordedReply,
-                 clock: Callable[[], str] = now_text) -> None:
-        self._publisher = publisher
-        self._notifier = notifier
-        self._recorded_reply = recorded_reply
-        self._clock = clock
+    def __init__(self, ports: Ports) -> None:
+        self._publisher = ports.publisher
+        self._notifier = ports.notifier
+        self._recorded_reply = ports.recorded_reply
+        self._clock = ports.clock
 
     async def record(self, held: Held | None, node_id: str, session_id: str,
                      reason: str | None) -> None:

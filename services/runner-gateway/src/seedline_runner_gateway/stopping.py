@@ -9,37 +9,29 @@ notice rules of CONTRACT.md 3.3.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from collections.abc import Callable
 
-from seedline_contracts import subjects
-from seedline_contracts.codec import encode
 from seedline_contracts.events import Reaped, Stopped
 from seedline_contracts.sessions import Notification
-from seedline_contracts.times import now_text
 from seedline_platform.logging import get_logger
-from seedline_platform.publishing import Publisher
+from seedline_platform.publishing import Outgoing, event_message
 
-from .machine_calls import Machines
-from .notify import Notifier
 from .state import Held
+
+if TYPE_CHECKING:
+    from .bootstrap import Ports
 
 log = get_logger(__name__)
 
 
-def event_message(event) -> tuple[str, bytes, dict | None]:
-    tag = event.__struct_config__.tag
-    return subjects.session_event_subject(event.session_id, tag), encode(event), None
-
-
 class Stopper:
-    def __init__(
-        self, publisher: Publisher, machines: Machines, notifier: Notifier,
-        clock: Callable[[], str] = now_text,
-    ) -> None:
-        self._publisher = publisher
-        self._machines = machines
-        self._notifier = notifier
-        self._clock = clock
+    def __init__(self, ports: Ports) -> None:
+        self._publisher = ports.publisher
+        self._machines = ports.machines
+        self._notifier = ports.notifier
+        self._clock = ports.clock
 
     async def end(
         self, held: Held, reason: str, notice: Callable[[str], Notification] | None = None,
@@ -59,7 +51,7 @@ class Stopper:
 
     def record(
         self, held: Held, reason: str, at: str | None = None, idle_seconds: int | None = None,
-    ) -> tuple[str, bytes, dict]:
+    ) -> Outgoing:
         """The event that ends it, for a caller that records it with events of its own."""
         at = at or self._clock()
         c = held.conversation
@@ -69,8 +61,7 @@ class Stopper:
         else:
             event = Stopped(session_id=c.session_id, at=at, reason=reason, node_id=c.node_id)
         # One stop per live period: a redelivered cause records it once.
-        subject, payload, _ = event_message(event)
-        return subject, payload, {"Nats-Msg-Id": f"stopped:{c.session_id}:{c.confirmed_at}"}
+        return event_message(event, f"stopped:{c.session_id}:{c.confirmed_at}")
 
     async def tell_machine(self, held: Held, reason: str, ask_machine: bool = True) -> None:
         """After the record: the machine is asked to stop the engine."""

@@ -11,33 +11,33 @@ on: nothing here waits for an open.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from nats.aio.msg import Msg
 
 from seedline_contracts import subjects
-from seedline_contracts.codec import encode
 from seedline_contracts.events import WakeRequested
-from seedline_contracts.ids import new_session_id
 from seedline_contracts.runner import TurnRequest
 from seedline_contracts.sessions import NotWokenNotification
 from seedline_contracts.timeline import TimelineEntry
-from seedline_contracts.times import now_text, parse_rfc3339
+from seedline_contracts.times import parse_rfc3339
 from seedline_core import lifecycle as lc
 from seedline_core.notices import not_woken_text
 from seedline_platform.consumer import Batch
 from seedline_platform.logging import get_logger
 from seedline_platform.outage import Outage
-from seedline_platform.publishing import Publisher
-from seedline_platform.sealing import Sealer
-from seedline_platform.watermark import Watermark
+from seedline_platform.publishing import event_message
 
-from .machine_calls import Machines, MachineUnreachable
-from .notify import Notifier, machine_offline
+from .fold import LifecycleFold
+from .machine_calls import MachineUnreachable
+from .notify import machine_offline
 from .presence import PresenceView
-from .state import GatewayState, Held
+from .state import Held
 from .stopping import Stopper
+
+if TYPE_CHECKING:
+    from .bootstrap import Ports
 
 log = get_logger(__name__)
 
@@ -56,25 +56,20 @@ class MachineBusy(Outage):
 
 
 class TimelineFollower:
-    def __init__(
-        self, *, state: GatewayState, presence: PresenceView, machines: Machines,
-        publisher: Publisher, stopper: Stopper, notifier: Notifier,
-        caught_up: Callable[[], Awaitable[None]],
-        clock: Callable[[], str] = now_text, new_id: Callable[[], str] | None = None,
-        sealer: Sealer | None = None, folded: Watermark | None = None,
-    ) -> None:
-        self._sealer = sealer
-        self._state = state
+    def __init__(self, ports: Ports, presence: PresenceView, stopper: Stopper,
+                 fold: LifecycleFold) -> None:
+        self._state = ports.state
+        self._machines = ports.machines
+        self._publisher = ports.publisher
+        self._notifier = ports.notifier
+        self._sealer = ports.sealer
+        self._clock = ports.clock
+        self._new_id = ports.new_id
         self._presence = presence
-        self._machines = machines
-        self._publisher = publisher
         self._stopper = stopper
-        self._notifier = notifier
-        self._caught_up = caught_up
+        self._caught_up = fold.caught_up
         # How far the lifecycle fold has got: a wait for an opening to settle wakes on it.
-        self._folded = folded or Watermark.unfed()
-        self._clock = clock
-        self._new_id = new_id or new_session_id
+        self._folded = fold.folded
 
     async def handle(self, batch: Batch[TimelineEntry]) -> None:
         activity: dict[str, datetime] = {}
@@ -93,11 +88,10 @@ class TimelineFollower:
         seq = msg.metadata.sequence.stream
         current = await self._current(msg, entry)
         if current is not None and current.state is lc.State.LIVE:
-            content = entry.content
-            if self._sealer is not None:  # stored sealed; the machine is given it plain
-                content = await self._sealer.open_or_none(entry.instance_id, content)
-                if content is None:
-                    return  # its instance was forgotten
+            # Stored sealed; the machine is given it plain.
+            content = await self._sealer.open_or_none(entry.instance_id, entry.content)
+            if content is None:
+                return  # its instance was forgotten
             if await self._deliver_turn(current, seq, content):
                 return
         arrived = msg.metadata.timestamp
@@ -164,10 +158,7 @@ class TimelineFollower:
             repo=entry.repo, engine=engine, node_id=node_id, wake_seq=seq,
             request_id=request_id,
         )
-        await self._publisher.publish([(
-            subjects.session_event_subject(event.session_id, "wake_requested"), encode(event),
-            {"Nats-Msg-Id": request_id},
-        )])
+        await self._publisher.publish([event_message(event, request_id)])
         log.info("wake_requested", seq=seq, session_id=event.session_id, node_id=node_id)
 
 

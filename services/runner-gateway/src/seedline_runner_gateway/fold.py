@@ -1,0 +1,36 @@
+"""The gateway's fold of each conversation's lifecycle (what runs where, CONTRACT.md 4.1),
+and the wait every read of it makes to read its own writes: up to the end of
+SEEDLINE_SESSIONS as it was when asked, or up to a seq the caller knows."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from seedline_contracts.events import SessionEvent
+from seedline_platform.consumer import Batch
+from seedline_platform.lifecycle_events import lifecycle_steps
+from seedline_platform.logging import get_logger
+from seedline_platform.watermark import Watermark
+
+from .state import GatewayState
+
+log = get_logger(__name__)
+
+CATCH_UP_SECONDS = 5.0
+
+
+class LifecycleFold:
+    def __init__(self, state: GatewayState, stream_end: Callable[[], Awaitable[int]]) -> None:
+        self._state = state
+        self._stream_end = stream_end
+        self.folded = Watermark(state.applied)
+
+    async def apply_sessions(self, batch: Batch[SessionEvent]) -> None:
+        await self._state.apply_lifecycle(lifecycle_steps(batch.items), batch.last_seq)
+        await self.folded.advance(batch.last_seq)
+
+    async def caught_up(self, upto: int | None = None) -> None:
+        """Wait until the fold holds every event up to `upto` (default: recorded so far)."""
+        target = upto if upto is not None else await self._stream_end()
+        if not await self.folded.reached(target, CATCH_UP_SECONDS):
+            log.warning("fold_behind", target=target, applied=self.folded.seq)
