@@ -112,8 +112,11 @@ bench: install engines
 	$(UV) sync --frozen --all-packages --extra bench --python $(PYTHON)
 	$(RUN) seedline bench
 
+# The documents and source files generated from the code: docs/ (the contract, flows.md,
+# the OpenAPI document), the NATS configurations and the client's directory.
 schema: install
 	$(RUN) seedline docs --out docs
+	$(RUN) python -m seedline_devtools.generated
 
 clean:
 	rm -rf .venv .tools .seedline

@@ -42,7 +42,7 @@ pytestmark = pytest.mark.servers
 REPO_ROOT = Path(__file__).resolve().parents[1]
 A = "mac-mini-1"
 B = "linux-box.2"  # a dot: its subjects and key are escaped
-SERVICES = tuple(nats_auth.SERVICE_SUBJECTS)
+SERVICES = nats_auth.services()
 PASSWORDS = {"admin": "admin-secret", A: "secret-of-a", B: "secret-of-b",
              **{service: f"secret-of-{service}" for service in SERVICES}}
 DENIED = 0.3  # seconds to wait for an answer that a refused request never gets

@@ -35,7 +35,7 @@ def test_the_tls_config_is_generated_and_nats_server_accepts_it(tmp_path):
     env |= {"SEEDLINE_NATS_TLS_CERT": str(certs.cert_file), "SEEDLINE_NATS_TLS_KEY": str(certs.key_file),
             "SEEDLINE_NATS_ADMIN_PASSWORD": "a"}
     env |= {nats_auth.password_variable(n).name: n for n in nats_auth.EXAMPLE_NODES}
-    env |= {nats_auth.service_password_variable(s).name: s for s in nats_auth.SERVICE_SUBJECTS}
+    env |= {nats_auth.service_password_variable(s).name: s for s in nats_auth.services()}
     checked = subprocess.run([nats_server_binary(), "-t", "-c", str(path)], env=env,
                              capture_output=True, text=True, timeout=30)
     assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -10,7 +10,6 @@ from seedline_contracts.errors import ErrorBody
 from seedline_contracts.sessions import Continuity, NoticeBody, OpenReply
 from seedline_core.notices import wording_violations
 from seedline_continuity_resolver.opening_api import OpeningApi
-from seedline_devtools.fakes import FakeMsg
 
 AT = "2026-12-01T11:30:00Z"
 

@@ -8,15 +8,10 @@ import json
 from datetime import timedelta
 
 from seedline_contracts.runner import LaunchReply
-from seedline_contracts.codec import decode
-from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import parse_rfc3339
 from seedline_core import lifecycle as lc
 from seedline_devtools.fakes import FakeMsg
-from seedline_platform.consumer import Batch
 from seedline_runner_gateway.api import GatewayApi
-from seedline_runner_gateway.reaper import Reaper
-from seedline_runner_gateway.turns import TimelineFollower
 
 AT = "2026-12-01T10:00:00Z"  # the harness's clock (conftest.py)
 INSTANCE, REPO = "inst-a", "apps/x"

@@ -8,12 +8,8 @@ from __future__ import annotations
 
 import json
 
-from seedline_contracts.codec import decode
-from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import parse_rfc3339
 from seedline_devtools.fakes import FakeMsg
-from seedline_platform.consumer import Batch
-from seedline_runner_gateway.turns import TimelineFollower
 
 AT = "2026-12-01T10:00:00Z"  # the harness's clock (conftest.py)
 INSTANCE, REPO = "inst-a", "apps/x"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.events import ContinuityDecided, LaunchPlan, SeedComposed

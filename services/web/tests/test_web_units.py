@@ -220,9 +220,12 @@ def test_the_history_merges_events_entries_and_notices_in_time_order():
     from seedline_platform.notices import StoredNotice
     from seedline_web.console import history
 
-    events = [(1, {"type": "open_requested", "at": "2026-12-01T10:00:00Z", "node_id": "mac",
-                   "engine": "scripted"}),
-              (4, {"type": "stopped", "at": "2026-12-01T10:05:00Z", "reason": "requested"})]
+    from seedline_contracts.events import OpenRequested, Stopped
+
+    events = [(1, OpenRequested(session_id="c", at="2026-12-01T10:00:00Z", instance_id="i",
+                                repo="r", engine="scripted", node_id="mac", request_id=None,
+                                force_fresh=False, clean_slate=False, has_instruction=False)),
+              (4, Stopped(session_id="c", at="2026-12-01T10:05:00Z", reason="requested"))]
     entries = [row(2, "c"), TimelineRow(3, "e3", "c", "terminal", "y" * 5000,
                                         "2026-12-01T10:01:00Z", None, None)]
     notices = [StoredNotice(9, {"kind": "stopped_idle", "session_id": "c", "text": "Idle <b>",

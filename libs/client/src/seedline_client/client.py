@@ -10,7 +10,8 @@ from nats.errors import Error as NatsError
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 
-from seedline_contracts import subjects
+from seedline_contracts import channels
+from seedline_contracts.channels import Api
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.instances import ForgetReply, ForgetRequest
 from seedline_contracts.sessions import (
@@ -32,21 +33,11 @@ from seedline_contracts.timeline import (
     TimelineReadRequest,
 )
 
+from .directory import ANSWERED_BY
 from .errors import ConnectionLost, NoAnswer, NotRunning, Refused, TooLarge, UnreadableReply
 
 T = TypeVar("T")
 
-# Who answers each API, so an error can say which part of Seedline is not running.
-ANSWERED_BY = {
-    subjects.API_TIMELINE_APPEND: "timeline-writer",
-    subjects.API_TIMELINE_READ: "timeline-writer",
-    subjects.API_SESSIONS_OPEN: "continuity-resolver",
-    subjects.API_SESSIONS_RELOCATE: "continuity-resolver",
-    subjects.API_SESSIONS_STOP: "runner-gateway",
-    subjects.API_SESSIONS_LIST: "runner-gateway",
-    subjects.API_BRIEFS_GET: "seed-composer",
-    subjects.API_INSTANCES_FORGET: "timeline-writer",
-}
 DEFAULT_TIMEOUT = 10.0
 _ENVELOPE = msgspec.json.Decoder()
 
@@ -59,29 +50,33 @@ class SeedlineClient:
         self.nc = nc
         self.timeout = timeout
 
+    async def call(self, api: Api, body: Any, timeout: float | None = None) -> Any:
+        """Ask `api` (seedline_contracts.channels) and get its reply type."""
+        return await self.request(api.address, body, api.reply, timeout)
+
     async def append(self, entry: TimelineEntryIn) -> AppendReply:
-        return await self.request(subjects.API_TIMELINE_APPEND, entry, AppendReply)
+        return await self.call(channels.TIMELINE_APPEND, entry)
 
     async def read(self, request: TimelineReadRequest) -> TimelineReadReply:
-        return await self.request(subjects.API_TIMELINE_READ, request, TimelineReadReply)
+        return await self.call(channels.TIMELINE_READ, request)
 
     async def open(self, request: OpenRequest | OpenAnswerRequest, timeout: float) -> OpenReply:
-        return await self.request(subjects.API_SESSIONS_OPEN, request, OpenReply, timeout)
+        return await self.call(channels.SESSIONS_OPEN, request, timeout)
 
     async def relocate(self, request: RelocateRequest, timeout: float) -> OpenReply:
-        return await self.request(subjects.API_SESSIONS_RELOCATE, request, OpenReply, timeout)
+        return await self.call(channels.SESSIONS_RELOCATE, request, timeout)
 
     async def stop(self, request: StopRequest, timeout: float | None = None) -> StopReply:
-        return await self.request(subjects.API_SESSIONS_STOP, request, StopReply, timeout)
+        return await self.call(channels.SESSIONS_STOP, request, timeout)
 
     async def live(self, request: SessionsListRequest) -> SessionsListReply:
-        return await self.request(subjects.API_SESSIONS_LIST, request, SessionsListReply)
+        return await self.call(channels.SESSIONS_LIST, request)
 
     async def brief(self, request: BriefGetRequest) -> BriefGetReply:
-        return await self.request(subjects.API_BRIEFS_GET, request, BriefGetReply)
+        return await self.call(channels.BRIEFS_GET, request)
 
     async def forget(self, request: ForgetRequest, timeout: float | None = None) -> ForgetReply:
-        return await self.request(subjects.API_INSTANCES_FORGET, request, ForgetReply, timeout)
+        return await self.call(channels.INSTANCES_FORGET, request, timeout)
 
     async def request(self, subject: str, body: Any, reply_type: type[T],
                       timeout: float | None = None) -> T:

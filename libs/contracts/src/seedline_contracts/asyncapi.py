@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 
-from . import channels, events, subjects
+from . import channels, events
 from .schema import PUBLIC_MESSAGES, json_schemas
 from .timeline import KINDS
 

@@ -1,12 +1,13 @@
 """docs/asyncapi.json: the wire contract, with who receives and who sends what generated
-from the services' routing tables.
+from the routing tables.
 
-seedline_contracts.asyncapi holds the contract itself: its channels (streams, APIs,
-the runner protocol, notifications, presence), messages and JSON Schemas. Who receives
-and who sends is not written down by hand: every route of every service's routing table
-(`routes.py`, seedline_platform.routing) becomes a receive operation of the service, and
-everything a route may send a send operation, each with the service's name and its queue
-group or durable. A subject in a table that no channel of the contract carries is an error.
+seedline_contracts.asyncapi holds the contract itself: its channels (streams, APIs, the
+runner protocol, notifications, presence), messages and JSON Schemas, all from the
+catalogue of seedline_contracts.channels. Who receives and who sends is not written down
+by hand: every route of every process's routing table (`routes.py`,
+seedline_platform.routing) becomes a receive operation of that process, and everything a
+route may send a send operation, each with the process's name and its queue group or
+durable. A subject in a table that no channel of the contract carries is an error.
 """
 
 from __future__ import annotations
@@ -15,30 +16,21 @@ import re
 from typing import Any
 
 from seedline_contracts import asyncapi as contract
-from seedline_contracts import subjects
-from seedline_platform.routing import Kind, Route, message_name
+from seedline_contracts import channels, events
+from seedline_contracts.channels import event_tag
+from seedline_platform.routing import Kind, Route, message_name, sent_subject
 
-# Receive operations that are reads, not subscriptions (KV gets and the presence watch).
-READS = {"receivePresence"}
-
-
-def routing_tables() -> dict[str, tuple[Route, ...]]:
-    """Each service's routing table under default settings: read, nothing started."""
-    from seedline_continuity_resolver.routes import routes as resolver
-    from seedline_platform.settings import Settings
-    from seedline_runner_gateway.routes import routes as gateway
-    from seedline_seed_composer.routes import routes as composer
-    from seedline_timeline_writer.routes import routes as writer
-
-    settings = Settings()
-    return {"timeline-writer": writer(settings), "continuity-resolver": resolver(settings),
-            "seed-composer": composer(settings), "runner-gateway": gateway(settings)}
+from .tables import routing_tables
 
 
 def _pattern(address: str) -> re.Pattern[str]:
-    """A contract address (with {parameters}) as a pattern of FastStream subjects (with *)."""
+    """A contract address (with {parameters}) as a pattern of subjects (with *)."""
     parts = [r"(\*|[^.]+)" if p.startswith("{") else re.escape(p) for p in address.split(".")]
     return re.compile(r"\.".join(parts) + "$")
+
+
+def _public() -> list[channels.Channel]:
+    return [c for c in channels.CHANNELS if not c.internal]
 
 
 def _channel_for(subject: str) -> str:
@@ -46,47 +38,49 @@ def _channel_for(subject: str) -> str:
     {parameters}); a filter ending in > is carried by the first channel under it."""
     if subject.endswith(".>"):
         wanted = subject.split(".")[:-1]
-        for channel_id, (address, _, _) in contract.CHANNELS.items():
-            tokens = (address or "").split(".")
+        for channel in _public():
+            tokens = channel.address.split(".")
             if len(tokens) > len(wanted) and all(
                     w == "*" or t.startswith("{") or w == t for w, t in zip(wanted, tokens)):
-                return channel_id
+                return channel.id
     subject = re.sub(r"\{[^}]+\}", "*", subject)
-    for channel_id, (address, _, _) in contract.CHANNELS.items():
-        if address and _pattern(address).match(subject):
-            return channel_id
+    for channel in _public():
+        if _pattern(channel.address).match(subject):
+            return channel.id
     raise LookupError(f"{subject} is in a routing table but in no contract channel")
 
 
-def sent_subject(sent: str) -> str:
-    """What a route's `sends` names, as a subject: an event type is a session event."""
-    return sent if "." in sent else subjects.session_event_filter(sent)
+def _documented(subject: str) -> bool:
+    """Whether a subject is on a public channel (a key ring or an erasure record is not)."""
+    channel = channels.carrying(subject)
+    return channel is None or not channel.internal
 
 
 def _event_messages(subject: str, messages: list[str]) -> list[str]:
     """A subscriber on seedline.session.*.<type> receives only that event's message."""
     kind = subject.rsplit(".", 1)[-1]
-    named = [m for m in messages if getattr(contract.events, m, None) is not None
-             and contract.events.__dict__[m].__struct_config__.tag == kind]
-    return named or messages
+    named = [cls.__name__ for cls in events.EVENT_TYPES if event_tag(cls) == kind]
+    return [m for m in messages if m in named] or messages
 
 
 def receives() -> list[dict[str, Any]]:
-    """Every subscription of every service's table: service, subject, route."""
+    """Every subscription of every process's table, and every loop that follows a channel
+    (presence, erasures): service, subject, route."""
     return [{"service": service, "subject": subject, "route": route}
             for service, table in routing_tables().items() for route in table
-            if route.kind is not Kind.LOOP for subject in route.filters]
+            if route.kind is not Kind.LOOP or channels.carrying(route.subject) is not None
+            for subject in route.filters if _documented(subject)]
 
 
 def sends() -> list[dict[str, Any]]:
-    """Everything any route of any service may send: service, subject, route."""
+    """Everything any route of any process may send: service, subject, route."""
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for service, table in routing_tables().items():
         for route in table:
-            for sent in route.sends:
-                found.setdefault((service, sent_subject(sent)),
-                                 {"service": service, "subject": sent_subject(sent),
-                                  "route": route})
+            for subject in route.send_filters:
+                if _documented(subject):
+                    found.setdefault((service, subject),
+                                     {"service": service, "subject": subject, "route": route})
     return list(found.values())
 
 
@@ -115,7 +109,7 @@ def asyncapi_document() -> dict[str, Any]:
         route: Route = receive["route"]
         op = _operation(doc, "receive", receive["subject"], route.description)
         op.update({"x-service": receive["service"], "x-subject": receive["subject"],
-                   "x-handler": route.handler, "x-consumer": route.kind.value,
+                   "x-handler": route.handler_name, "x-consumer": route.kind.value,
                    "x-acknowledged": route.acknowledged})
         if route.kind in (Kind.REQUEST, Kind.MESSAGE):
             op["x-queue-group"] = receive["service"]
@@ -123,22 +117,23 @@ def asyncapi_document() -> dict[str, Any]:
             op["x-durable"] = route.durable
         if route.message is not None:  # decoded at the edge; anything else is parked
             op["x-handler-takes"] = message_name(route.message)
-        if route.sends:
-            op["x-sends"] = [sent_subject(sent) for sent in route.sends]
+        if route.api is not None:
+            op["x-handler-takes"] = route.api.request.__name__
+        if sent := [s for s in (sent_subject(x) for x in route.sends) if _documented(s)]:
+            op["x-sends"] = sent
         if route.kind is Kind.REQUEST:
             _with_reply(doc, op, receive["subject"])
         operations[f"{receive['service']}:{receive['subject']}"] = op
     for send in sends():
         route = send["route"]
         op = _operation(doc, "send", send["subject"], f"{send['service']} sends it "
-                        f"({route.handler}).")
+                        f"({route.handler_name}).")
         op.update({"x-service": send["service"], "x-subject": send["subject"]})
         _with_reply(doc, op, send["subject"])  # a request to a machine is answered
         operations[f"{send['service']}>{send['subject']}"] = op
     doc["operations"] = dict(sorted(operations.items()))
     doc["info"]["description"] += (
         " Operations marked x-service (service:subject receives, service>subject sends) are "
-        "generated from the services' routing tables (seedline_devtools.asyncapi_doc)."
+        "generated from the routing tables (seedline_devtools.asyncapi_doc)."
     )
     return doc
-

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from seedline_contracts import subjects
+from seedline_contracts import channels, events, subjects
+from seedline_platform.routing import Kind, Route, sent_name, sent_subject
 from seedline_platform.subject_match import subject_matches
-from seedline_platform.routing import Kind, Route
+from seedline_runner_gateway.reaper import Reaper
 
-from .asyncapi_doc import routing_tables, sent_subject
+from .tables import routing_tables
 
 MACHINE = "runner machine"
 PEOPLE = "people (notify)"
@@ -28,36 +29,36 @@ class Flow:
     name: str
     story: str
     actor: str  # who starts it
-    first: str  # the subject it starts with, or a LOOP route's handler
-    follow: tuple[str, ...]  # what it follows: event types or subjects, in any order
+    first: object  # the subject it starts with, or a LOOP route's handler
+    follow: tuple[object, ...]  # what it follows: event types and channels, in any order
 
 
+E = events
 FLOWS = (
     Flow("Ingest", "A producer publishes an entry; it becomes the timeline once, in order, and "
          "every projection folds it.", "producer", subjects.INGEST_TIMELINE,
-         (subjects.TIMELINE_ALL,)),
+         (channels.TIMELINE,)),
     Flow("Open", "A person or an agent opens a conversation: a decision, a brief, a launch on "
          "the machine, and the reply to whoever asked.", "person", subjects.API_SESSIONS_OPEN,
-         ("continuity_decided", "seed_composed", "seedline.runner.{node}.launch", "opened")),
+         (E.ContinuityDecided, E.SeedComposed, channels.RUNNER_LAUNCH, E.Opened)),
     Flow("Wake", "A person's message to a repo whose conversation is stopped wakes it: the "
          "same decision, brief and launch as an open, with nobody waiting.", "person",
          subjects.INGEST_TIMELINE,
-         (subjects.TIMELINE_ALL, "wake_requested", "continuity_decided", "seed_composed",
-          "seedline.runner.{node}.launch", "opened")),
+         (channels.TIMELINE, E.WakeRequested, E.ContinuityDecided, E.SeedComposed,
+          channels.RUNNER_LAUNCH, E.Opened)),
     Flow("Relocate", "A conversation moves to another machine: the old engine is stopped "
          "before the new machine is sent the launch.", "person", subjects.API_SESSIONS_RELOCATE,
-         ("continuity_decided", "seed_composed", "seedline.runner.{node}.stop",
-          "seedline.runner.{node}.launch", "relocated")),
+         (E.ContinuityDecided, E.SeedComposed, channels.RUNNER_STOP, channels.RUNNER_LAUNCH,
+          E.Relocated)),
     Flow("Stop", "A person stops a live conversation: the machine ends the engine, then the "
          "stop is recorded.", "person", subjects.API_SESSIONS_STOP,
-         ("seedline.runner.{node}.stop", "stopped")),
+         (channels.RUNNER_STOP, E.Stopped)),
     Flow("Idle stop", "A conversation idle past SEEDLINE_IDLE_STOP_MINUTES is stopped and "
-         "its people told.", "runner-gateway", "reaper.run",
-         ("seedline.runner.{node}.stop", "reaped", "seedline.notify.{instance}")),
+         "its people told.", "runner-gateway", Reaper.run,
+         (channels.RUNNER_STOP, E.Reaped, channels.NOTIFY)),
     Flow("Resume lost", "A machine finds, after the launch, that its engine did not continue "
          "its own conversation: the record is corrected and the people told.", MACHINE,
-         "seedline.runner.{node}.events",
-         ("resume_lost", "seedline.notify.{instance}")),
+         channels.RUNNER_EVENTS.address, (E.ResumeLost, channels.NOTIFY)),
 )
 
 
@@ -70,7 +71,7 @@ class Hop:
 
     @property
     def handler(self) -> str:
-        return self.route.handler if self.route is not None else ""
+        return self.route.handler_name if self.route is not None else ""
 
 
 def _receivers(tables: dict[str, tuple[Route, ...]], subject: str) -> list[tuple[str, Route]]:
@@ -81,29 +82,36 @@ def _receivers(tables: dict[str, tuple[Route, ...]], subject: str) -> list[tuple
             and any(subject_matches(concrete, f) for f in route.filters)]
 
 
-def _label(sent: str) -> str:
-    return sent if "." in sent else f"{sent} (SEEDLINE_SESSIONS)"
+def _label(sent) -> str:
+    if isinstance(sent, str):
+        return sent
+    name = sent_name(sent)
+    return name if isinstance(sent, channels.Channel) else f"{name} (SEEDLINE_SESSIONS)"
+
+
+def _subject(sent) -> str:
+    return sent if isinstance(sent, str) else sent_subject(sent)
 
 
 def hops(flow: Flow, tables: dict[str, tuple[Route, ...]] | None = None) -> list[Hop]:
     """The flow's hops in order, breadth first from where it starts."""
     tables = routing_tables() if tables is None else tables
     out: list[Hop] = []
-    queue: list[tuple[str, str]] = []  # (sender, what it sent)
+    queue: list[tuple[str, object]] = []  # (sender, what it sent)
     loops = [(s, r) for s, t in tables.items() for r in t
-             if r.kind is Kind.LOOP and r.handler == flow.first]
+             if r.kind is Kind.LOOP and r.handler is flow.first]
     if loops:
         (service, route), = loops
         queue += [(service, sent) for sent in route.sends if sent in flow.follow]
     else:
         queue.append((flow.actor, flow.first))
-    seen: set[tuple[str, str]] = set()
+    seen: set[tuple[str, object]] = set()
     while queue:
         sender, sent = queue.pop(0)
         if (sender, sent) in seen:
             continue
         seen.add((sender, sent))
-        subject = sent_subject(sent)
+        subject = _subject(sent)
         if subject.startswith("seedline.runner.") and not subject.endswith(".events"):
             out.append(Hop(sender, MACHINE, _label(sent)))
             continue

@@ -14,12 +14,13 @@ user of its own that can reach nothing but its own part of the runner protocol
   subject it may use) and its events to ``seedline.runner.<node>.events``;
 - put, get and delete its own presence key, and look up the bucket's stream.
 
-Each service has a user of its own too (DESIGN.md, least privilege): it publishes only
-the stream subjects it owns (only the timeline-writer writes the timeline; each
-session event type has one writer), subscribes only to the APIs it answers and the
-events it listens to, and receives on its own inbox prefix ``_INBOX_<service>``. All of
-them may use the JetStream API except deleting or purging streams and messages (the
-timeline is the source of truth; an operator uses the admin user for that).
+Each service (and the web process) has a user of its own too (DESIGN.md, least
+privilege), generated from its routing table: it publishes only what its rows may send
+(only the timeline-writer writes the timeline; each session event type has its writers),
+subscribes only to the APIs it answers and the messages it listens to, and receives on
+its own inbox prefix ``_INBOX_<service>``. All of them may use the JetStream API except
+deleting or purging streams and messages (the timeline is the source of truth; an
+operator uses the admin user for that).
 
 ``authorization_block`` renders the ``authorization { ... }`` part of a nats-server
 config; ``deploy_config`` renders deploy/nats-secure.conf, whose passwords are
@@ -37,16 +38,15 @@ from seedline_contracts import subjects
 from seedline_contracts.streams import ALL_STREAMS
 from seedline_contracts.tokens import escape_token
 from seedline_platform.erasure import FORGOTTEN_BUCKET
+from seedline_platform.routing import Kind
 from seedline_platform.sealing import KEYS_BUCKET
+
+from .tables import routing_tables
 
 ADMIN_USER = "seedline-admin"
 
 KV_STREAM = "KV_" + subjects.RUNNERS_BUCKET
 KV_SUBJECT_PREFIX = f"$KV.{subjects.RUNNERS_BUCKET}."
-# (1.2) Each instance's key ring (seedline_platform.sealing): every service reads it through
-# the JetStream API; the writers of sealed content may make a ring, the timeline-writer
-# destroy one when it forgets an instance. Runners never reach it.
-KEYS_SUBJECTS = "$KV.seedline_keys.>"
 
 # Example machines in deploy/nats-secure.conf; add one block per real machine
 # (runner_user renders it), then reload the server (nats-server --signal reload).
@@ -115,42 +115,24 @@ def runner_permissions(node_id: str) -> Permissions:
     )
 
 
-def _events(*types: str) -> tuple[str, ...]:
-    return tuple(subjects.session_event_filter(kind) for kind in types)
+def service_subjects(service: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What a process publishes and subscribes to beyond the JetStream API and its inbox,
+    generated from its routing table: every subject a row may send (its parking place
+    included), and every subject a row answers or listens to on core NATS (a JetStream
+    consumer delivers to the process's inbox)."""
+    table = routing_tables()[service]
+    publishes = dict.fromkeys(f for route in table for f in route.send_filters)
+    subscribes = dict.fromkeys(
+        f for route in table if route.kind in (Kind.REQUEST, Kind.MESSAGE, Kind.BROADCAST)
+        for f in route.filters)
+    return tuple(publishes), tuple(subscribes)
 
 
-# What each service publishes and subscribes to beyond the JetStream API and its inbox.
-SERVICE_SUBJECTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "timeline-writer": (
-        # Ingest too: its synchronous append goes through ingest like every entry.
-        (subjects.TIMELINE_ALL, subjects.REJECTED_TIMELINE, subjects.REJECTED_SESSIONS,
-         subjects.INGEST_TIMELINE + ".*", KEYS_SUBJECTS),
-        (subjects.API_TIMELINE_APPEND, subjects.API_TIMELINE_READ,
-         subjects.API_INSTANCES_FORGET),
-    ),
-    "continuity-resolver": (
-        (subjects.INGEST_TIMELINE + ".*", *_events("open_requested", "continuity_decided"),
-         subjects.REJECTED_SESSIONS, KEYS_SUBJECTS),
-        (subjects.API_SESSIONS_OPEN, subjects.API_SESSIONS_RELOCATE,
-         *_events("opened", "relocated", "open_failed")),
-    ),
-    "seed-composer": (
-        (*_events("seed_composed"), subjects.REJECTED_SESSIONS, KEYS_SUBJECTS),
-        (subjects.API_BRIEFS_GET,),
-    ),
-    "runner-gateway": (
-        (*_events("opened", "open_failed", "relocated", "stopped", "reaped", "engine_bound",
-                  "wake_requested"),
-         "seedline.runner.*.launch", "seedline.runner.*.turn", "seedline.runner.*.stop",
-         "seedline.notify.>", subjects.REJECTED_SESSIONS, subjects.REJECTED_TIMELINE,
-         f"{KV_SUBJECT_PREFIX}>"),
-        (subjects.API_SESSIONS_STOP, subjects.API_SESSIONS_LIST, "seedline.runner.*.events"),
-    ),
-    "seedline-web": (
-        (subjects.INGEST_TIMELINE, subjects.INGEST_TIMELINE + ".*", "seedline.api.>"),
-        ("seedline.notify.>",),
-    ),
-}
+def services() -> tuple[str, ...]:
+    """Every process with a user of its own: each one with a routing table."""
+    return tuple(routing_tables())
+
+
 JETSTREAM_DENIED = (
     "$JS.API.STREAM.DELETE.>",
     "$JS.API.STREAM.PURGE.>",
@@ -183,7 +165,7 @@ def service_user_name(service: str) -> str:
 
 def service_permissions(service: str) -> Permissions:
     """What `service` may do on NATS, and by omission what it may not."""
-    publishes, subscribes = SERVICE_SUBJECTS[service]
+    publishes, subscribes = service_subjects(service)
     inbox = subjects.service_inbox_prefix(service) + ".>"
     jetstream = ("$JS.API.>", "$JS.ACK.>", "$JS.FC.>")
     return Permissions(
@@ -279,8 +261,8 @@ def service_password_variable(service: str) -> Env:
 def deploy_config(nodes: tuple[str, ...] = EXAMPLE_NODES) -> str:
     """deploy/nats-secure.conf: the durable server of DESIGN.md rule 5, with users."""
     header = (
-        "# Seedline nats-server with a user per party. GENERATED by\n"
-        "# `python -m seedline_devtools.nats_auth > deploy/nats-secure.conf`; edit nats_auth.py instead.\n"
+        "# Seedline nats-server with a user per party. GENERATED from the routing tables by\n"
+        "# `make schema` (seedline_devtools.generated); edit the tables or nats_auth.py instead.\n"
         "# Passwords come from the environment when the server starts: one\n"
         "#   SEEDLINE_NATS_<SERVICE>_PASSWORD per service, SEEDLINE_NATS_ADMIN_PASSWORD and one\n"
         "#   SEEDLINE_NATS_RUNNER_<NODE>_PASSWORD per runner machine below.\n"
@@ -296,7 +278,7 @@ def deploy_config(nodes: tuple[str, ...] = EXAMPLE_NODES) -> str:
         'jetstream {\n  store_dir: "/data"\n  sync_interval: always\n}\n'
     )
     auth = authorization_block(
-        {service: service_password_variable(service) for service in SERVICE_SUBJECTS},
+        {service: service_password_variable(service) for service in services()},
         {node: password_variable(node) for node in nodes},
         admin_password=Env("SEEDLINE_NATS_ADMIN_PASSWORD"),
     )
@@ -314,16 +296,11 @@ TLS_BLOCK = """tls {
 def tls_deploy_config(nodes: tuple[str, ...] = EXAMPLE_NODES) -> str:
     """deploy/nats-tls.conf: deploy/nats-secure.conf with every client connection on TLS."""
     note = (
-        "# The same server with TLS on every client connection. GENERATED by\n"
-        "# `python -m seedline_devtools.nats_auth --tls > deploy/nats-tls.conf`.\n"
+        "# The same server with TLS on every client connection. GENERATED by `make schema`\n"
+        "# (seedline_devtools.generated).\n"
         "# SEEDLINE_NATS_TLS_CERT and SEEDLINE_NATS_TLS_KEY name the server's certificate and key\n"
         "# (PEM). Clients connect to tls://host:4222; services trust the CA in\n"
         "# SEEDLINE_NATS_CA_FILE.\n"
     )
     return note + deploy_config(nodes) + TLS_BLOCK
 
-
-if __name__ == "__main__":
-    import sys
-
-    sys.stdout.write(tls_deploy_config() if "--tls" in sys.argv[1:] else deploy_config())

@@ -48,7 +48,7 @@ from .settings import Settings
 
 log = get_logger(__name__)
 
-VERSION = "1.1.0"
+VERSION = "1.3.0"
 # Requests answered at once per API: an open waits for its machine, a read may
 # wait for min_seq; a few hundred waiting requests cost only their tasks.
 REQUEST_WORKERS = 256
@@ -71,14 +71,14 @@ def no_routes(settings: Settings) -> tuple[Route, ...]:
     return ()
 
 
-def _in_route(route: Route, handle):
+def in_route(route: Route, handle):
     """The handler, with what it sends checked against its row."""
 
-    async def in_route(*args):
+    async def checked(*args):
         with sending_as(route):
             return await handle(*args)
 
-    return in_route
+    return checked
 
 
 async def answer(route: Route, handle, data: bytes,
@@ -166,6 +166,8 @@ class ServiceApp:
         self.health: HealthServer | None = None
         self.ready = False
         self._micro = None
+        self._handlers: dict[Route, Callable] = {}
+        self._subscribe()
 
     # -- what a service says --------------------------------------------------------
 
@@ -179,23 +181,39 @@ class ServiceApp:
 
     # -- the edge: each row subscribed, its messages typed, its sends checked -------------
 
-    async def _subscribe_all(self) -> None:
-        parts = parts_of(self.parts)
+    def _subscribe(self) -> None:
+        """A FastStream subscriber for each row that is one, made with the app (so the
+        broker's own specification lists them before anything starts). Each calls its
+        handler as bound when the service starts (`_bind`)."""
         for route in self.routing:
-            handle = bind(route.handler, parts)
+            handle = self._bound(route)
             if route.kind is Kind.REQUEST:
                 self._answer(route, handle)
             elif route.kind is Kind.EVENT:
                 self._on_events(route, typed(route.message, handle) if route.message else handle)
             elif route.kind in (Kind.MESSAGE, Kind.BROADCAST):
                 self._on_messages(route, handle)
-            elif route.kind is Kind.LOOP:
-                self.loops.append(_in_route(route, handle))
+
+    def _bound(self, route: Route):
+        async def handle(*args):
+            return await self._handlers[route](*args)
+
+        return handle
+
+    async def _bind(self) -> None:
+        """Each row's handler bound to the part bootstrap built; the batch consumers and
+        the loops started from their rows."""
+        parts = parts_of(self.parts)
+        self._handlers = {route: bind(route.handler, parts) for route in self.routing}
+        for route in self.routing:
+            handle = self._handlers[route]
+            if route.kind is Kind.LOOP:
+                self.loops.append(in_route(route, handle))
             elif route.kind is Kind.BATCH:
                 options = {"idempotent": route.idempotent, "message": route.message,
                            **await self.batch_options(route)}
                 self.consume(stream=route.stream, durable=route.durable,
-                             filter_subjects=list(route.filters), handle=_in_route(route, handle),
+                             filter_subjects=list(route.filters), handle=in_route(route, handle),
                              park=self.parker(route.park), **options)
 
     def _answer(self, route: Route, handle) -> None:
@@ -242,7 +260,7 @@ class ServiceApp:
 
     def _on_events(self, route: Route, handle: MsgHandler) -> None:
         self.on_events(stream=route.stream, durable=route.durable, subject=route.subject,
-                       handle=_in_route(route, handle), park=self.parker(route.park),
+                       handle=in_route(route, handle), park=self.parker(route.park),
                        description=route.description, ack_wait=route.ack_wait or 30.0)
 
     def on_events(
@@ -303,7 +321,7 @@ class ServiceApp:
         if self.uses_database:
             self.pool = await pg.open_pool(s.database_url, self.name, self.pool_size)
         self.parts = await self.build()
-        await self._subscribe_all()
+        await self._bind()
         for consumer in self.consumers:
             await consumer.start()
         # Subscribes to the request subjects only now, when everything can answer.

@@ -7,7 +7,10 @@ reading of its own:
   ``gateway_conversations``), with the reply it settles or corrects;
 - ``fold_opens``: each conversation's opens as they were decided and answered, with
   the outcome as the machine finally had it (the web's console projection, the CLI's
-  ``timeline`` open lines, MCP).
+  ``timeline`` open lines, MCP);
+- ``conversation_record``: both at once for one conversation read whole (the console's
+  page, MCP, the HTTP API's receipts), from events read with their sealed text opened
+  (seedline_platform.session_reads).
 
 A new event type is added here, in ``seedline_contracts.events`` and, when it moves
 the lifecycle, in ``seedline_core.lifecycle``; nothing else reads event types.
@@ -223,3 +226,41 @@ def opens_of(events: Sequence[tuple[int, ev.SessionEvent]]) -> tuple[OpenView, .
     for seq, event in events:
         opens = fold_opens(opens, event, seq)
     return opens
+
+
+# -- one conversation, read whole --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConversationRecord:
+    """A conversation's events as every surface reads them: its lifecycle (the one fold of
+    seedline_core.lifecycle) and its opens, each as the machine finally had it."""
+
+    events: tuple[tuple[int, ev.SessionEvent], ...]
+    conversation: lc.Conversation | None  # None: the platform never opened it
+    opens: tuple[OpenView, ...]
+
+    @property
+    def latest(self) -> OpenView | None:
+        """The newest open that was answered."""
+        return next((o for o in reversed(self.opens) if o.answered), None)
+
+    def brief_given(self, sha256: str) -> bool | None:
+        """Whether the engine was given the brief with this digest (CONTRACT.md 3.2), by the
+        receipt of the launch that offered it as the machine finally had it; None when no
+        launch offered it."""
+        for view in reversed(self.opens):
+            reply = view.reply
+            if reply is not None and reply.brief is not None and reply.brief.sha256 == sha256:
+                return brief_given(reply)
+        return None
+
+
+def conversation_record(events: Sequence[tuple[int, ev.SessionEvent]]) -> ConversationRecord:
+    """A conversation's record from its events, oldest first."""
+    conversation = None
+    for seq, event in events:
+        meaning = lifecycle_event(event, seq)
+        if meaning is not None:
+            conversation = lc.apply(conversation, meaning)
+    return ConversationRecord(tuple(events), conversation, opens_of(events))

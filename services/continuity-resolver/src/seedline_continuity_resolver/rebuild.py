@@ -22,7 +22,7 @@ from seedline_platform.lifecycle_events import lifecycle_steps, session_events
 from seedline_platform.replay import last_seq, replay
 from seedline_platform.settings import Settings
 
-from .app import timeline_facts
+from .projection import timeline_facts
 from .postgres_repository import (
     FORGET_STATEMENTS,
     OFFSETS,

@@ -15,7 +15,6 @@ from collections.abc import Awaitable, Callable
 
 from seedline_contracts.events import ResumeLost
 from seedline_contracts.sessions import OpenReply, ResumeLostNotification
-from seedline_contracts.times import now_text
 from seedline_core import lifecycle as lc
 from seedline_core.notices import resume_lost_text
 from seedline_platform.lifecycle_events import reply_after_resume_lost

@@ -7,11 +7,10 @@ import asyncio
 import contextlib
 import contextvars
 import os
-import socket
-from contextlib import asynccontextmanager, nullcontext
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 import nats.micro
-import uvicorn
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -20,16 +19,20 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect, HTTPConnection
-from starlette.routing import Match, Route
+from starlette.routing import Match
+from starlette.routing import Route as AsgiRoute
 
 from seedline_platform import erasure, natsio, pg
+from seedline_platform.app_base import in_route, parts_of
+from seedline_platform.erasure import ErasureFollower
 from seedline_platform.logging import get_logger
+from seedline_platform.routing import Kind, Route, bind, sending_as
+from seedline_platform.sealing import sealer_for
 from seedline_platform.settings import Settings
 
 from . import docs, http_api, wire
 from .auth import Gate, bearer
 from .backend import Backend
-from .connections import guarded_protocol
 from .console import conversation, pages
 from .console.logins import ConsoleLogins
 from .errors import WebError, unavailable
@@ -39,11 +42,13 @@ from .metrics import Measured, WebMetrics
 from .mcp_tools import build_server
 from .openapi import FILE as OPENAPI_FILE, openapi_document, render
 from .opens import OpensProjection
+from .routes import routes
+from .serving import HttpServer
 from .tenant import Tenant
 from .tokens import TokenStore
 
 NAME = "seedline-web"
-VERSION = "1.1"
+VERSION = "1.3"
 log = get_logger(__name__)
 
 # The instance of the bearer token of the MCP request being answered. The SDK carries
@@ -57,25 +62,21 @@ def _error(exc: WebError, headers: dict | None = None) -> Response:
                     headers=headers)
 
 
-class _QuietServer(uvicorn.Server):
-    """Signals belong to the service (run_until_stopped), not to uvicorn."""
+@dataclass
+class WebParts:
+    http: HttpServer
+    opens: OpensProjection
+    forgetting: ErasureFollower
 
-    def capture_signals(self):  # type: ignore[override]
-        return nullcontext()
 
-
-def _listen(host: str, port: int) -> socket.socket:
-    try:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        listening = socket.create_server((host, port), family=family)
-    except OSError as exc:
-        why = (exc.strerror or str(exc)).split(" (")[0]
-        raise RuntimeError(
-            f"cannot listen on {host}:{port} ({why}); stop what uses that port or set "
-            "SEEDLINE_WEB_PORT (and SEEDLINE_WEB_HOST) to another"
-        ) from None
-    listening.setblocking(False)
-    return listening
+# A forgotten instance's tokens and opens go (CONTRACT.md Erasure); console logins first:
+# they are found through their token.
+FORGET_STATEMENTS = (
+    "DELETE FROM web_console_logins WHERE token_sha256 IN"
+    " (SELECT token_sha256 FROM web_tokens WHERE instance_id = %s)",
+    "DELETE FROM web_tokens WHERE instance_id = %s",
+    "DELETE FROM web_open_views WHERE instance_id = %s",
+)
 
 
 class WebApp:
@@ -90,7 +91,8 @@ class WebApp:
         self.gate: Gate | None = None
         self.tokens: TokenStore | None = None
         self.logins: ConsoleLogins | None = None
-        self.opens: OpensProjection | None = None
+        self.routing = routes(settings)
+        self.parts: WebParts | None = None
         self.open_streams = 0
         self.metrics = WebMetrics()
         self.metrics.streams.set_function(lambda: self.open_streams)
@@ -102,8 +104,6 @@ class WebApp:
             BodyLimit(self.fastapi, settings.web_max_body_bytes),
             lambda: self.gate.instance_for if self.gate is not None else None),
             settings.web_body_timeout_seconds), self.metrics)
-        self._server: uvicorn.Server | None = None
-        self._serving: asyncio.Task | None = None
         self._micro = None
 
     # -- lifecycle (the shape every service has: start, run, stop) ----------------------
@@ -119,23 +119,19 @@ class WebApp:
         await self.tokens.setup()
         self.logins = ConsoleLogins(self.pool)
         await self.logins.setup()
-        self.opens = OpensProjection(self.js, self.pool)
-        await self.opens.setup()
-        self.backend = Backend(self.nc, self.js, s.open_timeout_seconds)
+        self.backend = Backend(self.nc, self.js, s.open_timeout_seconds, sealer_for(self.js, s))
         self.gate = Gate(self.tokens, self.backend, self.logins)
-        # Bound here, not by uvicorn, which would exit the whole process on a busy port.
-        listening = _listen(s.web_host, s.web_port)
-        config = uvicorn.Config(
-            self.asgi, log_config=None, access_log=False, lifespan="on",
-            timeout_graceful_shutdown=5,
-            http=guarded_protocol(s.web_header_timeout_seconds, s.web_max_connections_per_client))
-        self._server = _QuietServer(config)
-        self._serving = asyncio.create_task(self._server.serve(sockets=[listening]))
-        while not self._server.started:
-            if self._serving.done():
-                self._serving.result()  # raises why it stopped
-                raise RuntimeError("the web process stopped while starting")
-            await asyncio.sleep(0.02)
+        self.parts = WebParts(
+            http=HttpServer(self.asgi, s),
+            opens=OpensProjection(self.js, self.pool, self._row(OpensProjection.apply)),
+            forgetting=ErasureFollower(self.js, erasure.dropping(self.pool, FORGET_STATEMENTS),
+                                       s.stream_replicas),
+        )
+        await self.parts.opens.setup()
+        # What its pages and tools send is checked against the row (the server's tasks
+        # start inside it and keep it).
+        with sending_as(self._row(HttpServer.serve)):
+            await self.parts.http.start()
         # Found by service discovery like the four services, so `seedline status` lists it.
         self._micro = await nats.micro.add_service(
             self.nc, name=NAME, version=f"{VERSION}.0",  # discovery wants x.y.z
@@ -143,38 +139,37 @@ class WebApp:
             metadata={"http_url": self.url, "pid": str(os.getpid())})
         log.info("ready", url=self.url)
 
+    def _row(self, handler) -> Route:
+        return next(route for route in self.routing if route.handler is handler)
+
     async def run(self) -> None:
-        # Shielded: stopping this task must not cut uvicorn short; stop() ends it in order.
-        # A forgotten instance's tokens and opens go (CONTRACT.md Erasure, 1.2).
-        forget = erasure.follower(self.js, erasure.dropping(self.pool, (
-            # Console logins first: they are found through their token.
-            "DELETE FROM web_console_logins WHERE token_sha256 IN"
-            " (SELECT token_sha256 FROM web_tokens WHERE instance_id = %s)",
-            "DELETE FROM web_tokens WHERE instance_id = %s",
-            "DELETE FROM web_open_views WHERE instance_id = %s",
-        )), self.settings.stream_replicas)
-        await asyncio.gather(self.opens.run(), forget(), asyncio.shield(self._serving))
+        """Every row of the table: the projection's consumer and each loop (the HTTP server,
+        the erasures followed)."""
+        parts = parts_of(self.parts)
+        await asyncio.gather(self.parts.opens.run(), *(
+            in_route(route, bind(route.handler, parts))()
+            for route in self.routing if route.kind is Kind.LOOP))
 
     async def stop(self) -> None:
         if self._micro is not None:
             with contextlib.suppress(Exception):
                 await self._micro.stop()
-        if self._server is not None:
-            self._server.should_exit = True
-        if self._serving is not None:
-            await asyncio.gather(self._serving, return_exceptions=True)
-        if self.opens is not None:  # what it holds goes back to the stream now
-            await self.opens.consumer.stop(timeout=2.0)
+        if self.parts is not None:
+            await self.parts.http.stop()
+            await self.parts.opens.consumer.stop(timeout=2.0)  # what it holds goes back now
         if self.nc is not None and not self.nc.is_closed:
             await self.nc.close()
         if self.pool is not None:
             await self.pool.close()
 
     @property
+    def opens(self) -> OpensProjection:
+        return self.parts.opens
+
+    @property
     def port(self) -> int:
-        if self._server and self._server.servers:
-            return self._server.servers[0].sockets[0].getsockname()[1]
-        return self.settings.web_port
+        found = self.parts.http.port if self.parts is not None else None
+        return found or self.settings.web_port
 
     @property
     def url(self) -> str:
@@ -212,7 +207,7 @@ class WebApp:
         app.include_router(http_api.router)
         app.include_router(pages.router)
         app.include_router(conversation.router)
-        app.router.routes.append(Route("/mcp", endpoint=_McpGate(StreamableHTTPASGIApp(manager),
+        app.router.routes.append(AsgiRoute("/mcp", endpoint=_McpGate(StreamableHTTPASGIApp(manager),
                                                                  self), methods=None))
 
         public = {"security": []}

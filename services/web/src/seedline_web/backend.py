@@ -8,7 +8,6 @@ CLI's do; each way a request fails becomes a WebError with the message to show.
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections import OrderedDict
@@ -26,6 +25,7 @@ from nats.js.errors import NotFoundError
 from seedline_client import ClientError, NoAnswer, NotRunning, Refused, SeedlineClient
 from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
+from seedline_contracts.events import OpenRequested
 from seedline_contracts.runner import RunnerPresence
 from seedline_contracts.tokens import TokenError, escape_token, unescape_token
 from seedline_contracts.sessions import (
@@ -47,11 +47,13 @@ from seedline_contracts.timeline import (
     TimelineReadRequest,
 )
 from seedline_core.notices import error_message
-from seedline_platform.lifecycle_events import brief_given
+from seedline_platform.lifecycle_events import ConversationRecord, conversation_record
 from seedline_platform.logging import get_logger
 from seedline_platform.natsio import publish_window
 from seedline_platform.notices import StoredNotice, read_notices
 from seedline_platform.replay import last_seq, newest_values, replay
+from seedline_platform.sealing import Sealer
+from seedline_platform.session_reads import conversation_events, newest_event
 
 from .errors import WebError, unavailable
 
@@ -79,9 +81,11 @@ class Owner:
 
 class Backend:
     def __init__(self, nc: Client, js: JetStreamContext, open_timeout: float,
-                 request_timeout: float = 10.0) -> None:
+                 sealer: Sealer, request_timeout: float = 10.0) -> None:
         self.nc = nc
         self.js = js
+        # Text sealed at rest (a brief, a person's instruction) is opened where it is read.
+        self._sealer = sealer
         self.api = SeedlineClient(nc, request_timeout)
         self._open_timeout = open_timeout
         self._owners: OrderedDict[str, Owner] = OrderedDict()
@@ -264,70 +268,15 @@ class Backend:
         while len(self._owners) > OWNER_CACHE_SIZE:
             self._owners.popitem(last=False)
 
-    async def last_event(self, session_id: str, event_type: str) -> dict | None:
-        """The conversation's newest event of a type, by a direct get on its subject."""
+    async def conversation(self, session_id: str) -> ConversationRecord:
+        """A conversation's whole record (CONTRACT.md 7), read through the contract's types
+        with its sealed text opened, and folded the one way every surface folds it."""
         try:
-            subject = subjects.session_event_subject(session_id, event_type)
-        except ValueError:
-            return None
-        try:
-            msg = await self.js.get_last_msg(subjects.SESSIONS_STREAM, subject)
-        except NotFoundError:  # no such event yet (KeyNotFoundError is one too)
-            return None
-        except Exception as exc:
-            log.warning("session_event_unreadable", error=str(exc))
-            raise unavailable() from None
-        try:
-            body = json.loads(msg.data)
-        except (ValueError, RecursionError):
-            return None
-        return body if isinstance(body, dict) else None
-
-    async def brief_given(self, session_id: str, sha256: str) -> bool | None:
-        """What the receipt of the launch that offered this brief says (CONTRACT.md 3.2): the
-        machine's final word first (a resume_lost), then a relocation's, then the open's.
-        None when no receipt of it is found."""
-        for kind in ("resume_lost", "relocated", "opened"):
-            body = await self.last_event(session_id, kind) or {}
-            reply = body.get("reply")
-            if isinstance(reply, dict) and (reply.get("brief") or {}).get("sha256") == sha256:
-                try:
-                    return brief_given(msgspec.convert(reply, OpenReply))
-                except msgspec.MsgspecError:
-                    return None
-        return None
-
-    async def conversation_events(self, session_id: str, limit: int = 2000
-                                  ) -> list[tuple[int, dict]]:
-        """Every event of a conversation's life (CONTRACT.md 7), oldest first, with its seq."""
-        from nats.js import api as js_api
-
-        subject = f"seedline.session.{escape_token(session_id)}.*"
-        config = js_api.ConsumerConfig(ack_policy=js_api.AckPolicy.NONE, inactive_threshold=30.0,
-                                       mem_storage=True, max_ack_pending=-1,
-                                       deliver_policy=js_api.DeliverPolicy.ALL)
-        found: list[tuple[int, dict]] = []
-        try:
-            sub = await self.js.pull_subscribe(subject, stream=subjects.SESSIONS_STREAM,
-                                               config=config)
-            try:
-                pending = (await sub.consumer_info()).num_pending
-                while pending > 0 and len(found) < limit:
-                    msgs = await sub.fetch(min(pending, 256), timeout=5)
-                    for msg in msgs:
-                        try:
-                            body = json.loads(msg.data)
-                        except (ValueError, RecursionError):
-                            continue
-                        if isinstance(body, dict):
-                            found.append((msg.metadata.sequence.stream, body))
-                    pending = msgs[-1].metadata.num_pending
-            finally:
-                await sub.unsubscribe()
+            events = await conversation_events(self.js, session_id, self._sealer)
         except Exception as exc:
             log.warning("session_events_unreadable", error=str(exc))
             raise unavailable() from None
-        return found
+        return conversation_record(events)
 
     async def owner(self, session_id: str) -> Owner | None:
         """The instance and repo of a conversation the platform opened, from its own events.
@@ -337,11 +286,13 @@ class Backend:
         """
         if session_id in self._owners:
             return self._owners[session_id]
-        body = await self.last_event(session_id, "open_requested")
-        if body is None or not isinstance(body.get("instance_id"), str) or not isinstance(
-            body.get("repo"), str
-        ):
+        try:
+            requested = await newest_event(self.js, session_id, OpenRequested)
+        except Exception as exc:
+            log.warning("session_event_unreadable", error=str(exc))
+            raise unavailable() from None
+        if requested is None:
             return None
-        owner = Owner(body["instance_id"], body["repo"])
+        owner = Owner(requested.instance_id, requested.repo)
         self._remember_owner(session_id, owner)
         return owner

@@ -93,13 +93,11 @@ async def previous_on(tenant: Tenant, repo: str) -> Previous | None:
         return Previous(recent.session_id, recent.node_id, recent.engine, live=False)
     page = await tenant.read(repo, limit=RECENT_ENTRIES)
     for session_id in dict.fromkeys(row.session_id for row in reversed(page.entries)):
-        opened = await tenant.backend.last_event(session_id, "opened")
-        plan = (opened or {}).get("plan") or {}
-        if plan.get("instance_id") == tenant.instance_id and plan.get("repo") == repo:
-            # A relocation moved it after it opened: the machine it went to is the last one.
-            moved = await tenant.backend.last_event(session_id, "relocated") or {}
-            node_id = moved.get("to_node_id") or plan["node_id"]
-            return Previous(session_id, str(node_id), str(plan["engine"]), live=False)
+        ran = (await tenant.backend.conversation(session_id)).conversation
+        if (ran is not None and ran.instance_id == tenant.instance_id and ran.repo == repo
+                and ran.node_id and ran.engine):
+            # Where it last ran: a relocation's machine, when it moved after it opened.
+            return Previous(session_id, ran.node_id, ran.engine, live=False)
     return None
 
 
@@ -205,11 +203,12 @@ def build_server(tenant_of: TenantOf) -> MCPServer:
         page = await tenant.read(repo, conversation_id, before_seq, limit)
         decisions = {}
         for session_id in dict.fromkeys(r.session_id for r in page.entries):
-            opened = await tenant.backend.last_event(session_id, "opened")
-            lost = await tenant.backend.last_event(session_id, "resume_lost") or {}
-            reply = lost.get("reply") or (opened or {}).get("reply") or {}
-            if ((opened or {}).get("plan") or {}).get("instance_id") == tenant.instance_id:
-                decisions[session_id] = (reply.get("notice") or {}).get("console", "")
+            record = await tenant.backend.conversation(session_id)
+            latest = record.latest
+            if (record.conversation is not None and latest is not None
+                    and record.conversation.instance_id == tenant.instance_id
+                    and latest.reply is not None):
+                decisions[session_id] = latest.reply.notice.console
         return mcp_text.timeline_text(repo, page.entries, page.has_more, decisions), page
 
     @tool("Show the exact brief last offered to a conversation, with its receipt (entries, "

@@ -23,12 +23,14 @@ from psycopg_pool import AsyncConnectionPool
 from seedline_contracts import subjects
 from seedline_contracts.codec import encode
 from seedline_contracts.events import SessionEvent
+from seedline_platform.app_base import in_route
 from seedline_contracts.sessions import OpenReply
 from seedline_platform import pg
 from seedline_platform.consumer import Batch, BatchConsumer
 from seedline_platform.lifecycle_events import OpenView, fold_opens
 from seedline_platform.logging import get_logger
 from seedline_platform.replay import last_seq
+from seedline_platform.routing import Route
 from seedline_platform.watermark import Watermark
 
 log = get_logger(__name__)
@@ -77,14 +79,15 @@ _views = msgspec.json.Decoder(OpenView)
 
 
 class OpensProjection:
-    def __init__(self, js: JetStreamContext, pool: AsyncConnectionPool) -> None:
+    def __init__(self, js: JetStreamContext, pool: AsyncConnectionPool, route: Route) -> None:
         self._js = js
         self._pool = pool
         self._mark = Watermark(self.applied)
+        # Consumed as its row of the web's routing table says.
         self.consumer = BatchConsumer(
-            js, stream=subjects.SESSIONS_STREAM, durable=PROJECTION,
-            filter_subjects=[subjects.SESSION_EVENTS_ALL], handle=self.apply, park=_logged,
-            batch_size=BATCH, message=SessionEvent, idempotent=True, applied=self.applied,
+            js, stream=route.stream, durable=route.durable, filter_subjects=list(route.filters),
+            handle=in_route(route, self.apply), park=_logged, batch_size=BATCH,
+            message=route.message, idempotent=route.idempotent, applied=self.applied,
         )
 
     async def setup(self) -> None:

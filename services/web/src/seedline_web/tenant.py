@@ -87,7 +87,7 @@ class Tenant:
         """The brief last offered, with whether the engine was given it (CONTRACT.md 3.2)."""
         await self.owner(session_id)
         brief = await self.backend.brief(session_id)
-        spent = await self.backend.brief_given(session_id, brief.sha256)
+        spent = (await self.backend.conversation(session_id)).brief_given(brief.sha256)
         return msgspec.structs.replace(brief, spent=spent)
 
     # -- the instance's repos --------------------------------------------------------------

@@ -17,6 +17,8 @@ from fastapi.responses import FileResponse, RedirectResponse, Response, Streamin
 from seedline_contracts.sessions import OpenRequest
 from seedline_contracts.timeline import MAX_READ_LIMIT, TimelineEntryIn
 from seedline_contracts.times import now_text
+from seedline_core import lifecycle as lc
+from seedline_platform.lifecycle_events import ConversationRecord
 
 from ..errors import WebError
 from ..notifications import notification_stream
@@ -65,7 +67,7 @@ async def conversation_page(request: Request, id: str = Query(..., max_length=30
     tenant = _tenant_of(request, login)
     try:
         owner = await tenant.owner(id)
-        events = await tenant.backend.conversation_events(id)
+        record = await tenant.backend.conversation(id)
         page = await tenant.read(owner.repo, session_id=id, limit=MAX_READ_LIMIT)
         kept, _ = await tenant.notices(limit=1000)
         machines = await tenant.machines()
@@ -74,8 +76,9 @@ async def conversation_page(request: Request, id: str = Query(..., max_length=30
         return html(render.error_page(login.instance_id, exc.message, login.csrf), exc.status)
     notices = [n for n in kept if n.notice.get("session_id") == id]
     labels = {m.node_id: m.label for m in machines}
-    items = history.history(events, page.entries, notices, labels, datetime.now(timezone.utc))
-    state = "live" if id in live else _state(events)
+    items = history.history(record.events, page.entries, notices, labels,
+                            datetime.now(timezone.utc))
+    state = "live" if id in live else _state(record)
     body = (f'<p><a href="/console">Overview</a> · <a href="/console/repo?'
             f'{urlencode({"repo": owner.repo})}">{escape(owner.repo)}</a></p>'
             f'<h1>Conversation <code>{escape(id)}</code></h1>'
@@ -89,18 +92,13 @@ async def conversation_page(request: Request, id: str = Query(..., max_length=30
     return html(render.page(id, body, login.instance_id, login.csrf, live=True))
 
 
-def _state(events) -> str:
-    """The state the events leave it in, when no machine lists it live (CONTRACT.md 4.1)."""
-    last = "opening"
-    for _, event in events:
-        kind = event.get("type")
-        if kind in ("opened", "relocated"):
-            last = "live"
-        elif kind in ("stopped", "reaped"):
-            last = "stopped"
-        elif kind == "open_failed" and last == "opening":
-            last = "failed"
-    return "stopped" if last == "live" else last
+def _state(record: ConversationRecord) -> str:
+    """The state its events leave it in (CONTRACT.md 4.1), when no machine lists it live:
+    one the events call live is stopped by now."""
+    c = record.conversation
+    if c is None:
+        return "opening"
+    return "stopped" if c.state is lc.State.LIVE else c.state.value
 
 
 def _actions(login: ConsoleLogin, session_id: str, state: str, machines) -> str:

@@ -1,6 +1,7 @@
 """A conversation's whole history as the console shows it: every event of its life
-(CONTRACT.md 7), every entry of its timeline and every notice about it, merged in time
-order. Pure: built from the records and a clock, no I/O; every value is escaped."""
+(CONTRACT.md 7), read through the contract's types with its sealed text opened, every
+entry of its timeline and every notice about it, merged in time order. Pure: built from
+the records and a clock, no I/O; every value is escaped."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ from datetime import datetime
 from html import escape
 from typing import Any, Sequence
 
+from seedline_contracts import events as ev
+from seedline_contracts.channels import event_tag
+from seedline_contracts.events import SessionEvent
+from seedline_contracts.sessions import BriefStats, OpenReply
 from seedline_contracts.times import parse_rfc3339
+from seedline_platform.lifecycle_events import brief_given
 
 FOLD_CHARS = 600
 # Which of several records at the same instant comes first: the event that caused a
@@ -52,84 +58,77 @@ def folded(text: str, css: str = "") -> str:
             f'<pre class="{css}">{escape(text)}</pre></details>')
 
 
-def _receipt(brief: dict | None, spent: bool | None) -> str:
-    if not brief:
+def _receipt(brief: BriefStats | None, spent: bool | None) -> str:
+    if brief is None:
         return '<p class="receipt none">No brief was offered.</p>'
     given = {True: "given to the engine", False: "offered; not given: the engine continued its "
              "own conversation", None: "offered"}[spent]
-    return (f'<p class="receipt">Brief: {brief.get("rows")} entries, '
-            f'{brief.get("chars", 0):,} characters, {brief.get("omitted_rows")} earlier left '
-            f'out, up to seq {brief.get("until_seq")} · <span class="spent">{escape(given)}</span>'
-            f' · <code>{escape(str(brief.get("sha256", ""))[:16])}…</code></p>')
+    return (f'<p class="receipt">Brief: {brief.rows} entries, {brief.chars:,} characters, '
+            f'{brief.omitted_rows} earlier left out, up to seq {brief.until_seq} · '
+            f'<span class="spent">{escape(given)}</span>'
+            f' · <code>{escape(brief.sha256[:16])}…</code></p>')
 
 
-def _reply(reply: dict) -> str:
-    notice = reply.get("notice") or {}
-    decided = reply.get("continuity") or {}
-    brief = reply.get("brief")
-    # brief.spent (1.2) is the runner's `seeded`; a reply recorded before it says only that.
-    spent = (brief or {}).get("spent")
-    if brief and spent is None:
-        spent = bool(reply.get("seeded"))
-    return (f'<p class="notice {escape(str(notice.get("tone", "warning")))}">'
-            f'{escape(str(notice.get("console", "")))}</p>'
-            f'<dl class="decision"><dt>Decision</dt><dd>{escape(str(decided.get("mode")))} '
-            f'(<code>{escape(str(decided.get("reason_code")))}</code>)</dd>'
-            f'<dt>Reason</dt><dd>{escape(str(decided.get("reason", "")))}</dd>'
-            f'<dt>Outcome</dt><dd class="outcome">{escape(str(reply.get("outcome")))}</dd></dl>'
-            + _receipt(brief, spent))
+def _reply(reply: OpenReply) -> str:
+    decided = reply.continuity
+    return (f'<p class="notice {escape(reply.notice.tone)}">{escape(reply.notice.console)}</p>'
+            f'<dl class="decision"><dt>Decision</dt><dd>{escape(decided.mode)} '
+            f'(<code>{escape(decided.reason_code)}</code>)</dd>'
+            f'<dt>Reason</dt><dd>{escape(decided.reason)}</dd>'
+            f'<dt>Outcome</dt><dd class="outcome">{escape(reply.outcome)}</dd></dl>'
+            + _receipt(reply.brief, brief_given(reply) if reply.brief else None))
 
 
-def event_html(event: dict, labels: dict[str, str]) -> str:
-    kind = str(event.get("type", "event"))
+def event_html(event: SessionEvent, labels: dict[str, str]) -> str:
     name = lambda node: escape(labels.get(str(node), str(node)))  # noqa: E731
-    match kind:
-        case "open_requested":
-            how = "woken by a message" if event.get("wake_seq") else "asked for"
-            body = (f"Open {how} on {name(event.get('node_id'))} with "
-                    f"<code>{escape(str(event.get('engine')))}</code>"
-                    + (" · fresh, no brief" if event.get("force_fresh") else "")
-                    + (" · clean slate" if event.get("clean_slate") else ""))
-        case "continuity_decided":
-            c = event.get("continuity") or {}
-            body = (f"Decided: {escape(str(c.get('mode')))} "
-                    f"(<code>{escape(str(c.get('reason_code')))}</code>): "
-                    f"{escape(str(c.get('reason', '')))}")
-        case "seed_composed":
-            text = event.get("text")
-            body = "Brief composed" + (f"{folded(text, 'brief-text')}" if text else
-                                       ": none offered")
-        case "opened":
-            body = f"Opened on {name((event.get('reply') or {}).get('node_id'))}" + _reply(
-                event.get("reply") or {})
-        case "open_failed":
-            error = event.get("error") or {}
-            body = f'The open failed: {escape(str(error.get("message", "")))}'
-        case "engine_bound":
-            body = (f"The engine named its own conversation "
-                    f"<code>{escape(str(event.get('engine_session_id')))}</code>")
-        case "relocated":
-            body = (f"Moved from {name(event.get('from_node_id'))} to "
-                    f"{name(event.get('to_node_id'))}"
-                    + (_reply(event["reply"]) if event.get("reply") else ""))
-        case "stopped":
-            body = f"Stopped ({escape(str(event.get('reason')))})"
-        case "reaped":
-            body = f"Stopped after {int(event.get('idle_seconds') or 0) // 60} idle minutes"
-        case "resume_lost":
+    match event:
+        case ev.OpenRequested():
+            how = "woken by a message" if event.wake_seq else "asked for"
+            body = (f"Open {how} on {name(event.node_id)} with "
+                    f"<code>{escape(event.engine)}</code>"
+                    + (" · fresh, no brief" if event.force_fresh else "")
+                    + (" · clean slate" if event.clean_slate else ""))
+        case ev.WakeRequested():
+            body = f"A message woke it on {name(event.node_id)}"
+        case ev.ContinuityDecided():
+            c = event.continuity
+            body = (f"Decided: {escape(c.mode)} (<code>{escape(c.reason_code)}</code>): "
+                    f"{escape(c.reason)}")
+        case ev.SeedComposed():
+            # The text as the engine was given it: read with its seal opened (None: its
+            # instance was forgotten, or none was offered).
+            body = "Brief composed" + (folded(event.text, "brief-text") if event.text else
+                                       ": none offered" if event.brief is None else "")
+        case ev.Opened():
+            body = f"Opened on {name(event.reply.node_id)}" + _reply(event.reply)
+        case ev.OpenFailed():
+            body = f"The open failed: {escape(event.error.message)}"
+        case ev.EngineBound():
+            body = ("The engine named its own conversation "
+                    f"<code>{escape(event.engine_session_id)}</code>")
+        case ev.Relocated():
+            body = (f"Moved from {name(event.from_node_id)} to {name(event.to_node_id)}"
+                    + (_reply(event.reply) if event.reply else ""))
+        case ev.Stopped():
+            body = f"Stopped ({escape(event.reason)})"
+        case ev.Reaped():
+            body = f"Stopped after {event.idle_seconds // 60} idle minutes"
+        case ev.ResumeLost():
             body = ("The engine could not continue its earlier conversation after all and was "
-                    f"given a brief ({escape(str(event.get('reason', '')))})")
+                    f"given a brief ({escape(event.reason or '')})")
         case _:
-            body = escape(kind.replace("_", " "))
+            body = escape(event_tag(type(event)).replace("_", " "))
     return f'<div class="what">{body}</div>'
 
 
-def history(events: Sequence[tuple[int, dict]], entries: Sequence[Any],
+def history(events: Sequence[tuple[int, SessionEvent]], entries: Sequence[Any],
             notices: Sequence[Any], labels: dict[str, str], now: datetime) -> list[Item]:
-    items = [Item(str(e.get("at", "")), "event", seq,
-                  f'<li class="item event ev-{escape(str(e.get("type")))}">'
-                  f'<p class="meta">{escape(str(e.get("type")))} · {ago(str(e.get("at")), now)}'
-                  f"</p>{event_html(e, labels)}</li>") for seq, e in events]
+    items = []
+    for seq, e in events:
+        kind = escape(event_tag(type(e)))
+        items.append(Item(e.at, "event", seq,
+                          f'<li class="item event ev-{kind}"><p class="meta">{kind} · '
+                          f"{ago(e.at, now)}</p>{event_html(e, labels)}</li>"))
     items += [Item(row.at, "entry", row.seq,
                    f'<li class="item entry kind-{escape(row.kind)}"><p class="meta">#{row.seq} · '
                    f'<span class="kind">{escape(row.kind)}</span> · {ago(row.at, now)}</p>'
