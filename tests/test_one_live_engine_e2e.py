@@ -18,6 +18,7 @@ from seedline_contracts import subjects
 from seedline_contracts.times import now_text
 from seedline_platform.tasks import cancel_and_wait
 from seedline_seed_composer.app import ComposerApp
+from seedline_seed_composer.handlers import Composer
 
 pytestmark = pytest.mark.servers
 
@@ -61,13 +62,13 @@ class ComposerPause:
         self.released = asyncio.Event()
         for app in [system.composer, *system.copies]:
             if isinstance(app, ComposerApp):
-                compose = app.composer.handle_decision
+                compose = app.handlers[Composer.handle_decision]
 
                 async def held(decision, msg, compose=compose):
                     await self.released.wait()
                     await compose(decision, msg)
 
-                app.composer.handle_decision = held
+                app.handlers[Composer.handle_decision] = held
 
     def release(self) -> None:
         self.released.set()

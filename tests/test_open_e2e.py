@@ -94,9 +94,10 @@ async def test_clean_slate_offers_no_brief_and_reads_no_timeline(system):
     reads = []
     # Every copy of the composer (SEEDLINE_TEST_COPIES): any of them may take the decision.
     for app in [system.composer, *system.copies]:
-        if not hasattr(app, "composer"):
+        composer = getattr(app.parts, "composer", None)
+        if composer is None:
             continue
-        reader = app.composer.reader
+        reader = composer.reader
         original = reader.newest_first
 
         async def counting(*args, original=original, **kwargs):

@@ -166,7 +166,9 @@ class ServiceApp:
         self.health: HealthServer | None = None
         self.ready = False
         self._micro = None
-        self._handlers: dict[Route, Callable] = {}
+        # Each row's handler (by the function its row names), bound at start; a test may hold
+        # one here, as a SIGSTOP of the process would.
+        self.handlers: dict[Callable, Callable] = {}
         self._subscribe()
 
     # -- what a service says --------------------------------------------------------
@@ -195,8 +197,10 @@ class ServiceApp:
                 self._on_messages(route, handle)
 
     def _bound(self, route: Route):
+        """The row's handler as bound when the service started (`handlers`)."""
+
         async def handle(*args):
-            return await self._handlers[route](*args)
+            return await self.handlers[route.handler](*args)
 
         return handle
 
@@ -204,9 +208,9 @@ class ServiceApp:
         """Each row's handler bound to the part bootstrap built; the batch consumers and
         the loops started from their rows."""
         parts = parts_of(self.parts)
-        self._handlers = {route: bind(route.handler, parts) for route in self.routing}
+        self.handlers = {route.handler: bind(route.handler, parts) for route in self.routing}
         for route in self.routing:
-            handle = self._handlers[route]
+            handle = self._bound(route)
             if route.kind is Kind.LOOP:
                 self.loops.append(in_route(route, handle))
             elif route.kind is Kind.BATCH:

@@ -8,6 +8,7 @@ import asyncio
 
 from seedline_platform import natsio
 from seedline_platform.logging import configure_logging
+from seedline_platform.sealing import sealer_for
 from seedline_platform.settings import Settings
 
 from .backend import Backend
@@ -26,7 +27,9 @@ async def serve_stdio(settings: Settings, instance_id: str) -> None:
     except (asyncio.TimeoutError, OSError) as exc:
         raise ConnectionError(f"cannot reach NATS at {settings.nats_url}") from exc
     try:
-        tenant = Tenant(Backend(nc, nc.jetstream(), settings.open_timeout_seconds), instance_id)
+        js = nc.jetstream()
+        backend = Backend(nc, js, settings.open_timeout_seconds, sealer_for(js, settings))
+        tenant = Tenant(backend, instance_id)
 
         async def tenant_of() -> Tenant:
             return tenant
