@@ -242,3 +242,18 @@ def test_each_service_subscribes_exactly_what_its_routing_table_says():
                           if r.kind not in (Kind.BATCH, Kind.LOOP))
         assert subscribed == expected, app.name
         assert app.routing == tables[app.name]
+
+
+def test_the_sources_generated_from_the_tables_are_up_to_date():
+    from seedline_devtools.generated import generated_sources
+
+    stale = [path for path, text in generated_sources().items()
+             if (REPO / path).read_text(encoding="utf-8") != text]
+    assert not stale, f"{', '.join(stale)} out of date: run `make schema` and commit them"
+
+
+def test_the_client_knows_who_answers_every_api_of_the_contract():
+    from seedline_client import ANSWERED_BY
+    from seedline_contracts.channels import APIS
+
+    assert sorted(ANSWERED_BY) == sorted(api.address for api in APIS)
