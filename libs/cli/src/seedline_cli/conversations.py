@@ -97,7 +97,7 @@ def new_request_id() -> str:
 
 
 def still_going(instance: str, request_id: str) -> str:
-    """What a person reads when an open's answer did not come in time (CONTRACT.md 4, 1.2)."""
+    """What a person reads when an open's answer did not come in time (CONTRACT.md 4)."""
     return (
         f"No answer yet; the open goes on (request_id {request_id}). Ask for its answer with "
         f"`seedline open --instance {instance} --request-id {request_id}`: that never opens "

@@ -93,7 +93,7 @@ def conversations(
             escape(row.get("repo", "")),
             machine,
             escape(row.get("engine", "")),
-            escape(row.get("outcome") or "-"),  # as the machine finally had it (1.2)
+            escape(row.get("outcome") or "-"),  # as the machine finally had it
             "-" if idle is None else age_text(idle),
         ]
         if instance is None:

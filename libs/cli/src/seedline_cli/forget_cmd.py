@@ -1,4 +1,4 @@
-"""`seedline forget --instance I`: forget an instance (CONTRACT.md Conventions, Erasure, 1.2)."""
+"""`seedline forget --instance I`: forget an instance (CONTRACT.md Conventions, Erasure)."""
 
 from __future__ import annotations
 

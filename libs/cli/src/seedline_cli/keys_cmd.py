@@ -1,4 +1,4 @@
-"""`seedline keys rotate`: a new key for an instance's content at rest (Erasure, 1.2)."""
+"""`seedline keys rotate`: a new key for an instance's content at rest (Erasure)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """`seedline notices --instance X [--since SEQ|TIME] [--follow]`: what the platform tells an
 instance's people (seedline.notify.<instance>: stopped_idle, runner_offline,
-runner_restarted, not_woken, resume_lost, ...). SEEDLINE_NOTICES keeps them (CONTRACT.md 1, 1.2), so
+runner_restarted, not_woken, resume_lost, ...). SEEDLINE_NOTICES keeps them (CONTRACT.md 1), so
 the ones sent while nobody listened can be read afterwards; each has an id (its stream
 sequence) to continue from."""
 

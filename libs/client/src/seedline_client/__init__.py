@@ -1,4 +1,4 @@
-"""The one typed client of Seedline's request/reply APIs (CONTRACT.md 2.1, 2.3, 3, 4, 1.2).
+"""The one typed client of Seedline's request/reply APIs (CONTRACT.md 2.1, 2.3, 3, 4).
 
 Requests and replies are the contract's own types; every way a request can fail is one of
 the errors in errors.py, each naming the service that should have answered. How a failure

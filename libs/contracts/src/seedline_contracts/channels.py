@@ -115,16 +115,16 @@ INGEST_OF_INSTANCE = Channel(
     (timeline.TimelineEntryIn,),
     "Stream SEEDLINE_INGEST. The same as seedline.ingest.timeline, on a subject that names "
     "the entry's instance, so the server can spread ingest over partitions by instance "
-    "(2.2, 1.1). The instance must be the entry's own.")
+    "(2.2). The instance must be the entry's own.")
 INGEST_RUNNER = Channel(
     "ingestRunner", "seedline.ingest.runner.{node}", (timeline.TimelineEntryIn,),
     "Stream SEEDLINE_INGEST. A runner machine publishes its engines' output here, as it "
     "happens; accepted only for conversations launched on that machine, never chat_user "
-    "(6, 1.1).")
+    "(6).")
 INGEST_RUNNER_OF_INSTANCE = Channel(
     "ingestRunnerOfInstance", "seedline.ingest.runner.{node}.{instance}",
     (timeline.TimelineEntryIn,),
-    "Stream SEEDLINE_INGEST. Runner-scoped ingest naming the entry's instance (6, 1.1).")
+    "Stream SEEDLINE_INGEST. Runner-scoped ingest naming the entry's instance (6).")
 INGEST_PARTITION = Channel(
     "ingestPartition", "seedline.ingest.p.{partition}.timeline.{instance}",
     (timeline.TimelineEntryIn,),
@@ -182,7 +182,7 @@ BRIEFS_GET = Api(
     reply=sessions.BriefGetReply, title="brief")
 INSTANCES_FORGET = Api(
     "instancesForget", subjects.API_INSTANCES_FORGET, (instances.ForgetRequest,),
-    "Forget an instance: its key, its rows, its notices (Erasure, 1.2); operators only.",
+    "Forget an instance: its key, its rows, its notices (Erasure); operators only.",
     reply=instances.ForgetReply, title="forget")
 
 # -- machines (CONTRACT.md 6) ----------------------------------------------------------
@@ -209,7 +209,7 @@ PRESENCE = Channel(
 # -- the platform's own (not published) --------------------------------------------------
 
 KEY_RINGS = Channel(
-    "keyRings", "$KV.seedline_keys.{instance}", (), "Each instance's key ring (Erasure, 1.2): "
+    "keyRings", "$KV.seedline_keys.{instance}", (), "Each instance's key ring (Erasure): "
     "the writers of sealed content may make one; forgetting an instance destroys it.",
     internal=True)
 ERASURES = Channel(

@@ -33,7 +33,7 @@ class LaunchPlan(msgspec.Struct):
     wake_seq: int | None = None
     # A relocation (CONTRACT.md 4): the launch moves an existing conversation.
     relocation: bool = False
-    # (1.2) With a resume: the newest turn the engine's own record must hold, decided
+    # With a resume: the newest turn the engine's own record must hold, decided
     # with the resume from the resolver's projection and recorded here, so the launch
     # (and any redelivery of it) sends what the decision saw (CONTRACT.md 6).
     resume_expect: ResumeExpect | None = None
@@ -69,14 +69,14 @@ class ContinuityDecided(_Event, tag="continuity_decided"):
 class SeedComposed(_Event, tag="seed_composed"):
     brief: BriefStats | None
     plan: LaunchPlan
-    # The brief's exact text (1.1): the launch is made from this event, and a
+    # The brief's exact text: the launch is made from this event, and a
     # replay checks these bytes.
     text: str | None = None
     summary: BriefSummary | None = None
     # The stream seq of the continuity_decided it answers (a redelivered decision is
     # answered by the seed_composed already recorded, never composed again).
     decided_seq: int | None = None
-    # (1.2) The secret detector set the brief was composed with, so a replay leaves out
+    # The secret detector set the brief was composed with, so a replay leaves out
     # the same spans; None: composed before secrets were left out.
     redaction: int | None = None
 
@@ -100,14 +100,14 @@ class EngineBound(_Event, tag="engine_bound"):
 class Relocated(_Event, tag="relocated"):
     from_node_id: str | None
     to_node_id: str
-    # What the machine confirmed for the relocation's launch (1.1, additive).
+    # What the machine confirmed for the relocation's launch (additive).
     reply: OpenReply | None = None
     engine: str | None = None
     engine_session_id: str | None = None
 
 
 class ResumeLost(_Event, tag="resume_lost"):
-    """(1.2) The engine refused the resume after the launch reply said it resumed
+    """The engine refused the resume after the launch reply said it resumed
     (CONTRACT.md 6, 7): recorded by the gateway from the runner's `resume_lost`.
 
     `reply` is the open's reply as the machine finally had it (not resumed; the brief,

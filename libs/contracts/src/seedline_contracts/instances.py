@@ -1,4 +1,4 @@
-"""Forgetting an instance (CONTRACT.md Conventions, Erasure, 1.2)."""
+"""Forgetting an instance (CONTRACT.md Conventions, Erasure)."""
 
 from __future__ import annotations
 

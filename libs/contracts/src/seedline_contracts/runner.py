@@ -6,7 +6,7 @@ from typing import Literal
 
 import msgspec
 
-# Protocol 2 (CONTRACT.md 6, 1.1): presence carries `live`, the conversations the
+# Protocol 2 (CONTRACT.md 6): presence carries `live`, the conversations the
 # machine hosts now; a protocol-1 presence has none and is never reconciled.
 PROTOCOL_VERSION = 2
 
@@ -28,7 +28,7 @@ class RunnerPresence(msgspec.Struct):
 
 
 class ResumeExpect(msgspec.Struct):
-    """The newest turn the engine was given or produced in this conversation (1.2).
+    """The newest turn the engine was given or produced in this conversation.
 
     A runner reports a resume only when the engine's own record holds it
     (CONTRACT.md 3.2 and 6): `seq` is that entry's timeline seq, `kind` its kind
@@ -59,7 +59,7 @@ class LaunchRequest(msgspec.Struct):
     resume: LaunchResume | None
     seed: Seed | None
     instruction: str | None
-    # (1.2) The repo's fencing generation of this launch: the SEEDLINE_SESSIONS seq of the
+    # The repo's fencing generation of this launch: the SEEDLINE_SESSIONS seq of the
     # decision it carries out. A machine refuses a launch older than one it has taken for
     # the same (instance, repo), and ends its older conversations of the repo first.
     fence: int | None = None
@@ -97,7 +97,7 @@ class RunnerStopReply(msgspec.Struct):
 
 
 class RunnerEvent(msgspec.Struct):
-    # resume_lost (1.2): the engine refused a resume after the launch reply said it
+    # resume_lost: the engine refused a resume after the launch reply said it
     # resumed; the brief goes with the next message.
     type: Literal["engine_bound", "exited", "resume_lost"]
     session_id: str

@@ -26,7 +26,7 @@ class OpenRequest(msgspec.Struct):
 
 
 class OpenAnswerRequest(msgspec.Struct, forbid_unknown_fields=True):
-    """(1.2) An open's answer asked for again: only an instance and the request_id of the
+    """An open's answer asked for again: only an instance and the request_id of the
     open (`seedline open --request-id`). Any other field makes the body an open."""
 
     instance_id: str
@@ -41,7 +41,7 @@ class Continuity(msgspec.Struct):
 
 
 class BriefBudget(msgspec.Struct):
-    """The budget a brief was composed with (CONTRACT.md 5, 1.1)."""
+    """The budget a brief was composed with (CONTRACT.md 5)."""
 
     rows: int
     chars: int
@@ -70,10 +70,10 @@ class BriefStats(msgspec.Struct):
     sha256: str
     # Recorded in seed_composed so a replay composes with the same budget.
     budget: BriefBudget | None = None
-    # (1.2) In a reply or receipt: whether the engine was given this brief (the
+    # In a reply or receipt: whether the engine was given this brief (the
     # runner's `seeded`). None in seed_composed, where nothing is known yet.
     spent: bool | None = None
-    # (1.2) Secret spans replaced by "[secret left out: <kind>]" (CONTRACT.md 5).
+    # Secret spans replaced by "[secret left out: <kind>]" (CONTRACT.md 5).
     redacted: int = 0
 
 
@@ -126,7 +126,7 @@ class BriefGetReply(msgspec.Struct):
     until_seq: int
     sha256: str
     ok: bool = True
-    # (1.2) Whether the engine was given it, as the receipt of the launch that offered it
+    # Whether the engine was given it, as the receipt of the launch that offered it
     # says (CONTRACT.md 3.2); None where that is not known (the composer's own reply).
     spent: bool | None = None
 
@@ -139,7 +139,7 @@ class LiveConversation(msgspec.Struct):
     engine: str
     opened_at: str
     last_activity_at: str
-    # (1.2) The open's outcome as the machine finally had it (a resume_lost corrects it).
+    # The open's outcome as the machine finally had it (a resume_lost corrects it).
     outcome: str | None = None
 
 
@@ -179,7 +179,7 @@ class NotWokenNotification(msgspec.Struct, tag_field="kind", tag="not_woken"):
 
 
 class ResumeLostNotification(msgspec.Struct, tag_field="kind", tag="resume_lost"):
-    """(1.2) The engine could not continue its earlier conversation after all (CONTRACT.md 7)."""
+    """The engine could not continue its earlier conversation after all (CONTRACT.md 7)."""
 
     session_id: str
     text: str

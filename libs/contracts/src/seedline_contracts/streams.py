@@ -14,7 +14,7 @@ DUPLICATE_WINDOW_SECONDS = 120.0
 # How long SEEDLINE_INGEST keeps a message after it arrived (the writer takes it in
 # milliseconds; the rest is room for a writer that is down, and for inspection).
 INGEST_MAX_AGE_SECONDS = 7 * 24 * 3600.0
-# How long SEEDLINE_NOTICES keeps a notice (CONTRACT.md 1, 1.2: limits, 30 days).
+# How long SEEDLINE_NOTICES keeps a notice (CONTRACT.md 1: limits, 30 days).
 NOTICES_MAX_AGE_SECONDS = 30 * 24 * 3600.0
 
 

@@ -15,12 +15,12 @@ NOTICES_STREAM = "SEEDLINE_NOTICES"  # 1.2: notices are kept; a notice's id is i
 NOTIFY_ALL = "seedline.notify.>"
 
 INGEST_TIMELINE = "seedline.ingest.timeline"
-# Runner-scoped ingest (CONTRACT.md 6, 1.1): a machine publishes its engines' output
+# Runner-scoped ingest (CONTRACT.md 6): a machine publishes its engines' output
 # only to seedline.ingest.runner.<node>; the writer checks it against the launches.
 INGEST_RUNNER_ALL = "seedline.ingest.runner.*"
 # Every subject a producer may publish ingest to. The forms that end in the entry's
 # instance (seedline.ingest.timeline.<instance>, seedline.ingest.runner.<node>.<instance>)
-# let the server spread ingest over partitions by instance (CONTRACT.md 2.2, 1.1).
+# let the server spread ingest over partitions by instance (CONTRACT.md 2.2).
 INGEST_SUBJECTS = (INGEST_TIMELINE, INGEST_TIMELINE + ".*", INGEST_RUNNER_ALL,
                    INGEST_RUNNER_ALL + ".*")
 REJECTED_TIMELINE = "seedline.rejected.timeline"
@@ -37,7 +37,7 @@ API_SESSIONS_RELOCATE = "seedline.api.sessions.relocate"
 API_SESSIONS_STOP = "seedline.api.sessions.stop"
 API_SESSIONS_LIST = "seedline.api.sessions.list"
 API_BRIEFS_GET = "seedline.api.briefs.get"
-# (1.2) Forget an instance: only an operator's NATS user may ask (CONTRACT.md Erasure).
+# Forget an instance: only an operator's NATS user may ask (CONTRACT.md Erasure).
 API_INSTANCES_FORGET = "seedline.api.instances.forget"
 
 RUNNERS_BUCKET = "seedline_runners"

@@ -56,7 +56,7 @@ class TimelineEntry(msgspec.Struct, omit_defaults=True):
     engine: str | None
     truncated_from: int | None
     origin: str = "live"
-    # (1.2) Set when the writer left secrets out as it stored the entry (an operator's
+    # Set when the writer left secrets out as it stored the entry (an operator's
     # setting): how many spans `content` shows as "[secret left out: <kind>]".
     redacted: int | None = None
 

@@ -4,7 +4,7 @@ The walk starts at the newest entry and goes backwards until a budget is spent. 
 stops rather than skips: a brief that kept looking further back for a smaller entry
 would have a hole in the middle and no text saying so. When that record would leave
 out any of the person's instructions, the newest of them come first in a part of their
-own (CONTRACT.md 5, 1.1). Pure: the text depends only on the rows and the budget.
+own (CONTRACT.md 5). Pure: the text depends only on the rows and the budget.
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ class Brief:
     budget: Budget = DEFAULT_BUDGET
     entries: tuple[BriefEntry, ...] = ()
     summary: Summary | None = None
-    # (1.2) Secret spans left out of the text, and the detector set that found them
+    # Secret spans left out of the text, and the detector set that found them
     # (None: a brief composed before redaction existed, replayed as it was).
     redacted: int = 0
     redaction: int | None = RULESET

@@ -1,4 +1,4 @@
-"""The person's instructions part of a brief (CONTRACT.md 5, 1.1).
+"""The person's instructions part of a brief (CONTRACT.md 5).
 
 In a long agent conversation the newest entries are mostly tool output, and the record
 walk would leave out what the person asked for. So when it would leave out any

@@ -68,7 +68,7 @@ class KeptEntry:
     left_out: int
     # An instruction the instructions part holds: the record shows one line for it.
     reference: bool = False
-    # (1.2) Secrets left out of `text`, each shown as one marker.
+    # Secrets left out of `text`, each shown as one marker.
     secrets: int = 0
 
     @property

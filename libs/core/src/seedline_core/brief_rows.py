@@ -27,7 +27,7 @@ MAX_SEQ = 2**64 - 1
 MAX_SKIPPED_ROWS = 10_000
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
-# (1.2) Secrets are left out of the part of an entry a brief could show, before the
+# Secrets are left out of the part of an entry a brief could show, before the
 # walk: the budget then counts what is sent, and a cut never lands inside a secret.
 # Twice the largest entry cut, so a long secret (a private key block) replaced by a
 # short marker still leaves the cut its text; what lies beyond is never shown.

@@ -64,7 +64,7 @@ class OpenRequest:
 
 
 # The kinds an engine is given (a person's message) or produces (its answer): the turns
-# its own record must hold for a resume to count (CONTRACT.md 3.2, 1.2).
+# its own record must hold for a resume to count (CONTRACT.md 3.2).
 TURN_KINDS = ("chat_user", "chat_assistant")
 EXCERPT_CHARS = 200
 
@@ -133,7 +133,7 @@ def _as_utc(moment: datetime) -> datetime:
 
 
 def entry_activity_at(at: datetime, accepted_at: datetime | None) -> datetime:
-    """When an entry counts as activity (CONTRACT.md 3.1, 1.2): the earlier of its `at`
+    """When an entry counts as activity (CONTRACT.md 3.1): the earlier of its `at`
     and the time the writer accepted it. A producer may date an entry up to a day ahead;
     counted at its `at`, one such entry made its conversation "the earlier conversation"
     for a day. A backfill's older `at` still counts as written."""

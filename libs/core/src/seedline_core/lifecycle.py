@@ -122,7 +122,7 @@ class EngineBound:
 
 @dataclass(frozen=True)
 class ResumeLost:
-    """(1.2) The engine refused the resume after the reply said it resumed: the outcome
+    """The engine refused the resume after the reply said it resumed: the outcome
     becomes the machine's final word. Only a resumed launch can lose its resume, and only
     the machine it ran on speaks for it."""
 
@@ -186,13 +186,13 @@ def confirms(event: Event) -> bool:
 
 def corrects(event: Event) -> bool:
     """Whether the reply an event carries replaces the one its open was answered with:
-    every later read of that open shows the machine's final word (CONTRACT.md 7, 1.2)."""
+    every later read of that open shows the machine's final word (CONTRACT.md 7)."""
     return isinstance(event, ResumeLost)
 
 
 def may_be_earlier(conversation: Conversation | None) -> bool:
     """Whether a conversation may be "the earlier conversation" of a decision (CONTRACT.md
-    3.1, 1.2). One whose only open failed never is: its instruction is in the timeline
+    3.1). One whose only open failed never is: its instruction is in the timeline
     (and in the brief), but no engine ever held it, and counted it took the resume from
     the conversation before it. None is one only seen in the timeline."""
     return conversation is None or conversation.state is not State.FAILED

@@ -159,12 +159,12 @@ def open_notice(outcome: Outcome, reason: str) -> Notice:
     return _OPEN_NOTICES[Outcome(outcome)](reason)
 
 
-# (CONTRACT.md 3.2, 1.2) Every receipt of a brief the engine was not given says so.
+# (CONTRACT.md 3.2) Every receipt of a brief the engine was not given says so.
 BRIEF_NOT_GIVEN = "offered; not given: the engine continued its own conversation"
 
 
 def resume_lost_text(brief_offered: bool) -> str:
-    """The engine refused to continue after the open said it had (CONTRACT.md 7, 1.2)."""
+    """The engine refused to continue after the open said it had (CONTRACT.md 7)."""
     lost = ("The engine could not continue its earlier conversation after all, although "
             "the open first said it had.")
     if not brief_offered:

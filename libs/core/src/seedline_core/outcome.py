@@ -42,6 +42,6 @@ def decide_outcome(
 
 def outcome_after_resume_lost(brief_offered: bool, mode: str) -> tuple[Outcome, bool, bool]:
     """The machine's final word on an open whose engine refused the resume after the launch
-    reply (CONTRACT.md 7, 1.2): not resumed, and the brief, when one was offered, goes
+    reply (CONTRACT.md 7): not resumed, and the brief, when one was offered, goes
     with the next message, so it counts as given."""
     return decide_outcome(False, True, brief_offered, mode)

@@ -1,4 +1,4 @@
-"""Secrets left out of text that leaves the instance (CONTRACT.md 5, 1.2). Pure: no I/O.
+"""Secrets left out of text that leaves the instance (CONTRACT.md 5). Pure: no I/O.
 
 An agent's terminal output holds secrets (an `.env` printed, a token in a URL, a
 private key), and a brief carries that history to another machine and often to

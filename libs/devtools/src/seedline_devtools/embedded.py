@@ -321,12 +321,3 @@ class PostgresProcess:
 def start_postgres(data_dir: Path) -> PostgresProcess:
     return PostgresProcess(data_dir).start()
 
-
-def environment_for(nats: NatsProcess, database_url: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        SEEDLINE_NATS_URL=nats.url,
-        SEEDLINE_NATS_MONITOR_URL=nats.monitor_url,
-        SEEDLINE_DATABASE_URL=database_url,
-    )
-    return env

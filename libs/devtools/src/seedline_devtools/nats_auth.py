@@ -139,7 +139,7 @@ JETSTREAM_DENIED = (
     "$JS.API.STREAM.MSG.DELETE.>",
     "$JS.API.STREAM.UPDATE.>",
 )
-# (1.2) Forgetting an instance removes its messages from the streams that hold plain text
+# Forgetting an instance removes its messages from the streams that hold plain text
 # (seedline_platform.erasure.scrub_streams): the timeline-writer, which answers the
 # operator's forget, may purge notices and delete single ingest, rejected and notice
 # messages; every other stream, and deleting or changing a stream, stays refused.

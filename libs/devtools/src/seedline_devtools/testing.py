@@ -219,7 +219,7 @@ def _logging_as_it_was():
 
 async def with_plan_opened(event: dict, sealer) -> dict:
     """A session event as a test reads it: the launch plan's instruction, stored sealed with
-    its instance's key (CONTRACT.md Conventions, Erasure, 1.2), opened."""
+    its instance's key (CONTRACT.md Conventions, Erasure), opened."""
     plan = event.get("plan")
     if isinstance(plan, dict) and isinstance(plan.get("instruction"), str):
         plan["instruction"] = await sealer.open(plan.get("instance_id"), plan["instruction"])

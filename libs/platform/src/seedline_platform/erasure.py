@@ -1,4 +1,4 @@
-"""Which instances were forgotten, and following that (CONTRACT.md Conventions, Erasure, 1.2).
+"""Which instances were forgotten, and following that (CONTRACT.md Conventions, Erasure).
 
 The record of an erasure is kept in the NATS KV bucket ``seedline_forgotten`` (one value
 per instance). The timeline-writer writes it when it forgets an instance; every service
@@ -84,7 +84,7 @@ class ErasureFollower:
 def route(what: str, sends: tuple = ()) -> Route:
     """The row every owner of rows has: it follows the erasures and drops `what`."""
     return Route(Kind.LOOP, ERASURES.filter, ErasureFollower.follow,
-                 f"Drops {what} of each instance forgotten (Erasure, 1.2).", sends=sends)
+                 f"Drops {what} of each instance forgotten (Erasure).", sends=sends)
 
 
 def covers(erasure: Erasure | None, seq: int) -> bool:

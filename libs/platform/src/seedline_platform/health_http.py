@@ -5,7 +5,7 @@ a web framework in every service image. /healthz says the process is alive and
 holds its NATS connection; /readyz also says it has started and its checks pass
 (docker compose gates start-up on it); /metrics is the Prometheus text format.
 
-It is a side port (CONTRACT 1.2, Processes): by default any free port, so any number of
+It is a side port (CONTRACT.md, Processes): by default any free port, so any number of
 services run side by side on one machine, and the port taken is logged. A port the
 operator set (SEEDLINE_HTTP_PORT) that is taken is logged as an error naming the
 variable and tried again now and then; the service works on without it meanwhile.
@@ -53,7 +53,7 @@ class HealthServer:
         return None if self.port is None else f"http://{self._host}:{self.port}"
 
     async def start(self) -> None:
-        """Never raises: a side port must not stop the service (CONTRACT 1.2)."""
+        """Never raises: a side port must not stop the service (CONTRACT.md)."""
         problem = await self._bind()
         if problem is None:
             return

@@ -111,7 +111,7 @@ def lifecycle_steps(items: Sequence[tuple[ev.SessionEvent, object]]) -> list[Ste
 
 
 def reply_after_resume_lost(reply: OpenReply) -> OpenReply:
-    """An open's reply once its engine refused the resume (CONTRACT.md 7, 1.2): the brief,
+    """An open's reply once its engine refused the resume (CONTRACT.md 7): the brief,
     when one was offered, goes with the next message, so it counts as given."""
     offered = reply.brief is not None
     outcome, resumed, seeded = outcome_after_resume_lost(offered, reply.continuity.mode)
@@ -124,7 +124,7 @@ def reply_after_resume_lost(reply: OpenReply) -> OpenReply:
 
 
 def brief_given(reply: OpenReply) -> bool:
-    """Whether the engine was given the reply's brief (CONTRACT.md 3.2, 1.2): `brief.spent`,
+    """Whether the engine was given the reply's brief (CONTRACT.md 3.2): `brief.spent`,
     or `seeded` in a reply recorded before 1.2."""
     if reply.brief is not None and reply.brief.spent is not None:
         return reply.brief.spent
@@ -190,7 +190,7 @@ def fold_opens(opens: tuple[OpenView, ...], event: ev.SessionEvent, seq: int
         return opens
     last = opens[-1]
     if isinstance(event, ev.SeedComposed) and not last.answered:
-        # Sealed text (1.2) is not copied into a view: a reader asks the composer for it.
+        # Sealed text is not copied into a view: a reader asks the composer for it.
         text = None if sealed_instance(event.text or "") else event.text
         return (*opens[:-1], replace(last, brief_text=text))
     answer = _answer(event)

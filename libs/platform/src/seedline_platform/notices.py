@@ -1,4 +1,4 @@
-"""Stored notices (CONTRACT.md 1, 1.2): SEEDLINE_NOTICES keeps every notice published on
+"""Stored notices (CONTRACT.md 1): SEEDLINE_NOTICES keeps every notice published on
 `seedline.notify.<instance>`, and a notice's id is its stream sequence. One reader of
 the past (`read_notices`: the HTTP API, MCP and `seedline notices --since`) and one of
 what comes (`follow_notices`: the Server-Sent Events stream), both on an ephemeral pull

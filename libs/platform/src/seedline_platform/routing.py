@@ -103,6 +103,16 @@ class Route:
         return cls(Kind.REQUEST, api.address, handler, description or api.description,
                    sends=sends, api=api, decode=decode)
 
+    @classmethod
+    def event(cls, event_type: type, handler: Callable, *, durable: str, description: str,
+              sends: tuple[Sendable, ...] = (), ack_wait: float | None = None) -> Route:
+        """A durable consumer of one session event type, handed each as its contract type;
+        what keeps failing is parked in SEEDLINE_REJECTED."""
+        return cls(Kind.EVENT, subjects.session_event_filter(event_tag(event_type)), handler,
+                   description, stream=subjects.SESSIONS_STREAM, durable=durable,
+                   park=subjects.REJECTED_SESSIONS, ack_wait=ack_wait, sends=sends,
+                   message=event_type)
+
     @property
     def filters(self) -> tuple[str, ...]:
         return (self.subject, *self.also)

@@ -1,4 +1,4 @@
-"""Content at rest, sealed with a key of its instance (CONTRACT.md Conventions, Erasure, 1.2).
+"""Content at rest, sealed with a key of its instance (CONTRACT.md Conventions, Erasure).
 
 The streams are append-only, so an instance is forgotten by destroying its key
 (crypto-shredding): entry content in SEEDLINE_TIMELINE and brief text in session events

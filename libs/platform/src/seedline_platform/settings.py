@@ -233,7 +233,7 @@ class Settings:
     stream_replicas: int = 1
     nats_ca_file: str | None = None
     http_host: str = "127.0.0.1"
-    http_port: int = 0  # 0: any free port, so copies run side by side (CONTRACT 1.2)
+    http_port: int = 0  # 0: any free port, so copies run side by side (CONTRACT.md)
     otlp_endpoint: str | None = None
     web_host: str = "127.0.0.1"
     web_port: int = 8080
@@ -246,9 +246,9 @@ class Settings:
     brief_summary_model: str = ""
     brief_summary_key_env: str = "OPENAI_API_KEY"
     brief_summary_timeout_seconds: float = 10.0
-    # (1.2) Leave secrets out of entries as they are stored, not only out of briefs.
+    # Leave secrets out of entries as they are stored, not only out of briefs.
     redact_at_ingest: bool = False
-    # (1.2) Seal entry content and brief text at rest with a key per instance.
+    # Seal entry content and brief text at rest with a key per instance.
     seal_at_rest: bool = True
     extra: dict[str, str] = field(default_factory=dict)
 

@@ -1,7 +1,7 @@
 """Deciding what happens to a launch's seed, without any I/O.
 
 The seed is spent only when the engine did not really resume, and "resumed" needs
-proof from the engine's own record (CONTRACT.md 3.2, 1.2): the engine's start reads
+proof from the engine's own record (CONTRACT.md 3.2): the engine's start reads
 its transcript or store, and a stateless engine's record is the runner's own store.
 A stateful engine reads the brief in front of its first instruction; a stateless one
 gets it as seeded history in the conversation store. When a command-line engine's

@@ -8,7 +8,7 @@ A resume whose record proved it still waits for the engine to accept it
 is dropped unread. Refused (``ResumeRefused``), or not told in time while the launch
 reply waits (``ResumeCheck``), the engine is bound to a new conversation and the same
 message is answered again with the brief in front. A refusal after the launch reply
-said "resumed" is published as ``resume_lost`` (CONTRACT.md 6, 1.2).
+said "resumed" is published as ``resume_lost`` (CONTRACT.md 6).
 """
 
 from __future__ import annotations

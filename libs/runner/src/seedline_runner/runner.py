@@ -245,7 +245,7 @@ class Runner:
         return await self._start_conversation(request)
 
     async def _fenced(self, request: LaunchRequest) -> str | None:
-        """One engine per repo on this machine (CONTRACT.md 4, 1.2): a launch older than
+        """One engine per repo on this machine (CONTRACT.md 4): a launch older than
         one already taken for its repo is refused; a newer one ends the older first."""
         repo = (request.instance_id, request.repo)
         newest = self._fences.get(repo)

@@ -1,5 +1,5 @@
 """The answer an open or a relocation gets: what the machine confirmed, the recorded reply of
-an open asked again, or a `timeout` that names the request_id that will get it (1.2)."""
+an open asked again, or a `timeout` that names the request_id that will get it."""
 
 from __future__ import annotations
 
@@ -70,7 +70,7 @@ class Answers:
             self._pending.forget(session_id)
 
     async def _still_going(self, session_id: str, request: OpenRequest | None) -> ErrorReply:
-        """The `timeout` of an open that goes on (1.2): it names the request_id that gets its
+        """The `timeout` of an open that goes on: it names the request_id that gets its
         answer. An open sent without one is given its conversation's id as its request_id."""
         if request is None:
             return timeout_reply()

@@ -102,7 +102,7 @@ class Opener:
         return await self._answers.after(session_id, self._record(messages), request)
 
     async def answer_again(self, again: OpenAnswerRequest) -> Answer:
-        """An open's answer asked for again (1.2): the first reply, never a second open."""
+        """An open's answer asked for again: the first reply, never a second open."""
         first = await self._repo.session_for_request(again.instance_id, again.request_id)
         if first is None:
             return refused("not_found", (
@@ -217,8 +217,8 @@ class Opener:
     # -- shared -----------------------------------------------------------------------
 
     async def _resume_expect(self, decided: core.Decision) -> ResumeExpect | None:
-        """The turn the engine's record must hold (CONTRACT.md 6, 1.2). The projection keeps
-        no excerpt of content sealed at rest (1.2): it is read then through the view, which
+        """The turn the engine's record must hold (CONTRACT.md 6). The projection keeps
+        no excerpt of content sealed at rest: it is read then through the view, which
         opens it."""
         turn = decided.resume_expect
         if turn is None:

@@ -28,7 +28,7 @@ from .repository import (
 
 OFFSETS = pg.Offsets("resolver_offsets")
 
-# A forgotten instance's rows (CONTRACT.md Erasure, 1.2): dropped when the erasure is
+# A forgotten instance's rows (CONTRACT.md Erasure): dropped when the erasure is
 # recorded and after every rebuild.
 FORGET_STATEMENTS = (
     "DELETE FROM conversations WHERE instance_id = %s",

@@ -119,7 +119,7 @@ class ConversationRepository(Protocol):
     async def reply_for_request(self, session_id: str) -> bytes | None: ...
 
     async def session_for_request(self, instance_id: str, request_id: str) -> str | None:
-        """The conversation a request_id was claimed for, without claiming it (1.2)."""
+        """The conversation a request_id was claimed for, without claiming it."""
         ...
 
     async def rows(self) -> list[Row]:

@@ -33,11 +33,9 @@ def routes(settings: Settings) -> tuple[Route, ...]:
                       description="Move a conversation to another machine (CONTRACT.md 4, "
                                   "4.1).",
                       sends=(ContinuityDecided,)),
-        Route(Kind.EVENT, subjects.session_event_filter("wake_requested"), OpeningApi.wake,
-              stream=subjects.SESSIONS_STREAM, durable="continuity-resolver-wakes",
-              message=WakeRequested, park=subjects.REJECTED_SESSIONS,
-              description="A person's message woke a conversation (4).",
-              sends=(OpenRequested, ContinuityDecided, channels.KEY_RINGS)),
+        Route.event(WakeRequested, OpeningApi.wake, durable="continuity-resolver-wakes",
+                    description="A person's message woke a conversation (4).",
+                    sends=(OpenRequested, ContinuityDecided, channels.KEY_RINGS)),
         # Every copy hears these: the copy holding the request answers it.
         *(Route(Kind.BROADCAST, subjects.session_event_filter(event_tag(event_type)),
                 PendingOpens.settle, message=SessionEvent,

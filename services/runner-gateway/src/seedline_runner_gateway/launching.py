@@ -6,7 +6,7 @@ is one request to the machine and no other round trip. The outcome is recorded a
 `opened`, `relocated` (a relocation) or `open_failed`; a conversation this one replaces
 on its repo is stopped (`superseded`).
 
-One live engine per repo (CONTRACT.md 4, 1.2): launches of one (instance, repo) go out
+One live engine per repo (CONTRACT.md 4): launches of one (instance, repo) go out
 one at a time across every copy (`RepoTurns`), and each is fenced by its decision's
 place in SEEDLINE_SESSIONS (`decided_seq`). A launch whose repo has seen a newer open
 since its decision is never sent (`superseded`); otherwise the conversations it
@@ -91,7 +91,7 @@ class Launcher:
             await self._outcomes.confirmed(composed, held, reply, seq, replaced)
 
     async def _fence(self, composed: SeedComposed, seq: int | None) -> None:
-        """Refuse a launch whose repo was opened again after its decision (1.2).
+        """Refuse a launch whose repo was opened again after its decision.
 
         The fold is waited for up to this seed_composed (`seq`), not to the stream's end:
         it has almost always got that far, so no launch waits for its own event's fold.
@@ -158,7 +158,7 @@ class Launcher:
         return OpenReply(
             session_id=composed.session_id, node_id=plan.node_id, resumed=resumed, seeded=seeded,
             outcome=outcome.value, continuity=plan.continuity,
-            # (1.2) The receipt says whether the engine was given the brief: `seeded`.
+            # The receipt says whether the engine was given the brief: `seeded`.
             brief=msgspec.structs.replace(composed.brief, spent=seeded) if seed else None,
             notice=NoticeBody(**notice.to_wire()),
         ), launch

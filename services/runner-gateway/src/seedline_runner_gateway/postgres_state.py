@@ -42,7 +42,7 @@ CREATE TABLE IF NOT EXISTS machines (
     node_id text PRIMARY KEY,
     label text NOT NULL
 );
--- The not_woken notice last told per repo (CONTRACT.md 4, 1.2: one per burst).
+-- The not_woken notice last told per repo (CONTRACT.md 4: one per burst).
 CREATE TABLE IF NOT EXISTS not_woken_told (
     instance_id text NOT NULL,
     repo text NOT NULL,

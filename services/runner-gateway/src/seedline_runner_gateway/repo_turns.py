@@ -1,4 +1,4 @@
-"""One launch at a time per (instance, repo), across every copy of the gateway (CONTRACT.md 4, 1.2).
+"""One launch at a time per (instance, repo), across every copy of the gateway (CONTRACT.md 4).
 
 The fence (the decision's place in SEEDLINE_SESSIONS) says which launch of a repo may
 go out; this turn says when. A launch checks the fence, stops what it replaces and

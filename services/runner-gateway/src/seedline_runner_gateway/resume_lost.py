@@ -1,4 +1,4 @@
-"""A resume the engine refused after the launch reply said it resumed (CONTRACT.md 6, 7, 1.2).
+"""A resume the engine refused after the launch reply said it resumed (CONTRACT.md 6, 7).
 
 The runner reports `resume_lost` and spends the brief with the next message. The gateway
 records `resume_lost` with the open's reply as the machine finally had it, so every read

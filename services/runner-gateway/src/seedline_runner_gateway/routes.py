@@ -34,13 +34,11 @@ ENDING = (Stopped, channels.RUNNER_STOP, channels.NOTIFY)
 
 def routes(settings: Settings) -> tuple[Route, ...]:
     return (
-        Route(Kind.EVENT, subjects.session_event_filter("seed_composed"), Launcher.handle,
-              stream=subjects.SESSIONS_STREAM, durable="runner-gateway-launch",
-              message=SeedComposed, park=subjects.REJECTED_SESSIONS,
-              # A launch waits for its machine, and a relocation for two.
-              ack_wait=settings.launch_timeout_seconds * 3 + 30,
-              description="Launches each composed open on its machine (CONTRACT.md 6).",
-              sends=(channels.RUNNER_LAUNCH, Opened, Relocated, OpenFailed, *ENDING)),
+        Route.event(SeedComposed, Launcher.handle, durable="runner-gateway-launch",
+                    # A launch waits for its machine, and a relocation for two.
+                    ack_wait=settings.launch_timeout_seconds * 3 + 30,
+                    description="Launches each composed open on its machine (CONTRACT.md 6).",
+                    sends=(channels.RUNNER_LAUNCH, Opened, Relocated, OpenFailed, *ENDING)),
         Route(Kind.MESSAGE, channels.RUNNER_EVENTS.filter, GatewayApi.on_runner_event,
               message=RunnerEvent,
               description="engine_bound, resume_lost and exited from machines (6).",

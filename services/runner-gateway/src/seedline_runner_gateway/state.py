@@ -63,7 +63,7 @@ class GatewayState(Protocol):
 
     async def newest_requested(self, instance_id: str, repo: str) -> int | None:
         """The SEEDLINE_SESSIONS seq of the repo's newest open (any state): a decision
-        recorded before it is superseded (CONTRACT.md 4, 1.2)."""
+        recorded before it is superseded (CONTRACT.md 4)."""
         ...
 
     async def live_in_repo(self, instance_id: str, repo: str) -> list[Held]: ...
@@ -88,7 +88,7 @@ class GatewayState(Protocol):
         was woken: the first of a burst does, as does the same message delivered again (its
         notice carries the message's id, so the notices stream keeps it once); another
         message within `window` of the one that told does not. Kept where every copy of
-        the gateway, and a gateway started again, finds it (CONTRACT.md 4, 1.2)."""
+        the gateway, and a gateway started again, finds it (CONTRACT.md 4)."""
         ...
 
 

@@ -47,7 +47,7 @@ WAKE_FRESHNESS = timedelta(minutes=2)
 # How long a message waits for a conversation that is still opening on its repo.
 OPENING_WAIT_SECONDS = 40.0
 # A burst of messages to a repo no machine has worked on gets one not_woken notice per
-# this window, by the messages' own times (CONTRACT.md 4, 1.2), not one per message.
+# this window, by the messages' own times (CONTRACT.md 4), not one per message.
 NOT_WOKEN_WINDOW = timedelta(minutes=10)
 
 

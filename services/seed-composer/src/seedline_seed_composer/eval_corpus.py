@@ -154,7 +154,7 @@ def measure(line: int, rows: list[tuple[str, str]], brief: Brief | None,
 
 def task_fits(instructions: list[str], budget: Budget) -> bool:
     """Whether at most ten instructions were given and the instructions part, walked from
-    the newest, reaches the first of them (CONTRACT.md 5, 1.1): then the brief holds it."""
+    the newest, reaches the first of them (CONTRACT.md 5): then the brief holds it."""
     if not instructions or len(instructions) > INSTRUCTION_ROWS:
         return False
     room = min(INSTRUCTION_CHARS, budget.chars - MIN_PARTIAL_CHARS)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from seedline_contracts import channels, subjects
+from seedline_contracts import channels
 from seedline_contracts.events import ContinuityDecided, SeedComposed
 from seedline_platform import erasure
-from seedline_platform.routing import Kind, Route
+from seedline_platform.routing import Route
 from seedline_platform.settings import Settings
 
 from .handlers import Composer
@@ -13,13 +13,10 @@ from .handlers import Composer
 
 def routes(settings: Settings) -> tuple[Route, ...]:
     return (
-        Route(Kind.EVENT, subjects.session_event_filter("continuity_decided"),
-              Composer.handle_decision, stream=subjects.SESSIONS_STREAM,
-              durable="seed-composer", park=subjects.REJECTED_SESSIONS,
-              message=ContinuityDecided,
-              description="Composes the brief each decision offers (CONTRACT.md 5).",
-              # Its text is sealed with the instance's key, made on first use.
-              sends=(SeedComposed, channels.KEY_RINGS)),
+        Route.event(ContinuityDecided, Composer.handle_decision, durable="seed-composer",
+                    description="Composes the brief each decision offers (CONTRACT.md 5).",
+                    # Its text is sealed with the instance's key, made on first use.
+                    sends=(SeedComposed, channels.KEY_RINGS)),
         Route.request(channels.BRIEFS_GET, Composer.get_brief,
                       description="The latest brief offered to a conversation, byte for byte "
                                   "(CONTRACT.md 4)."),

@@ -1,4 +1,4 @@
-"""seedline.api.instances.forget: forget an instance (CONTRACT.md Conventions, Erasure, 1.2).
+"""seedline.api.instances.forget: forget an instance (CONTRACT.md Conventions, Erasure).
 
 The streams stay append-only: the instance's entries stay there, sealed with a key that
 is destroyed here, so nothing can open them again. In order: the erasure is recorded

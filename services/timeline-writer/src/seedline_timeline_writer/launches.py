@@ -1,4 +1,4 @@
-"""Which conversations the platform launched on which machine (CONTRACT.md 6, 1.1).
+"""Which conversations the platform launched on which machine (CONTRACT.md 6).
 
 Runner-scoped ingest is accepted only for a conversation launched on that node. The
 launch is known from its ``seed_composed`` event, recorded in SEEDLINE_SESSIONS before
@@ -19,6 +19,7 @@ from nats.js import JetStreamContext
 from psycopg_pool import AsyncConnectionPool
 
 from seedline_contracts import subjects
+from seedline_contracts.channels import event_tag
 from seedline_contracts.codec import decode
 from seedline_contracts.events import SeedComposed
 from seedline_platform.replay import last_seq, replay
@@ -136,7 +137,7 @@ class SessionsLaunchFeed:
         end = await last_seq(self._js, subjects.SESSIONS_STREAM)
         found: list[Launch] = []
         async for msgs in replay(
-            self._js, subjects.SESSIONS_STREAM, subjects.session_event_filter("seed_composed"),
+            self._js, subjects.SESSIONS_STREAM, subjects.session_event_filter(event_tag(SeedComposed)),
             seq + 1, end,
         ):
             found.extend(launch_of(decode(m.data, SeedComposed)) for m in msgs)

@@ -37,11 +37,10 @@ def routes(settings: Settings) -> tuple[Route, ...]:
                                   "(2.3)."),
         Route.request(channels.INSTANCES_FORGET, Forgetter.handle,
                       description="Forget an instance: destroy its key, drop its rows "
-                                  "(Erasure, 1.2).",
+                                  "(Erasure).",
                       sends=(channels.ERASURES, channels.KEY_RINGS)),
-        Route(Kind.EVENT, subjects.session_event_filter("seed_composed"), LaunchRecorder.record,
-              stream=subjects.SESSIONS_STREAM, durable="timeline-writer-launches",
-              message=SeedComposed, park=subjects.REJECTED_SESSIONS,
-              description="Which conversation was launched on which machine (CONTRACT.md 6)."),
+        Route.event(SeedComposed, LaunchRecorder.record, durable="timeline-writer-launches",
+                    description="Which conversation was launched on which machine "
+                                "(CONTRACT.md 6)."),
         erasure.route("its rows and cached key"),
     )

@@ -33,7 +33,7 @@ class AppendResult:
 
 
 def without_secrets(entry: TimelineEntry) -> TimelineEntry:
-    """The entry with its secrets left out, saying how many (CONTRACT.md 5, 1.2)."""
+    """The entry with its secrets left out, saying how many (CONTRACT.md 5)."""
     redacted = redact(entry.content)
     return msgspec.structs.replace(entry, content=redacted.text, redacted=redacted.count)
 

@@ -130,7 +130,7 @@ class Backend:
 
     async def open(self, request: OpenRequest) -> OpenReply:
         # Every open carries a request_id, so a `timeout` can name the one that gets its
-        # answer (CONTRACT.md 4, 1.2).
+        # answer (CONTRACT.md 4).
         if request.request_id is None:
             request = msgspec.structs.replace(request, request_id="web-" + secrets.token_hex(8))
         try:
@@ -226,7 +226,7 @@ class Backend:
             counts[repo] = counts.get(repo, 0) + int(count)
         return counts
 
-    # -- stored notices (CONTRACT.md 1, 1.2) ------------------------------------------------
+    # -- stored notices (CONTRACT.md 1) ------------------------------------------------
 
     async def notices(self, instance_id: str, after_seq: int | None, since: datetime | None,
                       limit: int) -> tuple[list[StoredNotice], bool]:

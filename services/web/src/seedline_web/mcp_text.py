@@ -159,7 +159,7 @@ def engines_unknown(machine: str) -> str:
 
 
 def notices_text(notices: Sequence, has_more: bool) -> str:
-    """Stored notices (CONTRACT.md 1, 1.2), oldest first, each with its id to continue from."""
+    """Stored notices (CONTRACT.md 1), oldest first, each with its id to continue from."""
     if not notices:
         return "No notices were kept for this instance in that range."
     lines = [f"#{n.seq} {n.notice.get('at', '-')} {n.notice.get('kind', 'notice')}"

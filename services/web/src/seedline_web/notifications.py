@@ -1,4 +1,4 @@
-"""Server-Sent Events of an instance's notices, from SEEDLINE_NOTICES (CONTRACT.md 1, 1.2).
+"""Server-Sent Events of an instance's notices, from SEEDLINE_NOTICES (CONTRACT.md 1).
 
 Each event's `id:` is the notice's stream sequence. A client that reconnects with
 `Last-Event-ID` (every EventSource does) gets every notice after that one first, then

@@ -37,7 +37,7 @@ class EntryBody(msgspec.Struct, forbid_unknown_fields=False):
     instance_id: Annotated[fields.InstanceId | None, Meta(
         description="Optional; when given it must be the token's own instance.")] = None
     origin: Annotated[Literal["live", "import"] | None, Meta(
-        description='"import" for history (CONTRACT.md 2.1, 1.2): it is stored and read like any'
+        description='"import" for history (CONTRACT.md 2.1): it is stored and read like any'
         ' other entry but never wakes a conversation or becomes a turn. Default "live".')] = None
 
 

@@ -134,7 +134,7 @@ class Tenant:
 
     async def notices(self, after_seq: int | None = None, since: datetime | None = None,
                       limit: int = 100) -> tuple[list[StoredNotice], bool]:
-        """The instance's stored notices, oldest first (CONTRACT.md 1, 1.2)."""
+        """The instance's stored notices, oldest first (CONTRACT.md 1)."""
         return await self.backend.notices(self.instance_id, after_seq, since, limit)
 
     async def repos(self) -> dict[str, int]:

@@ -86,7 +86,7 @@ class NoticeOut(msgspec.Struct):
 
 
 class NoticesReply(msgspec.Struct):
-    """An instance's stored notices, oldest first (CONTRACT.md 1, 1.2)."""
+    """An instance's stored notices, oldest first (CONTRACT.md 1)."""
 
     notices: list[NoticeOut]
     has_more: bool

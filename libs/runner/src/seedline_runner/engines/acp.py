@@ -4,7 +4,7 @@ Each conversation gets a process of its own: the agent's command, started in the
 conversation's checkout, spoken to through the ``agent-client-protocol`` SDK. A new
 conversation is ``session/new``. A resume uses what the agent advertises in
 ``initialize``: ``session/load`` first, because the agent then replays the history
-and the runner can check it holds the launch's expected turn (CONTRACT 3.2, 1.2);
+and the runner can check it holds the launch's expected turn (CONTRACT 3.2);
 else ``session/resume``, where the agent accepting the id is the only proof there is.
 A refused id, a load whose history lacks the expected turn, or an agent that can do
 neither starts a new conversation, and the brief goes with the first prompt.

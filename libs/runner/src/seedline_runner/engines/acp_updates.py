@@ -140,7 +140,7 @@ def _normalised(text: str) -> str:
 
 
 def history_holds(messages: list[ReplayedMessage], kind: str, excerpt: str) -> bool:
-    """Whether replayed history holds the expected turn (CONTRACT 3.2, 1.2).
+    """Whether replayed history holds the expected turn (CONTRACT 3.2).
 
     A user message the runner sent may carry a brief in front of the person's words,
     so the excerpt is looked for inside a message of the same kind, spaces aside.

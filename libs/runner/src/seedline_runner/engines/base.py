@@ -7,7 +7,7 @@ machine that dies mid-turn loses at most what it had not yet emitted, and the or
 of publishing is the order of emission. ``run_turn`` returns only what is known at
 the end of the turn.
 
-A resume needs proof (CONTRACT.md 3.2, 1.2). At start an engine reads its own record
+A resume needs proof (CONTRACT.md 3.2). At start an engine reads its own record
 (a transcript, a rollout, an in-process store) and says ``resumed`` only when that
 record holds the launch's expected turn (``resume_proof``). A command-line engine must
 then also accept the resume, which only its first line of output tells

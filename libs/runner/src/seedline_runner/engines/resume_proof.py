@@ -1,7 +1,7 @@
 """Whether an engine's own record holds the turn a resume must continue from (pure).
 
 A runner reports a resume only with proof from the engine's own store (CONTRACT.md
-3.2 and 6, 1.2): the record must be there, parse, and hold the newest turn of this
+3.2 and 6): the record must be there, parse, and hold the newest turn of this
 conversation the engine was given or produced, which the launch names as
 ``resume.expect`` (its kind and the first 200 characters of its content). An id that
 merely exists, an empty record, or one that ends before that turn proves nothing.

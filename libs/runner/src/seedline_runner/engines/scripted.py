@@ -6,7 +6,7 @@ makes "the engine read the brief" and "the engine never saw the brief"
 observable from the timeline alone.
 
 Its own store is its record: it resumes a conversation only when that store holds it
-and holds the launch's expected turn (CONTRACT.md 3.2, 1.2). A conversation it was
+and holds the launch's expected turn (CONTRACT.md 3.2). A conversation it was
 started on but never given a message is an empty record, and no resume.
 """
 
