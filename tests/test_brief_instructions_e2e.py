@@ -9,6 +9,7 @@ import json
 import pytest
 
 from seedline_contracts import subjects
+from seedline_platform.sealing import sealer_for
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.events import ContinuityDecided, SeedComposed
 from seedline_core.brief import Budget
@@ -83,7 +84,7 @@ async def test_an_open_after_a_long_run_gives_a_brief_holding_the_instruction(sy
     # The receipt says what the engine was given: its text, and the budget it was made with.
     composed = await recorded(system, "seed_composed", SeedComposed)
     # Recorded sealed with the instance's key (CONTRACT.md Erasure, 1.2).
-    assert await system.composer.sealer.open("bd43f4de", composed.text) == text
+    assert await sealer_for(system.composer.js, system.composer.settings).open("bd43f4de", composed.text) == text
     assert (composed.brief.budget.rows, composed.brief.budget.chars) == (120, 40_000)
     assert 60 < receipt["rows"] <= 120 and 12_000 < receipt["chars"] <= 40_000
     await system.wait_for(lambda: _prompts(engine))
@@ -97,14 +98,14 @@ async def test_a_replay_keeps_the_bytes_after_the_budget_setting_changes(system)
     assert reply["ok"], reply
     decided = await recorded(system, "continuity_decided", ContinuityDecided)
     composed = await recorded(system, "seed_composed", SeedComposed)
-    reader = system.composer.composer.reader
+    reader = system.composer.parts.composer.reader
     # Composing the same decision with another budget (the setting changed back to the
     # default) gives other bytes; replaying the recorded seed_composed gives the receipt's.
     changed = await compose_for(decided, reader, Budget())
     replayed = await recompose(decided, composed, reader)
     assert changed is not None and changed.sha256 != reply["brief"]["sha256"]
     assert replayed is not None and replayed.sha256 == reply["brief"]["sha256"]
-    assert replayed.text == await system.composer.sealer.open("bd43f4de", composed.text)
+    assert replayed.text == await sealer_for(system.composer.js, system.composer.settings).open("bd43f4de", composed.text)
 
 
 async def _prompts(engine):

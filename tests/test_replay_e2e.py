@@ -33,7 +33,7 @@ async def test_rebuilt_projections_give_the_same_decision_and_brief_bytes(system
         for seq in range(1, (await js.stream_info(subjects.SESSIONS_STREAM)).state.last_seq + 1)
         if b'"continuity_decided"' in (await js.get_msg(subjects.SESSIONS_STREAM, seq)).data
     ]
-    recomposed = await compose_for(decided[0], system.composer.composer.reader)
+    recomposed = await compose_for(decided[0], system.composer.parts.composer.reader)
     assert recomposed is not None and recomposed.sha256 == first["brief"]["sha256"]
 
     second = await system.open()

@@ -10,6 +10,7 @@ import psycopg
 import pytest
 
 from seedline_contracts import subjects
+from seedline_platform.sealing import sealer_for
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.events import ContinuityDecided, SeedComposed
 from seedline_contracts.times import now_text
@@ -73,7 +74,7 @@ async def test_an_open_on_another_engine_gets_no_secret_and_the_rest_intact(syst
 
     # The stream records what was sent and the detectors that made it.
     composed = await recorded(system, "seed_composed", SeedComposed)
-    assert await system.composer.sealer.open("bd43f4de", composed.text) == text
+    assert await sealer_for(system.composer.js, system.composer.settings).open("bd43f4de", composed.text) == text
     assert composed.brief.redacted == 3
     assert composed.redaction is not None
 
@@ -86,7 +87,7 @@ async def test_an_open_on_another_engine_gets_no_secret_and_the_rest_intact(syst
     result = await rebuild_timeline(system.settings, None)
     assert result.before_digest == result.after_digest
     decided = await recorded(system, "continuity_decided", ContinuityDecided)
-    replayed = await recompose(decided, composed, system.composer.composer.reader)
+    replayed = await recompose(decided, composed, system.composer.parts.composer.reader)
     assert replayed is not None
     assert replayed.sha256 == reply["brief"]["sha256"] and replayed.redacted == 3
 

@@ -21,7 +21,7 @@ import pytest
 from seedline_contracts import subjects
 from seedline_contracts.times import format_utc, utc_now
 from seedline_core.notices import wording_violations
-from seedline_platform.consumer import BatchConsumer
+from seedline_platform.consumer import BatchConsumer, Consumption
 from seedline_runner.engines.scripted import ScriptedEngine
 from seedline_runner.runner import Runner
 
@@ -248,9 +248,9 @@ async def test_a_fold_goes_on_at_once_after_the_copy_holding_its_batch_died(nats
     async def park(msg, reason) -> None:
         raise AssertionError(reason)
 
-    copy = BatchConsumer(js, stream="FOLD_TEST", durable="fold", filter_subjects=["fold.>"],
-                         handle=fold, park=park, batch_size=8, ack_wait=120,
-                         ack_all=ack_all, idempotent=True)
+    copy = BatchConsumer(js, Consumption("FOLD_TEST", "fold", ("fold.>",), batch_size=8,
+                                         ack_wait=120, ack_all=ack_all, idempotent=True),
+                         handle=fold, park=park)
     await copy.start()
     for n in (1, 2, 3):
         await js.publish(f"fold.{n}", b"event")

@@ -52,7 +52,7 @@ async def test_reap_then_a_new_message_wakes_a_briefed_conversation(system):
         notices.append(json.loads(msg.data))
 
     await system.nc.subscribe(subjects.notify_subject("bd43f4de"), cb=on_notice)
-    await system.gateway.reaper.stop_idle(now=utc_now() + timedelta(hours=7))
+    await system.gateway.parts.reaper.stop_idle(now=utc_now() + timedelta(hours=7))
     await system.wait_for(lambda: _truthy(notices))
     notice = notices[0]
     assert notice["kind"] == "stopped_idle" and notice["session_id"] == opened["session_id"]
@@ -85,7 +85,7 @@ async def test_reap_then_a_new_message_wakes_a_briefed_conversation(system):
 async def test_a_backfilled_message_wakes_nothing(system):
     await system.start_runner()
     opened = await system.open()
-    await system.gateway.reaper.stop_idle(now=utc_now() + timedelta(hours=7))
+    await system.gateway.parts.reaper.stop_idle(now=utc_now() + timedelta(hours=7))
     await say(system, 1, "old history", at="2026-01-01T00:00:00Z")
     await say(system, 2, "a marker written now", session_id="csess_marker")
     await asyncio.sleep(2)

@@ -49,3 +49,14 @@ async def test_upstream_still_resolves_a_handlers_message_in_a_worker_thread(thr
 async def test_the_platforms_handlers_get_their_message_without_a_thread(thread_hops):
     assert await _deliver_one(NatsMessage) == [b"payload"]
     assert thread_hops == []
+
+
+def test_upstream_stop_still_drains_the_connection_after_the_subscribers():
+    """When NatsBroker.stop no longer drains, stop_subscribers can be NatsBroker.stop."""
+    import inspect
+
+    from faststream._internal.broker import BrokerUsecase
+
+    source = inspect.getsource(NatsBroker.stop)
+    assert "drain()" in source and "super().stop(" in source
+    assert issubclass(NatsBroker, BrokerUsecase)

@@ -1,12 +1,15 @@
 """A service's NATS connection survives what nats.py alone does not."""
 
 import asyncio
+from dataclasses import dataclass
 
+import msgspec
 import pytest
 
+from seedline_contracts.channels import Api
 from seedline_platform import natsio
 from seedline_platform.app_base import ServiceApp
-from seedline_platform.routing import Kind, Route
+from seedline_platform.routing import Route
 from seedline_platform.settings import Settings
 
 pytestmark = pytest.mark.servers
@@ -31,14 +34,34 @@ async def test_a_flush_cancelled_before_its_pong_leaves_the_connection_reading(n
         await nc.close()
 
 
+class Ping(msgspec.Struct):
+    pass
+
+
+class Pong(msgspec.Struct):
+    text: str = "pong"
+
+
+ECHO = Api("echo", "test.echo", (Ping,), "answers pong", reply=Pong, title="echo")
+
+
+class Echoes:
+    async def echo(self, request: Ping) -> Pong:
+        return Pong()
+
+
+@dataclass
+class EchoParts:
+    echoes: Echoes
+
+
 class Echo(ServiceApp):
     name = "echo"
     uses_database = False
-    route_table = staticmethod(
-        lambda settings: (Route(Kind.REQUEST, "test.echo", "echo", "answers pong"),))
+    route_table = staticmethod(lambda settings: (Route.request(ECHO, Echoes.echo),))
 
-    async def echo(self, msg) -> bytes:
-        return b"pong"
+    async def build(self) -> EchoParts:
+        return EchoParts(Echoes())
 
 
 async def test_a_service_answers_once_started_and_survives_a_cancelled_flush(
@@ -52,12 +75,12 @@ async def test_a_service_answers_once_started_and_survives_a_cancelled_flush(
     await app.start()
     try:
         # Started means answered: the server holds the subscription already.
-        assert (await client.request("test.echo", b"ping", timeout=2)).data == b"pong"
+        assert (await client.request("test.echo", b"{}", timeout=2)).data == b'{"text":"pong"}'
         abandoned = asyncio.create_task(app.nc.flush())
         await asyncio.sleep(0)
         abandoned.cancel()
         await asyncio.sleep(0.1)
-        assert (await client.request("test.echo", b"ping", timeout=2)).data == b"pong"
+        assert (await client.request("test.echo", b"{}", timeout=2)).data == b'{"text":"pong"}'
     finally:
         await app.stop()
         await client.close()

@@ -11,7 +11,7 @@ import msgspec
 import nats
 import pytest
 
-from seedline_platform.consumer import Batch, BatchConsumer
+from seedline_platform.consumer import Batch, BatchConsumer, Consumption
 
 pytestmark = pytest.mark.servers
 
@@ -34,8 +34,8 @@ async def _consume(nats_server, payloads: list[bytes], batches: int):
     async def park(msg, reason: str) -> None:
         parked.append((msg.metadata.sequence.stream, reason))
 
-    consumer = BatchConsumer(js, stream="TYPED", durable="typed", filter_subjects=["typed.>"],
-                             handle=handle, park=park, batch_size=16, message=Fact)
+    consumer = BatchConsumer(js, Consumption("TYPED", "typed", ("typed.>",), batch_size=16,
+                                             message=Fact), handle=handle, park=park)
     for payload in payloads:
         await js.publish("typed.x", payload)
     await consumer.start()
@@ -116,9 +116,9 @@ async def test_a_projection_reset_behind_its_consumer_is_refilled_from_the_strea
         raise AssertionError(reason)
 
     async def run_once(until: int) -> None:
-        consumer = BatchConsumer(js, stream="FOLDED", durable="folded",
-                                 filter_subjects=["folded.>"], handle=fold, park=park,
-                                 batch_size=16, message=Fact, idempotent=True, applied=applied)
+        consumer = BatchConsumer(
+            js, Consumption("FOLDED", "folded", ("folded.>",), batch_size=16, message=Fact,
+                            idempotent=True), handle=fold, park=park, applied=applied)
         await consumer.start()
         running = asyncio.create_task(consumer.run())
         for _ in range(100):

@@ -23,7 +23,7 @@ import pytest
 from seedline_contracts import subjects
 from seedline_platform import natsio, pg
 from seedline_platform.outage import DatabaseUnavailable
-from seedline_platform.consumer import ACK_WAIT_SECONDS, BatchConsumer
+from seedline_platform.consumer import ACK_WAIT_SECONDS, BatchConsumer, Consumption
 from seedline_platform.replay import last_seq, replay
 from seedline_devtools.testing import request, running
 from seedline_devtools.testing_load import ingest_taken
@@ -253,9 +253,9 @@ async def test_a_message_that_keeps_failing_is_parked_as_poison_and_the_rest_flo
 
     max_deliver = 3
     consumer = BatchConsumer(
-        js, stream=subjects.INGEST_STREAM, durable="poison-test",
-        filter_subjects=[subjects.INGEST_TIMELINE], handle=handle, park=lambda msg, reason: park_rejected(js, msg, reason),
-        batch_size=16, max_deliver=max_deliver,
+        js, Consumption(subjects.INGEST_STREAM, "poison-test", (subjects.INGEST_TIMELINE,),
+                        batch_size=16, max_deliver=max_deliver),
+        handle=handle, park=lambda msg, reason: park_rejected(js, msg, reason),
     )
     await consumer.start()
     task = asyncio.create_task(consumer.run())
@@ -366,9 +366,8 @@ async def test_an_outage_between_stream_and_projection_still_projects_the_batch(
     await store.setup()
     ingest = ingest_for(js, store)
     consumer = BatchConsumer(
-        js, stream=subjects.INGEST_STREAM, durable="outage-test",
-        filter_subjects=[subjects.INGEST_TIMELINE], handle=ingest.handle,
-        park=lambda msg, reason: park_rejected(js, msg, reason),
+        js, Consumption(subjects.INGEST_STREAM, "outage-test", (subjects.INGEST_TIMELINE,)),
+        handle=ingest.handle, park=lambda msg, reason: park_rejected(js, msg, reason),
     )
     await consumer.start()
     task = asyncio.create_task(consumer.run())

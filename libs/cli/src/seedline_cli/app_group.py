@@ -12,8 +12,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from typer._click import Command, Context
-from typer._click.exceptions import UsageError
+from .click_api import Command, Context
+from .click_api import UsageError
 from typer.core import TyperGroup
 
 from .errors import USAGE, UsageProblem, report

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TypeVar
 
 import typer
-from typer._click.exceptions import ClickException
+from .click_api import ClickException
 
 
 OK = 0

@@ -17,7 +17,7 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from typer._click import Command
+from .click_api import Command
 
 PLUGIN_GROUP = "seedline.commands"
 

@@ -17,12 +17,11 @@ import contextlib
 import dataclasses
 import os
 import socket
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 
 import msgspec
 import nats.micro
 from faststream import AckPolicy
-from faststream._internal.broker import BrokerUsecase
 from faststream.security import BaseSecurity
 from faststream.nats import ConsumerConfig, JStream, NatsBroker, PullSub
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
@@ -35,8 +34,8 @@ from seedline_contracts.errors import ErrorReply, error_reply
 from seedline_core.notices import error_message
 
 from . import natsio, pg
-from .consumer import ACK_WAIT_SECONDS, BatchConsumer, BatchHandler, Parker
-from .faststream_workarounds import NatsMessage
+from .consumer import BatchConsumer, BatchHandler, Consumption, Parker
+from .faststream_workarounds import NatsMessage, stop_subscribers
 from .health_http import HealthServer
 from .logging import get_logger
 from .metrics_labels import prometheus_middleware
@@ -214,11 +213,7 @@ class ServiceApp:
             if route.kind is Kind.LOOP:
                 self.loops.append(in_route(route, handle))
             elif route.kind is Kind.BATCH:
-                options = {"idempotent": route.idempotent, "message": route.message,
-                           **await self.batch_options(route)}
-                self.consume(stream=route.stream, durable=route.durable,
-                             filter_subjects=list(route.filters), handle=in_route(route, handle),
-                             park=self.parker(route.park), **options)
+                self._consume(route, in_route(route, handle), await self.batch_options(route))
 
     def _answer(self, route: Route, handle) -> None:
         """Serve a request/reply API: the body read into its request type (or refused with
@@ -293,19 +288,15 @@ class ServiceApp:
             description=description,
         )(on_event)
 
-    def consume(
-        self, *, stream: str, durable: str, filter_subjects: Sequence[str], handle: BatchHandler,
-        park: Parker, batch_size: int | None = None, ack_wait: float = ACK_WAIT_SECONDS,
-        ack_all: bool = False, idempotent: bool = False, message: type | None = None,
-    ) -> BatchConsumer:
-        consumer = BatchConsumer(
-            self.js, stream=stream, durable=durable, filter_subjects=filter_subjects,
-            handle=handle, park=park, batch_size=batch_size or self.settings.batch_size,
-            max_deliver=self.settings.max_deliver, ack_wait=ack_wait,
-            metrics=self.metrics, ack_all=ack_all, idempotent=idempotent, message=message,
-        )
-        self.consumers.append(consumer)
-        return consumer
+    def _consume(self, route: Route, handle: BatchHandler, options: dict) -> None:
+        """A batch row's consumer, as its row says (`options`: what only the connected
+        service knows, `batch_options`)."""
+        how = Consumption(
+            stream=route.stream, durable=route.durable, filter_subjects=route.filters,
+            batch_size=self.settings.batch_size, max_deliver=self.settings.max_deliver,
+            message=route.message, **{"idempotent": route.idempotent, **options})
+        self.consumers.append(BatchConsumer(self.js, how, handle=handle,
+                                            park=self.parker(route.park), metrics=self.metrics))
 
     def parker(self, subject: str) -> Parker:
         async def park(msg: Msg, reason: str) -> None:
@@ -367,7 +358,7 @@ class ServiceApp:
         # work is redelivered to whichever copy runs next, and a drain waits out its
         # timeout on pull subscriptions whose fetches were cancelled.
         with contextlib.suppress(Exception):
-            await asyncio.wait_for(BrokerUsecase.stop(self.broker), 5)
+            await asyncio.wait_for(stop_subscribers(self.broker), 5)
         for consumer in self.consumers:
             await consumer.close()  # when quiesce was not called first
         if self.nc is not None and not self.nc.is_closed:

@@ -67,47 +67,49 @@ ACK_WAIT_SECONDS = 6.0
 Parker = Callable[[Msg, str], Awaitable[None]]
 
 
+@dataclass(frozen=True)
+class Consumption:
+    """What a batch consumer reads and how it settles it."""
+
+    stream: str
+    durable: str
+    filter_subjects: tuple[str, ...]
+    batch_size: int = 256
+    max_deliver: int = 5
+    ack_wait: float = ACK_WAIT_SECONDS
+    fetch_wait: float = 0.25
+    # AckPolicy.ALL: one ack settles the whole batch (the stream keeps its messages by
+    # age, so an ack removes nothing and costs one write, not one per message).
+    ack_all: bool = False
+    # A handler that treats an applied message as a no-op can be handed, from the stream,
+    # what a dead copy held: the server's redelivery later changes nothing.
+    idempotent: bool = False
+    # The contract type each payload is decoded into (None: the handler takes raw Msgs).
+    message: type | None = None
+
+
 class BatchConsumer:
     def __init__(
-        self,
-        js: JetStreamContext,
-        *,
-        stream: str,
-        durable: str,
-        filter_subjects: Sequence[str],
-        handle: BatchHandler,
-        park: Parker,
-        batch_size: int = 256,
-        max_deliver: int = 5,
-        ack_wait: float = ACK_WAIT_SECONDS,
-        fetch_wait: float = 0.25,
-        metrics=None,
-        ack_all: bool = False,
-        idempotent: bool = False,
-        message: type | None = None,
-        applied: Callable[[], Awaitable[int]] | None = None,
+        self, js: JetStreamContext, how: Consumption, *, handle: BatchHandler, park: Parker,
+        metrics=None, applied: Callable[[], Awaitable[int]] | None = None,
     ) -> None:
         self._js = js
-        self.stream = stream
-        self.durable = durable
-        self._filters = list(filter_subjects)
+        self.stream = how.stream
+        self.durable = how.durable
+        self._filters = list(how.filter_subjects)
         self._handle = handle
         self._park = park
-        self._batch_size = batch_size
-        self._max_deliver = max_deliver
-        self._ack_wait = ack_wait
-        self._fetch_wait = fetch_wait
-        # AckPolicy.ALL: one ack settles the whole batch (the stream keeps its messages
-        # by age, so an ack removes nothing and costs one write, not one per message).
-        self._ack_all = ack_all
-        # A handler that treats an applied message as a no-op can be handed, from the
-        # stream, what a dead copy held: the server's redelivery later changes nothing.
-        self._idempotent = idempotent
-        self._message = message
-        self._decode = decoder(message).decode if message is not None else None
+        self._batch_size = how.batch_size
+        self._max_deliver = how.max_deliver
+        self._ack_wait = how.ack_wait
+        self._fetch_wait = how.fetch_wait
+        self._ack_all = how.ack_all
+        self._idempotent = how.idempotent
+        self._message = how.message
+        self._decode = decoder(how.message).decode if how.message is not None else None
         self._applied = applied
         self._batch_seconds = (
-            None if metrics is None else metrics.batch_seconds.labels(stream, durable)
+            None if metrics is None else metrics.batch_seconds.labels(how.stream, how.durable)
         )
         self._sub = None
         self._stopping = False

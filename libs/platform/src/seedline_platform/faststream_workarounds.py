@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from faststream._internal.broker import BrokerUsecase
 from faststream.context import Context  # the class; `faststream.Context` builds one
+from faststream.nats import NatsBroker
 from faststream.nats.message import NatsMessage as _NatsMessage
 
 
@@ -28,3 +30,13 @@ class LoopContext(Context):
 
 # What each handler of the routing table takes: the message, resolved without a thread.
 NatsMessage = Annotated[_NatsMessage, LoopContext("message")]
+
+
+async def stop_subscribers(broker: NatsBroker) -> None:
+    """Stop a broker's subscribers without draining its connection.
+
+    `NatsBroker.stop` stops the subscribers, then drains the connection, and a drain waits
+    out its timeout on pull subscriptions whose fetches were cancelled (seconds at every
+    stop). The subscribers' part is the base class's `stop`; the service closes the
+    connection itself, so unacknowledged work is redelivered to whichever copy runs next."""
+    await BrokerUsecase.stop(broker)

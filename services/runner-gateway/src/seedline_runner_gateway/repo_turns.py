@@ -37,17 +37,22 @@ class LocalRepoTurns:
     """One process's turns (and the fake for tests that run one copy)."""
 
     def __init__(self) -> None:
-        self._locks: dict[tuple[str, str], asyncio.Lock] = {}
+        # Each repo's lock, and how many hold it or wait for it: the map keeps a repo only
+        # while someone does.
+        self._turns: dict[tuple[str, str], tuple[asyncio.Lock, list[int]]] = {}
 
     @asynccontextmanager
     async def hold(self, instance_id: str, repo: str) -> AsyncIterator[None]:
-        lock = self._locks.setdefault((instance_id, repo), asyncio.Lock())
+        key = (instance_id, repo)
+        lock, users = self._turns.setdefault(key, (asyncio.Lock(), [0]))
+        users[0] += 1
         try:
             async with lock:
                 yield
         finally:
-            if not lock.locked() and not lock._waiters:  # noqa: SLF001 - keep the map small
-                self._locks.pop((instance_id, repo), None)
+            users[0] -= 1
+            if not users[0]:
+                del self._turns[key]
 
 
 class PostgresRepoTurns:

@@ -26,7 +26,7 @@ from seedline_contracts.events import SessionEvent
 from seedline_platform.app_base import in_route
 from seedline_contracts.sessions import OpenReply
 from seedline_platform import pg
-from seedline_platform.consumer import Batch, BatchConsumer
+from seedline_platform.consumer import Batch, BatchConsumer, Consumption
 from seedline_platform.lifecycle_events import OpenView, fold_opens
 from seedline_platform.logging import get_logger
 from seedline_platform.replay import last_seq
@@ -85,10 +85,9 @@ class OpensProjection:
         self._mark = Watermark(self.applied)
         # Consumed as its row of the web's routing table says.
         self.consumer = BatchConsumer(
-            js, stream=route.stream, durable=route.durable, filter_subjects=list(route.filters),
-            handle=in_route(route, self.apply), park=_logged, batch_size=BATCH,
-            message=route.message, idempotent=route.idempotent, applied=self.applied,
-        )
+            js, Consumption(route.stream, route.durable, route.filters, batch_size=BATCH,
+                            message=route.message, idempotent=route.idempotent),
+            handle=in_route(route, self.apply), park=_logged, applied=self.applied)
 
     async def setup(self) -> None:
         await pg.apply_schema(self._pool, "seedline-web", DDL)
