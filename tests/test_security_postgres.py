@@ -172,7 +172,7 @@ def test_each_role_holds_exactly_the_grants_its_service_uses(roles_db):
 
 def test_the_committed_roles_file_is_the_generated_one():
     assert pg_roles.roles_sql_path().read_text() == pg_roles.roles_sql(), (
-        "run `python -m seedline_devtools.pg_roles > deploy/postgres-roles.sql`"
+        "run `make schema` and commit deploy/postgres-roles.sql"
     )
 
 

@@ -1,6 +1,7 @@
-"""Source files generated from the routing tables, kept in the repository and held to the
-code by tests: the NATS server configurations with every process's permissions, and the
-client's directory of which process answers each API.
+"""Source files generated from the code, kept in the repository and held to it by tests:
+the NATS server configurations with every process's permissions and the client's
+directory of which process answers each API (both from the routing tables), and the
+Postgres roles with every service's grants.
 
     python -m seedline_devtools.generated   # (make schema) rewrites them in this checkout
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from . import nats_auth
+from . import nats_auth, pg_roles
 from .tables import answered_by
 
 DIRECTORY = "libs/client/src/seedline_client/directory.py"
@@ -32,6 +33,7 @@ def generated_sources() -> dict[str, str]:
     return {
         "deploy/nats-secure.conf": nats_auth.deploy_config(),
         "deploy/nats-tls.conf": nats_auth.tls_deploy_config(),
+        "deploy/postgres-roles.sql": pg_roles.roles_sql(),
         DIRECTORY: directory_module(),
     }
 
