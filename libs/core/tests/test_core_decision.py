@@ -12,6 +12,7 @@ from seedline_core.decision import (
     OpenRequest,
     PreviousConversation,
     ReasonCode,
+    SavedRecord,
     SeedSource,
     decide,
     relocation_decision,
@@ -87,6 +88,14 @@ CASES = [
     ),
     (
         request(node_id="laptop-2"),
+        replace(previous(), saved_record=SavedRecord("mac-mini-1", "claude", "claude-abc")),
+        ReasonCode.RESUME_MOVED,
+        "the claude engine's own record of the previous conversation was saved on mac-mini-1 "
+        "when it stopped and goes with it to laptop-2; the previous conversation on this repo "
+        "was last touched 11 hours ago",
+    ),
+    (
+        request(node_id="laptop-2"),
         previous(),
         ReasonCode.OTHER_MACHINE,
         "the claude engine's own memory of the previous conversation is on mac-mini-1, "
@@ -117,7 +126,7 @@ def test_every_reason_code_is_reached() -> None:
 
 def test_branches_follow_the_contract_table_in_order() -> None:
     assert [branch.reason_code for branch in BRANCHES] == list(ReasonCode)
-    assert [branch.mode for branch in BRANCHES] == ["fresh"] * 8 + ["resume"]
+    assert [branch.mode for branch in BRANCHES] == ["fresh"] * 7 + ["resume", "fresh", "resume"]
 
 
 def test_only_force_fresh_declines_a_seed() -> None:
@@ -182,7 +191,7 @@ def test_resume_carries_the_previous_id_and_key_and_fresh_carries_neither() -> N
     )
     for req, prev, code, _ in CASES:
         decision = decide(req, prev, NOW, SETTINGS)
-        if code is not ReasonCode.RESUME:
+        if code not in (ReasonCode.RESUME, ReasonCode.RESUME_MOVED):
             assert decision.mode == "fresh"
             assert (decision.resume_from, decision.resume_key) == (None, None)
 
@@ -271,8 +280,12 @@ def test_continuity_is_the_wire_object() -> None:
     json.dumps(continuity)
 
 
+def moved(previous: str | None, to: str, record=None) -> Decision:
+    return relocation_decision("csess_1", previous, to, "claude", "k-1", None, record)
+
+
 def test_relocation_is_fresh_on_another_machine_with_a_brief() -> None:
-    decision = relocation_decision("mac-mini-1", "laptop-2")
+    decision = moved("mac-mini-1", "laptop-2")
     assert isinstance(decision, Decision)
     assert (decision.mode, decision.reason_code, decision.seed) == (
         "fresh",
@@ -282,14 +295,42 @@ def test_relocation_is_fresh_on_another_machine_with_a_brief() -> None:
     assert (decision.resume_from, decision.resume_key) == (None, None)
     assert "mac-mini-1" in decision.reason and "laptop-2" in decision.reason
     assert "moved" in decision.reason and "brief" in decision.reason
-    assert relocation_decision(None, "laptop-2").reason.startswith(
-        "the conversation moved to laptop-2"
-    )
+    assert moved(None, "laptop-2").reason.startswith("the conversation moved to laptop-2")
+
+
+def test_a_relocation_whose_record_came_along_resumes_it_when_the_engine_is_the_same() -> None:
+    from seedline_core.decision import SavedRecord, Turn
+
+    turn = Turn(7, "chat_assistant", "Castling added")
+    record = SavedRecord("mac-mini-1", "claude", "k-saved")
+    carried = relocation_decision("csess_1", "mac-mini-1", "laptop-2", "claude", "k-1", turn,
+                                  record)
+    assert (carried.mode, carried.reason_code, carried.resume_from, carried.resume_key) == (
+        "resume", ReasonCode.RESUME_MOVED, "csess_1", "k-saved")
+    assert carried.resume_expect == turn and "own record" in carried.reason
+    other_engine = SavedRecord("mac-mini-1", "codex", "k-saved")
+    assert moved("mac-mini-1", "laptop-2", other_engine).reason_code is ReasonCode.OTHER_MACHINE
+
+
+def test_an_open_on_another_machine_resumes_from_a_record_saved_when_it_stopped() -> None:
+    from seedline_core.decision import OpenRequest, PreviousConversation, SavedRecord
+
+    previous = PreviousConversation("csess_a", NOW - timedelta(hours=1), "claude", "k-a", "mac",
+                                    saved_record=SavedRecord("mac", "claude", "k-saved"))
+    on_pc = decide(OpenRequest(engine="claude", node_id="pc"), previous, NOW, SETTINGS)
+    assert (on_pc.mode, on_pc.reason_code, on_pc.resume_key) == (
+        "resume", ReasonCode.RESUME_MOVED, "k-saved")
+    assert wording_violations(on_pc.reason) == [] and "saved on mac" in on_pc.reason
+    # The same machine resumes as ever; another engine cannot use the record.
+    assert decide(OpenRequest(engine="claude", node_id="mac"), previous, NOW,
+                  SETTINGS).reason_code is ReasonCode.RESUME
+    assert decide(OpenRequest(engine="codex", node_id="pc"), previous, NOW,
+                  SETTINGS).reason_code is ReasonCode.ENGINE_CHANGED
 
 
 def test_reasons_are_sentences_for_a_person_in_allowed_words() -> None:
     reasons = [decide(req, prev, NOW, SETTINGS).reason for req, prev, _, _ in CASES]
-    reasons.append(relocation_decision("mac-mini-1", "laptop-2").reason)
+    reasons.append(moved("mac-mini-1", "laptop-2").reason)
     for reason in reasons:
         assert reason[0].islower()
         assert not reason.endswith(".")

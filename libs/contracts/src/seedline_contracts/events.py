@@ -15,6 +15,7 @@ from .errors import ErrorBody
 from .runner import ResumeExpect
 from .sessions import BriefStats, BriefSummary, Continuity, OpenReply
 from .subjects import session_event_subject
+from .worktrees import AppliedTree, SavedTree, SavedWork
 
 
 class LaunchPlan(msgspec.Struct):
@@ -37,6 +38,9 @@ class LaunchPlan(msgspec.Struct):
     # with the resume from the resolver's projection and recorded here, so the launch
     # (and any redelivery of it) sends what the decision saw (CONTRACT.md 6).
     resume_expect: ResumeExpect | None = None
+    # The repo's previous conversation stopped on another machine and its tree (and the
+    # engine's record) were saved: the launch carries them (CONTRACT.md 6).
+    carry: SavedWork | None = None
 
 
 class _Event(msgspec.Struct, tag_field="type", kw_only=True):
@@ -136,6 +140,27 @@ class WakeRequested(_Event, tag="wake_requested"):
     request_id: str
 
 
+class WorktreeSaved(_Event, tag="worktree_saved"):
+    """What a machine saved of the conversation's checkout when it stopped (CONTRACT.md 6)."""
+
+    node_id: str
+    # The machine's label, as the brief names it.
+    label: str
+    instance_id: str
+    repo: str
+    engine: str | None
+    worktree: SavedTree
+
+
+class WorktreeApplied(_Event, tag="worktree_applied"):
+    """What the machine a launch carried a tree to did with it (CONTRACT.md 6)."""
+
+    node_id: str
+    from_node: str
+    worktree: AppliedTree | None
+    record_placed: bool
+
+
 class Stopped(_Event, tag="stopped"):
     reason: str
     node_id: str | None = None
@@ -158,6 +183,8 @@ SessionEvent = (
     | Reaped
     | WakeRequested
     | ResumeLost
+    | WorktreeSaved
+    | WorktreeApplied
 )
 
 # The union above is the one list of event types; everything else derives from it.

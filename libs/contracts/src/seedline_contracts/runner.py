@@ -6,6 +6,8 @@ from typing import Literal
 
 import msgspec
 
+from .worktrees import AppliedTree, Carry, SavedTree, SealKey
+
 # Protocol 2 (CONTRACT.md 6): presence carries `live`, the conversations the
 # machine hosts now; a protocol-1 presence has none and is never reconciled.
 PROTOCOL_VERSION = 2
@@ -63,6 +65,11 @@ class LaunchRequest(msgspec.Struct):
     # decision it carries out. A machine refuses a launch older than one it has taken for
     # the same (instance, repo), and ends its older conversations of the repo first.
     fence: int | None = None
+    # The repo's previous conversation stopped on another machine: its working tree and
+    # engine record, applied and placed before the engine starts (CONTRACT.md 6).
+    carry: Carry | None = None
+    # Seals what this machine saves of the conversation when it stops.
+    seal: SealKey | None = None
 
 
 class LaunchReply(msgspec.Struct):
@@ -73,6 +80,9 @@ class LaunchReply(msgspec.Struct):
     seeded: bool | None = None
     engine_session_id: str | None = None
     reason: str | None = None
+    # What it did with a carried tree and record (CONTRACT.md 6).
+    worktree: AppliedTree | None = None
+    record_placed: bool | None = None
 
 
 class TurnRequest(msgspec.Struct):
@@ -94,6 +104,8 @@ class RunnerStopRequest(msgspec.Struct):
 class RunnerStopReply(msgspec.Struct):
     stopped: bool
     reason: str | None = None
+    # What was saved of the conversation's checkout (null: it ran in none).
+    worktree: SavedTree | None = None
 
 
 class RunnerEvent(msgspec.Struct):
@@ -104,3 +116,6 @@ class RunnerEvent(msgspec.Struct):
     at: str
     engine_session_id: str | None = None
     reason: str | None = None
+    # `exited`: what was saved of the conversation's checkout as it stopped, whatever
+    # stopped it (the machine itself, shutting down, included).
+    worktree: SavedTree | None = None

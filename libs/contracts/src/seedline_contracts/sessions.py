@@ -84,6 +84,20 @@ class NoticeBody(msgspec.Struct):
     tone: str
 
 
+class Carried(msgspec.Struct):
+    """What came along with a conversation that moved machines, as its new machine told:
+    the tree (applied, or why not) and whether the engine's own record was placed."""
+
+    from_node: str
+    from_label: str
+    files: int  # uncommitted files saved
+    left_out: list[str]  # secret files left out, by path
+    applied: bool
+    reason: str | None  # why it was not applied (CONTRACT.md 6)
+    sentence: str
+    record_placed: bool
+
+
 class OpenReply(msgspec.Struct):
     session_id: str
     node_id: str
@@ -94,6 +108,8 @@ class OpenReply(msgspec.Struct):
     brief: BriefStats | None
     notice: NoticeBody
     ok: bool = True
+    # A working tree came along (CONTRACT.md 6); None when nothing was carried.
+    carried: Carried | None = None
 
 
 class RelocateRequest(msgspec.Struct):

@@ -23,6 +23,7 @@ __all__ = [
     "DecisionSettings",
     "Mode",
     "OpenRequest",
+    "SavedRecord",
     "PreviousConversation",
     "ReasonCode",
     "SeedSource",
@@ -45,6 +46,7 @@ class ReasonCode(StrEnum):
     ENGINE_CHANGED = "engine_changed"
     ENGINE_STATELESS = "engine_stateless"
     NO_RESUME_KEY = "no_resume_key"
+    RESUME_MOVED = "resume_moved"
     OTHER_MACHINE = "other_machine"
     RESUME = "resume"
 
@@ -87,6 +89,16 @@ def newest_turn(current: Turn | None, seq: int, kind: str, content: str) -> Turn
 
 
 @dataclass(frozen=True)
+class SavedRecord:
+    """The engine's own record of a conversation, saved when it stopped on `node_id`
+    (CONTRACT.md 6): it can travel to another machine with the conversation."""
+
+    node_id: str
+    engine: str
+    engine_session_id: str | None
+
+
+@dataclass(frozen=True)
 class PreviousConversation:
     session_id: str
     last_activity_at: datetime | None
@@ -94,6 +106,8 @@ class PreviousConversation:
     resume_key: str | None
     resume_node_id: str | None
     newest_turn: Turn | None = None
+    # Its newest save, when that holds the engine's record.
+    saved_record: SavedRecord | None = None
 
 
 @dataclass(frozen=True)
@@ -216,6 +230,23 @@ def _explain_engine_changed(situation: Situation) -> str:
     return changed if age is None else f"{changed} and was last touched {describe_age(age)}"
 
 
+def _record_moves(situation: Situation) -> bool:
+    previous = situation.previous
+    record = previous.saved_record if previous is not None else None
+    return (previous is not None and previous.resume_node_id != situation.request.node_id
+            and record is not None and record.engine == situation.request.engine)
+
+
+def _explain_resume_moved(situation: Situation) -> str:
+    record = situation.previous.saved_record if situation.previous else None
+    where = record.node_id if record is not None else "another machine"
+    sentence = (
+        f"the {situation.request.engine} engine's own record of the previous conversation was "
+        f"saved on {where} when it stopped and goes with it to {situation.request.node_id}"
+    )
+    return _with_age(sentence, situation)
+
+
 def _explain_other_machine(situation: Situation) -> str:
     holder = situation.previous.resume_node_id if situation.previous else None
     where = "another machine" if holder is None else holder
@@ -281,6 +312,13 @@ BRANCHES: tuple[Branch, ...] = (
         ),
     ),
     Branch(
+        reason_code=ReasonCode.RESUME_MOVED,
+        mode="resume",
+        seed=SeedSource.REPO_TIMELINE,
+        applies=_record_moves,
+        explain=_explain_resume_moved,
+    ),
+    Branch(
         reason_code=ReasonCode.OTHER_MACHINE,
         mode="fresh",
         seed=SeedSource.REPO_TIMELINE,
@@ -310,6 +348,9 @@ def decide(
     if branch.mode == "resume" and previous is not None:
         resume_from, resume_key = previous.session_id, previous.resume_key
         expect = previous.newest_turn
+        record = previous.saved_record
+        if branch.reason_code is ReasonCode.RESUME_MOVED and record and record.engine_session_id:
+            resume_key = record.engine_session_id  # the id the moved record holds
     return Decision(
         mode=branch.mode,
         reason_code=branch.reason_code,
@@ -321,20 +362,34 @@ def decide(
     )
 
 
-def relocation_decision(previous_node_id: str | None, new_node_id: str) -> Decision:
-    """A conversation moved to another machine: the engine there starts fresh with a brief."""
+def relocation_decision(
+    session_id: str, previous_node_id: str | None, new_node_id: str, engine: str | None,
+    resume_key: str | None, newest: Turn | None, record: SavedRecord | None = None,
+) -> Decision:
+    """A conversation moved to another machine (CONTRACT.md 4): when the engine's own
+    record was saved as it stopped, for the engine it runs on, the engine there may
+    continue its own conversation from the record (the machine proves it); otherwise it
+    starts fresh with a brief."""
     moved = (
         f"the conversation moved from {previous_node_id} to {new_node_id}"
         if previous_node_id and previous_node_id != new_node_id
         else f"the conversation moved to {new_node_id}"
     )
-    reason = (
-        f"{moved}, where the engine starts fresh and will be given a brief of what happened so far"
-    )
+    key = record.engine_session_id or resume_key if record is not None else None
+    if record is not None and record.engine == engine and key:
+        return Decision(
+            mode="resume", reason_code=ReasonCode.RESUME_MOVED,
+            reason=(f"{moved} with the {engine} engine's own record, where the engine "
+                    "continues its own conversation when the record proves it, and is given "
+                    "a brief of what happened so far when it does not"),
+            resume_from=session_id, resume_key=key, seed=SeedSource.REPO_TIMELINE,
+            resume_expect=newest,
+        )
     return Decision(
         mode="fresh",
         reason_code=ReasonCode.OTHER_MACHINE,
-        reason=reason,
+        reason=f"{moved}, where the engine starts fresh and will be given a brief of what "
+               "happened so far",
         resume_from=None,
         resume_key=None,
         seed=SeedSource.REPO_TIMELINE,
