@@ -41,6 +41,9 @@ API_BRIEFS_GET = "seedline.api.briefs.get"
 API_INSTANCES_FORGET = "seedline.api.instances.forget"
 
 RUNNERS_BUCKET = "seedline_runners"
+# What machines save of a conversation that stops: its working tree and its engine's
+# record, sealed (CONTRACT.md 6).
+WORKTREES_BUCKET = "seedline_worktrees"
 RUNNERS_TTL_SECONDS = 30
 PRESENCE_INTERVAL_SECONDS = 10
 
@@ -161,3 +164,14 @@ def instruction_entry_id(session_id: str) -> str:
     so it never delivers it a second time as a turn.
     """
     return f"{session_id}:instruction"
+
+
+def worktree_object(instance_id: str, session_id: str, n: int, part: str = "") -> str:
+    """The name of a saved object: `<escaped instance>/<session_id>/<n>` for a tree, with
+    `-record` for the engine's record beside it (CONTRACT.md 6)."""
+    return f"{escape_token(instance_id)}/{session_id}/{n}{part}"
+
+
+def worktree_prefix(instance_id: str) -> str:
+    """Every saved object of an instance starts with this."""
+    return f"{escape_token(instance_id)}/"

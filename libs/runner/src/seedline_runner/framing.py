@@ -20,9 +20,15 @@ def background(brief: str) -> str:
     return _HEADER.format(chars=len(brief)) + brief
 
 
-def frame_first_prompt(brief: str, instruction: str) -> str:
-    """The brief as background, placed before the first instruction."""
-    return background(brief) + INSTRUCTION_LABEL + instruction
+def frame_first_prompt(brief: str | None, instruction: str, note: str | None = None) -> str:
+    """The brief as background, placed before the first instruction; `note`, the machine's
+    own line about the working tree it was carried, between the two (CONTRACT.md 5)."""
+    if brief is None and note is None:
+        return instruction
+    head = background(brief) if brief is not None else ""
+    if note is not None:
+        head += ("\n\n" if head else "") + note
+    return head + INSTRUCTION_LABEL + instruction
 
 
 def split_background(text: str) -> tuple[str | None, str]:
@@ -38,6 +44,8 @@ def split_background(text: str) -> tuple[str | None, str]:
     rest = text[end:]
     if rest.startswith(INSTRUCTION_LABEL):
         rest = rest[len(INSTRUCTION_LABEL) :]
+    elif rest.startswith("\n\n") and INSTRUCTION_LABEL in rest:
+        rest = rest.split(INSTRUCTION_LABEL, 1)[1]  # past the machine's line about the tree
     elif rest:
         return None, text
     return brief, rest

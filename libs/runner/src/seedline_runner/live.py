@@ -72,6 +72,8 @@ class LiveConversation:
     replied: asyncio.Event = field(default_factory=asyncio.Event)
     pending_brief: str | None = None
     held_brief: str | None = None
+    # The machine's line about a tree it was carried, said once before the first prompt.
+    pending_note: str | None = None
     # The record proved the resume; the engine has yet to accept it.
     awaiting_acceptance: bool = False
     resume_check: ResumeCheck | None = None
@@ -169,7 +171,7 @@ class ConversationWorker:
             return
         note_step(None)
         # Spent only once a turn carrying it has been answered; a failed turn keeps it.
-        live.pending_brief = None
+        live.pending_brief = live.pending_note = None
         live.conversation.append_exchange(prompt, join_replies(sink.outputs))
         if await self._resume_turned_out_cold(live, result):
             await sink(_cold_resume_note(live.engine_name))
@@ -178,8 +180,7 @@ class ConversationWorker:
     async def _answer(
         self, live: LiveConversation, step: Step, sink: _StepSink
     ) -> tuple[str, TurnResult]:
-        brief = live.pending_brief
-        prompt = frame_first_prompt(brief, step.content) if brief is not None else step.content
+        prompt = frame_first_prompt(live.pending_brief, step.content, live.pending_note)
         note_step(step.step_id, prompt)  # a runner started again reads this step back
         check = live.resume_check
         if check is None or check.decided:

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +30,11 @@ from seedline_contracts.runner import (
     LaunchReply,
     LaunchRequest,
     RunnerEvent,
+    RunnerStopReply,
     RunnerStopRequest,
     TurnRequest,
 )
+from seedline_contracts.worktrees import SavedTree
 from seedline_contracts.subjects import runner_subject
 from seedline_contracts.tokens import escape_token
 
@@ -55,6 +59,10 @@ from .publishing import RETRY_DELAYS_SECONDS, Publisher
 from .store import ConversationStore, SeedMessage, seed_if_empty
 from .tracing import request_span
 from .timeline_out import LAUNCH_STEP, turn_step
+from .worktree.carrying import Carrier
+from .worktree.recovery import recover_checkouts
+from .worktree.snapshot import Limits
+from .worktree.store import SavedObjects
 
 log = structlog.get_logger(__name__)
 
@@ -97,6 +105,7 @@ class Runner:
         resume_proof_seconds: float | None = None,
         containment: Containment | None = None,
         state_dir: Path | None = None,
+        worktree_limits: Limits = Limits(),
     ) -> None:
         """``state_dir``: where this runner keeps what a run started again must know
         (None: nothing; then a restart cannot find what a dead run left)."""
@@ -122,6 +131,8 @@ class Runner:
         )
         self._pens = Pens(self.containment, state_dir, self.engines, self._publisher.entry, clock)
         self._worker = ConversationWorker(self._publisher, clock)
+        # What a conversation leaves in its checkout travels with it (CONTRACT.md 6).
+        self._carrier = Carrier(SavedObjects(js), worktree_limits)
         self._live: dict[str, LiveConversation] = {}
         # The newest launch fence taken per (instance, repo).
         self._fences: dict[tuple[str, str], int] = {}
@@ -151,8 +162,10 @@ class Runner:
             return
         self._started = True
         # Before anything is answered or announced: what a dead run left is ended and
-        # what its engines recorded meanwhile is published (CONTRACT.md 6).
+        # what its engines recorded meanwhile is published (CONTRACT.md 6), and a carried
+        # tree it was applying when it died is rolled back (nothing stays half-applied).
         await self._pens.start()
+        await recover_checkouts(self.checkouts)
         for verb, handler in (
             ("launch", self._on_launch),
             ("turn", self._on_turn),
@@ -263,6 +276,10 @@ class Runner:
         engine = self.engines[request.engine]
         resume = request.resume
         workdir = self.checkouts.locate(request.repo)
+        # The tree and the record arrive before the engine starts: it reads the record to
+        # prove a resume, and works in the tree.
+        arrival = (await self._carrier.arrive(request.carry, request, workdir, engine)
+                   if request.carry is not None else None)
         try:
             started = await engine.start(
                 request.session_id,
@@ -293,6 +310,7 @@ class Runner:
             workdir=workdir,
             pending_brief=plan.brief_for_first_prompt,
             held_brief=plan.held_brief,
+            pending_note=arrival.worktree.sentence if arrival and arrival.worktree else None,
             awaiting_acceptance=plan.resumed and started.acceptance_pending,
         )
         self._live[request.session_id] = live
@@ -308,6 +326,8 @@ class Runner:
             resumed_conversation=resumed,
             seeded=seeded,
             engine_session_id=_reported_engine_session(live, resumed),
+            worktree=arrival.worktree if arrival else None,
+            record_placed=arrival.record_placed if arrival else None,
         )
         live.reply_with(reply)
         log.info(
@@ -378,15 +398,18 @@ class Runner:
             reason = f"The stop request could not be read: {error}."
             await _answer(msg, {"stopped": False, "reason": reason})
             return
-        stopped = await self._end(request.session_id)
-        await _answer(msg, {"stopped": stopped})
-        if stopped:
+        ended = await self._end(request.session_id)
+        await _answer(msg, RunnerStopReply(stopped=ended is not None,
+                                           worktree=ended.worktree if ended else None))
+        if ended is not None:
             await self._presence.beat()
 
-    async def _end(self, session_id: str) -> bool:
+    async def _end(self, session_id: str) -> Ended | None:
+        """End the conversation, every process of it, and save what its checkout holds;
+        None when it was not live here."""
         live = self._live.pop(session_id, None)
         if live is None:
-            return False
+            return None
         if live.resume_check is not None:
             live.resume_check.decide(False)  # a launch reply still waiting goes out now
         await self._worker.stop(live)
@@ -396,16 +419,33 @@ class Runner:
             log.warning("engine_end_failed", session_id=session_id, error=str(error))
         await self._pens.end(session_id)
         self.store.discard(session_id)
+        worktree = await self._save(live)
         await self._publisher.event(
             RunnerEvent(
                 type="exited",
                 session_id=session_id,
                 at=self._clock(),
                 engine_session_id=live.engine_session_id,
+                worktree=worktree,
             )
         )
         log.info("conversation_ended", session_id=session_id)
-        return True
+        return Ended(worktree)
+
+    async def _save(self, live: LiveConversation):
+        """What its checkout holds, saved now that nothing of it runs (CONTRACT.md 6)."""
+        n = live.request.fence if live.request.fence is not None else int(time.time() * 1000)
+        try:
+            return await self._carrier.save(live.request, live.workdir, live.engine,
+                                            live.engine_session_id, n)
+        except Exception as error:  # NATS away, a disk error: the stop still stops
+            log.warning("worktree_not_saved", session_id=live.session_id, error=str(error))
+            return None
+
+
+@dataclass(frozen=True)
+class Ended:
+    worktree: SavedTree | None
 
 
 def _reported_engine_session(live: LiveConversation, resumed: bool) -> str | None:
