@@ -83,6 +83,9 @@ class SeedComposed(_Event, tag="seed_composed"):
     # The secret detector set the brief was composed with, so a replay leaves out
     # the same spans; None: composed before secrets were left out.
     redaction: int | None = None
+    # How the brief's preamble was framed (seedline_core.brief_layout.FRAMING), so a
+    # replay frames it alike; None: before a relocation or a carried tree was said.
+    framing: int | None = None
 
 
 class Opened(_Event, tag="opened"):

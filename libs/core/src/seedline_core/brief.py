@@ -22,8 +22,11 @@ from seedline_core.brief_instructions import (
     walk_instructions,
 )
 from seedline_core.brief_layout import (
+    FRAMING,
     PREAMBLE,
     SUMMARY_MAX_CHARS,
+    CarriedTree,
+    Framing,
     KeptEntry,
     Layout,
     overhead,
@@ -44,6 +47,7 @@ from seedline_core.redaction import RULESET
 __all__ = [
     "DEFAULT_BUDGET",
     "ENTRY_KINDS",
+    "FRAMING",
     "INSTRUCTION_CHARS",
     "INSTRUCTION_ENTRY_CHARS",
     "INSTRUCTION_ROWS",
@@ -60,6 +64,8 @@ __all__ = [
     "BriefEntry",
     "BriefRow",
     "Budget",
+    "CarriedTree",
+    "Framing",
     "Summary",
     "compose_brief",
     "usable_budget",
@@ -158,6 +164,7 @@ def _walk_record(
     limits: Limits,
     part: list[KeptEntry],
     instructions_upto: int,
+    framing: Framing,
 ) -> tuple[list[KeptEntry], int]:
     """The record kept, newest first, and how many malformed rows it passed over."""
     rows = WellFormed(source, until_seq)
@@ -172,6 +179,7 @@ def _walk_record(
             earlier=earlier,
             instructions=part_oldest_first,
             earlier_instructions=_earlier_instructions(instructions_upto, part, candidate),
+            framing=framing,
         )
         return overhead(layout) <= MAX_OVERHEAD
 
@@ -194,6 +202,7 @@ def compose_brief(
     budget: Budget = DEFAULT_BUDGET,
     summary: Summary | None = None,
     redaction: int | None = RULESET,
+    framing: Framing = Framing(),
 ) -> Brief | None:
     """The brief of the entries `newest_first` yields, or None when it keeps none.
 
@@ -212,7 +221,7 @@ def compose_brief(
     redacting = redaction is not None
     record_rows = Source(newest_first, redacting)
     whole = Limits(budget.rows, budget.chars, MAX_ENTRY_CHARS)
-    record, skipped = _walk_record(record_rows, until_seq, total, whole, [], 0)
+    record, skipped = _walk_record(record_rows, until_seq, total, whole, [], 0, framing)
     if not record:
         return None
     part: list[KeptEntry] = []
@@ -222,7 +231,8 @@ def compose_brief(
         instruction_rows = Source(instructions, redacting)
         if leaves_out_one(instruction_rows, until_seq, record[-1].seq):
             part = walk_instructions(
-                instruction_rows, until_seq, part_limits, instructions_total, MAX_OVERHEAD
+                instruction_rows, until_seq, part_limits, instructions_total, MAX_OVERHEAD,
+                framing,
             )
     if part:
         rest = Limits(
@@ -231,9 +241,10 @@ def compose_brief(
             MAX_ENTRY_CHARS,
         )
         record, skipped = _walk_record(
-            record_rows, until_seq, total, rest, part, instructions_total
+            record_rows, until_seq, total, rest, part, instructions_total, framing
         )
-    brief = _brief(record, skipped, part, total, instructions_total, until_seq, budget, summary)
+    brief = _brief(record, skipped, part, total, instructions_total, until_seq, budget, summary,
+                   framing)
     return replace(brief, redaction=redaction)
 
 
@@ -246,6 +257,7 @@ def _brief(
     until_seq: int,
     budget: Budget,
     summary: Summary | None,
+    framing: Framing,
 ) -> Brief:
     kept = [*part, *shown(record)]
     earlier = max(0, total - len(kept) - skipped)
@@ -255,6 +267,7 @@ def _brief(
         instructions=part[::-1],
         earlier_instructions=_earlier_instructions(instructions_upto, part, record),
         summary=summary,
+        framing=framing,
     )
     text = "".join(render(layout))
     entries = [_entry(entry, "instructions") for entry in part[::-1]]

@@ -8,7 +8,7 @@ within limits of their own that come out of the brief's budget.
 
 from __future__ import annotations
 
-from seedline_core.brief_layout import KeptEntry, Layout, overhead
+from seedline_core.brief_layout import Framing, KeptEntry, Layout, overhead
 from seedline_core.brief_rows import INSTRUCTION_KINDS, MAX_SEQ, BriefRow, Source, WellFormed
 from seedline_core.brief_walk import MIN_PARTIAL_CHARS, Limits, walk
 
@@ -46,7 +46,8 @@ def leaves_out_one(source: Source, until_seq: int, oldest_in_record: int) -> boo
 
 
 def walk_instructions(
-    source: Source, until_seq: int, limits: Limits, instructions_upto: int, max_overhead: int
+    source: Source, until_seq: int, limits: Limits, instructions_upto: int, max_overhead: int,
+    framing: Framing = Framing(),
 ) -> list[KeptEntry]:
     """The instructions kept, newest first, with room left in the overhead for the record."""
 
@@ -56,6 +57,7 @@ def walk_instructions(
             earlier=0,
             instructions=candidate[::-1],
             earlier_instructions=max(0, instructions_upto - len(candidate)),
+            framing=framing,
         )
         return overhead(layout) + RECORD_RESERVE <= max_overhead
 

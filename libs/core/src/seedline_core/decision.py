@@ -108,6 +108,9 @@ class PreviousConversation:
     newest_turn: Turn | None = None
     # Its newest save, when that holds the engine's record.
     saved_record: SavedRecord | None = None
+    # Its newest save as recorded (the decision reads only `saved_record` of it; a launch
+    # on another machine carries it).
+    saved: str | None = None
 
 
 @dataclass(frozen=True)

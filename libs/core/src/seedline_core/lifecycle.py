@@ -30,6 +30,7 @@ __all__ = [
     "RelocationVerdict",
     "Requested",
     "ResumeLost",
+    "Saved",
     "State",
     "Stopped",
     "apply",
@@ -68,6 +69,9 @@ class Conversation:
     confirmed_at: str | None = None
     # The last launch's outcome as the machine finally had it (CONTRACT.md 3.2, 7).
     outcome: str | None = None
+    # What its machine saved of its checkout when it last stopped (CONTRACT.md 6), as the
+    # recorded bytes; a later launch of it takes it along and clears it.
+    saved: str | None = None
 
     @property
     def live_node(self) -> str | None:
@@ -121,6 +125,14 @@ class EngineBound:
 
 
 @dataclass(frozen=True)
+class Saved:
+    """`worktree_saved`: what the machine saved of the checkout when it stopped."""
+
+    node_id: str
+    saved: str
+
+
+@dataclass(frozen=True)
 class ResumeLost:
     """The engine refused the resume after the reply said it resumed: the outcome
     becomes the machine's final word. Only a resumed launch can lose its resume, and only
@@ -130,7 +142,8 @@ class ResumeLost:
     outcome: str
 
 
-Event = Requested | Opened | OpenFailed | Relocated | Stopped | EngineBound | ResumeLost
+Event = (Requested | Opened | OpenFailed | Relocated | Stopped | EngineBound | ResumeLost
+         | Saved)
 
 
 def apply(conversation: Conversation | None, event: Event) -> Conversation | None:
@@ -161,13 +174,17 @@ def apply(conversation: Conversation | None, event: Event) -> Conversation | Non
         moved = replace(
             conversation, state=State.LIVE, node_id=event.to_node_id,
             engine=event.engine or conversation.engine, confirmed_at=event.at,
-            outcome=event.outcome or conversation.outcome,
+            outcome=event.outcome or conversation.outcome, saved=None,
         )
         if event.resume_key:
             moved = replace(moved, resume_key=event.resume_key, resume_node_id=event.to_node_id)
         return moved
     if isinstance(event, Stopped) and state is State.LIVE:
         return replace(conversation, state=State.STOPPED)
+    if isinstance(event, Saved) and state in (State.LIVE, State.STOPPED):
+        # Recorded after the stop that saved it (or, from the machine's own word, just
+        # before): either way it is this live period's.
+        return replace(conversation, saved=event.saved)
     if isinstance(event, ResumeLost) and conversation.outcome == RESUMED:
         if event.node_id != conversation.node_id:
             return conversation

@@ -28,6 +28,7 @@ from seedline_contracts import events as ev
 from seedline_contracts.codec import decoder, encode
 from seedline_contracts.errors import ErrorBody
 from seedline_contracts.sessions import Continuity, NoticeBody, OpenReply
+from seedline_contracts.worktrees import SavedWork
 from seedline_core import lifecycle as lc
 from seedline_core.notices import open_notice
 from seedline_core.outcome import Outcome, outcome_after_resume_lost
@@ -58,7 +59,20 @@ def lifecycle_event(event: ev.SessionEvent, seq: int) -> lc.Event | None:
     if isinstance(event, ev.ResumeLost):
         outcome = event.reply.outcome if event.reply else Outcome.RESUME_UNCONFIRMED_BRIEFED
         return lc.ResumeLost(event.node_id, str(outcome))
+    if isinstance(event, ev.WorktreeSaved):
+        return lc.Saved(event.node_id, encode(saved_work(event)).decode())
     return None
+
+
+def saved_work(event: ev.WorktreeSaved) -> SavedWork:
+    """What a decision takes of a save: whose it was, where, and what it holds."""
+    return SavedWork(session_id=event.session_id, node_id=event.node_id, label=event.label,
+                     engine=event.engine, worktree=event.worktree)
+
+
+def saved_work_of(saved: str | None) -> SavedWork | None:
+    """A conversation's save as its fold keeps it (lc.Conversation.saved)."""
+    return decoder(SavedWork).decode(saved) if saved else None
 
 
 def reply_of(event: object) -> bytes | None:

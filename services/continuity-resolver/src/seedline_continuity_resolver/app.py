@@ -9,11 +9,15 @@ from __future__ import annotations
 
 import asyncio
 
-from seedline_contracts import subjects
+from seedline_client import ClientError, SeedlineClient
+from seedline_contracts import channels, subjects
+from seedline_contracts.sessions import StopRequest
 from seedline_platform import erasure
 from seedline_platform.app_base import ServiceApp
 from seedline_platform.publishing import JetStreamPublisher
+from seedline_platform.logging import get_logger
 from seedline_platform.replay import last_seq
+from seedline_platform.routing import check_send
 from seedline_platform.sealing import sealer_for
 from seedline_platform.settings import Settings
 from seedline_timeline_view import PostgresTimelineView
@@ -23,6 +27,8 @@ from .machines import PresenceDirectory
 from .postgres_repository import FORGET_STATEMENTS, PostgresConversationRepository
 from .repository import SESSIONS, TIMELINE
 from .routes import routes
+
+log = get_logger(__name__)
 
 
 class ResolverApp(ServiceApp):
@@ -37,9 +43,20 @@ class ResolverApp(ServiceApp):
         return bootstrap(self.settings, Ports(
             repo=repo, view=PostgresTimelineView(self.pool, sealer),
             publisher=JetStreamPublisher(self.js), machines=PresenceDirectory(self.js),
-            stream_ends=self._stream_ends, sealer=sealer, metrics=self.metrics, js=self.js,
+            stream_ends=self._stream_ends, stop=self._stop, sealer=sealer, metrics=self.metrics,
+            js=self.js,
             drop_forgotten=erasure.dropping(self.pool, FORGET_STATEMENTS, sealer),
         ))
+
+    async def _stop(self, session_id: str, reason: str) -> None:
+        """Stop a live conversation through the gateway, waiting for its machine."""
+        check_send(channels.SESSIONS_STOP.address)
+        try:
+            await SeedlineClient(self.nc).stop(StopRequest(session_id=session_id, reason=reason),
+                                               timeout=self.settings.launch_timeout_seconds + 5)
+        except ClientError as error:
+            # The relocation goes on: the launch stops what still runs before it is sent.
+            log.warning("relocation_stop_failed", session_id=session_id, error=str(error))
 
     async def _stream_ends(self) -> dict[str, int]:
         timeline, sessions = await asyncio.gather(

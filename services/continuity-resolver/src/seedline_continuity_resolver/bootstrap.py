@@ -30,6 +30,10 @@ from .repository import ConversationRepository
 NAME = "continuity-resolver"
 
 
+async def _no_stop(session_id: str, reason: str) -> None:
+    return None
+
+
 @dataclass
 class Ports:
     """What the continuity-resolver talks to."""
@@ -45,6 +49,8 @@ class Ports:
     metrics: ServiceMetrics = field(default_factory=lambda: ServiceMetrics(NAME))
     clock: Callable[[], datetime] = utc_now
     new_id: Callable[[], str] = new_session_id
+    # Stops a live conversation (the gateway's sessions.stop): a relocation stops it first.
+    stop: Callable[[str, str], Awaitable[None]] = _no_stop
     # Erasures followed (a JetStream context; none in tests) and what each drops here.
     js: object | None = None
     drop_forgotten: Callable[[Erasure], Awaitable[None]] | None = None

@@ -35,6 +35,8 @@ from seedline_contracts.tokens import name_problem
 from seedline_core import decision as core
 from seedline_core import lifecycle as lc
 from seedline_platform.logging import get_logger
+from seedline_contracts.worktrees import SavedWork
+from seedline_platform.lifecycle_events import saved_work_of
 from seedline_platform.publishing import Outgoing, event_message
 from seedline_timeline_view import RepoHead
 
@@ -83,6 +85,7 @@ class Opener:
         self._catch_up = catch_up
         self._answers = answers
         self._decision = decision
+        self._stop = ports.stop
         self._decisions = ports.metrics.counter(
             "seedline_continuity_decided_total", "Continuity decisions, by reason_code.",
             ["reason_code"])
@@ -157,6 +160,8 @@ class Opener:
                          if instruction is not None else None),
             clean_slate=request.clean_slate, request_id=request.request_id,
             wake_seq=request.wake_seq, resume_expect=await self._resume_expect(decided),
+            # A clean slate takes nothing of the earlier conversation, its tree included.
+            carry=None if request.clean_slate else carried(previous, request.node_id),
         )
         at = format_utc(now)
         messages: list[Outgoing] = []
@@ -201,14 +206,27 @@ class Opener:
             return refused("invalid_request", f"That conversation {still}.")
         if verdict.kind == "unchanged" and row.last_reply is not None:
             return msgspec.Raw(row.last_reply)
+        if target.state is lc.State.LIVE:
+            # Stopped first: its machine saves the checkout and the engine's record as it
+            # stops, and the decision, the brief and the launch are made from that save
+            # (CONTRACT.md 4, 6). The old machine is always stopped before the new launch.
+            await self._stop(request.session_id, "relocated")
+            await self._catch_up.recorded_before(None)
+            row = await self._repo.platform(request.session_id)
+            target = row.platform
         await self._catch_up.own_instruction_landed(row.instance_id, row.repo)
         head = await self._view.repo_head(row.instance_id, row.repo)
-        decided = core.relocation_decision(target.node_id, request.node_id)
+        saved = row.previous()
+        decided = core.relocation_decision(
+            request.session_id, target.node_id, request.node_id, target.engine,
+            target.resume_key, row.newest_turn, saved.saved_record)
         plan = LaunchPlan(
             instance_id=row.instance_id, repo=row.repo, engine=target.engine or "unknown",
             node_id=request.node_id, continuity=Continuity(**decided.to_continuity()),
-            resume_key=None, instruction=None, clean_slate=False,
+            resume_key=decided.resume_key, instruction=None, clean_slate=False,
             relocation_from=target.node_id, relocation=True,
+            resume_expect=await self._resume_expect(decided),
+            carry=carried(saved, request.node_id),
         )
         event = _decided(request.session_id, format_utc(self._clock()), plan, decided.seed, head)
         self._decisions.labels(plan.continuity.reason_code).inc()
@@ -231,6 +249,13 @@ class Opener:
 
     async def _record(self, messages: list[Outgoing]) -> None:
         await self._publisher.publish(messages)
+
+
+def carried(previous: core.PreviousConversation | None, node_id: str) -> SavedWork | None:
+    """What a launch on `node_id` carries of the repo's previous conversation: its newest
+    save, when that was made on another machine (CONTRACT.md 6)."""
+    work = saved_work_of(previous.saved if previous is not None else None)
+    return work if work is not None and work.node_id != node_id else None
 
 
 def _decided(

@@ -61,6 +61,8 @@ CREATE TABLE IF NOT EXISTS conversations (
 ALTER TABLE conversations ADD COLUMN IF NOT EXISTS turn_seq bigint;
 ALTER TABLE conversations ADD COLUMN IF NOT EXISTS turn_kind text;
 ALTER TABLE conversations ADD COLUMN IF NOT EXISTS turn_excerpt text;
+-- What its machine saved of its checkout when it last stopped (CONTRACT.md 6).
+ALTER TABLE conversations ADD COLUMN IF NOT EXISTS saved text;
 CREATE UNIQUE INDEX IF NOT EXISTS conversations_platform
     ON conversations (session_id) WHERE state IS NOT NULL;
 CREATE INDEX IF NOT EXISTS conversations_recent
@@ -79,7 +81,7 @@ CREATE INDEX IF NOT EXISTS open_requests_session ON open_requests (session_id);
 _COLUMNS = (
     "instance_id, repo, session_id, last_entry_at, activity_seq, entry_engine, state, "
     "created_seq, node_id, engine, resume_key, resume_node_id, confirmed_at, last_reply, "
-    "turn_seq, turn_kind, turn_excerpt"
+    "turn_seq, turn_kind, turn_excerpt, saved"
 )
 
 _UPSERT_ENTRY = """
@@ -97,13 +99,14 @@ ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
 
 _WRITE_PLATFORM = """
 INSERT INTO conversations (instance_id, repo, session_id, state, created_seq, node_id, engine,
-                           resume_key, resume_node_id, confirmed_at, last_reply)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+                           resume_key, resume_node_id, confirmed_at, last_reply, saved)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
     state = EXCLUDED.state, created_seq = EXCLUDED.created_seq, node_id = EXCLUDED.node_id,
     engine = EXCLUDED.engine, resume_key = EXCLUDED.resume_key,
     resume_node_id = EXCLUDED.resume_node_id, confirmed_at = EXCLUDED.confirmed_at,
-    last_reply = COALESCE(EXCLUDED.last_reply, conversations.last_reply)
+    last_reply = COALESCE(EXCLUDED.last_reply, conversations.last_reply),
+    saved = EXCLUDED.saved
 """
 
 
@@ -114,12 +117,13 @@ def _utc(moment: datetime | None) -> datetime | None:
 def _row(values: Sequence) -> Row:
     (instance_id, repo, session_id, last_entry_at, activity_seq, entry_engine, state,
      created_seq, node_id, engine, resume_key, resume_node_id, confirmed_at, last_reply,
-     turn_seq, turn_kind, turn_excerpt) = values
+     turn_seq, turn_kind, turn_excerpt, saved) = values
     platform = None
     if state is not None:
         platform = lc.Conversation(
             session_id, instance_id, repo, lc.State(state), int(created_seq), node_id, engine,
             resume_key, resume_node_id, format_utc(confirmed_at) if confirmed_at else None,
+            saved=saved,
         )
     turn = Turn(int(turn_seq), turn_kind, turn_excerpt) if turn_seq is not None else None
     return Row(instance_id, repo, session_id, _utc(last_entry_at), int(activity_seq),
@@ -187,7 +191,7 @@ class PostgresConversationRepository:
                     await conn.execute(_WRITE_PLATFORM, (
                         row.instance_id, row.repo, session_id, after.state.value,
                         after.created_seq, after.node_id, after.engine, after.resume_key,
-                        after.resume_node_id, after.confirmed_at, kept,
+                        after.resume_node_id, after.confirmed_at, kept, after.saved,
                     ))
                 if reply is not None and corrects(event):
                     await conn.execute(

@@ -19,7 +19,8 @@ from typing import NamedTuple, Protocol
 
 from seedline_contracts.times import parse_rfc3339
 from seedline_core import lifecycle as lc
-from seedline_core.decision import PreviousConversation, Turn, newest_turn
+from seedline_core.decision import PreviousConversation, SavedRecord, Turn, newest_turn
+from seedline_platform.lifecycle_events import saved_work_of
 
 
 
@@ -68,6 +69,7 @@ class Row:
 
     def previous(self) -> PreviousConversation:
         p = self.platform
+        saved = p.saved if p else None
         return PreviousConversation(
             session_id=self.session_id,
             last_activity_at=self.last_activity,
@@ -75,7 +77,18 @@ class Row:
             resume_key=p.resume_key if p else None,
             resume_node_id=p.resume_node_id if p else None,
             newest_turn=self.newest_turn,
+            saved_record=saved_record(saved),
+            saved=saved,
         )
+
+
+def saved_record(saved: str | None) -> SavedRecord | None:
+    """The engine's record a conversation's newest save holds, when it holds one."""
+    work = saved_work_of(saved)
+    record = work.worktree.engine_record if work is not None else None
+    if record is None:
+        return None
+    return SavedRecord(work.node_id, record.engine, record.engine_session_id)
 
 
 confirms = lc.confirms  # its reply is the conversation's current state (kept for relocate)

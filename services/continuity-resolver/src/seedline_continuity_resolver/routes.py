@@ -32,7 +32,8 @@ def routes(settings: Settings) -> tuple[Route, ...]:
         Route.request(channels.SESSIONS_RELOCATE, OpeningApi.relocate,
                       description="Move a conversation to another machine (CONTRACT.md 4, "
                                   "4.1).",
-                      sends=(ContinuityDecided,)),
+                      # A live one is stopped first, its checkout saved as it stops.
+                      sends=(channels.SESSIONS_STOP, ContinuityDecided)),
         Route.event(WakeRequested, OpeningApi.wake, durable="continuity-resolver-wakes",
                     description="A person's message woke a conversation (4).",
                     sends=(OpenRequested, ContinuityDecided, channels.KEY_RINGS)),

@@ -5,15 +5,18 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Awaitable, Callable, Iterator
 
-from seedline_contracts.events import ContinuityDecided, SeedComposed
+from seedline_contracts.events import ContinuityDecided, LaunchPlan, SeedComposed
 from seedline_contracts.sessions import BriefBudget, BriefStats, BriefSummary
 from seedline_core.brief import (
     DEFAULT_BUDGET,
+    FRAMING,
     INSTRUCTION_ROWS,
     SUMMARY_MAX_CHARS,
     Brief,
     BriefRow,
     Budget,
+    CarriedTree,
+    Framing,
     Summary,
     compose_brief,
     usable_budget,
@@ -65,11 +68,12 @@ class _Composition:
 
     def __init__(
         self, decision: ContinuityDecided, reader: TimelineReader, budget: Budget,
-        redaction: int | None = RULESET,
+        redaction: int | None = RULESET, framing: int | None = FRAMING,
     ):
         plan = decision.plan
         self._decision = decision
         self._redaction = redaction
+        self._framing = framing_of(plan, framing)
         self._reader = reader
         self.budget = usable_budget(budget)
         until = decision.until_seq
@@ -94,7 +98,7 @@ class _Composition:
             brief = compose_brief(
                 self._record.walk(), decision.until_seq, decision.entries_upto,
                 self._instructions.walk(), self._instructions_upto or 0, self.budget, summary,
-                self._redaction,
+                self._redaction, self._framing,
             )
             widened = [self._record.widen(), self._instructions.widen()]
             if any(widened):
@@ -176,7 +180,25 @@ async def recompose(
         record = composed.summary
         summary = Summary(record.model, record.text, record.entries, record.first_seq,
                           record.last_seq)
-    return await _Composition(decision, reader, budget, composed.redaction).brief(summary)
+    return await _Composition(decision, reader, budget, composed.redaction,
+                              composed.framing).brief(summary)
+
+
+def framing_of(plan: LaunchPlan, version: int | None) -> Framing:
+    """How the brief of this launch opens, as the framing `version` did it (a replay uses
+    the recorded one): from version 2 a relocation is said as one, and what was saved of
+    the working tree on the machine the work came from is named (CONTRACT.md 5)."""
+    if not version or version < 2:
+        return Framing()
+    carried = None
+    if plan.carry is not None:
+        tree = plan.carry.worktree
+        carried = CarriedTree(
+            from_label=plan.carry.label, base_commit=tree.base_commit, branch=tree.branch,
+            clean=tree.clean, files=tree.snapshot.files if tree.snapshot else 0,
+            saved=tree.snapshot is not None, over_limit=tree.over_limit,
+            left_out=tuple(item.path for item in tree.left_out))
+    return Framing(relocated=plan.relocation, carried=carried)
 
 
 def brief_stats(brief: Brief) -> BriefStats:

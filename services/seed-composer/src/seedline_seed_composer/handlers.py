@@ -12,7 +12,7 @@ from seedline_contracts.errors import ErrorReply, error_reply
 from seedline_contracts.events import ContinuityDecided, SeedComposed
 from seedline_contracts.sessions import BriefGetReply, BriefGetRequest
 from seedline_contracts.tokens import name_problem
-from seedline_core.brief import DEFAULT_BUDGET, Budget
+from seedline_core.brief import DEFAULT_BUDGET, FRAMING, Budget
 from seedline_core.notices import error_message
 from seedline_platform.logging import get_logger
 from seedline_platform.publishing import event_message
@@ -71,6 +71,7 @@ class Composer:
             summary=summary,
             decided_seq=decided_seq,
             redaction=brief.redaction if brief else None,
+            framing=FRAMING if brief else None,
         )
         # The msg id makes a redelivered decision publish its seed_composed once.
         await self._publisher.publish([event_message(event, f"seed_composed:{decided_seq}")])
