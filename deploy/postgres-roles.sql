@@ -126,6 +126,8 @@ CREATE TABLE IF NOT EXISTS conversations (
 ALTER TABLE conversations ADD COLUMN IF NOT EXISTS turn_seq bigint;
 ALTER TABLE conversations ADD COLUMN IF NOT EXISTS turn_kind text;
 ALTER TABLE conversations ADD COLUMN IF NOT EXISTS turn_excerpt text;
+-- What its machine saved of its checkout when it last stopped (CONTRACT.md 6).
+ALTER TABLE conversations ADD COLUMN IF NOT EXISTS saved text;
 CREATE UNIQUE INDEX IF NOT EXISTS conversations_platform
     ON conversations (session_id) WHERE state IS NOT NULL;
 CREATE INDEX IF NOT EXISTS conversations_recent

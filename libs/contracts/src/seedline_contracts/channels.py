@@ -212,6 +212,11 @@ KEY_RINGS = Channel(
     "keyRings", "$KV.seedline_keys.{instance}", (), "Each instance's key ring (Erasure): "
     "the writers of sealed content may make one; forgetting an instance destroys it.",
     internal=True)
+WORKTREES = Channel(
+    "worktrees", f"$O.{subjects.WORKTREES_BUCKET}.>", (),
+    "The object store of saved checkouts and engine records (CONTRACT.md 6), sealed: "
+    "machines save to it as a conversation stops; the gateway deletes what is older than "
+    "each conversation's newest save and each repo's newest three.", internal=True)
 ERASURES = Channel(
     "erasures", "$KV.seedline_forgotten.{instance}", (instances.Erasure,),
     "The record that an instance was forgotten; every owner of rows follows it.",

@@ -154,9 +154,48 @@ _OPEN_NOTICES = {
 }
 
 
-def open_notice(outcome: Outcome, reason: str) -> Notice:
-    """What an open did, told three ways; each names the decision's reason sentence."""
-    return _OPEN_NOTICES[Outcome(outcome)](reason)
+def open_notice(outcome: Outcome, reason: str, carried: str | None = None) -> Notice:
+    """What an open did, told three ways; each names the decision's reason sentence, and
+    what came along from another machine when something did (`carried`)."""
+    notice = _OPEN_NOTICES[Outcome(outcome)](reason)
+    if carried is None:
+        return notice
+    return Notice(chat=f"{notice.chat} {carried}", console=f"{notice.console} {carried}",
+                  mcp=f"{notice.mcp} {carried}", tone=notice.tone)
+
+
+_NOT_APPLIED = {
+    "own_changes": "were not applied: the checkout here has changes of its own, which were "
+                   "left as they are",
+    "base_missing": "were not applied: the checkout here does not have the commit they were "
+                    "made on",
+    "conflict": "were not applied: they conflict with what the checkout here holds, so "
+                "nothing was changed",
+    "over_limit": "did not come along: they were over the size limits of a saved tree",
+    "no_checkout": "were not applied: there is no checkout of the repo here",
+    "unreadable": "could not be read here, so nothing was changed",
+}
+
+
+def carried_sentence(carried) -> str:
+    """What came along with a conversation that moved machines, for people (its working
+    tree, its engine's record), from a reply's `carried`."""
+    saved = f"The uncommitted changes saved on {carried.from_label}"
+    if carried.applied and carried.files == 0:
+        told = (f"The checkout here was put at the commit it was at on {carried.from_label}; "
+                "it had no uncommitted changes.")
+    elif carried.applied:
+        files = f"{carried.files:,} file{'' if carried.files == 1 else 's'}"
+        told = f"{saved} ({files}) came along and were applied here."
+    else:
+        told = f"{saved} {_NOT_APPLIED.get(carried.reason or '', _NOT_APPLIED['unreadable'])}."
+    if carried.left_out:
+        n = len(carried.left_out)
+        told += (f" {n} secret file{' was' if n == 1 else 's were'} left out: "
+                 f"{', '.join(carried.left_out[:5])}{' and more' if n > 5 else ''}.")
+    if carried.record_placed:
+        told += " The engine's own record of the conversation came along too."
+    return told
 
 
 # (CONTRACT.md 3.2) Every receipt of a brief the engine was not given says so.

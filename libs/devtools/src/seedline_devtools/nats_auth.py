@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping
 
-from seedline_contracts import subjects
+from seedline_contracts import channels, subjects
 from seedline_contracts.streams import ALL_STREAMS
 from seedline_contracts.tokens import escape_token
 from seedline_platform.erasure import FORGOTTEN_BUCKET
@@ -87,6 +87,7 @@ def runner_user_name(node_id: str) -> str:
     return f"runner-{escape_token(node_id)}"
 
 
+OBJ_STREAM = f"OBJ_{subjects.WORKTREES_BUCKET}"
 
 
 def presence_subject(node_id: str) -> str:
@@ -104,6 +105,16 @@ def runner_permissions(node_id: str) -> Permissions:
             own_key,
             f"$JS.API.STREAM.INFO.{KV_STREAM}",
             f"$JS.API.DIRECT.GET.{KV_STREAM}.{own_key}",
+            # Its conversations' saved checkouts (CONTRACT.md 6): it stores them as they
+            # stop and reads what a launch carries. Each is sealed with its conversation's
+            # key, which only the launch of that conversation gives a machine.
+            f"$O.{subjects.WORKTREES_BUCKET}.>",
+            f"$JS.API.STREAM.INFO.{OBJ_STREAM}",
+            f"$JS.API.STREAM.MSG.GET.{OBJ_STREAM}",
+            f"$JS.API.DIRECT.GET.{OBJ_STREAM}.>",
+            f"$JS.API.CONSUMER.CREATE.{OBJ_STREAM}",
+            f"$JS.API.CONSUMER.CREATE.{OBJ_STREAM}.>",
+            f"$JS.API.CONSUMER.DELETE.{OBJ_STREAM}.>",
         ),
         subscribe_allow=(
             subjects.runner_subject(node_id, "launch"),
@@ -149,14 +160,25 @@ _PROTECTED_STREAMS = (
     *(spec.name for spec in ALL_STREAMS),
     *(f"KV_{bucket}" for bucket in (subjects.RUNNERS_BUCKET, KEYS_BUCKET, FORGOTTEN_BUCKET)),
 )
-WRITER_JETSTREAM_DENIED = (
-    "$JS.API.STREAM.DELETE.>",
-    "$JS.API.STREAM.UPDATE.>",
-    *(f"$JS.API.STREAM.PURGE.{name}" for name in _PROTECTED_STREAMS
-      if name not in _FORGET_PURGES),
-    *(f"$JS.API.STREAM.MSG.DELETE.{name}" for name in _PROTECTED_STREAMS
-      if name not in _FORGET_DELETES),
-)
+
+
+
+def jetstream_denied(service: str, publishes: tuple[str, ...]) -> tuple[str, ...]:
+    """What a service may not do with the JetStream API: delete or change a stream, or
+    purge one or delete from one, but where its work needs it: the timeline-writer's
+    forget (above), and deleting saved checkouts (the object store's chunks are purged by
+    subject) for the rows that send to it (CONTRACT.md 6)."""
+    purges, deletes = set(), set()
+    if service == "timeline-writer":
+        purges, deletes = set(_FORGET_PURGES), set(_FORGET_DELETES)
+    if channels.WORKTREES.address in publishes:
+        purges.add(OBJ_STREAM)
+    if not purges and not deletes:
+        return JETSTREAM_DENIED
+    protected = (*_PROTECTED_STREAMS, OBJ_STREAM)
+    return ("$JS.API.STREAM.DELETE.>", "$JS.API.STREAM.UPDATE.>",
+            *(f"$JS.API.STREAM.PURGE.{name}" for name in protected if name not in purges),
+            *(f"$JS.API.STREAM.MSG.DELETE.{name}" for name in protected if name not in deletes))
 
 
 def service_user_name(service: str) -> str:
@@ -172,8 +194,7 @@ def service_permissions(service: str) -> Permissions:
         publish_allow=(*publishes, *jetstream),
         subscribe_allow=(*subscribes, inbox, "$SRV.>"),
         # Forgetting an instance is the operator's request alone, whatever else may be asked.
-        publish_deny=(*(WRITER_JETSTREAM_DENIED if service == "timeline-writer"
-                        else JETSTREAM_DENIED), subjects.API_INSTANCES_FORGET),
+        publish_deny=(*jetstream_denied(service, publishes), subjects.API_INSTANCES_FORGET),
         # Answers to its requests, to $SRV discovery and to callers with any inbox.
         allow_responses=True,
     )

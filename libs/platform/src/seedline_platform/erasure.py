@@ -134,3 +134,17 @@ async def scrub_streams(js, instance_id: str, belongs: Callable[[bytes], bool]) 
                     found += 1
         removed[stream] = found
     return removed
+
+
+
+async def delete_saved_objects(js, instance_id: str) -> int:
+    """Delete every saved checkout and engine record of a forgotten instance (CONTRACT.md
+    Erasure, 6): sealed with keys derived from its destroyed key, and gone besides. Returns
+    how many objects went."""
+    from seedline_contracts import subjects
+
+    from .saved_objects import delete_objects, object_names
+
+    names = await object_names(js, subjects.worktree_prefix(instance_id))
+    await delete_objects(js, names)
+    return len(names)

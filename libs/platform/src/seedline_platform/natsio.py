@@ -132,6 +132,19 @@ async def ensure_runners_bucket(js: JetStreamContext, replicas: int = 1):
         )
 
 
+async def ensure_worktrees_bucket(js: JetStreamContext, replicas: int = 1):
+    """The object store machines save conversations' checkouts to (CONTRACT.md 6)."""
+    try:
+        return await js.object_store(subjects.WORKTREES_BUCKET)
+    except Exception:
+        try:
+            return await js.create_object_store(subjects.WORKTREES_BUCKET, js_api.ObjectStoreConfig(
+                storage=js_api.StorageType.FILE, replicas=replicas,
+                description="Conversations' saved working trees and engine records, sealed"))
+        except Exception:  # another copy made it first
+            return await js.object_store(subjects.WORKTREES_BUCKET)
+
+
 @dataclass(frozen=True)
 class DurabilityReport:
     problems: tuple[str, ...]

@@ -27,7 +27,9 @@ from typing import Protocol
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
+from seedline_contracts.sealed_objects import derive_key
 from seedline_contracts.tokens import escape_token, unescape_token
+from seedline_contracts.worktrees import SealKey
 
 from .routing import check_send
 
@@ -201,6 +203,23 @@ class Sealer:
 
     def forget(self, instance_id: str) -> None:
         self._rings.pop(instance_id, None)
+
+    async def object_key(self, instance_id: str, session_id: str,
+                         version: int | None = None) -> SealKey | None:
+        """The key of one conversation's saved objects (seedline_contracts.sealed_objects),
+        from the instance key's `version` (default: the current one, made when there is
+        none yet); None when that version is gone (the instance was forgotten). Objects are
+        sealed whatever `enabled` says: a machine's checkout is never stored in the clear."""
+        ring = await self._ring(instance_id, create=version is None)
+        if ring is None:
+            return None
+        version = ring.current if version is None else version
+        if version not in ring.keys:
+            self.forget(instance_id)  # a rotation elsewhere: read the ring again
+            ring = await self._ring(instance_id, create=False)
+            if ring is None or version not in ring.keys:
+                return None
+        return derive_key(ring.keys[version], version, instance_id, session_id)
 
     async def seal(self, instance_id: str, text: str) -> str:
         if not self.enabled:

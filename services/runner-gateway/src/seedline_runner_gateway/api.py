@@ -119,6 +119,13 @@ class GatewayApi:
         except (TokenError, ValueError):
             log.warning("runner_event_unreadable", subject=msg.subject)
             return
+        if event.type == "exited" and event.worktree is not None:
+            # What the machine saved as the conversation stopped, however it stopped (its
+            # stop reply told it too when the platform asked: recorded once).
+            held = await self._state.held(event.session_id)
+            if held is not None and held.node_id == node_id:
+                await self._stopper.saved(held.conversation, node_id, event.worktree)
+            return
         if event.type == "resume_lost":
             held = await self._settled(event.session_id, node_id)
             await self._resume_lost.record(held, node_id, event.session_id, event.reason)

@@ -27,6 +27,7 @@ from .postgres_state import PostgresGatewayState
 from .presence import KvPresence
 from .repo_turns import PostgresRepoTurns
 from .routes import routes
+from .saved_objects import ObjectStoreKept
 
 # Its own tables: a forgotten instance's rows go (Erasure).
 FORGET_STATEMENTS = (
@@ -47,6 +48,7 @@ class GatewayApp(ServiceApp):
     async def build(self) -> Parts:
         s = self.settings
         await natsio.ensure_runners_bucket(self.js, replicas=s.stream_replicas)
+        await natsio.ensure_worktrees_bucket(self.js, replicas=s.stream_replicas)
         state = PostgresGatewayState(self.pool)
         await state.setup()
         sealer = sealer_for(self.js, s)
@@ -57,6 +59,7 @@ class GatewayApp(ServiceApp):
             stream_end=functools.partial(last_seq, self.js, subjects.SESSIONS_STREAM),
             recorded_reply=self._recorded_reply,
             repo_turns=PostgresRepoTurns(self.pool),  # shared by every copy
+            saved_objects=ObjectStoreKept(self.js, functools.partial(_repo_of, state)),
             sealer=sealer, metrics=self.metrics, js=self.js,
             drop_forgotten=erasure.dropping(self.pool, FORGET_STATEMENTS, sealer),
         ))
@@ -66,6 +69,11 @@ class GatewayApp(ServiceApp):
     async def _recorded_reply(self, session_id: str) -> OpenReply | None:
         opened = await newest_event(self.js, session_id, Opened)
         return opened.reply if opened is not None else None
+
+
+async def _repo_of(state, session_id: str) -> str | None:
+    held = await state.held(session_id)
+    return held.conversation.repo if held is not None else None
 
 
 def create_app(settings: Settings) -> GatewayApp:

@@ -27,6 +27,7 @@ from .reaper import Reaper
 from .reconcile import Reconciler
 from .repo_turns import LocalRepoTurns, RepoTurns
 from .resume_lost import ResumeLostRecorder
+from .saved_objects import KeptInMemory, SavedObjectsKept
 from .state import GatewayState
 from .stopping import Stopper
 from .turns import TimelineFollower
@@ -49,6 +50,8 @@ class Ports:
     # The reply an open's `opened` event recorded, or None.
     recorded_reply: Callable[[str], Awaitable[OpenReply | None]]
     repo_turns: RepoTurns = field(default_factory=LocalRepoTurns)
+    # Trims the saved checkouts as new saves are recorded.
+    saved_objects: SavedObjectsKept = field(default_factory=KeptInMemory)
     sealer: Sealer = field(default_factory=unsealed)
     metrics: ServiceMetrics = field(default_factory=lambda: ServiceMetrics(NAME))
     clock: Callable[[], str] = now_text
@@ -75,7 +78,7 @@ class Parts:
 
 def bootstrap(settings: Settings, ports: Ports) -> Parts:
     fold = LifecycleFold(ports.state, ports.stream_end)
-    stopper = Stopper(ports)
+    stopper = Stopper(ports, ports.saved_objects)
     reconciler = Reconciler(ports.state, stopper, fold.caught_up)
     presence = ports.presence(reconciler)
     outcomes = LaunchOutcomes(ports, stopper, fold.caught_up)

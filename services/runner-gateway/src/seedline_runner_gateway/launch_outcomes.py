@@ -10,9 +10,16 @@ from typing import TYPE_CHECKING
 from collections.abc import Awaitable, Callable
 
 from seedline_contracts.errors import ErrorBody
-from seedline_contracts.events import OpenFailed, Opened, Relocated, SeedComposed
+from seedline_contracts.events import (
+    LaunchPlan,
+    OpenFailed,
+    Opened,
+    Relocated,
+    SeedComposed,
+    WorktreeApplied,
+)
 from seedline_contracts.runner import LaunchReply
-from seedline_contracts.sessions import OpenReply, RunnerOfflineNotification
+from seedline_contracts.sessions import Carried, OpenReply, RunnerOfflineNotification
 from seedline_core import lifecycle as lc
 from seedline_core.notices import wake_offline_text
 from seedline_platform.logging import get_logger
@@ -32,6 +39,24 @@ class LaunchFailed(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+def carried_of(plan: LaunchPlan, launch: LaunchReply, to_label: str) -> Carried | None:
+    """What came along with the launch, as its machine told (CONTRACT.md 6); None when it
+    carried nothing."""
+    work = plan.carry
+    if work is None:
+        return None
+    tree, applied = work.worktree, launch.worktree
+    return Carried(
+        from_node=work.node_id, from_label=work.label,
+        files=tree.snapshot.files if tree.snapshot else 0,
+        left_out=[item.path for item in tree.left_out],
+        applied=bool(applied and applied.applied),
+        reason=applied.reason if applied else "unreadable",
+        sentence=applied.sentence if applied and applied.sentence else
+        f"{to_label} did not say what it did with the working tree saved on {work.label}.",
+        record_placed=bool(launch.record_placed))
 
 
 class LaunchOutcomes:
@@ -90,7 +115,7 @@ class LaunchOutcomes:
             moved_from = held.node_id if held is not None else plan.relocation_from
             if (held is not None and held.state is lc.State.LIVE and moved_from != plan.node_id
                     and composed.session_id not in stopped_before):
-                await self._machines.stop(moved_from, composed.session_id, "relocated")
+                await self._stopper.tell_machine(held, "relocated")
             event = Relocated(session_id=composed.session_id, at=now, from_node_id=moved_from,
                               to_node_id=plan.node_id, reply=reply, engine=plan.engine,
                               engine_session_id=launch.engine_session_id)
@@ -99,9 +124,15 @@ class LaunchOutcomes:
                            engine_session_id=launch.engine_session_id)
         # The replaced ones' stops and this outcome in one window, in that order; the
         # machines are told after, so the person's reply does not wait on them.
+        arrived = []
+        if plan.carry is not None:
+            arrived.append(event_message(WorktreeApplied(
+                session_id=composed.session_id, at=now, node_id=plan.node_id,
+                from_node=plan.carry.node_id, worktree=launch.worktree,
+                record_placed=bool(launch.record_placed))))
         await self._publisher.publish([
             *(self._stopper.record(previous, "superseded", now) for previous in superseded),
-            event_message(event),
+            *arrived, event_message(event),
         ])
         for previous in superseded:
             await self._stopper.tell_machine(previous, "superseded")

@@ -22,11 +22,13 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from seedline_contracts.events import SeedComposed
+from seedline_contracts.events import LaunchPlan, SeedComposed
 from seedline_contracts.runner import LaunchReply, LaunchRequest, LaunchResume, Seed
+from seedline_contracts.worktrees import Carry
 from seedline_contracts.sessions import NoticeBody, OpenReply
 from seedline_core import lifecycle as lc
 from seedline_core.notices import (
+    carried_sentence,
     error_message,
     launch_refused_for_instance,
     offline_text,
@@ -35,7 +37,7 @@ from seedline_core.notices import (
 from seedline_core.outcome import decide_outcome
 from seedline_platform.logging import get_logger
 
-from .launch_outcomes import LaunchFailed, LaunchOutcomes
+from .launch_outcomes import LaunchFailed, LaunchOutcomes, carried_of
 from .machine_calls import MachineUnreachable
 from .presence import PresenceView
 from .reconcile import Reconciler
@@ -135,7 +137,9 @@ class Launcher:
             session_id=composed.session_id, instance_id=plan.instance_id, repo=plan.repo,
             engine=plan.engine, resume=resume, seed=seed,
             instruction=await self._opened(plan.instruction),
-            fence=composed.decided_seq,
+            fence=composed.decided_seq, carry=await self._carry(plan),
+            # What the machine saves of this conversation is sealed with this key.
+            seal=await self._sealer.object_key(plan.instance_id, composed.session_id),
         )
         if replaced is not None and plan.engine in presence.engines:
             # The machine can take it: what it replaces ends first, so no moment has two.
@@ -154,14 +158,32 @@ class Launcher:
         outcome, resumed, seeded = decide_outcome(
             launch.resumed_conversation, launch.seeded, seed is not None, plan.continuity.mode
         )
-        notice = open_notice(outcome, plan.continuity.reason)
+        carried = carried_of(plan, launch, presence.label)
+        notice = open_notice(outcome, plan.continuity.reason,
+                             carried=carried_sentence(carried) if carried else None)
         return OpenReply(
             session_id=composed.session_id, node_id=plan.node_id, resumed=resumed, seeded=seeded,
             outcome=outcome.value, continuity=plan.continuity,
             # The receipt says whether the engine was given the brief: `seeded`.
             brief=msgspec.structs.replace(composed.brief, spent=seeded) if seed else None,
-            notice=NoticeBody(**notice.to_wire()),
+            notice=NoticeBody(**notice.to_wire()), carried=carried,
         ), launch
+
+    async def _carry(self, plan: LaunchPlan) -> Carry | None:
+        """What the launch takes along of the repo's previous conversation (CONTRACT.md 6):
+        its saved tree, and its engine's record when it ran on the same engine; with the
+        key the machine opens them with."""
+        work = plan.carry
+        if work is None:
+            return None
+        tree = work.worktree
+        key = None
+        if tree.key_version is not None:
+            key = await self._sealer.object_key(plan.instance_id, work.session_id,
+                                                tree.key_version)
+        same_engine = work.engine == plan.engine
+        return Carry(from_node=work.node_id, from_label=work.label, worktree=tree,
+                     engine_record=tree.engine_record if same_engine else None, key=key)
 
     async def _stop_replaced(self, composed: SeedComposed, held: Held | None) -> list[Held]:
         """Stop the repo's other live conversations (`superseded`) before the launch; a
@@ -170,7 +192,7 @@ class Launcher:
         if plan.relocation:
             if held is None or held.state is not lc.State.LIVE or held.node_id == plan.node_id:
                 return []
-            await self._machines.stop(held.node_id, composed.session_id, "relocated")
+            await self._stopper.tell_machine(held, "relocated")
             return [held]
         if composed.decided_seq is None:
             return []

@@ -14,7 +14,7 @@ import msgspec
 import nats.errors
 from nats.aio.client import Client
 
-from seedline_contracts import subjects
+from seedline_contracts import channels, subjects
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.runner import (
     LaunchReply,
@@ -24,8 +24,10 @@ from seedline_contracts.runner import (
     TurnReply,
     TurnRequest,
 )
+from seedline_contracts.worktrees import SavedTree
 from seedline_platform.logging import get_logger
 from seedline_platform.observability import trace_headers
+from seedline_platform.routing import check_send
 
 log = get_logger(__name__)
 
@@ -41,9 +43,10 @@ class Machines:
 
     async def turn(self, node_id: str, request: TurnRequest) -> TurnReply: ...
 
-    async def stop(self, node_id: str, session_id: str, reason: str) -> bool:
-        """Ask the machine to stop a conversation; a machine that does not answer is
-        logged, never fatal. True when it stopped one."""
+    async def stop(self, node_id: str, session_id: str, reason: str) -> RunnerStopReply | None:
+        """Ask the machine to stop a conversation: its answer (did it stop one, and what did
+        it save of the checkout), or None from a machine that did not answer (logged,
+        never fatal)."""
         ...
 
 
@@ -53,6 +56,7 @@ class NatsMachines(Machines):
         self._timeout = timeout
 
     async def _ask(self, node_id: str, verb: str, body: object, reply_type: type):
+        check_send(subjects.runner_subject(node_id, verb))
         try:
             msg = await self._nc.request(
                 subjects.runner_subject(node_id, verb), encode(body), timeout=self._timeout,
@@ -72,16 +76,15 @@ class NatsMachines(Machines):
     async def turn(self, node_id: str, request: TurnRequest) -> TurnReply:
         return await self._ask(node_id, "turn", request, TurnReply)
 
-    async def stop(self, node_id: str, session_id: str, reason: str) -> bool:
+    async def stop(self, node_id: str, session_id: str, reason: str) -> RunnerStopReply | None:
         try:
-            reply = await self._ask(
+            return await self._ask(
                 node_id, "stop", RunnerStopRequest(session_id=session_id, reason=reason),
                 RunnerStopReply,
             )
         except MachineUnreachable:
             log.warning("stop_not_delivered", session_id=session_id, node_id=node_id)
-            return False
-        return reply.stopped
+            return None
 
 
 @dataclass
@@ -97,8 +100,11 @@ class FakeMachines(Machines):
     turns: list[tuple[str, TurnRequest]] = field(default_factory=list)
     stops: list[tuple[str, str, str]] = field(default_factory=list)
     hosting: dict[str, set[str]] = field(default_factory=dict)
+    # What each machine says it saved when it stops a conversation there.
+    saves: dict[str, SavedTree] = field(default_factory=dict)
 
     async def launch(self, node_id: str, request: LaunchRequest) -> LaunchReply:
+        check_send(channels.RUNNER_LAUNCH.subject(node=node_id))
         if node_id not in self.online:
             raise MachineUnreachable(node_id)
         self.launches.append((node_id, request))
@@ -108,14 +114,18 @@ class FakeMachines(Machines):
         return reply
 
     async def turn(self, node_id: str, request: TurnRequest) -> TurnReply:
+        check_send(channels.RUNNER_TURN.subject(node=node_id))
         if node_id not in self.online:
             raise MachineUnreachable(node_id)
         self.turns.append((node_id, request))
         return TurnReply(accepted=request.session_id in self.hosting.get(node_id, set()))
 
-    async def stop(self, node_id: str, session_id: str, reason: str) -> bool:
+    async def stop(self, node_id: str, session_id: str, reason: str) -> RunnerStopReply | None:
+        check_send(channels.RUNNER_STOP.subject(node=node_id))
         self.stops.append((node_id, session_id, reason))
+        if node_id not in self.online:
+            return None
         hosted = self.hosting.get(node_id, set())
         was = session_id in hosted
         hosted.discard(session_id)
-        return was and node_id in self.online
+        return RunnerStopReply(stopped=was, worktree=self.saves.get(node_id) if was else None)

@@ -10,6 +10,7 @@ from seedline_contracts import subjects
 from seedline_contracts.codec import encode
 from seedline_contracts.sessions import Notification, RunnerOfflineNotification
 from seedline_core.notices import runner_offline_notice_text
+from seedline_platform.routing import check_send
 
 
 def machine_offline(session_id: str, node_id: str, label: str | None):
@@ -35,6 +36,7 @@ class NatsNotifier:
     async def notify(self, instance_id: str, notification: Notification,
                      notice_id: str | None = None) -> None:
         headers = {"Nats-Msg-Id": notice_id[:256]} if notice_id else None
+        check_send(subjects.notify_subject(instance_id))
         await self._nc.publish(subjects.notify_subject(instance_id), encode(notification),
                                headers=headers)
 
@@ -45,6 +47,7 @@ class RecordingNotifier:
 
     async def notify(self, instance_id: str, notification: Notification,
                      notice_id: str | None = None) -> None:
+        check_send(subjects.notify_subject(instance_id))
         self.sent.append((instance_id, notification))
 
     def kinds(self) -> list[str]:

@@ -14,6 +14,8 @@ from seedline_contracts.events import (
     SessionEvent,
     Stopped,
     WakeRequested,
+    WorktreeApplied,
+    WorktreeSaved,
 )
 from seedline_contracts.runner import RunnerEvent
 from seedline_contracts.timeline import TimelineEntry
@@ -28,8 +30,9 @@ from .presence import KvPresence
 from .reaper import Reaper
 from .turns import TimelineFollower
 
-# Ending a conversation records it, asks its machine and tells its people (stopping.py).
-ENDING = (Stopped, channels.RUNNER_STOP, channels.NOTIFY)
+# Ending a conversation records it, asks its machine and tells its people; what the
+# machine saved of its checkout is recorded and the older saves trimmed (stopping.py).
+ENDING = (Stopped, channels.RUNNER_STOP, channels.NOTIFY, WorktreeSaved, channels.WORKTREES)
 
 
 def routes(settings: Settings) -> tuple[Route, ...]:
@@ -38,11 +41,14 @@ def routes(settings: Settings) -> tuple[Route, ...]:
                     # A launch waits for its machine, and a relocation for two.
                     ack_wait=settings.launch_timeout_seconds * 3 + 30,
                     description="Launches each composed open on its machine (CONTRACT.md 6).",
-                    sends=(channels.RUNNER_LAUNCH, Opened, Relocated, OpenFailed, *ENDING)),
+                    # The machine is given keys of the instance's objects (made on first use).
+                    sends=(channels.RUNNER_LAUNCH, Opened, Relocated, OpenFailed,
+                           WorktreeApplied, channels.KEY_RINGS, *ENDING)),
         Route(Kind.MESSAGE, channels.RUNNER_EVENTS.filter, GatewayApi.on_runner_event,
               message=RunnerEvent,
               description="engine_bound, resume_lost and exited from machines (6).",
-              sends=(EngineBound, ResumeLost, channels.NOTIFY)),
+              sends=(EngineBound, ResumeLost, channels.NOTIFY, WorktreeSaved,
+                     channels.WORKTREES)),
         Route.request(channels.SESSIONS_STOP, GatewayApi.stop,
                       description="Stop a live conversation (CONTRACT.md 4, 4.1).",
                       sends=ENDING),
@@ -65,7 +71,7 @@ def routes(settings: Settings) -> tuple[Route, ...]:
               sends=ENDING),
         Route(Kind.LOOP, "every SEEDLINE_IDLE_SWEEP_SECONDS", Reaper.run,
               description="Stops conversations idle longer than SEEDLINE_IDLE_STOP_MINUTES.",
-              sends=(Reaped, channels.RUNNER_STOP, channels.NOTIFY)),
+              sends=(Reaped, *ENDING)),
         erasure.route("its rows"),
     )
 

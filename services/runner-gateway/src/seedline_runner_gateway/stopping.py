@@ -13,11 +13,17 @@ from typing import TYPE_CHECKING
 
 from collections.abc import Callable
 
-from seedline_contracts.events import Reaped, Stopped
+import hashlib
+
+from seedline_contracts.codec import encode
+from seedline_contracts.events import Reaped, Stopped, WorktreeSaved
+from seedline_contracts.worktrees import SavedTree
+from seedline_core import lifecycle as lc
 from seedline_contracts.sessions import Notification
 from seedline_platform.logging import get_logger
 from seedline_platform.publishing import Outgoing, event_message
 
+from .saved_objects import SavedObjectsKept
 from .state import Held
 
 if TYPE_CHECKING:
@@ -27,11 +33,13 @@ log = get_logger(__name__)
 
 
 class Stopper:
-    def __init__(self, ports: Ports) -> None:
+    def __init__(self, ports: Ports, saves: SavedObjectsKept) -> None:
+        self._state = ports.state
         self._publisher = ports.publisher
         self._machines = ports.machines
         self._notifier = ports.notifier
         self._clock = ports.clock
+        self._saves = saves
 
     async def end(
         self, held: Held, reason: str, notice: Callable[[str], Notification] | None = None,
@@ -64,8 +72,22 @@ class Stopper:
         return event_message(event, f"stopped:{c.session_id}:{c.confirmed_at}")
 
     async def tell_machine(self, held: Held, reason: str, ask_machine: bool = True) -> None:
-        """After the record: the machine is asked to stop the engine."""
+        """After the record: the machine is asked to stop the engine, and what it saved of
+        the checkout as it stopped is recorded."""
         c = held.conversation
         if ask_machine and c.node_id:
-            await self._machines.stop(c.node_id, c.session_id, reason)
+            reply = await self._machines.stop(c.node_id, c.session_id, reason)
+            if reply is not None and reply.worktree is not None:
+                await self.saved(c, c.node_id, reply.worktree)
         log.info("conversation_stopped", session_id=c.session_id, reason=reason)
+
+    async def saved(self, c: lc.Conversation, node_id: str, tree: SavedTree) -> None:
+        """Record what a machine saved of a conversation's checkout (CONTRACT.md 6): told in
+        its stop reply and again in its `exited` event, recorded once."""
+        label = await self._state.label(node_id) or node_id
+        event = WorktreeSaved(session_id=c.session_id, at=self._clock(), node_id=node_id,
+                              label=label, instance_id=c.instance_id, repo=c.repo,
+                              engine=c.engine, worktree=tree)
+        once = hashlib.sha256(encode(tree)).hexdigest()[:32]
+        await self._publisher.publish([event_message(event, f"worktree_saved:{once}")])
+        await self._saves.keep_newest(c.instance_id, c.repo, c.session_id)

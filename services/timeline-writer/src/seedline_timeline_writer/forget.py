@@ -62,6 +62,7 @@ class Forgetter:
         await self.drop(record)
         removed = await erasure.scrub_streams(
             self._js, instance, lambda body: names_instance(body, instance))
+        removed[subjects.WORKTREES_BUCKET] = await erasure.delete_saved_objects(self._js, instance)
         log.info("instance_forgotten", instance_id=instance, entries=entries,
                  through_seq=record.through_seq, removed_from_streams=removed)
         return ForgetReply(entries=entries)

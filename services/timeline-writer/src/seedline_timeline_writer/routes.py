@@ -38,7 +38,7 @@ def routes(settings: Settings) -> tuple[Route, ...]:
         Route.request(channels.INSTANCES_FORGET, Forgetter.handle,
                       description="Forget an instance: destroy its key, drop its rows "
                                   "(Erasure).",
-                      sends=(channels.ERASURES, channels.KEY_RINGS)),
+                      sends=(channels.ERASURES, channels.KEY_RINGS, channels.WORKTREES)),
         Route.event(SeedComposed, LaunchRecorder.record, durable="timeline-writer-launches",
                     description="Which conversation was launched on which machine "
                                 "(CONTRACT.md 6)."),
