@@ -20,6 +20,7 @@ import pytest
 from seedline_contracts import subjects
 from seedline_continuity_resolver.app import create_app as create_resolver
 from seedline_devtools.testing import request, running, with_plan_opened
+from seedline_runner.checkouts import Checkouts
 from seedline_runner.engines.scripted import ScriptedEngine
 from seedline_runner.runner import Runner
 from seedline_runner_gateway.app import create_app as create_gateway
@@ -64,10 +65,12 @@ class System:
         return reply["seq"]
 
     async def start_runner(self, node_id: str = "mac-mini-1", label: str = "Mac mini",
-                           engine: ScriptedEngine | None = None) -> ScriptedEngine:
+                           engine: ScriptedEngine | None = None,
+                           checkouts: Checkouts = Checkouts()) -> ScriptedEngine:
         engine = engine or ScriptedEngine()
         nc = await nats.connect(self.settings.nats_url)
-        runner = Runner(nc, node_id, label, {"scripted": engine}, presence_interval=1.0)
+        runner = Runner(nc, node_id, label, {"scripted": engine}, presence_interval=1.0,
+                        checkouts=checkouts)
         await runner.start()
         self.runners[node_id] = (runner, nc)
 
