@@ -31,6 +31,7 @@ from seedline_platform.replay import newest_values
 from seedline_devtools.embedded import NatsProcess, nats_server_binary, start_nats
 from seedline_platform.settings import Settings
 from seedline_devtools.testing import request, running
+from seedline_runner.checkouts import Checkouts
 from seedline_runner.engines.scripted import ScriptedEngine
 from seedline_runner.runner import Runner
 from seedline_runner_gateway.app import create_app as create_gateway
@@ -163,16 +164,20 @@ def test_a_runners_permissions_name_only_its_own_escaped_subjects():
         f"seedline.runner.{token}.launch", f"seedline.runner.{token}.turn",
         f"seedline.runner.{token}.stop", f"_INBOX_{token}.>",
     )
-    assert perms.publish_allow == (
+    own = (
         f"seedline.ingest.runner.{token}", f"seedline.ingest.runner.{token}.*",
         f"seedline.runner.{token}.events",
         f"$KV.seedline_runners.{key}", "$JS.API.STREAM.INFO.KV_seedline_runners",
         f"$JS.API.DIRECT.GET.KV_seedline_runners.$KV.seedline_runners.{key}",
     )
+    assert perms.publish_allow[:len(own)] == own
+    # Beyond those, only the object store of saved checkouts, whose objects are sealed
+    # with keys only a conversation's own launch gives a machine (CONTRACT.md 6).
+    assert all("seedline_worktrees" in subject for subject in perms.publish_allow[len(own):])
     assert perms.allow_responses
     # No wildcard anywhere but the tail of its own inbox, and the instance token of its
     # own ingest subject (the writer checks the entry against its launches).
-    for subject in perms.publish_allow[2:] + perms.subscribe_allow[:-1]:
+    for subject in own[2:] + perms.subscribe_allow[:-1]:
         assert "*" not in subject.split(".") and ">" not in subject.split(".")
 
 
@@ -417,7 +422,9 @@ async def test_a_runner_under_its_own_user_completes_a_briefed_open_and_a_turn(
         a = await secure_nats.runner(A, a_violations)
         stack.push_async_callback(a.close)
         engine = ScriptedEngine()
-        runner = Runner(a, A, "Mac mini", {"scripted": engine}, presence_interval=1.0)
+        mac, linux = two_clones(tmp_path, "apps/chess-academy")
+        runner = Runner(a, A, "Mac mini", {"scripted": engine}, presence_interval=1.0,
+                        checkouts=Checkouts(repos_dir=mac))
         await runner.start()
         stack.push_async_callback(runner.stop)  # a no-op once stopped below
         base = {"instance_id": "bd43f4de", "repo": "apps/chess-academy"}
@@ -447,9 +454,24 @@ async def test_a_runner_under_its_own_user_completes_a_briefed_open_and_a_turn(
         assert brief["text"] in engine.prompts[0][1] and engine.prompts[1][1] == "and castling?"
         kv = await svc.jetstream().key_value(subjects.RUNNERS_BUCKET)
         assert json.loads((await kv.get(subjects.presence_key(A))).value)["node_id"] == A
+        # The engine's work moves to machine B with the conversation: A saves it to the
+        # object store as it stops, B reads it there, each under its own user.
+        (mac / "apps/chess-academy" / "castle.py").write_text("def castle(): ...\n")
+        b_violations = Violations()
+        b = await secure_nats.runner(B, b_violations)
+        stack.push_async_callback(b.close)
+        runner_b = Runner(b, B, "Linux box", {"scripted": ScriptedEngine()},
+                          presence_interval=1.0, checkouts=Checkouts(repos_dir=linux))
+        await runner_b.start()
+        stack.push_async_callback(runner_b.stop)
+        moved = await request(svc, subjects.API_SESSIONS_RELOCATE,
+                              {"session_id": opened["session_id"], "node_id": B}, timeout=20)
+        assert moved["ok"] and moved["carried"]["applied"], moved
+        assert (linux / "apps/chess-academy" / "castle.py").read_text() == "def castle(): ...\n"
         stopped = await request(svc, subjects.API_SESSIONS_STOP,
                                 {"session_id": opened["session_id"], "reason": "done"})
         assert stopped == {"ok": True, "stopped": True}, stopped
+        await runner_b.stop()
         await runner.stop()  # deletes its presence key, publishes its events
 
         async def offline():
@@ -463,8 +485,31 @@ async def test_a_runner_under_its_own_user_completes_a_briefed_open_and_a_turn(
         await a.flush()
     # The whole protocol ran without one refused publish or subscription, by
     # the runner or by any service (the server logs every violation).
-    assert a_violations.seen == [] and service_violations.seen == []
+    assert a_violations.seen == [] and b_violations.seen == [] and service_violations.seen == []
     assert "Violation" not in secure_nats.process.log_path.read_text()
+
+
+def two_clones(tmp_path: Path, repo: str) -> tuple[Path, Path]:
+    """Repos folders of two machines, each with a clone of one repo."""
+    git_env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.invalid",
+               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.invalid"}
+
+    def git(cwd: Path, *args: str) -> None:
+        subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, env=git_env)
+
+    origin, seed = tmp_path / "origin.git", tmp_path / "seed"
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", str(origin))
+    git(tmp_path, "clone", "-q", str(origin), str(seed))
+    (seed / "board.py").write_text("BOARD = 8\n")
+    git(seed, "add", ".")
+    git(seed, "commit", "-qm", "first")
+    git(seed, "push", "-q", "origin", "main")
+    folders = []
+    for machine in ("mac", "linux"):
+        (tmp_path / machine / repo).parent.mkdir(parents=True)
+        git(tmp_path, "clone", "-q", str(origin), str(tmp_path / machine / repo))
+        folders.append(tmp_path / machine)
+    return folders[0], folders[1]
 
 
 async def _wait_for(probe, timeout: float = 15.0):

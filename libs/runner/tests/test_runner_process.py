@@ -476,7 +476,8 @@ async def test_stop_ends_the_conversation_and_says_it_exited(nc, start_runner, e
     stopped_again = await ask(nc, "stop", {"session_id": "csess_1", "reason": "idle"})
     late_turn = await ask(nc, "turn", {"session_id": "csess_1", "seq": 3, "content": "hi"})
 
-    assert (stopped, stopped_again) == ({"stopped": True}, {"stopped": False})
+    assert (stopped, stopped_again) == ({"stopped": True, "worktree": None},
+                                        {"stopped": False, "worktree": None})
     assert late_turn["accepted"] is False
     assert runner.live_conversations == []
     await eventually(lambda: any(e["type"] == "exited" for e in events))

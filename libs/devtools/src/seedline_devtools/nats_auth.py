@@ -110,6 +110,7 @@ def runner_permissions(node_id: str) -> Permissions:
             # key, which only the launch of that conversation gives a machine.
             f"$O.{subjects.WORKTREES_BUCKET}.>",
             f"$JS.API.STREAM.INFO.{OBJ_STREAM}",
+            "$JS.API.STREAM.NAMES",  # a read of an object finds its stream by subject
             f"$JS.API.STREAM.MSG.GET.{OBJ_STREAM}",
             f"$JS.API.DIRECT.GET.{OBJ_STREAM}.>",
             f"$JS.API.CONSUMER.CREATE.{OBJ_STREAM}",

@@ -30,7 +30,6 @@ from seedline_contracts.runner import (
     LaunchReply,
     LaunchRequest,
     RunnerEvent,
-    RunnerStopReply,
     RunnerStopRequest,
     TurnRequest,
 )
@@ -399,8 +398,9 @@ class Runner:
             await _answer(msg, {"stopped": False, "reason": reason})
             return
         ended = await self._end(request.session_id)
-        await _answer(msg, RunnerStopReply(stopped=ended is not None,
-                                           worktree=ended.worktree if ended else None))
+        # `worktree` null: it did not run in a checkout, or was not running here.
+        await _answer(msg, {"stopped": ended is not None,
+                            "worktree": ended.worktree if ended else None})
         if ended is not None:
             await self._presence.beat()
 

@@ -43,6 +43,7 @@ from seedline_timeline_view import RepoHead
 from .answers import Answer, Answers, refused
 from .before_message import previous_before
 from .catch_up import CatchUp
+from .machines import stateless_engines
 from .repository import SESSIONS, TIMELINE
 
 if TYPE_CHECKING:
@@ -143,7 +144,7 @@ class Opener:
         decided = core.decide(
             core.OpenRequest(
                 engine=request.engine, node_id=request.node_id, force_fresh=request.force_fresh,
-                runner_stateless_engines=await self._machines.stateless_engines(request.node_id),
+                runner_stateless_engines=await stateless_engines(self._machines, request.node_id),
             ),
             previous, now, self._decision,
         )
@@ -206,8 +207,9 @@ class Opener:
             return refused("invalid_request", f"That conversation {still}.")
         if verdict.kind == "unchanged" and row.last_reply is not None:
             return msgspec.Raw(row.last_reply)
-        if target.state is lc.State.LIVE:
-            # Stopped first: its machine saves the checkout and the engine's record as it
+        if target.state is lc.State.LIVE and await self._machines.presence(request.node_id):
+            # Stopped first (when it can go: a relocation to a machine that is offline
+            # fails and leaves it where it is): its machine saves the checkout and the engine's record as it
             # stops, and the decision, the brief and the launch are made from that save
             # (CONTRACT.md 4, 6). The old machine is always stopped before the new launch.
             await self._stop(request.session_id, "relocated")
