@@ -173,7 +173,8 @@ def test_a_runners_permissions_name_only_its_own_escaped_subjects():
     assert perms.publish_allow[:len(own)] == own
     # Beyond those, only the object store of saved checkouts, whose objects are sealed
     # with keys only a conversation's own launch gives a machine (CONTRACT.md 6).
-    assert all("seedline_worktrees" in subject for subject in perms.publish_allow[len(own):])
+    assert all("seedline_worktrees" in subject or subject == "$JS.API.STREAM.NAMES"
+               for subject in perms.publish_allow[len(own):])
     assert perms.allow_responses
     # No wildcard anywhere but the tail of its own inbox, and the instance token of its
     # own ingest subject (the writer checks the entry against its launches).
