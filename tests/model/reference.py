@@ -331,6 +331,10 @@ class Model:
             expected.events.append(("open_failed", session_id, None))
             return
         c = self.by_id[session_id]
+        if c.state == "live":
+            # Stopped first, so its machine saves its checkout before the new launch
+            # (CONTRACT.md 4, 6).
+            expected.events.append(("stopped", session_id, "relocated"))
         self._supersede(c.instance_id, c.repo, session_id, expected)
         c.state, c.node_id, c.confirmed_at = "live", node_id, self.tick()
         c.key, c.key_given = (node_id, self.generation[node_id]), False
