@@ -25,12 +25,15 @@ from . import up_state
 from .config import safe_url
 from .monitor import subscribed
 from .runners_cmd import read_presence
+from .surfaces import WEB, down_text, unavailable
 
 # The four services of the contract (CONTRACT.md, Processes); others that answer discovery
-# (the web process, say) are listed too, but the system runs without them.
+# are listed too.
 SERVICES = ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway")
-# Listed always, so a person sees whether it runs; the four work without it.
-WEB = "seedline-web"
+# Listed always, so a person sees whether it runs. It is down, not merely absent, once this
+# system offers it: `seedline up` runs it, or it has run here (its durable consumer, the
+# projection of opens in seedline_web.opens, is named with this prefix and outlives it).
+WEB_CONSUMER_PREFIX = f"{WEB}-"
 
 DISCOVERY_WAIT = 0.75
 STATS_WAIT = 0.5
@@ -65,7 +68,10 @@ class Status:
     # What `seedline up` on SEEDLINE_HOME supervises: restarts and last exit of each process.
     processes: list[dict] | None = None
     monitor_url: str = ""
+    web_offered: bool = False
     problems: list[str] = field(default_factory=list)
+    # Each process found down, with what a person cannot use meanwhile (surfaces.py).
+    unavailable: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,6 +89,7 @@ class Status:
             "consumers": self.consumers,
             "machines": self.machines,
             "processes": self.processes,
+            "unavailable": self.unavailable,
         }
 
 
@@ -259,21 +266,42 @@ async def collect(nc: Client, settings: Settings, database_explicit: bool) -> St
         processes=up_state.read(settings.home),
         monitor_url=settings.nats_monitor_url,
     )
+    status.web_offered = web_offered(status)
+    status.unavailable = down_processes(status)
     status.problems = problems_of(status)
     return status
+
+
+def web_offered(status: Status) -> bool:
+    """`seedline up` runs the web process here, or it has run on this system."""
+    supervised = {p["name"] for p in status.processes or []}
+    return WEB in supervised or any(
+        c["consumer"].startswith(WEB_CONSUMER_PREFIX) for c in status.consumers)
+
+
+def down_processes(status: Status) -> list[dict]:
+    """Every process this system offers that is down now, how, and what is unavailable."""
+    down: dict[str, str] = {}
+    for s in status.services:
+        if not s.up and (s.name in SERVICES or (s.name == WEB and status.web_offered)):
+            down[s.name] = "is not running"
+    for p in status.processes or []:
+        if p.get("state") == "crash loop":
+            down[p["name"]] = f"is in a crash loop (its log: {p['log']})"
+        elif p.get("state") == "restarting" and p["name"] not in down:
+            down[p["name"]] = f"is starting again after it stopped ({p.get('last_exit')})"
+    return [{"process": name, "how": how, "surfaces": unavailable(name)}
+            for name, how in down.items()]
 
 
 def problems_of(status: Status) -> list[str]:
     """What is down, or cannot be checked. Weaker durability and consumer lag are shown,
     never counted as down; durability that cannot be checked at all is a problem."""
     found = [f"stream {s['name']} does not exist" for s in status.streams if not s["exists"]]
-    found += [f"{s.name} is not running" for s in status.services
-              if not s.up and s.name in SERVICES]
+    found += [down_text(d["process"], d["how"]) for d in status.unavailable]
     if status.sync_interval is None:
         found.append("durability is unknown: the nats-server monitoring endpoint cannot be "
                      "read, so sync_interval cannot be checked (set SEEDLINE_NATS_MONITOR_URL)")
-    found += [f"{p['name']} is in a crash loop (its log: {p['log']})"
-              for p in status.processes or [] if p.get("state") == "crash loop"]
     if status.postgres.get("checked") and not status.postgres.get("up"):
         found.append(f"Postgres at {status.postgres['url']} does not answer")
     return found

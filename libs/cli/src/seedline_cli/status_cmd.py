@@ -15,7 +15,8 @@ from .errors import FAILED, reports_errors
 from .nats_client import connected
 from .runners_cmd import age_text, hosts_text
 from .sizes import size_text
-from .status_checks import WEB, Status, collect
+from .status_checks import Status, collect
+from .surfaces import WEB, unavailable
 
 UP = "[green]up[/]"
 DOWN = "[bold red]down[/]"
@@ -33,8 +34,9 @@ def status(
 
     Shows nats-server and its JetStream durability (sync_interval), each service, each
     durable consumer's lag, Postgres when its place is known, and the machines online with
-    what they host. Exit code 1 when anything is down or durability cannot be checked, 3 when
-    NATS cannot be reached.
+    what they host. Exit code 1 when any process this system offers is down (the web process
+    included, once it runs here), with what is unavailable meanwhile, or when durability
+    cannot be checked; 3 when NATS cannot be reached.
     """
     settings = load_settings(ctx)
     explicit = bool(os.environ.get("SEEDLINE_DATABASE_URL"))
@@ -88,14 +90,13 @@ def render(s: Status) -> None:
                 detail += f" (last: {svc.last_error})"
             if svc.side_ports:
                 detail += f"; metrics and health at {', '.join(svc.side_ports)}"
-        elif svc.name == WEB:
-            detail = ("not running (the HTTP API, console and MCP over HTTP; the rest works "
-                      "without it)")
-        else:
-            detail = "not running"
-        if not svc.up and svc.name == WEB:
-            table.add_row(escape(svc.name), "[dim]not running[/]", escape(detail))
+        elif svc.name == WEB and not s.web_offered:
+            table.add_row(escape(svc.name), "[dim]not running[/]", escape(
+                f"never started on this system ({unavailable(WEB)}; the rest works without "
+                "it)"))
             continue
+        else:
+            detail = f"not running: {unavailable(svc.name)} are unavailable"
         table.add_row(escape(svc.name), UP if svc.up else DOWN,
                       escape(f"{detail}; checked by {svc.checked_by}"))
     out.print(table)
