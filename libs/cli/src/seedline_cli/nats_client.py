@@ -10,14 +10,6 @@ from typing import TypeVar
 import nats
 from nats.aio.client import Client
 
-from seedline_client import (
-    ConnectionLost,
-    NoAnswer,
-    NotRunning,
-    Refused,
-    TooLarge,
-    UnreadableReply,
-)
 from seedline_platform.nats_workarounds import survive_abandoned_flushes
 from seedline_platform.settings import Settings
 
@@ -78,6 +70,17 @@ class ReplyError(OperationFailed):
 async def answered(request: Awaitable[T]) -> T:
     """The reply of a request made with the typed client (seedline_client); each way it can
     fail becomes this command's error, in words that say what to do."""
+    # Imported here: the typed client (msgspec, every wire type) is a quarter of a quick
+    # command's start-up, and `seedline status` asks nothing through it.
+    from seedline_client import (
+        ConnectionLost,
+        NoAnswer,
+        NotRunning,
+        Refused,
+        TooLarge,
+        UnreadableReply,
+    )
+
     try:
         return await request
     except TooLarge as exc:

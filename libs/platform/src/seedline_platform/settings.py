@@ -6,9 +6,10 @@ import os
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-from seedline_core.brief import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, Budget
+if TYPE_CHECKING:  # the brief's code is imported where a budget is read, not by every command
+    from seedline_core.brief import Budget
 
 
 class SettingsError(ValueError):
@@ -145,6 +146,10 @@ def _flag(env: Mapping[str, str], name: str) -> bool:
 
 def _brief_budgets(env: Mapping[str, str]) -> tuple[tuple[str, Budget], ...]:
     """SEEDLINE_BRIEF_BUDGETS: `claude=120:40000,codex=80:20000`."""
+    if not env.get("SEEDLINE_BRIEF_BUDGETS", "").strip():
+        return ()
+    from seedline_core.brief import MAX_BUDGET, MIN_BUDGET, Budget
+
     name = "SEEDLINE_BRIEF_BUDGETS"
     budgets: dict[str, Budget] = {}
     for item in filter(None, (part.strip() for part in env.get(name, "").split(","))):
@@ -254,6 +259,8 @@ class Settings:
 
     def brief_budget(self, engine: str) -> Budget:
         """The budget of a brief for `engine`: its own, or the default."""
+        from seedline_core.brief import DEFAULT_BUDGET
+
         return dict(self.brief_budgets).get(engine, DEFAULT_BUDGET)
 
     def nats_tls(self):
