@@ -21,6 +21,7 @@ from seedline_platform.settings import Settings
 
 from .config import check_name, conversation_flag, load_settings
 from .console import out, print_json
+from .disk_guard import refuse_new_work
 from .errors import UsageProblem, reports_errors
 from .ids import new_entry_id
 from .nats_client import answered, connected
@@ -112,6 +113,7 @@ def publish(
     )
     if as_import:
         body["origin"] = "import"
+    refuse_new_work()
     reply = asyncio.run(_append(settings, body))
     length = len(body["content"])
     truncated_from = length if length > MAX_CONTENT_CHARS and not reply["duplicate"] else None

@@ -18,6 +18,8 @@ from nats.js.errors import NotFoundError
 
 from seedline_contracts import subjects
 from seedline_contracts.streams import ALL_STREAMS
+from seedline_core.disk_full import MB
+from seedline_platform import disk_space
 from seedline_platform.natsio import check_durability
 from seedline_platform.settings import Settings
 
@@ -69,6 +71,8 @@ class Status:
     processes: list[dict] | None = None
     monitor_url: str = ""
     web_offered: bool = False
+    # The disk of SEEDLINE_HOME, when that folder is on this machine.
+    disk: dict | None = None
     problems: list[str] = field(default_factory=list)
     # Each process found down, with what a person cannot use meanwhile (surfaces.py).
     unavailable: list[dict] = field(default_factory=list)
@@ -90,6 +94,7 @@ class Status:
             "machines": self.machines,
             "processes": self.processes,
             "unavailable": self.unavailable,
+            "disk": self.disk,
         }
 
 
@@ -266,10 +271,28 @@ async def collect(nc: Client, settings: Settings, database_explicit: bool) -> St
         processes=up_state.read(settings.home),
         monitor_url=settings.nats_monitor_url,
     )
+    status.disk = disk(settings)
     status.web_offered = web_offered(status)
     status.unavailable = down_processes(status)
     status.problems = problems_of(status)
     return status
+
+
+def disk(settings: Settings) -> dict | None:
+    """How much room the disk of SEEDLINE_HOME has; None when that folder is not here."""
+    home = settings.home
+    if not home.is_dir():
+        return None
+    needed = settings.min_free_mb * MB
+    full = disk_space.check(home, needed)
+    if full is not None:
+        return full.to_json()
+    try:
+        free = disk_space.free_bytes(home)
+    except OSError:
+        return None
+    return {"full": False, "folder": str(home.resolve()), "free_bytes": free,
+            "needed_bytes": needed}
 
 
 def web_offered(status: Status) -> bool:
@@ -304,4 +327,6 @@ def problems_of(status: Status) -> list[str]:
                      "read, so sync_interval cannot be checked (set SEEDLINE_NATS_MONITOR_URL)")
     if status.postgres.get("checked") and not status.postgres.get("up"):
         found.append(f"Postgres at {status.postgres['url']} does not answer")
+    if status.disk and status.disk["full"]:
+        found.append(status.disk["message"].rstrip("."))
     return found

@@ -9,12 +9,14 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from seedline_core.disk_full import size_text
+
 from .config import load_settings
 from .console import add_id_column, add_text_column, out, print_json, print_table
 from .errors import FAILED, reports_errors
 from .nats_client import connected
 from .runners_cmd import age_text, hosts_text
-from .sizes import size_text
+from .sizes import size_text as payload_size_text
 from .status_checks import Status, collect
 from .surfaces import WEB, unavailable
 
@@ -23,6 +25,7 @@ DOWN = "[bold red]down[/]"
 WARN = "[yellow]warning[/]"
 OK = "[green]ok[/]"
 UNKNOWN = "[bold red]unknown[/]"
+FULL = "[bold red]full[/]"
 
 
 @reports_errors
@@ -61,7 +64,7 @@ def render(s: Status) -> None:
     table.add_column(overflow="fold")
     table.add_row("nats-server", UP, escape(
         f"{s.nats_url}, version {s.server_version or 'unknown'}, "
-        f"max payload {size_text(s.max_payload)}"))
+        f"max payload {payload_size_text(s.max_payload)}"))
     if s.sync_interval is None:
         table.add_row("durability", UNKNOWN, escape(
             f"unknown: the monitoring endpoint {s.monitor_url} cannot be read; set "
@@ -77,6 +80,13 @@ def render(s: Status) -> None:
     else:
         table.add_row("postgres", "[dim]not checked[/]",
                       escape(f"{pg['url']} (set SEEDLINE_DATABASE_URL to check it from here)"))
+    if s.disk is not None:
+        if s.disk["full"]:
+            table.add_row("disk", FULL, escape(s.disk["message"]))
+        else:
+            table.add_row("disk", OK, escape(
+                f"{s.disk['folder']}: {size_text(s.disk['free_bytes'])} free (Seedline needs "
+                f"{size_text(s.disk['needed_bytes'])})"))
     for stream in s.streams:
         table.add_row(stream["name"], UP if stream["exists"] else DOWN,
                       f"{stream['messages']:,} messages" if stream["exists"]

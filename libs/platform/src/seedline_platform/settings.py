@@ -29,6 +29,12 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         "Postgres connection URL for the projections",
     ),
     "SEEDLINE_HOME": ("./.seedline", "where `seedline up` keeps the embedded servers' data"),
+    "SEEDLINE_MIN_FREE_MB": (
+        "100",
+        "free space (megabytes) the disk of SEEDLINE_HOME must keep: below it the disk counts "
+        "as full, new work is refused with a sentence that says so and `seedline up` waits "
+        "for room",
+    ),
     "SEEDLINE_STRICT_DURABILITY": ("0", "1 refuses to start when durability is weaker than required"),
     "SEEDLINE_LOG_LEVEL": ("info", "debug, info, warning or error"),
     "SEEDLINE_RESUME_WINDOW_HOURS": ("96", "resume window of the continuity decision (4 days)"),
@@ -223,6 +229,7 @@ class Settings:
     nats_monitor_url: str = "http://127.0.0.1:8222"
     database_url: str = ""
     home: Path = Path(".seedline")
+    min_free_mb: int = 100
     strict_durability: bool = False
     log_level: str = "info"
     resume_window: timedelta = timedelta(hours=96)
@@ -298,6 +305,7 @@ class Settings:
             nats_monitor_url=_get(env, "SEEDLINE_NATS_MONITOR_URL"),
             database_url=env.get("SEEDLINE_DATABASE_URL") or default_database_url(home),
             home=home,
+            min_free_mb=_int(env, "SEEDLINE_MIN_FREE_MB", minimum=0),
             strict_durability=strict == "1",
             log_level=level,
             resume_window=timedelta(hours=_int(env, "SEEDLINE_RESUME_WINDOW_HOURS")),

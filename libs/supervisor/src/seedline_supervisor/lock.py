@@ -110,7 +110,10 @@ class DataFolderLock:
         """Recorded so a later `seedline up` can tell if this one's nats-server outlived it."""
         if self._fd is not None and self._holder is not None:
             self._holder = Holder(**{**self._holder.__dict__, "nats_pid": pid})
-            self._write(self._holder)
+            try:
+                self._write(self._holder)
+            except OSError:
+                pass  # a full disk: only a note for a later run; the lock itself holds
 
     def release(self) -> None:
         if self._fd is None:

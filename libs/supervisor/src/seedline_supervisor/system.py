@@ -16,6 +16,8 @@ from rich.table import Table
 from seedline_cli import up_state
 from seedline_cli.nats_client import connected
 from seedline_cli.scripts import service_installed
+from seedline_core.disk_full import DiskFull
+from seedline_platform import disk_space
 from seedline_devtools.embedded import (
     EmbeddedServerError,
     NatsProcess,
@@ -93,6 +95,9 @@ class System:
     async def _run(self) -> int:
         self.logs.mkdir(parents=True, exist_ok=True)
         show(f"Data and logs: {escape(str(self.home))}")
+        await self._wait_for_room()
+        if self.stop_requested.is_set():
+            return 0
         if not await self._start_servers() or self.stop_requested.is_set():
             return 1 if not self.stop_requested.is_set() else 0
         env = self._environment()
@@ -216,7 +221,21 @@ class System:
                    SupervisedPostgres(self.postgres)]
         return Supervisor([*servers, *self.children], self.stop_requested, _say,
                           up_state.path_in(self.home),
-                          essential=frozenset(s.name for s in servers))
+                          essential=frozenset(s.name for s in servers),
+                          look_at_disk=self._look_at_disk,
+                          restart_when_room=frozenset({servers[0].name}))
+
+    def _look_at_disk(self) -> DiskFull | None:
+        return disk_space.check(self.home, disk_space.needed_bytes())
+
+    async def _wait_for_room(self) -> None:
+        """Nothing starts on a full disk: Postgres and nats-server would fail half-started."""
+        full = self._look_at_disk()
+        if full is not None:
+            show(escape(f"{full.message()} Waiting for room before starting."))
+        while full is not None and not self.stop_requested.is_set():
+            await self._pause(1.0)
+            full = self._look_at_disk()
 
     async def _pause(self, seconds: float) -> None:
         try:
@@ -289,6 +308,8 @@ class System:
             "SEEDLINE_HOME": str(self.home),
             "SEEDLINE_WEB_PORT": str(self.web_port),
         }
+        if os.environ.get(disk_space.NEEDED_SETTING):  # so that both tell a full disk alike
+            exports[disk_space.NEEDED_SETTING] = os.environ[disk_space.NEEDED_SETTING]
         return [f"export {name}={shlex.quote(value)}" for name, value in exports.items()]
 
     def _print_web_addresses(self, cli: str) -> None:
