@@ -23,7 +23,7 @@ from seedline_platform import disk_space
 from seedline_platform.natsio import check_durability
 from seedline_platform.settings import Settings
 
-from . import up_state
+from . import pg_probe, up_state
 from .config import safe_url
 from .monitor import subscribed
 from .runners_cmd import read_presence
@@ -38,6 +38,7 @@ SERVICES = ("timeline-writer", "continuity-resolver", "seed-composer", "runner-g
 WEB_CONSUMER_PREFIX = f"{WEB}-"
 
 DISCOVERY_WAIT = 0.75
+GRACE = 0.1
 STATS_WAIT = 0.5
 
 
@@ -98,10 +99,14 @@ class Status:
         }
 
 
-async def gather(nc: Client, subject: str, wait: float, enough: int | None = None) -> list[dict]:
-    """Every JSON reply to one publish that arrives within ``wait`` seconds."""
+async def gather(nc: Client, subject: str, wait: float, enough: int | None = None,
+                 names: frozenset[str] = frozenset()) -> list[dict]:
+    """Every JSON reply to one publish that arrives within ``wait`` seconds; or, sooner,
+    ``enough`` replies, or replies from every one of ``names`` and then those that come
+    within GRACE (more copies of a service answer within milliseconds of the first)."""
     replies: list[dict] = []
     done = asyncio.Event()
+    heard: set[str] = set()
 
     async def on_reply(msg) -> None:
         try:
@@ -110,8 +115,11 @@ async def gather(nc: Client, subject: str, wait: float, enough: int | None = Non
             return
         if isinstance(body, dict):
             replies.append(body)
+            heard.add(str(body.get("name", "")))
         if enough is not None and len(replies) >= enough:
             done.set()
+        elif names and names <= heard and not done.is_set():
+            asyncio.get_running_loop().call_later(GRACE, done.set)
 
     inbox = nc.new_inbox()
     sub = await nc.subscribe(inbox, cb=on_reply)
@@ -123,7 +131,7 @@ async def gather(nc: Client, subject: str, wait: float, enough: int | None = Non
             pass
     finally:
         await sub.unsubscribe()
-    return replies
+    return list(replies)
 
 
 def side_port(ping: dict) -> str:
@@ -134,8 +142,11 @@ def side_port(ping: dict) -> str:
     return url or "side port not bound (see its log)"
 
 
-async def services(nc: Client, monitor_url: str) -> list[ServiceState]:
-    pings = await gather(nc, "$SRV.PING", DISCOVERY_WAIT)
+async def services(nc: Client, monitor_url: str, expected: frozenset[str] = frozenset(SERVICES)
+                   ) -> list[ServiceState]:
+    """Each service as discovery finds it: the wait ends once every ``expected`` one has
+    answered (the four, and the web when `seedline up` runs it), else after DISCOVERY_WAIT."""
+    pings = await gather(nc, "$SRV.PING", DISCOVERY_WAIT, names=expected)
     if not pings:
         return [
             ServiceState(name, await subscribed(monitor_url, name),
@@ -236,8 +247,13 @@ async def postgres(settings: Settings, explicit: bool) -> dict:
     """Checked when its place is known: SEEDLINE_DATABASE_URL, or the embedded one of
     SEEDLINE_HOME. A CLI on another machine often cannot reach it, and that is no fault."""
     url = safe_url(settings.database_url)
-    if not explicit and not (settings.home / "postgres").is_dir():
+    embedded = settings.home / "postgres"
+    if not explicit and not embedded.is_dir():
         return {"checked": False, "url": url, "up": None}
+    if not explicit:  # the socket of `seedline up`'s own Postgres: no driver needed
+        up, why = await asyncio.to_thread(pg_probe.answers, embedded)
+        return {"checked": True, "url": url, "up": True} if up else {
+            "checked": True, "url": url, "up": False, "error": why}
     import psycopg
 
     try:
@@ -255,7 +271,10 @@ async def collect(nc: Client, settings: Settings, database_explicit: bool) -> St
     # A missing stream is down, not weak: its own row says so.
     durability = await check_durability(nc, nc.jetstream(), settings.nats_monitor_url,
                                         [spec for spec in ALL_STREAMS if spec.name in existing])
-    service_rows = await services(nc, settings.nats_monitor_url)
+    supervised = up_state.read(settings.home)
+    expected = frozenset(SERVICES) | (
+        {WEB} if any(p["name"] == WEB for p in supervised or []) else set())
+    service_rows = await services(nc, settings.nats_monitor_url, expected)
     hosted = await live_by_node(nc)
     status = Status(
         nats_url=settings.nats_url,
@@ -268,7 +287,7 @@ async def collect(nc: Client, settings: Settings, database_explicit: bool) -> St
         consumers=consumer_rows,
         machines=await machines(nc, hosted or {}),
         postgres=await postgres(settings, database_explicit),
-        processes=up_state.read(settings.home),
+        processes=supervised,
         monitor_url=settings.nats_monitor_url,
     )
     status.disk = disk(settings)
