@@ -25,7 +25,13 @@ from .disk_guard import refuse_new_work
 from .errors import UsageProblem, reports_errors
 from .ids import new_entry_id
 from .nats_client import answered, connected
-from .publish_file import DEFAULT_WINDOW, publish_file, report_file
+from .publish_file import (
+    DEFAULT_WINDOW,
+    FileSummary,
+    publish_file,
+    report_file,
+    report_interrupted,
+)
 from .sizes import size_text
 
 # NATS itself takes no message over 64 MiB, whatever a server's max_payload says.
@@ -103,7 +109,12 @@ def publish(
                 f"--file takes every field from the file's lines (origin too); leave out "
                 f"{', '.join(given)}."
             )
-        summary = asyncio.run(publish_file(settings, file, window))
+        summary = FileSummary()
+        try:
+            asyncio.run(publish_file(settings, file, window, summary))
+        except KeyboardInterrupt:
+            report_interrupted(summary)
+            raise typer.Exit(130) from None
         report_file(summary, file, json_out)
         if summary.skipped:
             raise typer.Exit(1)

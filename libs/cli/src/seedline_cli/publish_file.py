@@ -64,7 +64,10 @@ def capped_lines(handle: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | No
         yield number, None, length
 
 
-async def publish_file(settings: Settings, path: Path, window: int) -> FileSummary:
+async def publish_file(settings: Settings, path: Path, window: int,
+                       summary: FileSummary | None = None) -> FileSummary:
+    """Publish every line; ``summary`` counts as it goes (the caller's, to report an
+    interrupted run)."""
     try:
         if path.is_dir():
             raise UsageProblem(f"--file {path} is a folder; give a JSONL file, one entry a line.")
@@ -72,7 +75,7 @@ async def publish_file(settings: Settings, path: Path, window: int) -> FileSumma
         handle = path.open("rb")
     except OSError as exc:
         raise UsageProblem(f"Cannot read --file {path}: {exc.strerror}.") from None
-    summary = FileSummary()
+    summary = FileSummary() if summary is None else summary
     refuse_new_work()
     async with connected(settings, reconnect=True) as nc:
         js = nc.jetstream()
@@ -211,6 +214,12 @@ def _why(exc: BaseException, pending: int) -> str:
     if isinstance(exc, (ConnectionClosedError, StaleConnectionError)):
         return "the connection to NATS was lost"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def report_interrupted(summary: FileSummary) -> None:
+    err.print(f"Stopped (Ctrl-C) after {summary.published} entries (the ones NATS "
+              "acknowledged). Publish the file again to store the rest: entries already "
+              "stored are not stored twice.")
 
 
 def report_file(summary: FileSummary, path: Path, json_out: bool) -> None:
