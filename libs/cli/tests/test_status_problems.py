@@ -71,3 +71,12 @@ def test_everything_up_is_no_problem():
     s = status(web_up=True, consumers=["seedline-web-opens-2"],
                processes=supervised("nats-server", WEB))
     assert s.problems == [] and s.unavailable == []
+
+
+def test_a_process_waiting_for_room_on_a_full_disk_is_down():
+    processes = supervised("nats-server", "postgres")
+    processes[1].update(state="waiting for room on the disk", last_exit="exit code 1")
+    s = status(web_up=True, processes=processes)
+    assert s.problems == ["postgres stopped (exit code 1) and is waiting for room on the disk: "
+                          "reading timelines, opening conversations and the web's sign-in "
+                          "tokens are unavailable"]

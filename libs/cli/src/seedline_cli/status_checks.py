@@ -332,6 +332,8 @@ def down_processes(status: Status) -> list[dict]:
             down[p["name"]] = f"is in a crash loop (its log: {p['log']})"
         elif p.get("state") == "restarting" and p["name"] not in down:
             down[p["name"]] = f"is starting again after it stopped ({p.get('last_exit')})"
+        elif p.get("state") != "running" and p["name"] not in down:  # waiting for room
+            down[p["name"]] = f"stopped ({p.get('last_exit')}) and is {p.get('state')}"
     return [{"process": name, "how": how, "surfaces": unavailable(name)}
             for name, how in down.items()]
 
