@@ -8,6 +8,7 @@ import os
 import pty
 import queue
 import re
+import select
 import shutil
 import signal
 import subprocess
@@ -190,21 +191,24 @@ def test_up_runs_the_system_and_stops_cleanly_on_ctrl_c(seedline, home, tmp_path
     assert not (home / "postgres" / "postmaster.pid").exists()
 
 
-def _read_terminal(master: int, into: queue.Queue) -> None:
-    """Lines a program writes to its terminal, until the terminal is closed."""
+def _read_terminal(master: int, into: queue.Queue, stop: threading.Event) -> None:
+    """Lines a program writes to its terminal, until ``stop``. It never blocks in a read: a
+    terminal closed while a read waits on it is not closed until that read returns."""
     pending = b""
-    while True:
+    while not stop.is_set():
+        if not select.select([master], [], [], 0.1)[0]:
+            continue
         try:
             chunk = os.read(master, 4096)
-        except OSError:  # EIO once the program's side is gone, EBADF once ours is closed
+        except OSError:  # EIO once the program's side is gone
             chunk = b""
         if not chunk:
-            into.put(None)
-            return
+            break
         pending += chunk
         *lines, pending = pending.split(b"\n")
         for line in lines:
             into.put(line.decode("utf-8", errors="replace") + "\n")
+    into.put(None)
 
 
 def _take_terminal() -> None:
@@ -228,10 +232,15 @@ def test_closing_its_terminal_stops_everything_up_started(home, tmp_path):
     os.close(terminal)
     lines: queue.Queue = queue.Queue()
     seen: list[str] = []
-    threading.Thread(target=_read_terminal, args=(master, lines), daemon=True).start()
+    stop_reading = threading.Event()
+    reader = threading.Thread(target=_read_terminal, args=(master, lines, stop_reading),
+                              daemon=True)
+    reader.start()
     try:
         wait_for_line(lines, seen, READY_LINE, timeout=180)
         assert (home / "postgres" / "postmaster.pid").exists()
+        stop_reading.set()
+        reader.join(10)
         os.close(master)  # the terminal window closes
         code = up.wait(90)
     finally:
