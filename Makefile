@@ -12,7 +12,8 @@ TEST_WORKERS ?= 2
 
 # The fast inner loop: unit tests (no servers: not marked servers or slow), the contract tests
 # of every port over its fake, and lint with ruff when it is installed. `make test` runs all.
-# tests/engines drives the real Claude Code and Codex CLIs (about 9 s a test): make test only.
+# tests/engines drives the real Claude Code and Codex CLIs (about 9 s a test), and the ACP
+# engine's tests start an agent process or three each (about 2 s a test): make test only.
 CHECK_ARGS := -m "not servers and not slow" --ignore=tests/engines -n $(TEST_WORKERS) --durations=15
 
 # Tests keep their servers' data in a tmpfs folder where the machine has one: every test

@@ -11,7 +11,8 @@ Runs, each on its own real servers in a temporary folder:
    (--entries 200000 for the issue's full size: its fill alone takes about four
    minutes on 2 cores and the suite then runs past ten);
 5. LangGraph's PostgresSaver against Seedline (bench.langgraph_compare);
-6. the `seedline` command's start-up: import time of --help and status (bench.cli_startup);
+6. the `seedline` command's start-up: import and wall time of --help and status, status also
+   against a running system (bench.cli_startup);
 9. concurrent opens: 50 callers on 50 repos against one caller (bench.concurrent_opens);
 10. wake storm: 1,000 stopped conversations on 10 runner machines woken at once, with 1
     and 2 ingest partitions, and the CPU each wake costs per process (bench.wake_storm);
@@ -458,6 +459,9 @@ def rows(results: dict, opts: dict) -> tuple[list[dict], list[dict]]:
                             cell(s, 3), cell(r["bare_python_seconds"], 3) + " (python -c pass)",
                             s["median"] / r["target_seconds"], f"<= {r['target_seconds']} s",
                             s["median"] <= r["target_seconds"]))
+        for name, s in r.get("wall_seconds", {}).items():
+            figures.append(_figure("8 CLI start-up", f"wall time of seedline {name}, s",
+                                   cell(s, 3), "-"))
     if "concurrent" in results:
         r = results["concurrent"]
         callers = r["conditions"]["callers"]

@@ -28,6 +28,7 @@ VARYING = [
     (re.compile(r"127\.0\.0\.1:\d+"), "127.0.0.1:PORT"),
     (re.compile(r"/tmp/seedline-tour-\w+"), "/tmp/TOUR"),
     (re.compile(r"\b\d[\d,]* (characters|requests|errors)\b"), r"N \1"),
+    (re.compile(r"\b\d[\d,.]* (GB|MB|kB|bytes) free\b"), "SIZE free"),
     (re.compile(r"[─━═]+"), "─"),
 ]
 

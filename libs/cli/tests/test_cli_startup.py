@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import re
 import subprocess
 import sys
@@ -27,13 +28,14 @@ except SystemExit:
     pass
 print(json.dumps(sorted(m for m in sys.modules if m.startswith(("seedline_cli.", "fastapi",
       "faststream", "psycopg", "structlog", "nats", "seedline_web", "seedline_seed_composer",
-      "seedline_supervisor", "seedline_devtools")))))
+      "seedline_supervisor", "seedline_devtools", "pydantic", "msgspec", "rich.progress",
+      "seedline_contracts.asyncapi", "seedline_core.brief")))))
 """
 
 
-def _loaded(*args: str) -> set[str]:
+def _loaded(*args: str, env: dict[str, str] | None = None) -> set[str]:
     done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True,
-                          timeout=120)
+                          timeout=120, env=env)
     return set(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
@@ -42,7 +44,9 @@ def test_help_lists_every_command_without_importing_this_packages_or_any_heavy_m
     # Another package's command module is imported for its summary; each keeps its heavy
     # imports inside the command.
     assert not {m for m in loaded if m.startswith("seedline_cli.") and m.endswith("_cmd")}, loaded
-    assert not loaded & {"fastapi", "faststream", "psycopg", "structlog", "nats"}, loaded
+    assert not loaded & {"fastapi", "faststream", "psycopg", "structlog", "nats", "pydantic",
+                         "msgspec", "rich.progress", "seedline_contracts.asyncapi",
+                         "seedline_core.brief"}, loaded
 
 
 def test_status_imports_what_status_needs_and_not_the_other_commands():
@@ -51,6 +55,17 @@ def test_status_imports_what_status_needs_and_not_the_other_commands():
     assert not loaded & {"seedline_supervisor.up_cmd", "seedline_devtools.docs_cmd",
                          "seedline_seed_composer.eval_cmd", "seedline_cli.import_cmd", "fastapi",
                          "faststream", "structlog"}, loaded
+
+
+def test_status_runs_without_pydantic_msgspec_or_psycopg():
+    """Typer's validators (pydantic), the wire types (msgspec) and the database driver are
+    most of what start-up once cost; a status that cannot reach NATS has imported all that
+    it imports before it connects."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SEEDLINE_")}
+    loaded = _loaded("--nats-url", "nats://127.0.0.1:1", "status",
+                     env={**env, "SEEDLINE_NATS_URL": "nats://127.0.0.1:1"})
+    assert "seedline_cli.status_checks" in loaded and "nats" in loaded
+    assert not loaded & {"pydantic", "msgspec", "psycopg", "seedline_core.brief"}, loaded
 
 
 def test_another_packages_command_is_imported_when_it_runs():

@@ -20,8 +20,10 @@ from contextlib import AsyncExitStack
 import nats
 import pytest
 import structlog
+from nats.js.api import AckPolicy, ConsumerConfig
 
 from seedline_contracts import subjects
+from seedline_contracts.subjects import SESSIONS_STREAM
 from seedline_continuity_resolver.app import create_app as create_resolver
 from seedline_core.notices import wording_violations
 from seedline_devtools.embedded import free_port
@@ -573,7 +575,7 @@ def test_status_exits_1_and_names_what_is_down(seedline, nats_server, tmp_path):
     status = json.loads(result.stdout)
     assert status["ok"] is False
     for name in ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway"):
-        assert f"{name} is not running" in status["problems"]
+        assert any(p.startswith(f"{name} is not running: ") for p in status["problems"])
     assert "stream SEEDLINE_TIMELINE does not exist" in status["problems"]
     assert status["postgres"]["checked"] and status["postgres"]["up"] is False
     assert all("no service answers $SRV.PING" in s["checked_by"] for s in status["services"])
@@ -597,9 +599,38 @@ def test_status_says_durability_is_unknown_and_fails_when_it_cannot_check_it(
     assert table.exit_code == 1
     assert "Everything is up." not in table.stdout
     assert "durability is unknown" in table.stdout and "SEEDLINE_NATS_MONITOR_URL" in table.stdout
-    # The web process is listed, running or not; the four work without it.
-    assert re.search(r"seedline-web\s+not running", table.stdout), table.stdout
+    # The web process is listed, running or not; never started here, it is not down.
+    assert re.search(r"seedline-web\s+not running\s+never started", table.stdout), table.stdout
     assert "seedline-web is not running" not in table.stdout
+
+
+def test_status_exits_1_with_the_web_down_and_says_what_is_unavailable(seedline, env):
+    """The web process has run on this system (its durable consumer outlives it) and does
+    not answer now: the four services are up, and a script checking the exit code is told."""
+    from seedline_web.opens import PROJECTION
+
+    async def web_was_here() -> None:
+        nc = await nats.connect(env["SEEDLINE_NATS_URL"])
+        try:
+            await nc.jetstream().add_consumer(
+                SESSIONS_STREAM, ConsumerConfig(durable_name=PROJECTION,
+                                                ack_policy=AckPolicy.EXPLICIT))
+        finally:
+            await nc.close()
+
+    system_of(env)._in_loop(web_was_here())
+    result = run(seedline, env, "status", "--json")
+    assert result.exit_code == 1, result.output
+    status = json.loads(result.stdout)
+    assert status["ok"] is False
+    assert status["problems"] == ["seedline-web is not running: the HTTP API, the console and "
+                                  "MCP over HTTP are unavailable"]
+    assert status["unavailable"] == [{"process": "seedline-web", "how": "is not running",
+                                      "surfaces": "the HTTP API, the console and MCP over HTTP"}]
+    table = run(seedline, {**env, "COLUMNS": "200"}, "status")
+    assert table.exit_code == 1
+    assert "Everything is up." not in table.stdout
+    assert re.search(r"seedline-web\s+down\s+not running: the HTTP API", table.stdout), table.stdout
 
 
 # -- notices from the platform --------------------------------------------------------------

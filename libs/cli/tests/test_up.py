@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import pty
 import queue
 import re
+import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 from collections.abc import Iterator
@@ -21,7 +25,7 @@ import pytest
 
 from seedline_supervisor.processes import port_is_free
 from seedline_core.notices import wording_violations
-from seedline_devtools.embedded import free_port
+from seedline_devtools.embedded import free_port, pid_alive
 
 pytestmark = [pytest.mark.slow, pytest.mark.servers]
 
@@ -187,6 +191,67 @@ def test_up_runs_the_system_and_stops_cleanly_on_ctrl_c(seedline, home, tmp_path
     assert not (home / "postgres" / "postmaster.pid").exists()
 
 
+def _read_terminal(master: int, into: queue.Queue, stop: threading.Event) -> None:
+    """Lines a program writes to its terminal, until ``stop``. It never blocks in a read: a
+    terminal closed while a read waits on it is not closed until that read returns."""
+    pending = b""
+    while not stop.is_set():
+        if not select.select([master], [], [], 0.1)[0]:
+            continue
+        try:
+            chunk = os.read(master, 4096)
+        except OSError:  # EIO once the program's side is gone
+            chunk = b""
+        if not chunk:
+            break
+        pending += chunk
+        *lines, pending = pending.split(b"\n")
+        for line in lines:
+            into.put(line.decode("utf-8", errors="replace") + "\n")
+    into.put(None)
+
+
+def _take_terminal() -> None:
+    """In the child, a session leader already: its stdin becomes its controlling terminal, so
+    closing the terminal hangs the session up with SIGHUP, as closing a terminal window does."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
+def test_closing_its_terminal_stops_everything_up_started(home, tmp_path):
+    nats_port, monitor_port = free_port(), free_port()
+    env = {**os.environ, "SEEDLINE_HOME": str(home), "PYTHONUNBUFFERED": "1",
+           "SEEDLINE_WEB_PORT": str(free_port())}
+    env.pop("SEEDLINE_NATS_URL", None)
+    env.pop("SEEDLINE_DATABASE_URL", None)
+    master, terminal = pty.openpty()
+    up = subprocess.Popen(
+        [sys.executable, "-m", "seedline_cli", "up", "--nats-port", str(nats_port),
+         "--monitor-port", str(monitor_port)],
+        cwd=tmp_path, env=env, stdin=terminal, stdout=terminal, stderr=terminal,
+        start_new_session=True, preexec_fn=_take_terminal)
+    os.close(terminal)
+    lines: queue.Queue = queue.Queue()
+    seen: list[str] = []
+    stop_reading = threading.Event()
+    reader = threading.Thread(target=_read_terminal, args=(master, lines, stop_reading),
+                              daemon=True)
+    reader.start()
+    try:
+        wait_for_line(lines, seen, READY_LINE, timeout=180)
+        assert (home / "postgres" / "postmaster.pid").exists()
+        stop_reading.set()
+        reader.join(10)
+        os.close(master)  # the terminal window closes
+        code = up.wait(90)
+    finally:
+        if up.poll() is None:
+            up.kill()
+    assert code == 0, "".join(seen)
+    _, alive = psutil.wait_procs(processes_using(home), timeout=10)
+    assert not alive, [p.info["cmdline"] for p in alive]
+    assert not (home / "postgres" / "postmaster.pid").exists()  # Postgres stopped as well
+
+
 def start_up(home: Path, cwd: Path, nats_port: int, monitor_port: int) -> subprocess.Popen:
     env = {**os.environ, "SEEDLINE_HOME": str(home), "PYTHONUNBUFFERED": "1"}
     env.pop("SEEDLINE_NATS_URL", None)
@@ -233,6 +298,45 @@ def postgres_answers(home: Path) -> bool:
             return conn.execute("SELECT 1").fetchone() == (1,)
     except psycopg.Error:
         return False
+
+
+def test_what_a_killed_up_left_running_is_named_by_the_next_one(home, tmp_path):
+    """kill -9 gives `seedline up` no chance to stop Postgres (pg_ctl runs it as nobody's
+    child): the next `seedline up` on the folder says whose it is, uses it, and stops it."""
+    ports = free_port(), free_port()
+    first = start_up(home, tmp_path, *ports)
+    first_lines: queue.Queue = queue.Queue()
+    first_seen: list[str] = []
+    threading.Thread(target=_lines, args=(first.stdout, first_lines), daemon=True).start()
+    second = None
+    try:
+        wait_for_line(first_lines, first_seen, READY_LINE, timeout=180)
+        postmaster = int((home / "postgres" / "postmaster.pid").read_text().split()[0])
+        left_nats = json.loads((home / "up.lock").read_text())["nats_pid"]
+        first.kill()
+        first.wait(30)
+        assert psutil.pid_exists(postmaster)
+
+        second = start_up(home, tmp_path, *ports)
+        lines: queue.Queue = queue.Queue()
+        seen: list[str] = []
+        threading.Thread(target=_lines, args=(second.stdout, lines), daemon=True).start()
+        wait_for_line(lines, seen, READY_LINE, timeout=180)
+        said = " ".join(" ".join(seen).split())  # rich wraps long lines at 80 columns
+        assert f"Postgres (pid {postmaster}) was still running" in said, said
+        if psutil.pid_exists(left_nats) and "nats-server" in " ".join(
+                psutil.Process(left_nats).cmdline()):
+            raise AssertionError(f"the nats-server {left_nats} outlived the second start")
+        assert not wording_violations(said)
+        second.send_signal(signal.SIGINT)
+        assert second.wait(60) == 0, "".join(seen)
+    finally:
+        for proc in (first, second):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+    _, alive = psutil.wait_procs(processes_using(home), timeout=10)
+    assert not alive, [p.info["cmdline"] for p in alive]
+    assert not pid_alive(postmaster)  # ended (a zombie until its new parent reaps it)
 
 
 def test_a_second_up_on_the_same_folder_names_the_holder_and_touches_nothing(

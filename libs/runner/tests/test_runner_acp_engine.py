@@ -18,6 +18,10 @@ from seedline_runner.engines.registry import EngineOptions, build_engine
 from seedline_runner.presence import presence_of
 from seedline_runner.store import Conversation
 
+# Each test starts the tiny agent as a process (or three), and importing the protocol's SDK
+# alone takes it about a second: `make test` runs them, the fast loop (`make check`) not.
+pytestmark = pytest.mark.slow
+
 TINY_AGENT = Path(__file__).with_name("acp_tiny_agent.py")
 
 

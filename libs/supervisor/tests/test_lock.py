@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from seedline_core.notices import wording_violations
+from seedline_supervisor.leftovers import stop_left_nats
 from seedline_supervisor.lock import LOCK_NAME, DataFolderLock, FolderInUse
 from seedline_devtools.embedded import free_port, nats_config, nats_server_binary, wait_for_port
 
@@ -74,9 +76,10 @@ def test_checking_a_folder_that_does_not_exist_creates_nothing(tmp_path):
     assert not (tmp_path / "none").exists()
 
 
-def test_a_nats_server_left_running_by_a_killed_up_is_named_before_anything_starts(tmp_path):
-    """kill -9 of `seedline up` ends it and its services, not the nats-server it started:
-    a new one on the same folder would share that server's JetStream store."""
+def test_a_nats_server_left_running_by_a_killed_up_is_named_and_stopped_before_anything_starts(
+        tmp_path):
+    """kill -9 of `seedline up` may leave the nats-server it started running: a new one on
+    the same folder would share that server's JetStream store. It is named, then stopped."""
     nats_dir = tmp_path / "nats"
     nats_dir.mkdir()
     config = nats_dir / "nats.conf"
@@ -90,13 +93,21 @@ def test_a_nats_server_left_running_by_a_killed_up_is_named_before_anything_star
             "pid": 999_999_999, "started_at": "2026-12-01T10:00:00Z", "nats_port": port,
             "monitor_port": 1, "nats_pid": server.pid,
         }))
-        with pytest.raises(FolderInUse) as refused:
+        left = DataFolderLock(tmp_path).check()
+        assert left is not None and left.nats_pid == server.pid
+        with pytest.raises(FolderInUse) as refused:  # never shared while it runs
             DataFolderLock(tmp_path).acquire(free_port(), free_port())
         assert f"nats-server (pid {server.pid}, port {port}) still runs" in str(refused.value)
-        assert f"kill {server.pid}" in str(refused.value)
+
+        said = stop_left_nats(left, tmp_path)
+        assert server.wait(10) == 0  # SIGTERM: it closed its store and exited cleanly
+        assert f"its nats-server (pid {server.pid}, port {port})" in said
+        assert "pid 999999999" in said and not wording_violations(said)
     finally:
-        server.terminate()
-        server.wait(10)
+        if server.poll() is None:
+            server.kill()
+            server.wait(10)
     lock = DataFolderLock(tmp_path)
+    assert lock.check() is None
     lock.acquire(free_port(), free_port())  # the server is gone: the note is only stale now
     lock.release()

@@ -7,7 +7,14 @@ import json
 from pathlib import Path
 
 from seedline_cli import up_state
-from seedline_supervisor.supervisor import CRASH_LOOP, RestartPolicy, Supervisor
+from seedline_core.disk_full import DiskFull
+from seedline_supervisor.supervisor import (
+    CRASH_LOOP,
+    RUNNING,
+    WAITING_FOR_ROOM,
+    RestartPolicy,
+    Supervisor,
+)
 
 
 def test_backoff_doubles_up_to_its_ceiling():
@@ -30,6 +37,7 @@ class FakeProcess:
         self.pid: int | None = 100
         self.how: str | None = None
         self.starts = 0
+        self.stops = 0
         self.fails_to_start = fails_to_start
 
     def ended(self) -> str | None:
@@ -42,6 +50,10 @@ class FakeProcess:
             raise RuntimeError("port taken")
         self.how = None
         self.pid = 100 + self.starts
+
+    async def stop(self) -> None:
+        self.stops += 1
+        self.how = "exit code 0"
 
     def log_tail(self, lines: int = 8) -> list[str]:
         return self.log_path.read_text().splitlines()[-lines:]
@@ -122,3 +134,67 @@ def test_the_state_of_an_up_that_no_longer_runs_is_not_shown(tmp_path):
     (tmp_path / up_state.STATE_NAME).write_text(json.dumps(
         {"up_pid": 2**22 + 12345, "processes": [{"name": "x"}]}))
     assert up_state.read(tmp_path) is None
+
+
+class Disk:
+    """A disk that fills and empties when the test says so."""
+
+    def __init__(self) -> None:
+        self.full: DiskFull | None = None
+
+    def fill(self) -> None:
+        self.full = DiskFull("/data/home", 0, 100_000_000)
+
+    def free(self) -> None:
+        self.full = None
+
+
+async def test_what_ends_while_the_disk_is_full_waits_for_room_and_then_starts_again(tmp_path):
+    nats = FakeProcess("nats-server", tmp_path)
+    postgres = FakeProcess("postgres", tmp_path, fails_to_start=1)
+    writer = FakeProcess("timeline-writer", tmp_path)
+    disk, said, stop = Disk(), [], asyncio.Event()
+    supervisor = Supervisor([nats, postgres, writer], stop, lambda t, lines: said.append(t),
+                            tmp_path / "s.json", essential=frozenset({"nats-server", "postgres"}),
+                            policy=FAST, poll_seconds=0.01, look_at_disk=lambda: disk.full,
+                            restart_when_room=frozenset({"nats-server"}))
+    task = asyncio.create_task(supervisor.run())
+    disk.fill()
+    await _until(lambda: supervisor.disk_full is not None)
+    for _ in range(FAST.crash_limit + 2):  # more ends than a crash loop takes
+        postgres.how = writer.how = "exit code 1"
+        await _until(lambda: supervisor.records["postgres"].state == WAITING_FOR_ROOM
+                     and supervisor.records["timeline-writer"].state == WAITING_FOR_ROOM)
+    await asyncio.sleep(0.1)  # several more looks: nothing starts on a full disk
+    assert (postgres.starts, writer.starts, nats.stops) == (0, 0, 0)
+    assert not task.done()  # no crash loop counted: the supervision goes on
+    assert any(t.startswith("The disk that holds /data/home is full") for t in said)
+
+    disk.free()
+    await _until(lambda: all(r.state == RUNNING for r in supervisor.records.values()))
+    stop.set()
+    assert await task is None
+    # nats-server ran all along and starts again all the same; Postgres's first start again
+    # failed (its end then counted: the disk had room) and was tried again.
+    assert (nats.stops, nats.starts, writer.starts, postgres.starts) == (1, 1, 1, 2)
+    assert any(t.startswith("There is room on the disk that holds /data/home again")
+               for t in said)
+
+
+async def test_a_restart_due_when_the_disk_fills_waits_for_room(tmp_path):
+    web = FakeProcess("seedline-web", tmp_path)
+    disk, stop = Disk(), asyncio.Event()
+    slow = RestartPolicy(first_delay=0.2, crash_limit=3)
+    supervisor = Supervisor([web], stop, lambda t, lines: None, tmp_path / "s.json",
+                            policy=slow, poll_seconds=0.01, look_at_disk=lambda: disk.full)
+    task = asyncio.create_task(supervisor.run())
+    web.how = "killed by signal 9"
+    await _until(lambda: supervisor.records[web.name].state == "restarting")
+    disk.fill()
+    await _until(lambda: supervisor.records[web.name].state == WAITING_FOR_ROOM)
+    assert web.starts == 0
+    disk.free()
+    await _until(lambda: supervisor.records[web.name].state == RUNNING)
+    stop.set()
+    await task
+    assert web.starts == 1

@@ -221,7 +221,11 @@ async def test_an_idle_conversation_is_reaped_and_the_person_told(gw):
     assert "7 hours" in notice.text and "next message" in notice.text
 
 
-async def test_stop_says_whether_it_was_live_and_engine_bound_only_from_its_machine(gw):
+async def test_stop_says_whether_it_was_live_and_engine_bound_only_from_its_machine(
+        gw, monkeypatch):
+    # A word from a machine the conversation is not on is ignored once the wait for a
+    # relocation to it is over (api.SETTLE_SECONDS): short here, the same rule.
+    monkeypatch.setattr("seedline_runner_gateway.api.SETTLE_SECONDS", 0.1)
     gw.online("mac")
     await gw.open("csess_a")
     stop = {"session_id": "csess_a", "reason": "done"}
@@ -293,7 +297,11 @@ async def test_a_resumed_engine_s_receipt_says_the_brief_was_not_spent(gw):
     assert opened["reply"]["brief"]["spent"] is False and opened["reply"]["seeded"] is False
 
 
-async def test_a_resume_lost_is_recorded_corrects_every_read_and_tells_the_person(gw):
+async def test_a_resume_lost_is_recorded_corrects_every_read_and_tells_the_person(
+        gw, monkeypatch):
+    # A word from a machine the conversation is not on is ignored once the wait for a
+    # relocation to it is over (api.SETTLE_SECONDS): short here, the same rule.
+    monkeypatch.setattr("seedline_runner_gateway.api.SETTLE_SECONDS", 0.1)
     from msgspec.structs import replace
 
     from seedline_contracts.sessions import Continuity

@@ -16,6 +16,7 @@ from .click_api import Command, Context
 from .click_api import UsageError
 from typer.core import TyperGroup
 
+from . import plain_values
 from .errors import USAGE, UsageProblem, report
 from .lazy_commands import LazyCommand, LazyCommands, plugin_commands
 
@@ -72,6 +73,9 @@ def _takes_value(command: Command, flag: str) -> bool:
 
 def takes_json(command: Command) -> bool:
     return any(JSON_FLAG in getattr(param, "opts", ()) for param in command.params)
+
+
+plain_values.install()
 
 
 class SeedlineGroup(TyperGroup):

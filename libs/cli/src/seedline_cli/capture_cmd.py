@@ -31,6 +31,7 @@ from seedline_platform.settings import Settings
 from .capture_state import CaptureState, FileState, default_state_path, load, save
 from .config import check_name, load_settings
 from .console import err, out
+from .disk_guard import disk_full_here
 from .errors import Unreachable, UsageProblem, reports_errors
 from .import_cmd import FILE_PATTERNS, PARSERS, Summary, entries_of, ingest_message, repo_of
 from .nats_client import connected
@@ -145,8 +146,10 @@ async def follow(settings: Settings, target: Target) -> None:
             if target.once:
                 raise
             if not said_paused:  # once per outage, not every few seconds
-                err.print(f"Publishing paused ({type(exc).__name__}: {exc}); trying again "
-                          f"every {RECONNECT_SECONDS:.0f} s. Nothing read is lost.")
+                full = disk_full_here()
+                why = full.message() if full else f"{type(exc).__name__}: {exc}"
+                err.print(f"Publishing paused ({escape(why)}); trying again every "
+                          f"{RECONNECT_SECONDS:.0f} s. Nothing read is lost.")
                 said_paused = True
             await asyncio.sleep(RECONNECT_SECONDS)
 

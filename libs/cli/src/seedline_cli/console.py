@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.table import Table
+
+if TYPE_CHECKING:  # a table is made by the command that prints one, not by `--help`
+    from rich.table import Table
 
 # soft_wrap: a printed command or path stays on one line, so it can be copied whole.
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+# emoji=False: text quoted from data (":memo:" in an entry) is printed as written, and the
+# table of emoji codes (a sixth of a quick command's start-up) is never loaded.
+out = Console(highlight=False, soft_wrap=True, emoji=False)
+err = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
 
 
 def print_json(value: Any) -> None:
@@ -63,7 +67,7 @@ def keep_words_whole(table: Table, width: int | None = None) -> int | None:
         lines = str(column.header).splitlines()
         for cell in column._cells:
             text = cell if isinstance(cell, Text) else (
-                Text.from_markup(cell) if isinstance(cell, str) else Text(""))
+                Text.from_markup(cell, emoji=False) if isinstance(cell, str) else Text(""))
             lines += text.plain.splitlines()
         low = max([len(word) for line in lines for word in line.split()] + [column.min_width or 0])
         lows.append(low)

@@ -21,6 +21,7 @@ from seedline_platform.lifecycle_events import brief_given
 
 from .config import check_name, load_settings
 from .console import err, out, print_json
+from .disk_guard import refuse_new_work
 from .errors import UsageProblem, Unreachable, reports_errors
 from .nats_client import ReplyError, answered, connected
 from .timeline_opens import conversation_events, opens_of_events
@@ -77,6 +78,8 @@ def open_conversation(
     request = OpenAnswerRequest(instance, request_id) if asking_again else OpenRequest(
         instance, repo, engine, node, request_id, fresh, clean_slate, instruction)
     timeout = settings.open_timeout_seconds + 5
+    if not asking_again:
+        refuse_new_work()
     try:
         reply = asyncio.run(
             _request(settings, lambda client: client.open(request, timeout), OPEN_HINTS))

@@ -29,6 +29,8 @@ class CliError(Exception):
         self.message = message
         if code is not None:
             self.code = code
+        # Facts beside the error for --json (publish --file: how many entries were stored).
+        self.extra: dict = {}
 
 
 class OperationFailed(CliError):
@@ -51,7 +53,8 @@ def report(exc: CliError, as_json: bool) -> None:
     from .console import err, print_json
 
     if as_json:
-        print_json({"ok": False, "error": {"code": exc.code, "message": exc.message}})
+        print_json({"ok": False, "error": {"code": exc.code, "message": exc.message},
+                    **exc.extra})
     else:
         err.print(f"[bold red]Error:[/] {_escape(exc.message)}")
 

@@ -35,6 +35,7 @@ from seedline_platform.settings import Settings
 
 from .config import check_name, load_settings
 from .console import err, out, print_json
+from .disk_guard import refuse_new_work
 from .errors import START_HINT, OperationFailed, Unreachable, UsageProblem, reports_errors
 from .nats_client import answered, connected
 from .publish_file import DEFAULT_WINDOW, capped_lines
@@ -107,6 +108,8 @@ def _command(engine: str, where: str):
             check_name("--repo", repo, "apps/chess-academy")
         files = transcript_files(path, FILE_PATTERNS[engine])
         settings = None if dry_run else load_settings(ctx)
+        if not dry_run:
+            refuse_new_work()
         summary = asyncio.run(
             import_files(engine, files, instance, repo, repos_dir, settings)
         )

@@ -10,18 +10,11 @@ from typing import TypeVar
 import nats
 from nats.aio.client import Client
 
-from seedline_client import (
-    ConnectionLost,
-    NoAnswer,
-    NotRunning,
-    Refused,
-    TooLarge,
-    UnreadableReply,
-)
 from seedline_platform.nats_workarounds import survive_abandoned_flushes
 from seedline_platform.settings import Settings
 
-from .errors import START_HINT, OperationFailed, Unreachable, UsageProblem
+from .disk_guard import refuse_new_work
+from .errors import START_HINT, CliError, OperationFailed, Unreachable, UsageProblem
 from .sizes import size_text
 
 CONNECT_TIMEOUT = 6.0
@@ -78,34 +71,53 @@ class ReplyError(OperationFailed):
 async def answered(request: Awaitable[T]) -> T:
     """The reply of a request made with the typed client (seedline_client); each way it can
     fail becomes this command's error, in words that say what to do."""
+    # Imported here: the typed client (msgspec, every wire type) is a quarter of a quick
+    # command's start-up, and `seedline status` asks nothing through it.
+    from seedline_client import ClientError, ConnectionLost, NoAnswer, Refused
+
     try:
         return await request
-    except TooLarge as exc:
-        raise UsageProblem(
+    except ClientError as exc:
+        silent = isinstance(exc, (NoAnswer, ConnectionLost)) or (
+            isinstance(exc, Refused) and exc.code in ("unavailable", "timeout"))
+        if silent:
+            refuse_new_work()  # a full disk is the cause to name, not the service's silence
+        raise in_words(exc) from None
+
+
+def in_words(exc: Exception) -> CliError:
+    """The command's error for a failed request of the typed client."""
+    from seedline_client import (
+        ConnectionLost,
+        NoAnswer,
+        NotRunning,
+        Refused,
+        TooLarge,
+        UnreadableReply,
+    )
+
+    if isinstance(exc, TooLarge):
+        return UsageProblem(
             f"The request is {size_text(exc.size)}, over this NATS server's max payload of "
-            f"{size_text(exc.limit)}; send less at once."
-        ) from None
-    except NotRunning as exc:
-        raise Unreachable(
-            f"Nothing answers on {exc.subject}: the {exc.service} is not running. {START_HINT}."
-        ) from None
-    except NoAnswer as exc:
-        raise Unreachable(
+            f"{size_text(exc.limit)}; send less at once.")
+    if isinstance(exc, NotRunning):
+        return Unreachable(
+            f"Nothing answers on {exc.subject}: the {exc.service} is not running. {START_HINT}.")
+    if isinstance(exc, NoAnswer):
+        return Unreachable(
             f"The {exc.service} did not answer on {exc.subject} within {exc.timeout:g} s. Check "
             "that it is running (logs are under SEEDLINE_HOME/logs with `seedline up`) and try "
-            "again."
-        ) from None
-    except ConnectionLost as exc:
-        raise Unreachable(
+            "again.")
+    if isinstance(exc, ConnectionLost):
+        return Unreachable(
             f"The connection to NATS closed before the {exc.service} answered on {exc.subject}; "
-            "check that nats-server still runs and try again."
-        ) from None
-    except UnreadableReply as exc:
-        raise OperationFailed(
-            f"The {exc.service} sent a reply Seedline cannot read ({exc.why}): {exc.data[:200]!r}"
-        ) from None
-    except Refused as exc:
+            "check that nats-server still runs and try again.")
+    if isinstance(exc, UnreadableReply):
+        return OperationFailed(
+            f"The {exc.service} sent a reply Seedline cannot read ({exc.why}): {exc.data[:200]!r}")
+    if isinstance(exc, Refused):
         code, message = exc.code or "unknown", exc.message or "the request failed"
         if code == "invalid_request":
-            raise UsageProblem(message, code) from None
-        raise ReplyError(code, message) from None
+            return UsageProblem(message, code)
+        return ReplyError(code, message)
+    return OperationFailed(str(exc))

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Optional
 
 import typer
+from nats.errors import ConnectionClosedError, StaleConnectionError
 from nats.js.errors import NotFoundError
 from rich.markup import escape
 
@@ -27,6 +28,8 @@ from .errors import Unreachable, UsageProblem, reports_errors
 from .nats_client import connected
 
 CLOSED_POLL_SECONDS = 0.5
+# How a reader of the stream learns that the connection went.
+NATS_GONE = (ConnectionClosedError, StaleConnectionError)
 PAGE = 500
 
 
@@ -135,22 +138,29 @@ async def _follow(nc, settings, instance: str, after: int | None, kept: bool, co
         await nc.flush()
     err.print(f"Following the notices of instance {escape(instance)} ({subject}); "
               "Ctrl-C stops.")
+    lost = Unreachable(
+        f"Lost the connection to NATS at {safe_url(settings.nats_url)}; run the command again "
+        "with --since and the last id shown once NATS is back."
+    )
     try:
         while not stop.is_set():
             if nc.is_closed or not nc.is_connected:
-                raise Unreachable(
-                    f"Lost the connection to NATS at {safe_url(settings.nats_url)}; run the "
-                    "command again with --since and the last id shown once NATS is back."
-                )
+                raise lost
             if reader is not None and reader.done():
-                reader.result()
+                try:
+                    reader.result()
+                except NATS_GONE:
+                    raise lost from None
             try:
                 await asyncio.wait_for(stop.wait(), CLOSED_POLL_SECONDS)
             except TimeoutError:
                 pass
     finally:
         if reader is not None:
+            # Ended before the connection closes, and its end collected: a reader left
+            # running would meet the closed connection and print its traceback at exit.
             reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
 
 
 def show(data, json_out: bool, seq: int | None = None) -> None:

@@ -21,10 +21,17 @@ from seedline_platform.settings import Settings
 
 from .config import check_name, conversation_flag, load_settings
 from .console import out, print_json
+from .disk_guard import refuse_new_work
 from .errors import UsageProblem, reports_errors
 from .ids import new_entry_id
 from .nats_client import answered, connected
-from .publish_file import DEFAULT_WINDOW, publish_file, report_file
+from .publish_file import (
+    DEFAULT_WINDOW,
+    FileSummary,
+    publish_file,
+    report_file,
+    report_interrupted,
+)
 from .sizes import size_text
 
 # NATS itself takes no message over 64 MiB, whatever a server's max_payload says.
@@ -102,7 +109,12 @@ def publish(
                 f"--file takes every field from the file's lines (origin too); leave out "
                 f"{', '.join(given)}."
             )
-        summary = asyncio.run(publish_file(settings, file, window))
+        summary = FileSummary()
+        try:
+            asyncio.run(publish_file(settings, file, window, summary))
+        except KeyboardInterrupt:
+            report_interrupted(summary)
+            raise typer.Exit(130) from None
         report_file(summary, file, json_out)
         if summary.skipped:
             raise typer.Exit(1)
@@ -112,6 +124,7 @@ def publish(
     )
     if as_import:
         body["origin"] = "import"
+    refuse_new_work()
     reply = asyncio.run(_append(settings, body))
     length = len(body["content"])
     truncated_from = length if length > MAX_CONTENT_CHARS and not reply["duplicate"] else None

@@ -18,10 +18,11 @@ from seedline_contracts.normalise import Accepted, normalise
 from seedline_contracts.timeline import MAX_CONTENT_CHARS
 from seedline_contracts.times import now_text
 from seedline_platform.nats_workarounds import connection_of
-from seedline_platform.natsio import PUBLISH_ACK_TIMEOUT, publish_window
+from seedline_platform.natsio import PUBLISH_ACK_TIMEOUT
 from seedline_platform.settings import Settings
 
 from .console import err, out, print_json
+from .disk_guard import DISK_FULL, disk_full_here, refuse_new_work, store_full
 from .errors import START_HINT, OperationFailed, Unreachable, UsageProblem
 from .nats_client import connected
 from .sizes import size_text
@@ -63,7 +64,10 @@ def capped_lines(handle: BinaryIO, limit: int) -> Iterator[tuple[int, bytes | No
         yield number, None, length
 
 
-async def publish_file(settings: Settings, path: Path, window: int) -> FileSummary:
+async def publish_file(settings: Settings, path: Path, window: int,
+                       summary: FileSummary | None = None) -> FileSummary:
+    """Publish every line; ``summary`` counts as it goes (the caller's, to report an
+    interrupted run)."""
     try:
         if path.is_dir():
             raise UsageProblem(f"--file {path} is a folder; give a JSONL file, one entry a line.")
@@ -71,7 +75,8 @@ async def publish_file(settings: Settings, path: Path, window: int) -> FileSumma
         handle = path.open("rb")
     except OSError as exc:
         raise UsageProblem(f"Cannot read --file {path}: {exc.strerror}.") from None
-    summary = FileSummary()
+    summary = FileSummary() if summary is None else summary
+    refuse_new_work()
     async with connected(settings, reconnect=True) as nc:
         js = nc.jetstream()
         limit = nc.max_payload
@@ -117,53 +122,104 @@ async def publish_file(settings: Settings, path: Path, window: int) -> FileSumma
 
 async def _flush(js, pending: list, summary: FileSummary,
                  patience: float = RETRY_SECONDS) -> None:
-    """Publish the window; a window whose acks do not all come (the server restarting, a
-    timeline-writer far behind) is published again, as a whole, for up to ``patience``
-    seconds. That is safe: the stream and the timeline-writer drop what they already hold
-    (same Nats-Msg-Id, same entry_id)."""
+    """Publish the window. Each entry counts once, when NATS acknowledges it; the entries
+    whose acks do not come (the server restarting, a timeline-writer far behind) are
+    published again for up to ``patience`` seconds. That is safe: the stream and the
+    timeline-writer drop what they already hold (same Nats-Msg-Id, same entry_id)."""
     if not pending:
         return
     loop = asyncio.get_running_loop()
     deadline = loop.time() + patience
     tries = 0
-    while True:
+    while pending:
         tries += 1
-        try:
-            acks = await publish_window(js, pending)
-            break
-        except NoRespondersError:
-            if summary.published == 0 and tries == 1:
-                raise Unreachable(
-                    f"No stream takes {subjects.INGEST_TIMELINE} yet: the timeline-writer "
-                    f"creates it when it starts. {START_HINT}."
-                ) from None
-            why = "JetStream did not answer (the server may be starting again)"
-        except Exception as exc:
-            why = _why(exc, len(pending))
+        refuse_new_work_after(summary)
+        results = await publish_settled(js, pending)
+        acks = [r for r in results if not isinstance(r, BaseException)]
+        failures = [r for r in results if isinstance(r, BaseException)]
+        summary.published += len(acks)
+        if tries == 1:  # after a retry a duplicate is most likely this run's own first try
+            summary.duplicates += sum(1 for ack in acks if ack.duplicate)
+        pending[:] = [m for m, r in zip(pending, results) if isinstance(r, BaseException)]
+        if not pending:
+            return
+        refuse_new_work_after(summary)  # most likely why they failed: say so, not a timeout
+        first = failures[0]
+        if isinstance(first, NoRespondersError) and summary.published == 0 and tries == 1:
+            raise Unreachable(
+                f"No stream takes {subjects.INGEST_TIMELINE} yet: the timeline-writer "
+                f"creates it when it starts. {START_HINT}."
+            ) from None
+        why = _why(first, len(pending))
+        if store_full(first):
+            raise _stopped(summary, f"{why}. Publish the file again once there is room")
         if loop.time() > deadline:
             nc = connection_of(js)
             server = nc.connected_url.geturl() if nc.connected_url else "the server"
-            raise OperationFailed(
-                f"Publishing stopped after {summary.published} entries: {why}, and that went "
-                f"on for {patience:g} s while trying again. Check NATS at {server} with "
-                "`seedline status`, then publish the file again: entries already stored are "
-                "not duplicated (they are deduplicated by entry_id)."
-            )
+            raise _stopped(summary, f"{why}, and that went on for {patience:g} s while trying "
+                           f"again. Check NATS at {server} with `seedline status`, then "
+                           "publish the file again")
         await asyncio.sleep(RETRY_PAUSE_SECONDS)
-    summary.published += len(acks)
-    if tries == 1:  # after a retry a duplicate is most likely this run's own first try
-        summary.duplicates += sum(1 for ack in acks if ack.duplicate)
-    pending.clear()
+
+
+def refuse_new_work_after(summary: FileSummary) -> None:
+    """Stop, with the count so far, once the disk of SEEDLINE_HOME is full."""
+    full = disk_full_here()
+    if full is not None:
+        raise _stopped(summary, f"{full.message()} Publish the file again once there is room",
+                       DISK_FULL)
+
+
+def _stopped(summary: FileSummary, what: str, code: str | None = None) -> OperationFailed:
+    failed = OperationFailed(
+        f"Publishing stopped after {summary.published} entries (the ones NATS acknowledged): "
+        f"{what}: entries already stored are not stored twice (they are deduplicated by "
+        "entry_id).", code)
+    failed.extra = {"published": summary.published}
+    return failed
+
+
+async def publish_settled(js, messages: list) -> list:
+    """Publish with all acks pending at once; each message's ack, or why it has none."""
+    futures: list = []
+    for subject, payload, headers in messages:
+        try:
+            futures.append(await js.publish_async(subject, payload, headers=headers))
+        except Exception as exc:  # the connection went, too many pending
+            futures.append(exc)
+    waiting = [f for f in futures if isinstance(f, asyncio.Future)]
+    if waiting:
+        await asyncio.wait(waiting, timeout=PUBLISH_ACK_TIMEOUT)
+    results: list = []
+    for future in futures:
+        if not isinstance(future, asyncio.Future):
+            results.append(future)
+        elif not future.done():
+            future.cancel()  # frees its place among the client's pending publishes
+            results.append(NatsTimeout())
+        else:
+            results.append(future.exception() or future.result())
+    return results
 
 
 def _why(exc: BaseException, pending: int) -> str:
     """In words: nats-py's timeouts and closed connections have empty messages."""
+    if store_full(exc):
+        return (f"JetStream refused the {pending} entries sent: its store has no room left "
+                "(insufficient resources): the disk of the nats-server is full, or its "
+                "storage limit is reached")
     if isinstance(exc, (TimeoutError, NatsTimeout)):
         return (f"NATS did not acknowledge the {pending} entries sent within "
                 f"{PUBLISH_ACK_TIMEOUT:g} s")
     if isinstance(exc, (ConnectionClosedError, StaleConnectionError)):
         return "the connection to NATS was lost"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def report_interrupted(summary: FileSummary) -> None:
+    err.print(f"Stopped (Ctrl-C) after {summary.published} entries (the ones NATS "
+              "acknowledged). Publish the file again to store the rest: entries already "
+              "stored are not stored twice.")
 
 
 def report_file(summary: FileSummary, path: Path, json_out: bool) -> None:

@@ -15,6 +15,7 @@ from seedline_platform.settings import Settings
 
 from .config import check_name, load_settings
 from .console import print_json
+from .disk_guard import refuse_new_work
 from .conversations import print_open_reply
 from .errors import UsageProblem, reports_errors
 from .nats_client import ReplyError, answered, connected
@@ -58,6 +59,7 @@ def relocate(
     check_name("CONVERSATION", conversation, "csess_21b8d1b9")
     check_name("--node", node, "mac-mini-1")
     settings = load_settings(ctx)
+    refuse_new_work()
     reply = asyncio.run(_relocate(settings, conversation, node))
     if json_out:
         print_json(reply)

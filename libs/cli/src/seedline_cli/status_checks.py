@@ -18,21 +18,27 @@ from nats.js.errors import NotFoundError
 
 from seedline_contracts import subjects
 from seedline_contracts.streams import ALL_STREAMS
+from seedline_core.disk_full import MB
+from seedline_platform import disk_space
 from seedline_platform.natsio import check_durability
 from seedline_platform.settings import Settings
 
-from . import up_state
+from . import pg_probe, up_state
 from .config import safe_url
 from .monitor import subscribed
 from .runners_cmd import read_presence
+from .surfaces import WEB, down_text, unavailable
 
 # The four services of the contract (CONTRACT.md, Processes); others that answer discovery
-# (the web process, say) are listed too, but the system runs without them.
+# are listed too.
 SERVICES = ("timeline-writer", "continuity-resolver", "seed-composer", "runner-gateway")
-# Listed always, so a person sees whether it runs; the four work without it.
-WEB = "seedline-web"
+# Listed always, so a person sees whether it runs. It is down, not merely absent, once this
+# system offers it: `seedline up` runs it, or it has run here (its durable consumer, the
+# projection of opens in seedline_web.opens, is named with this prefix and outlives it).
+WEB_CONSUMER_PREFIX = f"{WEB}-"
 
 DISCOVERY_WAIT = 0.75
+GRACE = 0.1
 STATS_WAIT = 0.5
 
 
@@ -65,7 +71,12 @@ class Status:
     # What `seedline up` on SEEDLINE_HOME supervises: restarts and last exit of each process.
     processes: list[dict] | None = None
     monitor_url: str = ""
+    web_offered: bool = False
+    # The disk of SEEDLINE_HOME, when that folder is on this machine.
+    disk: dict | None = None
     problems: list[str] = field(default_factory=list)
+    # Each process found down, with what a person cannot use meanwhile (surfaces.py).
+    unavailable: list[dict] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -83,13 +94,19 @@ class Status:
             "consumers": self.consumers,
             "machines": self.machines,
             "processes": self.processes,
+            "unavailable": self.unavailable,
+            "disk": self.disk,
         }
 
 
-async def gather(nc: Client, subject: str, wait: float, enough: int | None = None) -> list[dict]:
-    """Every JSON reply to one publish that arrives within ``wait`` seconds."""
+async def gather(nc: Client, subject: str, wait: float, enough: int | None = None,
+                 names: frozenset[str] = frozenset()) -> list[dict]:
+    """Every JSON reply to one publish that arrives within ``wait`` seconds; or, sooner,
+    ``enough`` replies, or replies from every one of ``names`` and then those that come
+    within GRACE (more copies of a service answer within milliseconds of the first)."""
     replies: list[dict] = []
     done = asyncio.Event()
+    heard: set[str] = set()
 
     async def on_reply(msg) -> None:
         try:
@@ -98,8 +115,11 @@ async def gather(nc: Client, subject: str, wait: float, enough: int | None = Non
             return
         if isinstance(body, dict):
             replies.append(body)
+            heard.add(str(body.get("name", "")))
         if enough is not None and len(replies) >= enough:
             done.set()
+        elif names and names <= heard and not done.is_set():
+            asyncio.get_running_loop().call_later(GRACE, done.set)
 
     inbox = nc.new_inbox()
     sub = await nc.subscribe(inbox, cb=on_reply)
@@ -111,7 +131,7 @@ async def gather(nc: Client, subject: str, wait: float, enough: int | None = Non
             pass
     finally:
         await sub.unsubscribe()
-    return replies
+    return list(replies)
 
 
 def side_port(ping: dict) -> str:
@@ -122,8 +142,11 @@ def side_port(ping: dict) -> str:
     return url or "side port not bound (see its log)"
 
 
-async def services(nc: Client, monitor_url: str) -> list[ServiceState]:
-    pings = await gather(nc, "$SRV.PING", DISCOVERY_WAIT)
+async def services(nc: Client, monitor_url: str, expected: frozenset[str] = frozenset(SERVICES)
+                   ) -> list[ServiceState]:
+    """Each service as discovery finds it: the wait ends once every ``expected`` one has
+    answered (the four, and the web when `seedline up` runs it), else after DISCOVERY_WAIT."""
+    pings = await gather(nc, "$SRV.PING", DISCOVERY_WAIT, names=expected)
     if not pings:
         return [
             ServiceState(name, await subscribed(monitor_url, name),
@@ -224,8 +247,13 @@ async def postgres(settings: Settings, explicit: bool) -> dict:
     """Checked when its place is known: SEEDLINE_DATABASE_URL, or the embedded one of
     SEEDLINE_HOME. A CLI on another machine often cannot reach it, and that is no fault."""
     url = safe_url(settings.database_url)
-    if not explicit and not (settings.home / "postgres").is_dir():
+    embedded = settings.home / "postgres"
+    if not explicit and not embedded.is_dir():
         return {"checked": False, "url": url, "up": None}
+    if not explicit:  # the socket of `seedline up`'s own Postgres: no driver needed
+        up, why = await asyncio.to_thread(pg_probe.answers, embedded)
+        return {"checked": True, "url": url, "up": True} if up else {
+            "checked": True, "url": url, "up": False, "error": why}
     import psycopg
 
     try:
@@ -243,7 +271,10 @@ async def collect(nc: Client, settings: Settings, database_explicit: bool) -> St
     # A missing stream is down, not weak: its own row says so.
     durability = await check_durability(nc, nc.jetstream(), settings.nats_monitor_url,
                                         [spec for spec in ALL_STREAMS if spec.name in existing])
-    service_rows = await services(nc, settings.nats_monitor_url)
+    supervised = up_state.read(settings.home)
+    expected = frozenset(SERVICES) | (
+        {WEB} if any(p["name"] == WEB for p in supervised or []) else set())
+    service_rows = await services(nc, settings.nats_monitor_url, expected)
     hosted = await live_by_node(nc)
     status = Status(
         nats_url=settings.nats_url,
@@ -256,24 +287,67 @@ async def collect(nc: Client, settings: Settings, database_explicit: bool) -> St
         consumers=consumer_rows,
         machines=await machines(nc, hosted or {}),
         postgres=await postgres(settings, database_explicit),
-        processes=up_state.read(settings.home),
+        processes=supervised,
         monitor_url=settings.nats_monitor_url,
     )
+    status.disk = disk(settings)
+    status.web_offered = web_offered(status)
+    status.unavailable = down_processes(status)
     status.problems = problems_of(status)
     return status
+
+
+def disk(settings: Settings) -> dict | None:
+    """How much room the disk of SEEDLINE_HOME has; None when that folder is not here."""
+    home = settings.home
+    if not home.is_dir():
+        return None
+    needed = settings.min_free_mb * MB
+    full = disk_space.check(home, needed)
+    if full is not None:
+        return full.to_json()
+    try:
+        free = disk_space.free_bytes(home)
+    except OSError:
+        return None
+    return {"full": False, "folder": str(home.resolve()), "free_bytes": free,
+            "needed_bytes": needed}
+
+
+def web_offered(status: Status) -> bool:
+    """`seedline up` runs the web process here, or it has run on this system."""
+    supervised = {p["name"] for p in status.processes or []}
+    return WEB in supervised or any(
+        c["consumer"].startswith(WEB_CONSUMER_PREFIX) for c in status.consumers)
+
+
+def down_processes(status: Status) -> list[dict]:
+    """Every process this system offers that is down now, how, and what is unavailable."""
+    down: dict[str, str] = {}
+    for s in status.services:
+        if not s.up and (s.name in SERVICES or (s.name == WEB and status.web_offered)):
+            down[s.name] = "is not running"
+    for p in status.processes or []:
+        if p.get("state") == "crash loop":
+            down[p["name"]] = f"is in a crash loop (its log: {p['log']})"
+        elif p.get("state") == "restarting" and p["name"] not in down:
+            down[p["name"]] = f"is starting again after it stopped ({p.get('last_exit')})"
+        elif p.get("state") != "running" and p["name"] not in down:  # waiting for room
+            down[p["name"]] = f"stopped ({p.get('last_exit')}) and is {p.get('state')}"
+    return [{"process": name, "how": how, "surfaces": unavailable(name)}
+            for name, how in down.items()]
 
 
 def problems_of(status: Status) -> list[str]:
     """What is down, or cannot be checked. Weaker durability and consumer lag are shown,
     never counted as down; durability that cannot be checked at all is a problem."""
     found = [f"stream {s['name']} does not exist" for s in status.streams if not s["exists"]]
-    found += [f"{s.name} is not running" for s in status.services
-              if not s.up and s.name in SERVICES]
+    found += [down_text(d["process"], d["how"]) for d in status.unavailable]
     if status.sync_interval is None:
         found.append("durability is unknown: the nats-server monitoring endpoint cannot be "
                      "read, so sync_interval cannot be checked (set SEEDLINE_NATS_MONITOR_URL)")
-    found += [f"{p['name']} is in a crash loop (its log: {p['log']})"
-              for p in status.processes or [] if p.get("state") == "crash loop"]
     if status.postgres.get("checked") and not status.postgres.get("up"):
         found.append(f"Postgres at {status.postgres['url']} does not answer")
+    if status.disk and status.disk["full"]:
+        found.append(status.disk["message"].rstrip("."))
     return found

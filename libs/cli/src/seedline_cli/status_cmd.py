@@ -9,19 +9,23 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from seedline_core.disk_full import size_text
+
 from .config import load_settings
 from .console import add_id_column, add_text_column, out, print_json, print_table
 from .errors import FAILED, reports_errors
 from .nats_client import connected
 from .runners_cmd import age_text, hosts_text
-from .sizes import size_text
-from .status_checks import WEB, Status, collect
+from .sizes import size_text as payload_size_text
+from .status_checks import Status, collect
+from .surfaces import WEB, unavailable
 
 UP = "[green]up[/]"
 DOWN = "[bold red]down[/]"
 WARN = "[yellow]warning[/]"
 OK = "[green]ok[/]"
 UNKNOWN = "[bold red]unknown[/]"
+FULL = "[bold red]full[/]"
 
 
 @reports_errors
@@ -33,8 +37,9 @@ def status(
 
     Shows nats-server and its JetStream durability (sync_interval), each service, each
     durable consumer's lag, Postgres when its place is known, and the machines online with
-    what they host. Exit code 1 when anything is down or durability cannot be checked, 3 when
-    NATS cannot be reached.
+    what they host. Exit code 1 when any process this system offers is down (the web process
+    included, once it runs here), with what is unavailable meanwhile, or when durability
+    cannot be checked; 3 when NATS cannot be reached.
     """
     settings = load_settings(ctx)
     explicit = bool(os.environ.get("SEEDLINE_DATABASE_URL"))
@@ -59,7 +64,7 @@ def render(s: Status) -> None:
     table.add_column(overflow="fold")
     table.add_row("nats-server", UP, escape(
         f"{s.nats_url}, version {s.server_version or 'unknown'}, "
-        f"max payload {size_text(s.max_payload)}"))
+        f"max payload {payload_size_text(s.max_payload)}"))
     if s.sync_interval is None:
         table.add_row("durability", UNKNOWN, escape(
             f"unknown: the monitoring endpoint {s.monitor_url} cannot be read; set "
@@ -75,6 +80,13 @@ def render(s: Status) -> None:
     else:
         table.add_row("postgres", "[dim]not checked[/]",
                       escape(f"{pg['url']} (set SEEDLINE_DATABASE_URL to check it from here)"))
+    if s.disk is not None:
+        if s.disk["full"]:
+            table.add_row("disk", FULL, escape(s.disk["message"]))
+        else:
+            table.add_row("disk", OK, escape(
+                f"{s.disk['folder']}: {size_text(s.disk['free_bytes'])} free (Seedline needs "
+                f"{size_text(s.disk['needed_bytes'])})"))
     for stream in s.streams:
         table.add_row(stream["name"], UP if stream["exists"] else DOWN,
                       f"{stream['messages']:,} messages" if stream["exists"]
@@ -88,14 +100,13 @@ def render(s: Status) -> None:
                 detail += f" (last: {svc.last_error})"
             if svc.side_ports:
                 detail += f"; metrics and health at {', '.join(svc.side_ports)}"
-        elif svc.name == WEB:
-            detail = ("not running (the HTTP API, console and MCP over HTTP; the rest works "
-                      "without it)")
-        else:
-            detail = "not running"
-        if not svc.up and svc.name == WEB:
-            table.add_row(escape(svc.name), "[dim]not running[/]", escape(detail))
+        elif svc.name == WEB and not s.web_offered:
+            table.add_row(escape(svc.name), "[dim]not running[/]", escape(
+                f"never started on this system ({unavailable(WEB)}; the rest works without "
+                "it)"))
             continue
+        else:
+            detail = f"not running: {unavailable(svc.name)} are unavailable"
         table.add_row(escape(svc.name), UP if svc.up else DOWN,
                       escape(f"{detail}; checked by {svc.checked_by}"))
     out.print(table)

@@ -10,13 +10,14 @@ from typing import Optional
 
 import typer
 
-from seedline_contracts.asyncapi import SCHEMA_DIR
 from seedline_cli.console import err, out
 from seedline_cli.errors import OperationFailed, UsageProblem, reports_errors
 
 
 def stale_schemas(out_dir: Path, files: dict[str, str]) -> list[Path]:
     """Schema files an earlier run wrote for messages that no longer exist."""
+    from seedline_contracts.asyncapi import SCHEMA_DIR  # as below
+
     stale = []
     for path in sorted((out_dir / SCHEMA_DIR).glob("*.json")):
         if f"{SCHEMA_DIR}/{path.name}" in files:
@@ -67,6 +68,8 @@ def docs(
     All are generated from the code. Without --out the AsyncAPI document goes to stdout.
     """
     # Imported here: they import every service, which listing the commands need not do.
+    from seedline_contracts.asyncapi import SCHEMA_DIR
+
     from .published import published_files
 
     files = published_files()

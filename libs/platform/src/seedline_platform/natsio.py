@@ -17,7 +17,6 @@ from nats.js.errors import NotFoundError
 from nats.nuid import NUID
 
 from seedline_contracts import subjects
-from seedline_contracts.codec import encode
 from seedline_contracts.streams import ALL_STREAMS, StreamSpec
 
 from .logging import get_logger
@@ -286,8 +285,10 @@ async def park_message(js: JetStreamContext, msg: Msg, reason: str, subject: str
     """Copy a message that keeps failing to SEEDLINE_REJECTED, with its origin and reason."""
     import base64
 
+    # Imported here: the codec (msgspec) is a sixth of `seedline status`'s start-up, which
+    # reads this module for the durability check only.
+    from seedline_contracts.codec import encode
     from seedline_contracts.timeline import RejectedInput
-
     from seedline_contracts.times import now_text
 
     try:

@@ -6,9 +6,10 @@ import os
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-from seedline_core.brief import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, Budget
+if TYPE_CHECKING:  # the brief's code is imported where a budget is read, not by every command
+    from seedline_core.brief import Budget
 
 
 class SettingsError(ValueError):
@@ -28,6 +29,12 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         "Postgres connection URL for the projections",
     ),
     "SEEDLINE_HOME": ("./.seedline", "where `seedline up` keeps the embedded servers' data"),
+    "SEEDLINE_MIN_FREE_MB": (
+        "100",
+        "free space (megabytes) the disk of SEEDLINE_HOME must keep: below it the disk counts "
+        "as full, new work is refused with a sentence that says so and `seedline up` waits "
+        "for room",
+    ),
     "SEEDLINE_STRICT_DURABILITY": ("0", "1 refuses to start when durability is weaker than required"),
     "SEEDLINE_LOG_LEVEL": ("info", "debug, info, warning or error"),
     "SEEDLINE_RESUME_WINDOW_HOURS": ("96", "resume window of the continuity decision (4 days)"),
@@ -145,6 +152,10 @@ def _flag(env: Mapping[str, str], name: str) -> bool:
 
 def _brief_budgets(env: Mapping[str, str]) -> tuple[tuple[str, Budget], ...]:
     """SEEDLINE_BRIEF_BUDGETS: `claude=120:40000,codex=80:20000`."""
+    if not env.get("SEEDLINE_BRIEF_BUDGETS", "").strip():
+        return ()
+    from seedline_core.brief import MAX_BUDGET, MIN_BUDGET, Budget
+
     name = "SEEDLINE_BRIEF_BUDGETS"
     budgets: dict[str, Budget] = {}
     for item in filter(None, (part.strip() for part in env.get(name, "").split(","))):
@@ -218,6 +229,7 @@ class Settings:
     nats_monitor_url: str = "http://127.0.0.1:8222"
     database_url: str = ""
     home: Path = Path(".seedline")
+    min_free_mb: int = 100
     strict_durability: bool = False
     log_level: str = "info"
     resume_window: timedelta = timedelta(hours=96)
@@ -254,6 +266,8 @@ class Settings:
 
     def brief_budget(self, engine: str) -> Budget:
         """The budget of a brief for `engine`: its own, or the default."""
+        from seedline_core.brief import DEFAULT_BUDGET
+
         return dict(self.brief_budgets).get(engine, DEFAULT_BUDGET)
 
     def nats_tls(self):
@@ -291,6 +305,7 @@ class Settings:
             nats_monitor_url=_get(env, "SEEDLINE_NATS_MONITOR_URL"),
             database_url=env.get("SEEDLINE_DATABASE_URL") or default_database_url(home),
             home=home,
+            min_free_mb=_int(env, "SEEDLINE_MIN_FREE_MB", minimum=0),
             strict_durability=strict == "1",
             log_level=level,
             resume_window=timedelta(hours=_int(env, "SEEDLINE_RESUME_WINDOW_HOURS")),

@@ -75,16 +75,18 @@ class DataFolderLock:
         self._fd: int | None = None
         self._holder: Holder | None = None
 
-    def check(self) -> None:
-        """Raise FolderInUse when the folder is taken; creates and changes nothing."""
+    def check(self) -> Holder | None:
+        """Raise FolderInUse when the folder is taken; creates and changes nothing. Returns
+        the note of an earlier `seedline up` that ended without stopping its nats-server,
+        while that server still runs on this folder's data (leftovers.py stops it)."""
         try:
             fd = os.open(self.path, os.O_RDONLY)
         except FileNotFoundError:
-            return
+            return None
         except OSError as exc:
             raise self._unusable(exc) from None
         try:
-            self._refuse_if_taken(fd)
+            return self._refuse_if_taken(fd, nats_left_refused=False)
         finally:
             os.close(fd)  # also drops the probe's own lock, when it got one
 
@@ -108,7 +110,10 @@ class DataFolderLock:
         """Recorded so a later `seedline up` can tell if this one's nats-server outlived it."""
         if self._fd is not None and self._holder is not None:
             self._holder = Holder(**{**self._holder.__dict__, "nats_pid": pid})
-            self._write(self._holder)
+            try:
+                self._write(self._holder)
+            except OSError:
+                pass  # a full disk: only a note for a later run; the lock itself holds
 
     def release(self) -> None:
         if self._fd is None:
@@ -117,20 +122,24 @@ class DataFolderLock:
         os.close(self._fd)  # closing drops the lock
         self._fd = None
 
-    def _refuse_if_taken(self, fd: int) -> None:
-        """Leaves ``fd`` locked when the folder is free."""
+    def _refuse_if_taken(self, fd: int, nats_left_refused: bool = True) -> Holder | None:
+        """Leaves ``fd`` locked when the folder is free. A nats-server an ended holder left
+        running is refused, or (``nats_left_refused`` false) returned with its note."""
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise FolderInUse(self._held_message(self._read(fd))) from None
         left = self._read(fd)
-        if left is not None and left.nats_pid and _is_nats_server_of(left.nats_pid, self.home):
+        if left is not None and left.nats_pid and is_nats_server_of(left.nats_pid, self.home):
+            if not nats_left_refused:
+                return left
             fcntl.flock(fd, fcntl.LOCK_UN)
             raise FolderInUse(
                 f"The `seedline up` that used {self.home} (pid {left.pid}) has ended, but its "
                 f"nats-server (pid {left.nats_pid}, port {left.nats_port}) still runs on this "
                 f"folder's data. Stop it with `kill {left.nats_pid}` and start again."
             )
+        return None
 
     def _unusable(self, exc: OSError) -> FolderProblem:
         return FolderProblem(
@@ -157,7 +166,7 @@ class DataFolderLock:
         os.pwrite(self._fd, data, 0)
 
 
-def _is_nats_server_of(pid: int, home: Path) -> bool:
+def is_nats_server_of(pid: int, home: Path) -> bool:
     """The process is alive and is a nats-server running this folder's config."""
     try:
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")

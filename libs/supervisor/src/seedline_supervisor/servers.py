@@ -51,6 +51,9 @@ class SupervisedNats:
                                    f"{START_WAIT_SECONDS:g} s")
             await asyncio.sleep(0.1)
 
+    async def stop(self) -> None:
+        await asyncio.to_thread(self.nats.stop)
+
     def log_tail(self, lines: int = 8) -> list[str]:
         return _tail(self.log_path, lines)
 
@@ -87,6 +90,9 @@ class SupervisedPostgres:
     async def start_again(self) -> None:
         await asyncio.to_thread(self.postgres.restart)
         self._pid = self.postgres.postmaster_pid()
+
+    async def stop(self) -> None:
+        await asyncio.to_thread(self.postgres.stop)
 
     def log_tail(self, lines: int = 8) -> list[str]:
         return _tail(self.log_path, lines)

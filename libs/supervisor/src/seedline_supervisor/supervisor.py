@@ -11,6 +11,13 @@ limit after which a process is left stopped and named with its log's last lines.
 
 Each process's state (restarts, last exit) is written to SEEDLINE_HOME/up-processes.json
 for `seedline status` (state.py).
+
+A full disk is a state, not a string of crashes: while the data folder's disk is short of
+room (seedline_core.disk_full) a process that ends is not started again and its end does not
+count towards a crash loop; it waits for room. Once there is room, what waits starts again,
+and the processes named to start again after a full disk (nats-server: a JetStream stream
+that failed a write refuses every later one until the server starts again, and the server
+sizes its store from the free space it finds when it starts) are started again too.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from pathlib import Path
 from typing import Protocol
 
 from seedline_cli import up_state
+from seedline_core.disk_full import DiskFull, room_again_text
 
 
 class Supervised(Protocol):
@@ -37,6 +45,9 @@ class Supervised(Protocol):
 
     async def start_again(self) -> None:
         """Start it again after it ended, on the same data and ports; raise if it cannot."""
+
+    async def stop(self) -> None:
+        """Stop it (to start it again)."""
 
     def log_tail(self, lines: int = 8) -> list[str]: ...
 
@@ -61,6 +72,7 @@ class RestartPolicy:
 
 
 RUNNING, RESTARTING, CRASH_LOOP = "running", "restarting", "crash loop"
+WAITING_FOR_ROOM = "waiting for room on the disk"
 
 
 @dataclass
@@ -81,6 +93,7 @@ class Record:
 
 
 Say = Callable[[str, list[str]], None]
+LookAtDisk = Callable[[], DiskFull | None]
 
 
 class Supervisor:
@@ -89,7 +102,9 @@ class Supervisor:
 
     def __init__(self, processes: list[Supervised], stop: asyncio.Event, say: Say,
                  state_path: Path, *, essential: frozenset[str] = frozenset(),
-                 policy: RestartPolicy = RestartPolicy(), poll_seconds: float = 0.25) -> None:
+                 policy: RestartPolicy = RestartPolicy(), poll_seconds: float = 0.25,
+                 look_at_disk: LookAtDisk = lambda: None,
+                 restart_when_room: frozenset[str] = frozenset()) -> None:
         self.processes = processes
         self.stop = stop
         self.say = say
@@ -97,6 +112,9 @@ class Supervisor:
         self.essential = essential
         self.policy = policy
         self.poll_seconds = poll_seconds
+        self.look_at_disk = look_at_disk
+        self.restart_when_room = restart_when_room
+        self.disk_full: DiskFull | None = None
         self.records = {p.name: Record(p.name, p.log_path, pid=p.pid) for p in processes}
         self._restarts: set[asyncio.Task] = set()
         self._given_up: str | None = None
@@ -105,6 +123,7 @@ class Supervisor:
         self.write_state()
         try:
             while not self.stop.is_set() and self._given_up is None:
+                self._watch_disk()
                 for process in self.processes:
                     record = self.records[process.name]
                     if record.state == RUNNING and (how := process.ended()) is not None:
@@ -116,8 +135,46 @@ class Supervisor:
             await asyncio.gather(*self._restarts, return_exceptions=True)
         return self._given_up
 
+    def _watch_disk(self) -> None:
+        state = self.look_at_disk()
+        if state is not None and self.disk_full is None:
+            self.say(f"{state.message()} Meanwhile new work is refused, and what stops is "
+                     "started again once there is room.", [])
+        elif state is None and self.disk_full is not None:
+            self.say(room_again_text(self.disk_full.folder), [])
+            self._in_background(self._after_full_disk())
+        self.disk_full = state
+
+    def _in_background(self, work) -> None:
+        task = asyncio.create_task(work)
+        self._restarts.add(task)
+        task.add_done_callback(self._restarts.discard)
+
+    async def _after_full_disk(self) -> None:
+        """Start again what waited for room, and what must start again after a full disk."""
+        for process in self.processes:
+            record = self.records[process.name]
+            if process.name in self.restart_when_room and record.state == RUNNING:
+                record.state = WAITING_FOR_ROOM  # before it stops: its end is no crash
+                await process.stop()
+        for process in self.processes:
+            if self.stop.is_set() or self.disk_full is not None:
+                return  # stopping, or full again: the next time there is room
+            if self.records[process.name].state == WAITING_FOR_ROOM:
+                await self._start(process)
+
     def _on_end(self, process: Supervised, how: str) -> None:
         record = self.records[process.name]
+        if self.disk_full is not None or self.look_at_disk() is not None:
+            # Most likely ended by the full disk: it waits for room, and no crash is counted.
+            record.state = WAITING_FOR_ROOM
+            record.last_exit = how
+            record.last_exit_at = up_state.now_text()
+            record.pid = None
+            self.say(f"{process.name} stopped ({how}) while the disk is full; it starts again "
+                     f"once there is room. Its log: {process.log_path}", [])
+            self.write_state()
+            return
         now = time.monotonic()
         record.ends.append(now)
         record.last_exit = how
@@ -139,15 +196,20 @@ class Supervisor:
             record.state = RESTARTING
             self.say(f"{process.name} stopped unexpectedly ({how}); starting it again in "
                      f"{delay:g} s. Its log: {process.log_path}", [])
-            task = asyncio.create_task(self._start_again(process, delay))
-            self._restarts.add(task)
-            task.add_done_callback(self._restarts.discard)
+            self._in_background(self._start_again(process, delay))
         self.write_state()
 
     async def _start_again(self, process: Supervised, delay: float) -> None:
         await self._pause(delay)
         if self.stop.is_set():
             return
+        if self.disk_full is not None:  # the disk filled meanwhile
+            self.records[process.name].state = WAITING_FOR_ROOM
+            self.write_state()
+            return
+        await self._start(process)
+
+    async def _start(self, process: Supervised) -> None:
         record = self.records[process.name]
         try:
             await process.start_again()
@@ -167,4 +229,7 @@ class Supervisor:
             pass
 
     def write_state(self) -> None:
-        up_state.write(self.state_path, [r.to_json() for r in self.records.values()])
+        try:
+            up_state.write(self.state_path, [r.to_json() for r in self.records.values()])
+        except OSError:
+            pass  # a full disk: `seedline status` measures the disk itself, and this is retried

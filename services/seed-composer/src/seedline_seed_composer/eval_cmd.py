@@ -12,22 +12,25 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 from rich.markup import escape
-from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-
-from seedline_core.brief import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, Budget
 
 from seedline_cli.console import err, out, print_json
 from seedline_cli.errors import FAILED, OperationFailed, UsageProblem, reports_errors
 
 
 if TYPE_CHECKING:  # the composer's code is imported when the command runs, not when listed
+    from rich.progress import Progress
+
+    from seedline_core.brief import Budget
+
     from .eval_corpus import Measure
 
 eval_app = typer.Typer(help="Measure what Seedline gives an engine.", no_args_is_help=True)
 
 
 def parse_budget(value: str | None) -> Budget:
+    from seedline_core.brief import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, Budget
+
     if value is None:
         return DEFAULT_BUDGET
     rows, colon, chars = value.partition(":")
@@ -134,6 +137,8 @@ def briefs(
     if not corpus.is_file():
         raise UsageProblem(f"{corpus} is not a file; give a corpus such as "
                            "tests/data/transcripts/corpus.jsonl.")
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn
+
     progress = Progress(TextColumn("Composing briefs"), BarColumn(), DownloadColumn(),
                         TimeElapsedColumn(), console=err, transient=True,
                         disable=not err.is_terminal)

@@ -1,9 +1,10 @@
 """Errors the web process answers with: the contract's shape, an HTTP status, a sentence.
 
 Every reply that is not a success is `{"ok": false, "error": {"code", "message"}}`
-(CONTRACT.md, Conventions), with the same codes the NATS APIs use plus three that
+(CONTRACT.md, Conventions), with the same codes the NATS APIs use plus the ones
 only HTTP has: `unauthorized`, `payload_too_large`, `request_timeout` (a body that
-did not arrive in time) and `not_permitted` for a token of another instance.
+did not arrive in time), `not_permitted` for a token of another instance, and `disk_full`
+(507: the disk of SEEDLINE_HOME is full, so new work is refused; seedline_core.disk_full).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ STATUS: dict[str, int] = {
     "superseded": 409,
     "payload_too_large": 413,
     "unavailable": 503,
+    "disk_full": 507,
     "runner_unreachable": 504,
     "timeout": 504,
 }

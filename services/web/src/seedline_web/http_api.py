@@ -62,7 +62,7 @@ async def _tenant(request: Request, instance_id: str | None = None):
 
 
 @router.post(INSTANCE + "/entries", status_code=202, response_class=Response,
-             openapi_extra=request_body(EntryBody), responses=replies(PublishReply, 202, 408, 413),
+             openapi_extra=request_body(EntryBody), responses=replies(PublishReply, 202, 408, 413, 507),
              summary="Publish one entry for ingest (seedline.ingest.timeline)")
 async def publish_one(instance_id: str, request: Request) -> Response:
     tenant = await _tenant(request, instance_id)
@@ -71,7 +71,7 @@ async def publish_one(instance_id: str, request: Request) -> Response:
 
 
 @router.post(INSTANCE + "/entries/batch", status_code=202, response_class=Response,
-             openapi_extra=request_body(BatchBody), responses=replies(PublishReply, 202, 408, 413),
+             openapi_extra=request_body(BatchBody), responses=replies(PublishReply, 202, 408, 413, 507),
              summary="Publish up to 1,000 entries for ingest, in order")
 async def publish_batch(instance_id: str, request: Request) -> Response:
     tenant = await _tenant(request, instance_id)
@@ -89,7 +89,7 @@ async def _publish(tenant, entries) -> Response:
 
 @router.post(INSTANCE + "/timeline/append", response_class=Response,
              openapi_extra=request_body(EntryBody),
-             responses=replies(AppendReceipt, 200, 408, 413, 504),
+             responses=replies(AppendReceipt, 200, 408, 413, 504, 507),
              summary="Append one entry and wait for its seq (seedline.api.timeline.append)")
 async def append(instance_id: str, request: Request) -> Response:
     tenant = await _tenant(request, instance_id)
@@ -129,7 +129,7 @@ async def read_timeline(
 
 @router.post(INSTANCE + "/conversations", response_class=Response,
              openapi_extra=request_body(OpenBody),
-             responses=replies(OpenReply, 200, 408, 409, 413, 504),
+             responses=replies(OpenReply, 200, 408, 409, 413, 504, 507),
              summary="Open a conversation on a repo (seedline.api.sessions.open)")
 async def open_conversation(instance_id: str, request: Request) -> Response:
     tenant = await _tenant(request, instance_id)
@@ -149,7 +149,7 @@ async def list_conversations(instance_id: str, request: Request) -> Response:
 
 @router.post(CONVERSATION + "/relocate", response_class=Response,
              openapi_extra=request_body(RelocateBody),
-             responses=replies(OpenReply, 200, 404, 408, 409, 413, 504),
+             responses=replies(OpenReply, 200, 404, 408, 409, 413, 504, 507),
              summary="Move a conversation to another machine (seedline.api.sessions.relocate)")
 async def relocate(session_id: str, request: Request) -> Response:
     tenant = await _tenant(request)

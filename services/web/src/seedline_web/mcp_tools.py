@@ -25,6 +25,7 @@ from seedline_platform.logging import get_logger
 
 from . import mcp_text
 from .choosing import Previous, choose
+from .disk_guard import refuse_new_work
 from .errors import WebError
 from .tenant import Tenant
 
@@ -116,6 +117,8 @@ def build_server(tenant_of: TenantOf) -> MCPServer:
         def register(fn):
             async def run(**kwargs) -> Replied:
                 try:
+                    if hints in (STARTS, WRITES):
+                        refuse_new_work()  # before anything else: the full disk is the news
                     said = await fn(await tenant_of(), **kwargs)
                     text, data = said if isinstance(said, tuple) else (said, None)
                     return _text(text, data=data)

@@ -4,6 +4,7 @@ MCP tools reach the backend, so the tenancy rule lives in one place.
 A caller names an instance only through its token (or `--instance` on stdio). A
 conversation addressed by a bare id is looked up through the platform's own
 events; one of another instance is answered exactly like one that does not exist.
+New work (publishing, opening, moving) is refused while the disk is full (disk_guard.py).
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from seedline_contracts.tokens import name_problem
 from seedline_platform.notices import StoredNotice
 
 from .backend import Backend, Owner
+from .disk_guard import new_work, refuse_new_work
 from .errors import WebError, not_found
 
 
@@ -77,7 +79,9 @@ class Tenant:
     async def relocate(self, session_id: str, node_id: str) -> OpenReply:
         await self.owner(session_id)
         check_name("machine", node_id)
-        return await self.backend.relocate(RelocateRequest(session_id=session_id, node_id=node_id))
+        refuse_new_work()
+        return await new_work(
+            self.backend.relocate(RelocateRequest(session_id=session_id, node_id=node_id)))
 
     async def stop(self, session_id: str, reason: str = "requested") -> StopReply:
         await self.owner(session_id)
@@ -97,7 +101,8 @@ class Tenant:
             raise WebError("not_permitted", "A conversation can be opened only on this instance.")
         check_name("repo", request.repo)
         check_name("machine", request.node_id)
-        return await self.backend.open(request)
+        refuse_new_work()
+        return await new_work(self.backend.open(request))
 
     async def read(self, repo: str, session_id: str | None = None, before_seq: int | None = None,
                    limit: int = 100, min_seq: int | None = None) -> TimelineReadReply:
@@ -110,12 +115,14 @@ class Tenant:
 
     async def append(self, entry: TimelineEntryIn) -> AppendReply:
         self._own(entry)
-        return await self.backend.append(entry)
+        refuse_new_work()
+        return await new_work(self.backend.append(entry))
 
     async def publish(self, entries: list[TimelineEntryIn]) -> list[tuple[int, bool]]:
         for entry in entries:
             self._own(entry)
-        return await self.backend.publish(entries)
+        refuse_new_work()
+        return await new_work(self.backend.publish(entries))
 
     def _own(self, entry: TimelineEntryIn) -> None:
         if entry.instance_id != self.instance_id:

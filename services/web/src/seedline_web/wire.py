@@ -128,6 +128,8 @@ ERROR_WORDS = {
     409: "The machine is offline or refused, or the read is not yet visible",
     413: "The body is over a size limit, which the message names",
     503: "A part of Seedline is not answering now; try again in a moment",
+    507: "The disk of Seedline's data is full: the message names it and how much room "
+         "new work needs; nothing new is taken until there is room",
     504: "A part of Seedline did not answer in time; an open goes on (retry with its "
          "request_id)",
 }
