@@ -8,7 +8,8 @@ import pytest
 from seedline_contracts import channels, subjects
 from seedline_contracts.events import Opened, Stopped
 from seedline_platform.publishing import RecordingPublisher
-from seedline_platform.routing import Kind, Route, UndeclaredSend, bind, sending_as
+from seedline_platform.routing import Kind, Route, bind
+from seedline_platform.sending import UndeclaredSend, sending_as
 
 
 class Part:

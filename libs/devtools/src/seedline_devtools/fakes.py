@@ -56,7 +56,8 @@ async def deliver(table, parts, handler, *args):
     """A message handed to `handler` as the service's edge hands it over: bound to the
     bootstrap's parts, what it sends checked against its row."""
     from seedline_platform.app_base import parts_of
-    from seedline_platform.routing import bind, sending_as
+    from seedline_platform.routing import bind
+    from seedline_platform.sending import sending_as
 
     route = next(r for r in table if r.handler is handler)
     with sending_as(route):

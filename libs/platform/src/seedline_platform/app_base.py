@@ -42,7 +42,8 @@ from .metrics_labels import prometheus_middleware
 from .nats_workarounds import survive_abandoned_flushes
 from .observability import ServiceMetrics, tracer_provider
 from .redelivery import MsgHandler, handle_with_redelivery, typed
-from .routing import Kind, Route, bind, message_name, sending_as
+from .routing import Kind, Route, bind, message_name
+from .sending import sending_as
 from .settings import Settings
 
 log = get_logger(__name__)

@@ -16,7 +16,8 @@ from seedline_contracts.instances import Erasure
 from seedline_platform.logging import get_logger
 from seedline_contracts.channels import ERASURES
 from seedline_platform.replay import newest_values
-from seedline_platform.routing import Kind, Route, check_send
+from seedline_platform.routing import Kind, Route
+from seedline_platform.sending import check_send
 from seedline_platform.sealing import key_name
 
 log = get_logger(__name__)

@@ -21,7 +21,7 @@ from seedline_contracts.streams import ALL_STREAMS, StreamSpec
 
 from .logging import get_logger
 from .nats_workarounds import connection_of, survive_abandoned_flushes
-from .routing import check_send
+from .sending import check_send
 
 log = get_logger(__name__)
 

@@ -17,7 +17,7 @@ from seedline_contracts.events import event_subject
 from .natsio import publish_window
 from .observability import trace_headers
 from .outage import NATS_AWAY, StreamsUnavailable
-from .routing import check_send
+from .sending import check_send
 
 Outgoing = tuple[str, bytes, dict[str, str] | None]  # subject, payload, headers
 

@@ -5,7 +5,7 @@ tuple of `Route`s. That table drives the wire (DESIGN.md rule 11):
 - the service subscribes from it (`ServiceApp`), decoding each message into the row's
   contract type at the edge and encoding what a request's handler returns;
 - a handler may send only what its row declares: every publish, notice and machine
-  request is checked against the row of the handler it happens under (`sending`);
+  request is checked against the row of the handler it happens under (sending.py);
 - the NATS permissions of every service, the client's directory of who answers what,
   the AsyncAPI document and docs/flows.md are generated from the tables.
 
@@ -17,17 +17,14 @@ go-to-definition follows every route.
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
 import typing
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import Enum
 
 from seedline_contracts import subjects
 from seedline_contracts.channels import Api, Channel, event_tag
 
-from .subject_match import subject_matches
 
 
 class Kind(str, Enum):
@@ -150,35 +147,3 @@ def bind(handler: Callable, parts: Iterable[object]) -> Callable:
         raise LookupError(f"{handler.__qualname__} is defined by {len(owners)} of the parts "
                           "bootstrap built; a route's handler needs exactly one")
     return getattr(owners[0], handler.__name__)
-
-
-# -- sends, checked against the row of the handler they happen under ---------------------
-
-
-class UndeclaredSend(Exception):
-    """A handler sent what its row does not declare (the server would refuse it too)."""
-
-
-_sending: contextvars.ContextVar[Route | None] = contextvars.ContextVar("sending", default=None)
-
-
-@contextlib.contextmanager
-def sending_as(route: Route) -> Iterator[None]:
-    """Everything sent inside is checked against `route.sends` (tasks started inside too)."""
-    token = _sending.set(route)
-    try:
-        yield
-    finally:
-        _sending.reset(token)
-
-
-def check_send(subject: str) -> None:
-    """Raise UndeclaredSend when the handler at work may not send on `subject`. Outside any
-    route (a service starting, a tool) nothing is checked."""
-    route = _sending.get()
-    if route is None:
-        return
-    if not any(subject_matches(subject, allowed) for allowed in route.send_filters):
-        raise UndeclaredSend(
-            f"{route.handler_name} sent on {subject}, which its route does not declare; add "
-            "it to the row's sends= (the service's permissions follow from it)")

@@ -16,7 +16,7 @@ from nats.js.errors import NotFoundError
 from seedline_contracts import channels, subjects
 
 from .replay import stored
-from .routing import check_send
+from .sending import check_send
 
 _META = f"$O.{subjects.WORKTREES_BUCKET}.M.>"
 

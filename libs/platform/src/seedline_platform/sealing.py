@@ -31,7 +31,7 @@ from seedline_contracts.sealed_objects import derive_key
 from seedline_contracts.tokens import escape_token, unescape_token
 from seedline_contracts.worktrees import SealKey
 
-from .routing import check_send
+from .sending import check_send
 
 KEYS_BUCKET = "seedline_keys"
 # A sealed text: PREFIX, the instance's key name, the key version, base64 of nonce and

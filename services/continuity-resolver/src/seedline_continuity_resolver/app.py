@@ -17,7 +17,7 @@ from seedline_platform.app_base import ServiceApp
 from seedline_platform.publishing import JetStreamPublisher
 from seedline_platform.logging import get_logger
 from seedline_platform.replay import last_seq
-from seedline_platform.routing import check_send
+from seedline_platform.sending import check_send
 from seedline_platform.sealing import sealer_for
 from seedline_platform.settings import Settings
 from seedline_timeline_view import PostgresTimelineView

@@ -27,7 +27,7 @@ from seedline_contracts.runner import (
 from seedline_contracts.worktrees import SavedTree
 from seedline_platform.logging import get_logger
 from seedline_platform.observability import trace_headers
-from seedline_platform.routing import check_send
+from seedline_platform.sending import check_send
 
 log = get_logger(__name__)
 

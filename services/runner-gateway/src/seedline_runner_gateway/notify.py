@@ -10,7 +10,7 @@ from seedline_contracts import subjects
 from seedline_contracts.codec import encode
 from seedline_contracts.sessions import Notification, RunnerOfflineNotification
 from seedline_core.notices import runner_offline_notice_text
-from seedline_platform.routing import check_send
+from seedline_platform.sending import check_send
 
 
 def machine_offline(session_id: str, node_id: str, label: str | None):

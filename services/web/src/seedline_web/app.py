@@ -26,7 +26,8 @@ from seedline_platform import erasure, natsio, pg
 from seedline_platform.app_base import in_route, parts_of
 from seedline_platform.erasure import ErasureFollower
 from seedline_platform.logging import get_logger
-from seedline_platform.routing import Kind, Route, bind, sending_as
+from seedline_platform.routing import Kind, Route, bind
+from seedline_platform.sending import sending_as
 from seedline_platform.sealing import sealer_for
 from seedline_platform.settings import Settings
 
