@@ -11,6 +11,7 @@ from seedline_contracts.events import ContinuityDecided, LaunchPlan, Opened, Ope
 from seedline_contracts.sessions import BriefStats, Continuity, NoticeBody, OpenReply
 from seedline_cli.publish_file import capped_lines
 from seedline_cli.timeline_opens import first_decisions, interleave, marks_from_events
+from seedline_contracts.events import SessionEvent
 
 
 AT = "2026-12-01T10:00:00Z"
@@ -49,12 +50,24 @@ def as_dict(event) -> dict:
     return msgspec.to_builtins(event)
 
 
+def read(bodies: list[dict]) -> list:
+    """Events as the CLI reads them: through the contract's types, in stream order; one it
+    cannot read is left out."""
+    found = []
+    for seq, body in enumerate(bodies, 1):
+        try:
+            found.append((seq, msgspec.convert(body, SessionEvent)))
+        except msgspec.MsgspecError:
+            continue
+    return found
+
+
 def entry(seq, session):
     return {"seq": seq, "session_id": session, "kind": "chat_user", "content": str(seq)}
 
 
 def test_each_open_keeps_the_decision_made_then_and_a_relocation_is_its_own_mark():
-    marks = marks_from_events([
+    marks = marks_from_events(read([
         {"type": "open_requested", "session_id": "c1"},
         decided("c1", 2, "no_previous"),
         opened("c1", "briefed"),
@@ -62,7 +75,7 @@ def test_each_open_keeps_the_decision_made_then_and_a_relocation_is_its_own_mark
         decided("c1", 5, "other_machine", relocation_from="m1", node="m2"),
         relocated("c1", "m1", "m2"),
         opened("c1", "briefed"),
-    ])
+    ]))
     assert [(m.kind, m.after_seq, m.continuity["reason_code"], m.outcome) for m in marks] == [
         ("open", 2, "no_previous", "briefed"),
         ("relocation", 5, "other_machine", "briefed"),
@@ -74,36 +87,36 @@ def test_each_open_keeps_the_decision_made_then_and_a_relocation_is_its_own_mark
 
 
 def test_a_relocation_answered_in_its_relocated_event_has_its_outcome():
-    marks = marks_from_events([
+    marks = marks_from_events(read([
         decided("c1", 2, "no_previous"), opened("c1", "briefed"),
         decided("c1", 4, "other_machine", node="m2", relocation=True),
         relocated("c1", "m1", "m2", "briefed"),
-    ])
+    ]))
     assert [(m.kind, m.outcome, m.from_node_id) for m in marks] == [
         ("open", "briefed", None), ("relocation", "briefed", "m1")]
 
 
 def test_a_failed_open_and_a_wake_say_so():
-    failed = marks_from_events([
+    failed = marks_from_events(read([
         decided("c2", 0, "no_previous"),
         as_dict(OpenFailed(session_id="c2", at=AT,
                            error=ErrorBody("runner_offline", "Your Mac mini is offline."),
                            plan=LaunchPlan("inst", "apps/x", "scripted", "m1",
                                            Continuity("fresh", None, "no_previous", "b"),
                                            None, None, False))),
-    ])
+    ]))
     # Nothing was opened, so the line must not begin "opened".
     assert failed[0].text().startswith("open failed: Your Mac mini is offline. (it had decided")
     assert "opened" not in failed[0].text()
-    woken = marks_from_events([decided("c3", 6, "no_resume_key", wake_seq=7)])
+    woken = marks_from_events(read([decided("c3", 6, "no_resume_key", wake_seq=7)]))
     assert (woken[0].kind, woken[0].after_seq) == ("wake", 7)
     assert woken[0].text().startswith("woken by #7, fresh:")
     assert woken[0].text().endswith("no answer from the machine yet")
 
 
 def test_marks_go_between_the_entries_they_came_between():
-    marks = marks_from_events([decided("c1", 2, "no_previous"), opened("c1", "briefed"),
-                               decided("c1", 4, "other_machine", relocation_from="m1")])
+    marks = marks_from_events(read([decided("c1", 2, "no_previous"), opened("c1", "briefed"),
+                               decided("c1", 4, "other_machine", relocation_from="m1")]))
     entries = [entry(1, "old"), entry(2, "old"), entry(3, "c1"), entry(4, "c1"), entry(5, "c1")]
     order = [item["seq"] if isinstance(item, dict) else item.kind
              for item in interleave(entries, marks, None, None)]
@@ -111,7 +124,7 @@ def test_marks_go_between_the_entries_they_came_between():
 
 
 def test_a_mark_past_the_last_entry_shows_only_when_nothing_newer_lies_outside_the_view():
-    marks = marks_from_events([decided("c1", 5, "no_previous")])
+    marks = marks_from_events(read([decided("c1", 5, "no_previous")]))
     entries = [entry(4, "old"), entry(5, "old")]
     assert interleave(entries, marks, None, None)[-1].kind == "open"
     assert interleave(entries, marks, None, 6)[-1].kind == "open"
@@ -119,7 +132,7 @@ def test_a_mark_past_the_last_entry_shows_only_when_nothing_newer_lies_outside_t
 
 
 def test_a_mark_older_than_the_view_is_left_to_the_older_page():
-    marks = marks_from_events([decided("a", 1, "no_previous"), decided("b", 7, "past_window")])
+    marks = marks_from_events(read([decided("a", 1, "no_previous"), decided("b", 7, "past_window")]))
     entries = [entry(9, "b"), entry(10, "b")]
     shown = [i.session_id for i in interleave(entries, marks, 7, None) if not isinstance(i, dict)]
     assert shown == ["b"]
@@ -138,10 +151,10 @@ def test_capped_lines_keeps_lines_up_to_the_limit_and_only_measures_longer_ones(
 def test_a_resume_lost_after_the_reply_shows_the_corrected_outcome():
     from seedline_contracts.events import ResumeLost
 
-    marks = marks_from_events([
+    marks = marks_from_events(read([
         decided("c1", 2, "resume"), opened("c1", "resumed"),
         as_dict(ResumeLost(session_id="c1", at=AT, node_id="m1", reason="no record")),
-    ])
+    ]))
     assert [m.outcome for m in marks] == ["resume_unconfirmed_briefed"]
     assert marks[0].to_json()["outcome"] == "resume_unconfirmed_briefed"
     assert marks[0].text().endswith("· outcome resume_unconfirmed_briefed")

@@ -17,14 +17,14 @@ from rich.table import Table
 from seedline_client import SeedlineClient
 from seedline_contracts.sessions import BriefGetRequest, OpenAnswerRequest, OpenRequest
 from seedline_core.notices import BRIEF_NOT_GIVEN
-from seedline_platform.lifecycle_events import brief_given
+from seedline_platform.lifecycle_events import conversation_record
+from seedline_platform.session_reads import conversation_events
 
 from .config import check_name, load_settings
 from .console import err, out, print_json
 from .disk_guard import refuse_new_work
 from .errors import UsageProblem, Unreachable, reports_errors
 from .nats_client import ReplyError, answered, connected
-from .timeline_opens import conversation_events, opens_of_events
 
 TONE_STYLES = {"info": "green", "warning": "yellow"}
 
@@ -185,14 +185,10 @@ async def _brief_given(settings, session_id: str, sha256: str) -> bool | None:
     had it (None: no receipt of it could be read)."""
     try:
         async with connected(settings) as nc:
-            events = await conversation_events(nc, session_id)
+            events = await conversation_events(nc.jetstream(), session_id, None)
     except Exception:
         return None
-    for mark in reversed(opens_of_events(events)):
-        reply = mark.reply
-        if reply is not None and reply.brief is not None and reply.brief.sha256 == sha256:
-            return brief_given(reply)
-    return None
+    return conversation_record(events).brief_given(sha256)
 
 
 # Where a refusal leaves a person, said after the service's own sentence.

@@ -10,22 +10,15 @@ place, and never changes what the earlier lines say.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import msgspec
 from nats.aio.client import Client
-from nats.js.errors import NotFoundError
 
-from seedline_contracts import subjects
-from seedline_contracts.codec import decoder
 from seedline_contracts.events import SessionEvent
-from seedline_platform.lifecycle_events import OpenView, fold_opens
-
-_events = decoder(SessionEvent)
-
-# A conversation's events are a handful per open; this bounds a pathological one.
-MAX_EVENTS_PER_CONVERSATION = 2000
+from seedline_platform.lifecycle_events import OpenView, opens_of
+from seedline_platform.session_reads import conversation_events
 
 
 @dataclass
@@ -62,24 +55,11 @@ class OpenMark:
         return f"{head} · outcome {self.outcome}"
 
 
-def marks_from_events(events: list[dict]) -> list[OpenMark]:
+def marks_from_events(events: Sequence[tuple[int, SessionEvent]]) -> list[OpenMark]:
     """The open attempts of one conversation, from its events in stream order: the one
     fold of the platform (seedline_platform.lifecycle_events), so an outcome a
-    `resume_lost` corrected reads corrected here too. An event this CLI cannot read (a
-    newer type, a malformed body) changes nothing."""
-    return [_mark(view) for view in opens_of_events(events)]
-
-
-def opens_of_events(events: list[dict]) -> tuple[OpenView, ...]:
-    """One conversation's opens, folded from its events (as read, oldest first)."""
-    opens: tuple[OpenView, ...] = ()
-    for seq, body in enumerate(events, 1):
-        try:
-            event = _events.decode(msgspec.json.encode(body))
-        except msgspec.MsgspecError:
-            continue
-        opens = fold_opens(opens, event, seq)
-    return opens
+    `resume_lost` corrected reads corrected here too."""
+    return [_mark(view) for view in opens_of(events)]
 
 
 def _mark(view: OpenView) -> OpenMark:
@@ -123,32 +103,13 @@ def interleave(
     return merged
 
 
-async def conversation_events(nc: Client, session_id: str) -> list[dict]:
-    """Every event of one conversation, oldest first (next-by-subject reads)."""
-    js = nc.jetstream()
-    subject = subjects.session_event_subject(session_id, "*")
-    events: list[dict] = []
-    seq = 1
-    while len(events) < MAX_EVENTS_PER_CONVERSATION:
-        try:
-            msg = await js.get_msg(subjects.SESSIONS_STREAM, seq=seq, subject=subject, next=True)
-        except NotFoundError:
-            break
-        try:
-            body = json.loads(msg.data or b"")
-        except ValueError:
-            body = None
-        if isinstance(body, dict):
-            events.append(body)
-        seq = (msg.seq or seq) + 1
-    return events
-
-
 async def read_marks(nc: Client, session_ids: set[str]) -> list[OpenMark]:
     marks: list[OpenMark] = []
     for session_id in sorted(session_ids):
         try:
-            events = await conversation_events(nc, session_id)
+            # Read through the contract's types; an event this CLI cannot read (a newer
+            # type, a malformed body) is left out and changes nothing.
+            events = await conversation_events(nc.jetstream(), session_id, None)
         except Exception:
             continue  # the stream does not exist yet, or is not readable from here
         marks += marks_from_events(events)
