@@ -138,3 +138,37 @@ async def test_forgetting_an_instance_deletes_its_saved_trees(system, clones):
                                   {"instance_id": INSTANCE, "reason": "asked to"}, timeout=30)
     assert forgot["ok"], forgot
     assert await object_names(js, prefix) == []
+
+
+async def seedline(system, *args: str) -> tuple[int, str, str]:
+    import asyncio
+    import sys
+
+    env = {**os.environ, "SEEDLINE_NATS_URL": system.settings.nats_url}
+    process = await asyncio.create_subprocess_exec(
+        str(Path(sys.executable).parent / "seedline"), *args, env=env,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+    out, err = await process.communicate()
+    return process.returncode, out.decode(), err.decode()
+
+
+async def test_a_save_is_shown_and_applied_to_a_checkout_by_hand(system, clones, tmp_path):
+    mac, linux = clones
+    await system.start_runner("mac-mini-1", "Mac mini", checkouts=Checkouts(repos_dir=mac))
+    await system.append(1)
+    opened = await system.open()
+    (mac / REPO / "board.py").write_text("BOARD = 11\n")
+    assert (await system.request(subjects.API_SESSIONS_STOP,
+                                 {"session_id": opened["session_id"], "reason": "done"}))["ok"]
+    await system.wait_for(lambda: system.session_events("worktree_saved"))
+    code, shown, _ = await seedline(system, "worktree", "show", opened["session_id"])
+    assert code == 0 and "saved on Mac mini" in shown and "1 file (" in shown
+    code, said, err = await seedline(system, "worktree", "apply", opened["session_id"],
+                                     "--to", str(linux / REPO))
+    assert code == 0, err
+    assert "were applied to this checkout" in said
+    assert (linux / REPO / "board.py").read_text() == "BOARD = 11\n"
+    # Again: the checkout now has the changes as its own, which are never overwritten.
+    code, said, _ = await seedline(system, "worktree", "apply", opened["session_id"],
+                                   "--to", str(linux / REPO))
+    assert code == 1 and "changes of its own" in said

@@ -34,6 +34,8 @@ COMMANDS = (
       "List the live conversations: repo, machine, engine, outcome and idle time.",
       hidden=True),
     C("relocate", "relocate_cmd", "relocate", "Move a conversation to another machine."),
+    C("worktree", "worktree_cmd", "worktree",
+      "What was saved of a conversation's checkout as it stopped, and applying it by hand."),
     C("stop", "stop_cmd", "stop", "Stop a live conversation: its machine ends the engine."),
     C("runner", "runner_cmd", "runner", "Run this machine as a runner that hosts engines."),
     C("runners", "runners_cmd", "runners",
