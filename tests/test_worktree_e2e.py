@@ -74,6 +74,10 @@ async def test_the_work_moves_with_the_conversation_and_everyone_is_told(system,
     carried = moved["carried"]
     assert (carried["from_label"], carried["files"], carried["applied"], carried["left_out"]) == (
         "Mac mini", 2, True, [".env"])
+    # The scripted engine's record is its process's own: it cannot travel, so the engine
+    # there is briefed (the real CLIs' records do: tests/engines/test_moves_whole.py).
+    assert not carried["record_placed"]
+    assert (moved["continuity"]["reason_code"], moved["outcome"]) == ("other_machine", "briefed")
     for register in ("chat", "console", "mcp"):
         assert "saved on Mac mini (2 files) came along and were applied" in (
             moved["notice"][register])
