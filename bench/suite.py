@@ -17,7 +17,10 @@ Runs, each on its own real servers in a temporary folder:
 10. wake storm: 1,000 stopped conversations on 10 runner machines woken at once, with 1
     and 2 ingest partitions, and the CPU each wake costs per process (bench.wake_storm);
 11. the platform's share of a real wake: the real Claude Code CLI woken by a message,
-    message -> launch against launch -> the engine's first request (bench.real_wake).
+    message -> launch against launch -> the engine's first request (bench.real_wake);
+12. what a relocation adds for a dirty working tree of 1 MB and 20 MB (the save as the
+    conversation stops, the arrival on the next machine), against moving the same
+    changes by hand with git diff --binary | git apply (bench.worktree_move).
 
 Every figure is the median of several runs, with min and max; every ratio is
 against a baseline measured in this run. Writes bench/results/summary.md and
@@ -25,7 +28,7 @@ summary.json (and each benchmark's own .md/.json beside them) and prints the tab
 
     python -m bench.suite [--entries 200000]
                           [--only ingest,lag,open,fill,langgraph,startup,concurrent,storm,
-                                  realwake]
+                                  realwake,worktree]
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from pathlib import Path
 from bench import report
 
 PARTS = ("ingest", "lag", "open", "fill", "langgraph", "startup", "concurrent", "storm",
-         "realwake")
+         "realwake", "worktree")
 DEFAULTS = {
     "ingest_rounds": 3,
     "ingest_count": 10_000,
@@ -67,6 +70,7 @@ DEFAULTS = {
     "storm_instances": 100,
     "storm_runners": 10,
     "realwake_rounds": 10,
+    "worktree_rounds": 3,
 }
 TIME_BUDGET_SECONDS = 600
 
@@ -218,6 +222,11 @@ def run_suite(only: tuple[str, ...] = PARTS, profile_misses: bool = True, **opti
         from bench.real_wake import run_real_wake
 
         step("realwake", lambda: run_real_wake(opts["realwake_rounds"]))
+
+    if "worktree" in only:
+        from bench.worktree_move import run_worktree_move
+
+        step("worktree", lambda: run_worktree_move(opts["worktree_rounds"]))
 
     measured_seconds = time.perf_counter() - started
     profiles = {
@@ -462,6 +471,13 @@ def rows(results: dict, opts: dict) -> tuple[list[dict], list[dict]]:
         for name, s in r.get("wall_seconds", {}).items():
             figures.append(_figure("8 CLI start-up", f"wall time of seedline {name}, s",
                                    cell(s, 3), "-"))
+    if "worktree" in results:
+        for size, s in results["worktree"]["seconds"].items():
+            figures.append(_figure(
+                "12 relocation, dirty tree", f"{size} MB: seconds a relocation adds (save "
+                f"{cell(s['save'], 3)}, arrival {cell(s['arrive'], 3)}) vs git diff | git apply",
+                cell(s["seedline"], 3), cell(s["by_hand"], 3),
+                s["seedline"]["median"] / s["by_hand"]["median"]))
     if "concurrent" in results:
         r = results["concurrent"]
         callers = r["conditions"]["callers"]

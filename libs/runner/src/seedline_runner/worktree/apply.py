@@ -68,11 +68,12 @@ async def apply_tree(checkout: Path | None, saved: SavedTree, archive: bytes | N
                 if not _inside(path) or os.path.lexists(checkout / path):
                     raise _Refused("conflict", path)
             if patch:
+                # git apply checks every hunk before it writes any: a patch that does not
+                # apply changes nothing.
                 try:
-                    await git(checkout, "apply", "--check", "--binary", stdin=patch)
+                    await git(checkout, "apply", "--binary", stdin=patch)
                 except GitError as error:
                     raise _Refused("conflict", str(error)) from None
-                await git(checkout, "apply", "--binary", stdin=patch)
             for path in untracked:
                 _write(tar, members[path], checkout / path)
         except BaseException:
