@@ -116,6 +116,7 @@ def runner_permissions(node_id: str) -> Permissions:
             f"$JS.API.CONSUMER.CREATE.{OBJ_STREAM}",
             f"$JS.API.CONSUMER.CREATE.{OBJ_STREAM}.>",
             f"$JS.API.CONSUMER.DELETE.{OBJ_STREAM}.>",
+            f"$JS.API.CONSUMER.MSG.NEXT.{OBJ_STREAM}.>",
         ),
         subscribe_allow=(
             subjects.runner_subject(node_id, "launch"),
