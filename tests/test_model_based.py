@@ -162,6 +162,9 @@ class ConversationState(RuleBasedStateMachine):
         self.published: list[dict] = []
         self.open_bodies: dict[str, dict] = {}  # each open's request, to read its reply again
         self.n = 0
+        # What each conversation's newest save held: its checkout's uncommitted files then.
+        self.saved: dict[str, dict] = {}
+        self.p.checkouts.reset()
 
     # -- helpers ------------------------------------------------------------------------
 
@@ -178,7 +181,51 @@ class ConversationState(RuleBasedStateMachine):
         seen = self.p.seen
         return {"timeline": len(seen.timeline), "events": len(seen.events),
                 "rejected": len(seen.rejected),
-                "notices": {i: len(seen.notices.get(i, [])) for i in self.instances}}
+                "notices": {i: len(seen.notices.get(i, [])) for i in self.instances},
+                "trees": self._trees()}
+
+    def _trees(self) -> dict:
+        checkouts = self.p.checkouts
+        return {(node, repo): checkouts.listing(node, repo)
+                for node in MACHINES for repo in REPOS}
+
+    def _check_trees(self, mark: dict, new: dict, what: str) -> None:
+        """No tree is ever half-applied (CONTRACT.md 6): after every step no apply is left
+        unfinished, a tree applied makes the target hold exactly what was saved, and one
+        not applied leaves the target as it was."""
+        assert self.p.checkouts.markers() == [], f"{what}: an apply left unfinished"
+        before, after = mark["trees"], self._trees()
+        for e in new["events"]:
+            if e["type"] == "worktree_saved":
+                self.saved[e["session_id"]] = before[(e["node_id"], e["repo"])]
+        for e in new["events"]:
+            if e["type"] != "worktree_applied":
+                continue
+            *_, decided = [d for d in new["events"] if d["type"] == "continuity_decided"
+                           and d["session_id"] == e["session_id"]]
+            carried = decided["plan"]["carry"]
+            target = (e["node_id"], decided["plan"]["repo"])
+            if e["worktree"] and e["worktree"]["applied"]:
+                assert after[target] == self.saved[carried["session_id"]], (
+                    f"{what}: {target} holds {sorted(after[target])} after the apply, saved "
+                    f"{sorted(self.saved[carried['session_id']])}")
+            else:
+                assert after[target] == before[target], f"{what}: {target} changed, not applied"
+
+    @rule(repo=st.sampled_from(REPOS), n=st.integers(0, 10_000))
+    def work(self, repo, n):
+        """An engine changes its checkout: a file of its own, where the repo runs now."""
+        live = [c for c in self.model.by_id.values() if c.state == "live" and c.repo == repo]
+        if not live:
+            return self._idle_draw()
+        self._count("work", repo=repo, n=n)
+        node_id = live[n % len(live)].node_id
+        mark = self._mark()
+        work = self.p.checkouts.folder(node_id) / repo / "work" / f"w-{self.n}.txt"
+        work.parent.mkdir(exist_ok=True)
+        work.write_text(f"work {self.n} of {self.instances[0]}\n")
+        mark["trees"] = self._trees()
+        self._settle(mark, Expected(), f"work on {repo} at {node_id}")
 
     def _since(self, mark: dict) -> dict:
         seen = self.p.seen
@@ -239,6 +286,7 @@ class ConversationState(RuleBasedStateMachine):
         assert new["rejected"] == [], f"{what}: rejected {new['rejected']}"
         self._check_live(what)
         self._check_hosted_once(what)
+        self._check_trees(mark, new, what)
         return new
 
     def _check_hosted_once(self, what: str) -> None:
@@ -740,7 +788,7 @@ def harness(postgres_server):
         platform = Platform(nats_url=nats_proc.url, monitor_url=nats_proc.monitor_url,
                             database_url=database_url, logs=workdir)
         try:
-            loop.run(platform.start(MACHINES, copies=COPIES))
+            loop.run(platform.start(MACHINES, copies=COPIES, repos=REPOS))
             yield Harness(platform, loop, datetime.now(UTC))
         finally:
             platform.close()

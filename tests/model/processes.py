@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +90,66 @@ class NotSettled(AssertionError):
     """The system did not reach what was expected in time."""
 
 
+GIT_ENV = {"GIT_AUTHOR_NAME": "m", "GIT_AUTHOR_EMAIL": "m@example.invalid",
+           "GIT_COMMITTER_NAME": "m", "GIT_COMMITTER_EMAIL": "m@example.invalid"}
+
+
+def _git(cwd: Path, *args: str) -> bytes:
+    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True,
+                          env={**os.environ, **GIT_ENV}).stdout
+
+
+class Checkouts:
+    """Each machine's repos folder, a clone of every repo of the world in it: what its
+    engines change there is saved as a conversation stops and carried where it moves."""
+
+    def __init__(self, root: Path, machines: Iterable[str], repos: Iterable[str]) -> None:
+        self.root = root
+        self.repos = tuple(repos)
+        for repo in self.repos:
+            origin = root / "origin" / f"{repo}.git"
+            origin.parent.mkdir(parents=True, exist_ok=True)
+            _git(root, "init", "-q", "--bare", "-b", "main", str(origin))
+            seed = root / "seed" / repo
+            _git(root, "clone", "-q", str(origin), str(seed))
+            (seed / "README.md").write_text(f"# {repo}\n")
+            _git(seed, "add", ".")
+            _git(seed, "commit", "-qm", "first")
+            _git(seed, "push", "-q", "origin", "main")
+            for node in machines:
+                target = self.folder(node) / repo
+                target.parent.mkdir(parents=True, exist_ok=True)
+                _git(root, "clone", "-q", str(origin), str(target))
+
+    def folder(self, node_id: str) -> Path:
+        return self.root / "machines" / node_id
+
+    def listing(self, node_id: str, repo: str) -> dict[str, bytes | None]:
+        """The checkout's uncommitted files and what each holds (None: deleted)."""
+        checkout = self.folder(node_id) / repo
+        out = _git(checkout, "status", "--porcelain=v1", "-z", "--untracked-files=all")
+        found: dict[str, bytes | None] = {}
+        for item in out.split(b"\0"):
+            if len(item) > 3:
+                path = item[3:].decode()
+                file = checkout / path
+                found[path] = file.read_bytes() if file.is_file() else None
+        return found
+
+    def reset(self) -> None:
+        """Every checkout back at its commit, with nothing uncommitted."""
+        for node in (p.name for p in (self.root / "machines").iterdir()):
+            for repo in self.repos:
+                checkout = self.folder(node) / repo
+                _git(checkout, "checkout", "-q", "-f", "main")
+                _git(checkout, "reset", "-q", "--hard", "origin/main")
+                _git(checkout, "clean", "-q", "-f", "-d")
+
+    def markers(self) -> list[Path]:
+        """Every apply that is not finished or rolled back."""
+        return sorted(self.root.glob("machines/*/*/*/.git/seedline-apply.json"))
+
+
 @dataclass
 class Machine:
     node_id: str
@@ -135,6 +195,7 @@ class Platform:
         self.watch = HostingWatch()
         self._service_ids: dict[str, set[str]] = {name: set() for name in SERVICES}
         self.machines: dict[str, Machine] = {}
+        self.checkouts: Checkouts | None = None
         self.seen = Observed()
         self._cursor = {name: 0 for name in STREAMS}
         self._notice_subs: dict[str, Any] = {}
@@ -149,7 +210,9 @@ class Platform:
         return subprocess.Popen(argv, env=self.env, stdout=log, stderr=subprocess.STDOUT,
                                 start_new_session=True)
 
-    async def start(self, machines: dict[str, str], copies: int = 1) -> None:
+    async def start(self, machines: dict[str, str], copies: int = 1,
+                    repos: tuple[str, ...] = ()) -> None:
+        self.checkouts = Checkouts(self.logs / "repos", machines, repos)
         self.nc = await nats.connect(self.nats_url, max_reconnect_attempts=-1)
         self.js = self.nc.jetstream()
         # The writer first: it creates the streams the others bind to.
@@ -208,7 +271,8 @@ class Platform:
         before = await self._presence_revision(node_id)
         machine.proc = self._spawn(
             [str(BIN / "seedline"), "runner", "--node-id", node_id, "--label", machine.label,
-             "--engine", "scripted"], f"runner-{node_id}")
+             "--engine", "scripted", "--repos-dir", str(self.checkouts.folder(node_id))],
+            f"runner-{node_id}")
         machine.generation += 1
 
         async def put_by_the_new_process() -> bool:
