@@ -78,6 +78,15 @@ def runner(
         "--acp-permissions",
         help="How this machine answers an ACP agent's permission requests: allow or reject.",
     ),
+    worktree_max_mb: int = typer.Option(
+        50, "--worktree-max-mb", min=1, max=1024,
+        help="The most uncommitted changes a stopping conversation's checkout is saved with, "
+             "in MB; over it the save says so and stores nothing.",
+    ),
+    worktree_max_files: int = typer.Option(
+        5_000, "--worktree-max-files", min=1, max=100_000,
+        help="The most uncommitted files a stopping conversation's checkout is saved with.",
+    ),
 ) -> None:
     """Run this machine as a runner that hosts engines.
 
@@ -85,6 +94,8 @@ def runner(
     stops until Ctrl-C or SIGTERM. With --repos-dir or --repos-map each conversation
     runs in its repo's checkout, and a repo this machine does not have is refused.
     """
+    from seedline_runner.worktree.snapshot import Limits
+
     check_name("--node-id", node_id, "mac-mini-1")
     if not all(name.strip() for name in engine):
         raise UsageProblem("--engine must not be empty; for example --engine scripted.")
@@ -116,6 +127,7 @@ def runner(
             claude_args=tuple(claude_arg),
             codex_executable=codex_bin,
             codex_args=tuple(codex_arg),
+            worktree_limits=Limits(worktree_max_mb * 1024 * 1024, worktree_max_files),
             **acp_options,
         )
         if inspect.isawaitable(result):

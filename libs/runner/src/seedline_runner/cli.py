@@ -16,6 +16,7 @@ from seedline_contracts.subjects import runner_inbox_prefix
 from seedline_contracts.tokens import escape_token
 
 from .checkouts import Checkouts
+from .worktree.snapshot import Limits
 from .connection_log import connection_callbacks
 from .engines.registry import EngineOptions, build_engines
 from .tracing import configure_tracing
@@ -37,6 +38,7 @@ async def run_runner(
     instances: Sequence[str] = (),
     checkouts: Checkouts = Checkouts(),
     state_dir: Path | None = None,
+    worktree_limits: Limits = Limits(),
     **engine_options: Any,
 ) -> None:
     """Serve ``node_id`` until cancelled (or SIGTERM/SIGINT), then stop cleanly.
@@ -46,6 +48,7 @@ async def run_runner(
     current directory for every conversation).
     ``state_dir``: what a run started again must know, such as the step each engine
     was on (default: ``runners/<node>`` under SEEDLINE_HOME, ``./.seedline``).
+    ``worktree_limits``: the most a conversation's saved checkout may hold (CONTRACT.md 6).
     ``engine_options`` are the fields of ``EngineOptions`` (``scripted_resumable``,
     ``claude_executable``, ``claude_workdir``, ``claude_args``, ``codex_executable``,
     ``codex_args``, ``openai_base_url``, ``openai_model``, ``openai_api_key_env``,
@@ -77,6 +80,7 @@ async def run_runner(
             instances=instances,
             checkouts=checkouts,
             state_dir=state_dir or default_state_dir(node_id),
+            worktree_limits=worktree_limits,
         )
         await _serve_until_stopped(runner, stop_signals)
     finally:
