@@ -24,8 +24,9 @@ from .console import out, print_json
 from .errors import OperationFailed, UsageProblem, reports_errors
 from .nats_client import connected
 
-worktree = typer.Typer(help="What was saved of a conversation's checkout, and applying it.",
-                       no_args_is_help=True)
+worktree = typer.Typer(
+    help="What was saved of a conversation's checkout as it stopped, and applying it by hand.",
+    no_args_is_help=True)
 
 
 async def _events(settings: Settings, conversation: str) -> list:
