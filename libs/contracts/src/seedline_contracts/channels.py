@@ -1,108 +1,38 @@
 """Every channel of the wire contract with the messages it carries, in one catalogue.
 
 A channel is an address (a subject, with `{parameters}` for tokens made from data) and
-the contract types that travel on it; a request channel (an `Api`) also has its request
-and reply types. This is the one place those facts are kept: the services' routing
-tables name these channels in what they take and send, the client asks through them,
-and the AsyncAPI document, the JSON Schema list and the NATS permissions are generated
-from them (DESIGN.md rule 11).
+the contract types that travel on it (seedline_contracts.channel); a request/reply API
+also has its request and reply types, and is declared beside them. The services' routing
+tables name these channels in what they take and send, the client asks through them, and
+the AsyncAPI document, the JSON Schema list and the NATS permissions are generated from
+them (DESIGN.md rule 11).
 """
 
 from __future__ import annotations
 
-import re
-import typing
-from dataclasses import dataclass
+import sys
 
-from . import errors, events, instances, runner, sessions, subjects, timeline
-from .tokens import escape_token, unescape_token
-
-_PARAMETER = re.compile(r"\{([a-z_]+)\}")
-
-
-@dataclass(frozen=True)
-class Channel:
-    id: str  # the AsyncAPI channel id
-    address: str  # a subject; a token written {name} is made from data
-    messages: tuple[type, ...]
-    description: str
-    # Not part of the public contract (a key ring, a record of erasures): it has
-    # permissions and rows, but no place in the published documents.
-    internal: bool = False
-
-    @property
-    def parameters(self) -> tuple[str, ...]:
-        return tuple(_PARAMETER.findall(self.address))
-
-    @property
-    def filter(self) -> str:
-        """The address as a NATS subject filter: each parameter a `*`."""
-        return _PARAMETER.sub("*", self.address)
-
-    def subject(self, **values: str) -> str:
-        """The address with each parameter's value escaped into a token."""
-        missing = set(self.parameters) - values.keys()
-        if missing:
-            raise TypeError(f"{self.address} needs {', '.join(sorted(missing))}")
-        return _PARAMETER.sub(lambda m: escape_token(values[m.group(1)]), self.address)
-
-    def values(self, subject: str) -> dict[str, str]:
-        """The parameters a subject of this channel carries, unescaped (TokenError when one
-        is not a token; ValueError when the subject is not this channel's)."""
-        pattern = self.address.split(".")
-        tokens = subject.split(".")
-        if len(tokens) != len(pattern):
-            raise ValueError(f"{subject} is not on {self.address}")
-        found = {}
-        for want, token in zip(pattern, tokens):
-            name = _PARAMETER.fullmatch(want)
-            if name:
-                found[name.group(1)] = unescape_token(token)
-            elif want != token:
-                raise ValueError(f"{subject} is not on {self.address}")
-        return found
-
-
-@dataclass(frozen=True)
-class Api(Channel):
-    """A request/reply API: its request type first in `messages`, then what it answers
-    (every API may also answer ErrorReply)."""
-
-    reply: type = errors.ErrorReply
-    # How the API names its request in a refusal ("The open request is not valid: ...").
-    title: str = ""
-    # A body that is not JSON is `not_json` where the contract says so (2.1, 3), else
-    # `invalid_request` like any other malformed request (2.3).
-    not_json: bool = False
-
-    @property
-    def request(self) -> type:
-        return self.messages[0]
-
-    @property
-    def replies(self) -> tuple[type, ...]:
-        return (self.reply, errors.ErrorReply)
-
-
-@dataclass(frozen=True)
-class MachineCall(Channel):
-    """A request the platform sends to one machine (CONTRACT.md 6); the machine answers it."""
-
-    reply: type = errors.ErrorReply
-
-    @property
-    def replies(self) -> tuple[type, ...]:
-        return (self.reply,)
-
-
-def union_members(kind: object) -> tuple[type, ...]:
-    """The types of a union (a union of tagged structs is how the contract lists them)."""
-    return typing.get_args(kind) or (kind,)  # type: ignore[return-value]
-
-
-def event_tag(event_type: type) -> str:
-    return event_type.__struct_config__.tag  # type: ignore[attr-defined]
-
+from . import events, instances, runner, sessions, subjects, timeline
+from .channel import Api as Api
+from .channel import Channel as Channel
+from .channel import MachineCall as MachineCall
+from .channel import event_tag as event_tag
+from .channel import union_members
+# The APIs and machine calls are declared beside their types; re-exported so a reader of
+# the catalogue finds every channel by one name.
+from .instances import INSTANCES_FORGET as INSTANCES_FORGET
+from .runner import PRESENCE as PRESENCE
+from .runner import RUNNER_EVENTS as RUNNER_EVENTS
+from .runner import RUNNER_LAUNCH as RUNNER_LAUNCH
+from .runner import RUNNER_STOP as RUNNER_STOP
+from .runner import RUNNER_TURN as RUNNER_TURN
+from .sessions import BRIEFS_GET as BRIEFS_GET
+from .sessions import SESSIONS_LIST as SESSIONS_LIST
+from .sessions import SESSIONS_OPEN as SESSIONS_OPEN
+from .sessions import SESSIONS_RELOCATE as SESSIONS_RELOCATE
+from .sessions import SESSIONS_STOP as SESSIONS_STOP
+from .timeline import TIMELINE_APPEND as TIMELINE_APPEND
+from .timeline import TIMELINE_READ as TIMELINE_READ
 
 # -- streams --------------------------------------------------------------------------
 
@@ -151,61 +81,6 @@ NOTIFY = Channel(
     "What the platform tells the people of an instance; SEEDLINE_NOTICES keeps every notice, "
     "its stream sequence its id (1, 4).")
 
-# -- request/reply APIs (all under seedline.api.>, which no stream captures) ------------
-
-TIMELINE_APPEND = Api(
-    "timelineAppend", subjects.API_TIMELINE_APPEND, (timeline.TimelineEntryIn,),
-    "Synchronous append: the same body as the ingest subject (2.1).",
-    reply=timeline.AppendReply, title="append", not_json=True)
-TIMELINE_READ = Api(
-    "timelineRead", subjects.API_TIMELINE_READ, (timeline.TimelineReadRequest,),
-    "Read a repo's or one conversation's entries, newest page first (2.3).",
-    reply=timeline.TimelineReadReply, title="read")
-SESSIONS_OPEN = Api(
-    "sessionsOpen", subjects.API_SESSIONS_OPEN, (sessions.OpenRequest,),
-    "Open a conversation: resume or brief a fresh engine (3).",
-    reply=sessions.OpenReply, title="open", not_json=True)
-SESSIONS_RELOCATE = Api(
-    "sessionsRelocate", subjects.API_SESSIONS_RELOCATE, (sessions.RelocateRequest,),
-    "Move a conversation to another machine (4).",
-    reply=sessions.OpenReply, title="relocation")
-SESSIONS_STOP = Api(
-    "sessionsStop", subjects.API_SESSIONS_STOP, (sessions.StopRequest,),
-    "Stop a live conversation (4).", reply=sessions.StopReply, title="stop")
-SESSIONS_LIST = Api(
-    "sessionsList", subjects.API_SESSIONS_LIST, (sessions.SessionsListRequest,),
-    "List live conversations, optionally of one instance.",
-    reply=sessions.SessionsListReply, title="list")
-BRIEFS_GET = Api(
-    "briefsGet", subjects.API_BRIEFS_GET, (sessions.BriefGetRequest,),
-    "The latest brief offered to a conversation, byte for byte (4).",
-    reply=sessions.BriefGetReply, title="brief")
-INSTANCES_FORGET = Api(
-    "instancesForget", subjects.API_INSTANCES_FORGET, (instances.ForgetRequest,),
-    "Forget an instance: its key, its rows, its notices (Erasure); operators only.",
-    reply=instances.ForgetReply, title="forget")
-
-# -- machines (CONTRACT.md 6) ----------------------------------------------------------
-
-RUNNER_LAUNCH = MachineCall(
-    "runnerLaunch", "seedline.runner.{node}.launch", (runner.LaunchRequest,),
-    "The gateway asks a machine to launch an engine (6).", reply=runner.LaunchReply)
-RUNNER_TURN = MachineCall(
-    "runnerTurn", "seedline.runner.{node}.turn", (runner.TurnRequest,),
-    "A person's message for a live conversation; at least once (6).", reply=runner.TurnReply)
-RUNNER_STOP = MachineCall(
-    "runnerStop", "seedline.runner.{node}.stop", (runner.RunnerStopRequest,),
-    "The gateway asks a machine to stop a conversation (6).", reply=runner.RunnerStopReply)
-RUNNER_EVENTS = Channel(
-    "runnerEvents", "seedline.runner.{node}.events", (runner.RunnerEvent,),
-    "A machine reports engine_bound, resume_lost and exited (6).")
-PRESENCE = Channel(
-    "runnerPresence", f"$KV.{subjects.RUNNERS_BUCKET}.{{presence_key}}",
-    (runner.RunnerPresence,),
-    f"KV bucket {subjects.RUNNERS_BUCKET} (TTL {subjects.RUNNERS_TTL_SECONDS} s): a machine "
-    f"puts its presence at least every {subjects.PRESENCE_INTERVAL_SECONDS} s; a missing key "
-    "means offline (6).")
-
 # -- the platform's own (not published) --------------------------------------------------
 
 KEY_RINGS = Channel(
@@ -223,8 +98,23 @@ ERASURES = Channel(
     internal=True)
 
 
-CHANNELS: tuple[Channel, ...] = tuple(
-    value for value in list(globals().values()) if isinstance(value, Channel))
+def _declared(*modules) -> tuple[Channel, ...]:
+    found: dict[str, Channel] = {}
+    for module in modules:
+        for value in vars(module).values():
+            if isinstance(value, Channel):
+                found.setdefault(value.id, value)
+    return tuple(found.values())
+
+
+# Every channel, wherever it is declared: each API beside its types (a new one is found
+# there, named nowhere else), the streams and the platform's own here. Listed in the
+# order the documents show them: streams, then APIs, then the platform's own.
+_APIS_AND_CALLS = _declared(timeline, sessions, instances, runner)
+_HERE = tuple(c for c in _declared(sys.modules[__name__]) if c not in _APIS_AND_CALLS)
+CHANNELS: tuple[Channel, ...] = (
+    tuple(c for c in _HERE if not c.internal) + _APIS_AND_CALLS
+    + tuple(c for c in _HERE if c.internal))
 APIS: tuple[Api, ...] = tuple(c for c in CHANNELS if isinstance(c, Api))
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import msgspec
 
+from . import subjects
+from .channel import Api
+
 MAX_REASON_CHARS = 200
 
 
@@ -32,3 +35,11 @@ class Erasure(msgspec.Struct):
     at: str
     entries: int
     through_seq: int
+
+
+# -- its channels (seedline_contracts.channels gathers them) ----------------------
+
+INSTANCES_FORGET = Api(
+    "instancesForget", subjects.API_INSTANCES_FORGET, (ForgetRequest,),
+    "Forget an instance: its key, its rows, its notices (Erasure); operators only.",
+    reply=ForgetReply, title="forget")

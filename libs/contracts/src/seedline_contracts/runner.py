@@ -6,6 +6,9 @@ from typing import Literal
 
 import msgspec
 
+from . import subjects
+from .channel import Channel, MachineCall
+
 from .worktrees import AppliedTree, Carry, SavedTree, SealKey
 
 # Protocol 2 (CONTRACT.md 6): presence carries `live`, the conversations the
@@ -119,3 +122,29 @@ class RunnerEvent(msgspec.Struct):
     # `exited`: what was saved of the conversation's checkout as it stopped, whatever
     # stopped it (the machine itself, shutting down, included).
     worktree: SavedTree | None = None
+
+
+# -- its channels (seedline_contracts.channels gathers them) ----------------------
+
+RUNNER_LAUNCH = MachineCall(
+    "runnerLaunch", "seedline.runner.{node}.launch", (LaunchRequest,),
+    "The gateway asks a machine to launch an engine (6).", reply=LaunchReply)
+
+RUNNER_TURN = MachineCall(
+    "runnerTurn", "seedline.runner.{node}.turn", (TurnRequest,),
+    "A person's message for a live conversation; at least once (6).", reply=TurnReply)
+
+RUNNER_STOP = MachineCall(
+    "runnerStop", "seedline.runner.{node}.stop", (RunnerStopRequest,),
+    "The gateway asks a machine to stop a conversation (6).", reply=RunnerStopReply)
+
+RUNNER_EVENTS = Channel(
+    "runnerEvents", "seedline.runner.{node}.events", (RunnerEvent,),
+    "A machine reports engine_bound, resume_lost and exited (6).")
+
+PRESENCE = Channel(
+    "runnerPresence", f"$KV.{subjects.RUNNERS_BUCKET}.{{presence_key}}",
+    (RunnerPresence,),
+    f"KV bucket {subjects.RUNNERS_BUCKET} (TTL {subjects.RUNNERS_TTL_SECONDS} s): a machine "
+    f"puts its presence at least every {subjects.PRESENCE_INTERVAL_SECONDS} s; a missing key "
+    "means offline (6).")

@@ -6,6 +6,9 @@ from typing import Literal
 
 import msgspec
 
+from . import subjects
+from .channel import Api
+
 Mode = Literal["resume", "fresh"]
 Tone = Literal["info", "warning"]
 
@@ -209,3 +212,30 @@ Notification = (
     | RunnerRestartedNotification
     | NotWokenNotification
 )
+
+
+# -- its channels (seedline_contracts.channels gathers them) ----------------------
+
+SESSIONS_OPEN = Api(
+    "sessionsOpen", subjects.API_SESSIONS_OPEN, (OpenRequest,),
+    "Open a conversation: resume or brief a fresh engine (3).",
+    reply=OpenReply, title="open", not_json=True)
+
+SESSIONS_RELOCATE = Api(
+    "sessionsRelocate", subjects.API_SESSIONS_RELOCATE, (RelocateRequest,),
+    "Move a conversation to another machine (4).",
+    reply=OpenReply, title="relocation")
+
+SESSIONS_STOP = Api(
+    "sessionsStop", subjects.API_SESSIONS_STOP, (StopRequest,),
+    "Stop a live conversation (4).", reply=StopReply, title="stop")
+
+SESSIONS_LIST = Api(
+    "sessionsList", subjects.API_SESSIONS_LIST, (SessionsListRequest,),
+    "List live conversations, optionally of one instance.",
+    reply=SessionsListReply, title="list")
+
+BRIEFS_GET = Api(
+    "briefsGet", subjects.API_BRIEFS_GET, (BriefGetRequest,),
+    "The latest brief offered to a conversation, byte for byte (4).",
+    reply=BriefGetReply, title="brief")

@@ -6,6 +6,9 @@ from typing import Literal
 
 import msgspec
 
+from . import subjects
+from .channel import Api
+
 KINDS: tuple[str, ...] = (
     "chat_user",
     "chat_assistant",
@@ -105,3 +108,16 @@ class TimelineReadReply(msgspec.Struct):
     entries: list[TimelineRow]
     has_more: bool
     ok: bool = True
+
+
+# -- its channels (seedline_contracts.channels gathers them) ----------------------
+
+TIMELINE_APPEND = Api(
+    "timelineAppend", subjects.API_TIMELINE_APPEND, (TimelineEntryIn,),
+    "Synchronous append: the same body as the ingest subject (2.1).",
+    reply=AppendReply, title="append", not_json=True)
+
+TIMELINE_READ = Api(
+    "timelineRead", subjects.API_TIMELINE_READ, (TimelineReadRequest,),
+    "Read a repo's or one conversation's entries, newest page first (2.3).",
+    reply=TimelineReadReply, title="read")
