@@ -21,7 +21,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -203,7 +203,8 @@ class AcpEngine:
             response = await agent.conn.prompt(
                 session_id=agent.session_id, prompt=[text_block(prompt)]
             )
-            await agent.client.flush()
+            # The reply gathered last is complete now; it goes out with the turn's end.
+            last = agent.client.gatherer.flush()
         except asyncio.CancelledError:
             # Stopped mid-message: what the agent said so far is still recorded.
             await agent.client.flush()
@@ -215,8 +216,18 @@ class AcpEngine:
         finally:
             agent.in_turn = False
             agent.client.emit = None
-        if response.stop_reason not in ("end_turn", "cancelled"):
-            await emit(EngineOutput("outcome", f"{self.label} stopped: {response.stop_reason}."))
+        # The agent's answer to the prompt is its end of the turn: its last reply ends
+        # it, or, when the turn ended otherwise, a word of how.
+        if response.stop_reason == "end_turn" and last:
+            for output in last[:-1]:
+                await emit(output)
+            await emit(replace(last[-1], ends_turn=True))
+        else:
+            for output in last:
+                await emit(output)
+            ended = ("ended its turn" if response.stop_reason == "end_turn"
+                     else f"stopped: {response.stop_reason}")
+            await emit(EngineOutput("outcome", f"{self.label} {ended}.", ends_turn=True))
         return TurnResult(engine_session_id=agent.session_id, resumed=None)
 
     async def end(self, conversation_id: str) -> None:

@@ -104,7 +104,7 @@ class ClaudeStream:
         errors = message.get("errors")
         if isinstance(errors, list):
             self.errors = [e for e in errors if isinstance(e, str) and e]
-        return EngineOutput("outcome", self._outcome_text(message, subtype))
+        return EngineOutput("outcome", self._outcome_text(message, subtype), ends_turn=True)
 
     def _outcome_text(self, message: dict[str, Any], subtype: str) -> str:
         details = []

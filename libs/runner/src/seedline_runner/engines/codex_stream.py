@@ -2,7 +2,7 @@
 
 One JSON object per line, written as the CLI goes: ``thread.started`` names the
 thread it runs on, ``item.started`` / ``item.completed`` carry what the agent says
-and does, ``turn.completed`` or ``turn.failed`` end the turn. ``feed`` turns each line
+and does, ``turn.completed`` or ``turn.failed`` end the turn (an outcome that ends it). ``feed`` turns each line
 into the outputs it holds, so they are published as they arrive: a command when it
 starts, its output when it ends. Event and item types this module does not know are
 noted in ``unknown_types`` and otherwise skipped.
@@ -54,11 +54,11 @@ class CodexStream:
             return []
         if kind == "turn.completed":
             self.finished = True
-            return []
+            return [EngineOutput("outcome", _completed(event), ends_turn=True)]
         if kind in ("turn.failed", "error"):
             # An "error" event may be one the CLI recovers from (a retried request).
             self.failed = self.failed or kind == "turn.failed"
-            return [self._error(event)]
+            return [self._error(event, ends_turn=kind == "turn.failed")]
         if kind not in _QUIET_EVENTS:
             self.unknown_types.add(str(kind))
         return []
@@ -84,12 +84,23 @@ class CodexStream:
             self.unknown_types.add(f"item:{kind}")
         return []
 
-    def _error(self, event: dict[str, Any]) -> EngineOutput:
+    def _error(self, event: dict[str, Any], *, ends_turn: bool) -> EngineOutput:
         error = event.get("error")
         message = error.get("message") if isinstance(error, dict) else event.get("message")
         text = _text(message) or "the turn failed"
         self.errors.append(text)
-        return EngineOutput("outcome", f"error\n{text}")
+        return EngineOutput("outcome", f"error\n{text}", ends_turn=ends_turn)
+
+
+def _completed(event: dict[str, Any]) -> str:
+    """The turn's end as Codex tells it: what it cost, when it says."""
+    usage = event.get("usage")
+    if not isinstance(usage, dict):
+        return "completed"
+    counts = [f"{usage[key]} {label} tokens" for key, label in
+              (("input_tokens", "input"), ("output_tokens", "output"))
+              if isinstance(usage.get(key), int)]
+    return "completed" + (f" ({', '.join(counts)})" if counts else "")
 
 
 def _command_result(item: dict[str, Any]) -> str:
