@@ -74,8 +74,7 @@ async def test_an_editor_opens_prompts_loads_and_cancels(system, tmp_path):
                             session_id="csess_elsewhere", at=f"2026-08-17T10:00:0{n}Z")
     editor = Editor()
     command = [sys.executable, "-m", "seedline_cli", "acp", "--instance", INSTANCE,
-               "--repo", REPO, "--node", "mac-mini-1", "--engine", "scripted",
-               "--quiet-seconds", "1"]
+               "--repo", REPO, "--node", "mac-mini-1", "--engine", "scripted"]
     async with spawn_agent_process(editor, *command, env=_cli_env(system.settings, tmp_path),
                                    cwd=str(tmp_path)) as (conn, process):
         await conn.initialize(protocol_version=PROTOCOL_VERSION,

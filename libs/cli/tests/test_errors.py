@@ -159,4 +159,4 @@ def test_runner_with_an_acp_agent_without_its_command_is_a_usage_error(seedline,
     result = seedline("runner", "--node-id", "mac-mini-1", "--engine", "acp:gemini",
                       "--acp-permissions", "sometimes", env=env)
     assert result.exit_code == 2
-    assert "--acp-permissions is allow or reject" in result.stderr
+    assert "--acp-permissions is checkout, allow, reject" in result.stderr

@@ -33,6 +33,7 @@ from ..store import Conversation
 from .base import Emit, EngineError, ResumeRefused, StartResult, TurnResult, announce_bound
 from .cli_process import CliRun, failure_message, run_cli
 from .codex_stream import CodexStream
+from .permissions import CodexPermissions
 from .resume_proof import Proof, codex_record_proves
 from .transcript_marks import RUNNER_ENV
 
@@ -77,10 +78,12 @@ class CodexEngine:
         codex_home: str | Path | None = None,
         env: Mapping[str, str] | None = None,
         name: str = "codex",
+        permissions: CodexPermissions = CodexPermissions(),
     ) -> None:
         self.name = name
         self._executable = executable
-        self._extra_args = list(extra_args)
+        # Its sandbox and approval policy first: nobody can answer a question in exec mode.
+        self._extra_args = [*permissions.args(), *extra_args]
         self._codex_home = Path(codex_home) if codex_home is not None else default_codex_home()
         self._env = dict(os.environ if env is None else env)
         # Marks this machine's runs in the engine's own transcript (transcript_marks.py).

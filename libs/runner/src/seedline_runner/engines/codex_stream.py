@@ -21,6 +21,7 @@ from typing import Any
 
 from .base import EngineOutput
 from .json_lines import parse_object
+from .permissions import codex_refusal
 from .tool_errors import failed_tool_text
 
 # Items that say nothing for the timeline: the model's reasoning, its plan, and the
@@ -108,7 +109,9 @@ def _command_result(item: dict[str, Any]) -> str:
     exit_code = item.get("exit_code")
     if isinstance(exit_code, int) and exit_code != 0:
         return failed_tool_text(f"{output.rstrip()}\n(exit code {exit_code})".lstrip("\n"))
-    if item.get("status") in ("failed", "declined"):
+    if item.get("status") == "declined":
+        return failed_tool_text(f"{output.rstrip()}\n{codex_refusal(_text(item.get('command')))}")
+    if item.get("status") == "failed":
         return failed_tool_text(output)
     return output
 
