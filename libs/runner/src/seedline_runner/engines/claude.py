@@ -90,7 +90,7 @@ class ClaudeEngine:
         self._executable = executable
         self._workdir = Path(workdir) if workdir is not None else None
         # What it may do without asking: nobody can answer a question in -p mode.
-        self._extra_args = [*permissions.args(), *extra_args]
+        self._extra_args = [*permissions.args(extra_args), *extra_args]
         self._claude_home = Path(claude_home) if claude_home is not None else default_claude_home()
         self._env = dict(os.environ if env is None else env)
         # Marks this machine's runs in the engine's own transcript (transcript_marks.py).

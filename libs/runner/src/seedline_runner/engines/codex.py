@@ -83,7 +83,7 @@ class CodexEngine:
         self.name = name
         self._executable = executable
         # Its sandbox and approval policy first: nobody can answer a question in exec mode.
-        self._extra_args = [*permissions.args(), *extra_args]
+        self._extra_args = [*permissions.args(extra_args), *extra_args]
         self._codex_home = Path(codex_home) if codex_home is not None else default_codex_home()
         self._env = dict(os.environ if env is None else env)
         # Marks this machine's runs in the engine's own transcript (transcript_marks.py).

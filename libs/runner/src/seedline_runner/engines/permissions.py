@@ -38,9 +38,12 @@ class ClaudePermissions:
             raise ValueError(f"The Claude Code permission mode is one of "
                              f"{', '.join(CLAUDE_PERMISSION_MODES)}, not {self.mode!r}.")
 
-    def args(self) -> list[str]:
-        args = ["--permission-mode", self.mode]
-        if self.allowed_tools:
+    def args(self, given: Sequence[str] = ()) -> list[str]:
+        """The CLI's arguments, less what the operator's own arguments (`given`,
+        --claude-arg) already say: the CLI refuses an option given twice."""
+        args = [] if _names(given, "--permission-mode", "--dangerously-skip-permissions") \
+            else ["--permission-mode", self.mode]
+        if self.allowed_tools and not _names(given, "--allowedTools", "--allowed-tools"):
             args += ["--allowedTools", ",".join(self.allowed_tools)]
         return args
 
@@ -58,9 +61,19 @@ class CodexPermissions:
             raise ValueError(f"The Codex approval policy is one of "
                              f"{', '.join(CODEX_APPROVALS)}, not {self.approval!r}.")
 
-    def args(self) -> list[str]:
-        # Before `resume` on the command line: `codex exec resume` refuses --sandbox after it.
-        return ["--sandbox", self.sandbox, "-c", f'approval_policy="{self.approval}"']
+    def args(self, given: Sequence[str] = ()) -> list[str]:
+        """As ClaudePermissions.args (`given`: --codex-arg). They go before `resume` on
+        the command line: `codex exec resume` refuses --sandbox after it."""
+        bypass = _names(given, "--dangerously-bypass-approvals-and-sandbox")
+        args = [] if bypass or _names(given, "--sandbox", "-s") else ["--sandbox", self.sandbox]
+        if not bypass and not any("approval_policy" in arg for arg in given):
+            args += ["-c", f'approval_policy="{self.approval}"']
+        return args
+
+
+def _names(given: Sequence[str], *options: str) -> bool:
+    return any(arg == option or arg.startswith(option + "=") for arg in given
+               for option in options)
 
 
 def claude_refusal(tool: str, target: str | None) -> str:
