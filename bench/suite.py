@@ -16,7 +16,10 @@ Runs, each on its own real servers in a temporary folder:
 10. wake storm: 1,000 stopped conversations on 10 runner machines woken at once, with 1
     and 2 ingest partitions, and the CPU each wake costs per process (bench.wake_storm);
 11. the platform's share of a real wake: the real Claude Code CLI woken by a message,
-    message -> launch against launch -> the engine's first request (bench.real_wake).
+    message -> launch against launch -> the engine's first request (bench.real_wake);
+12. what `seedline acp` adds to an editor's turn over the engine's own time, the official
+    ACP client SDK as the editor, the scripted engine and the real Claude Code CLI
+    (bench.acp_latency).
 
 Every figure is the median of several runs, with min and max; every ratio is
 against a baseline measured in this run. Writes bench/results/summary.md and
@@ -24,7 +27,7 @@ summary.json (and each benchmark's own .md/.json beside them) and prints the tab
 
     python -m bench.suite [--entries 200000]
                           [--only ingest,lag,open,fill,langgraph,startup,concurrent,storm,
-                                  realwake]
+                                  realwake,acp]
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from pathlib import Path
 from bench import report
 
 PARTS = ("ingest", "lag", "open", "fill", "langgraph", "startup", "concurrent", "storm",
-         "realwake")
+         "realwake", "acp")
 DEFAULTS = {
     "ingest_rounds": 3,
     "ingest_count": 10_000,
@@ -66,6 +69,7 @@ DEFAULTS = {
     "storm_instances": 100,
     "storm_runners": 10,
     "realwake_rounds": 10,
+    "acp_rounds": 20,
 }
 TIME_BUDGET_SECONDS = 600
 
@@ -217,6 +221,11 @@ def run_suite(only: tuple[str, ...] = PARTS, profile_misses: bool = True, **opti
         from bench.real_wake import run_real_wake
 
         step("realwake", lambda: run_real_wake(opts["realwake_rounds"]))
+
+    if "acp" in only:
+        from bench.acp_latency import run_acp_latency
+
+        step("acp", lambda: run_acp_latency(opts["acp_rounds"]))
 
     measured_seconds = time.perf_counter() - started
     profiles = {
@@ -483,6 +492,15 @@ def rows(results: dict, opts: dict) -> tuple[list[dict], list[dict]]:
         figures.append(_figure(
             "11 real wake", "the platform's part by step, p50 ms: " + " / ".join(steps),
             " / ".join(f"{ms:.1f}" for ms in steps.values())))
+    if "acp" in results:
+        r = results["acp"]
+        for kind, e in r["engines"].items():
+            out.append(_row(
+                "12 editor turn", f"ms `seedline acp` adds to a turn over the engine's own time, "
+                f"p50, {kind} (turn {e['editor_ms']['p50']:.0f} ms, engine "
+                f"{e['engine_ms']['p50']:.0f} ms)", f"{e['added_ms']['p50']:.1f}",
+                f"{r['target_ms']:.0f} (target)", e["ratio"], f"< {r['target_ms']:.0f} ms",
+                e["met"]))
     return out, figures
 
 

@@ -17,7 +17,7 @@ from .console import err
 from .errors import OperationFailed, UsageProblem, reports_errors
 
 ROOT_ENV = "SEEDLINE_REPO_ROOT"
-PARTS = ("ingest", "lag", "open", "fill", "langgraph", "startup")
+PARTS = ("ingest", "lag", "open", "fill", "langgraph", "startup", "acp")
 
 
 def _is_root(folder: Path) -> bool:
