@@ -79,6 +79,7 @@ def test_tool_calls_start_then_finish_in_the_order_they_started():
     failed = writer.updates(entry(4, "d", kind="terminal",
                                   content=failed_tool_text("lint: 2 errors")))
     assert [type(u) for u in first + second] == [ToolCallStart, ToolCallStart]
+    assert isinstance(done[0], ToolCallProgress)
     assert (done[0].tool_call_id, done[0].status) == (first[0].tool_call_id, "completed")
     assert done[0].content[0].content.text == "12 passed"
     assert (failed[0].tool_call_id, failed[0].status) == (second[0].tool_call_id, "failed")
