@@ -204,10 +204,7 @@ class SeedlineAcpAgent:
             if conversation.cancelled.is_set():
                 await self._send(conversation, conversation.writer.close_open_tools("failed"))
                 return "cancelled"
-            newest = self._feed.newest(conversation.repo)
-            entries = await self._entries(
-                conversation.repo, after=conversation.cursor,
-                min_seq=newest if newest > conversation.cursor else None)
+            entries = await self._new_entries(conversation)
             for entry in entries:
                 conversation.cursor = max(conversation.cursor, int(entry["seq"]))
                 if entry.get("kind") != "chat_user":
@@ -222,6 +219,19 @@ class SeedlineAcpAgent:
                 await self._say(conversation.session_id, watch.unanswered)
                 return "end_turn"
             await until_told(conversation.wake, conversation.cancelled, _RECHECK_SECONDS)
+
+    async def _new_entries(self, conversation: _Conversation) -> list[dict[str, Any]]:
+        """What the repo recorded after the cursor, up to at least the newest push."""
+        newest = self._feed.newest(conversation.repo)
+        if newest > conversation.cursor:
+            try:
+                return await self._entries(conversation.repo, after=conversation.cursor,
+                                           min_seq=newest)
+            except RequestError:
+                # Reads had not reached it in the API's wait (a loaded machine): what is
+                # readable now, and the rest with the next push or recheck.
+                log.info("timeline reads lag behind seq %s", newest)
+        return await self._entries(conversation.repo, after=conversation.cursor)
 
     async def _send(self, conversation: _Conversation, updates: list[Any]) -> None:
         for update in updates:
