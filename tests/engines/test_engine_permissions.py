@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
+from pathlib import Path
 
 import nats
 import pytest
@@ -96,3 +98,41 @@ async def test_a_write_outside_the_checkout_is_refused_and_the_setting_named(
     assert result.get("is_error") is True, result
     assert (f"Claude Code was not allowed to use Write on {outside} on this machine; the "
             "runner's --claude-allowed-tools Write setting") in said
+
+
+async def test_codex_with_default_settings_writes_in_its_checkout_and_nowhere_else(
+    nc, codex, checkouts, monkeypatch, request
+):
+    for key, value in codex.env.items():
+        monkeypatch.setenv(key, value)
+    engine = build_engine("codex", EngineOptions(codex_executable=str(codex.executable)))
+    # Outside the checkout and outside /tmp, which Codex's workspace-write also allows.
+    outside = Path("/var/tmp") / f"seedline-test-{uuid.uuid4().hex}.txt"
+    request.addfinalizer(lambda: outside.unlink(missing_ok=True))
+    codex.standin.tool_commands = ["echo en passant > notes.md", f"echo no > {outside}"]
+    machine = Runner(nc, NODE, "Linux box", {"codex": engine},
+                     checkouts=Checkouts(repos_dir=checkouts))
+    await machine.start()
+    try:
+        body = {"session_id": "csess_1", "instance_id": "bd43f4de", "repo": REPO,
+                "engine": "codex", "resume": None, "seed": None, "instruction": "take notes"}
+        await nc.request(subjects.runner_subject(NODE, "launch"), json.dumps(body).encode(),
+                         timeout=30)
+        await outcome(nc, "csess_1")
+        entries = await published(nc)
+    finally:
+        await machine.stop()
+
+    assert (checkouts / REPO / "notes.md").read_text() == "en passant\n"
+    assert not outside.exists()
+    # The model was given the sandbox's refusal as the command's output. (Codex 0.171's
+    # `exec --json` reports no item at all for a command its sandbox refused, so the
+    # runner has nothing of it to publish; README, Engines.)
+    assert any("Read-only file system" in output for output in codex.standin.tool_outputs())
+    assert [e["content"] for e in entries if e["kind"] == "terminal"] == [""]
+
+
+async def published(nc) -> list[dict]:
+    js = nc.jetstream()
+    count = (await js.stream_info("OBSERVED_INGEST")).state.messages
+    return [json.loads((await js.get_msg("OBSERVED_INGEST", n)).data) for n in range(1, count + 1)]

@@ -69,3 +69,22 @@ def test_the_checkout_policy_allows_what_touches_only_the_checkout(tmp_path: Pat
     assert _inside(call(), checkout)  # a command: it runs in the checkout
     assert not _inside(call(str(tmp_path / "elsewhere.txt")), checkout)
     assert not _inside(call("../../elsewhere.txt"), checkout)
+
+
+def test_a_command_codexs_sandbox_refused_is_told_with_the_setting_that_allows_it():
+    from seedline_runner.engines.codex_stream import CodexStream
+
+    stream = CodexStream(sandbox="workspace-write")
+    [output] = stream.feed(json.dumps({"type": "item.completed", "item": {
+        "id": "item_4", "type": "command_execution", "command": "/bin/bash -lc 'touch /etc/x'",
+        "aggregated_output": "touch: cannot touch '/etc/x': Read-only file system\n",
+        "exit_code": 1, "status": "failed"}}))
+    assert output.content.endswith(
+        "Codex was not allowed to run \"/bin/bash -lc 'touch /etc/x'\" on this machine (its "
+        "sandbox is workspace-write); the runner's --codex-sandbox danger-full-access setting "
+        "allows it.")
+    # Without a sandbox it is an ordinary failure.
+    [plain] = CodexStream().feed(json.dumps({"type": "item.completed", "item": {
+        "id": "item_5", "type": "command_execution", "command": "false",
+        "aggregated_output": "Read-only file system\n", "exit_code": 1, "status": "failed"}}))
+    assert "not allowed" not in plain.content

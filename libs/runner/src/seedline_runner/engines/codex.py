@@ -152,6 +152,13 @@ class CodexEngine:
         """Where the CLI keeps its transcripts (a restarted runner reads them back)."""
         return self._codex_home
 
+    def _sandbox_given(self) -> str | None:
+        """The sandbox its commands run in, as the command line says (the last one given)."""
+        args = self._extra_args
+        given = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("--sandbox", "-s")]
+        given += [arg.split("=", 1)[1] for arg in args if arg.startswith("--sandbox=")]
+        return given[-1] if given else None
+
     def _prove(self, thread_id: str, expect: ResumeExpect | None) -> Proof:
         if not _SAFE_THREAD_ID.fullmatch(thread_id):
             return Proof(False, "the id is not one Codex issues")
@@ -166,7 +173,7 @@ class CodexEngine:
         return Proof(False, "no rollout of the thread")
 
     async def _run(self, workdir: Path, prompt: str, resume: str | None, emit: Emit) -> _Run:
-        stream = CodexStream()
+        stream = CodexStream(sandbox=self._sandbox_given())
         named: list[str] = []
 
         async def on_line(line: str) -> None:

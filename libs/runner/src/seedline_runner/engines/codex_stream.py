@@ -32,6 +32,9 @@ _QUIET_EVENTS = frozenset({"turn.started", "item.updated"})
 
 @dataclass
 class CodexStream:
+    # The sandbox the CLI runs its commands in (None: not known): a command it refused is
+    # told with the setting that allows it.
+    sandbox: str | None = None
     thread_id: str | None = None
     finished: bool = False
     failed: bool = False
@@ -69,7 +72,7 @@ class CodexStream:
         if kind == "command_execution":
             if started:
                 return [EngineOutput("command", f"shell: {_text(item.get('command'))}")]
-            return [EngineOutput("terminal", _command_result(item))]
+            return [EngineOutput("terminal", _command_result(item, self.sandbox))]
         if started:
             return []
         if kind == "agent_message":
@@ -104,13 +107,22 @@ def _completed(event: dict[str, Any]) -> str:
     return "completed" + (f" ({', '.join(counts)})" if counts else "")
 
 
-def _command_result(item: dict[str, Any]) -> str:
+# What a command meets when Codex's sandbox refuses it a write (Linux, macOS).
+_SANDBOX_REFUSALS = ("Read-only file system", "Operation not permitted")
+
+
+def _command_result(item: dict[str, Any], sandbox: str | None = None) -> str:
     output = _text(item.get("aggregated_output"))
     exit_code = item.get("exit_code")
     if isinstance(exit_code, int) and exit_code != 0:
-        return failed_tool_text(f"{output.rstrip()}\n(exit code {exit_code})".lstrip("\n"))
+        text = f"{output.rstrip()}\n(exit code {exit_code})".lstrip("\n")
+        if sandbox in ("read-only", "workspace-write") and any(
+                refusal in output for refusal in _SANDBOX_REFUSALS):
+            text += "\n" + codex_refusal(_text(item.get("command")), sandbox)
+        return failed_tool_text(text)
     if item.get("status") == "declined":
-        return failed_tool_text(f"{output.rstrip()}\n{codex_refusal(_text(item.get('command')))}")
+        return failed_tool_text(
+            f"{output.rstrip()}\n{codex_refusal(_text(item.get('command')), sandbox)}")
     if item.get("status") == "failed":
         return failed_tool_text(output)
     return output

@@ -84,8 +84,9 @@ def claude_refusal(tool: str, target: str | None) -> str:
             "bypassPermissions) allows it.")
 
 
-def codex_refusal(command: str) -> str:
-    return (f"Codex was not allowed to run {command!r} on this machine; the runner's "
+def codex_refusal(command: str, sandbox: str | None = None) -> str:
+    within = f" (its sandbox is {sandbox})" if sandbox else ""
+    return (f"Codex was not allowed to run {command!r} on this machine{within}; the runner's "
             "--codex-sandbox danger-full-access setting allows it.")
 
 
