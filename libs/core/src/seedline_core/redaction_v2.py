@@ -105,14 +105,26 @@ _PRIVATE_KEY = re.compile(
 _URL_PASSWORD = re.compile(
     r"\b[A-Za-z][A-Za-z0-9+.-]{1,20}://[^\s:/@'\"<>]{0,128}:([^\s@/'\"<>]{1,256})@"
 )
-# Tokens whose form alone says what they are, found whole.
+# Tokens whose form alone says what they are, found whole; each pattern runs only on a
+# text holding one of its words (lower case), a substring test a hundred times cheaper.
 _TOKENS = (
-    (re.compile(r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b"), "aws access key id"),
-    (re.compile(r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"), "openai key"),
-    (re.compile(r"\bsk-ant-[a-z]{3}\d{2}-[A-Za-z0-9_-]{20,}"), "anthropic key"),
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}"), "github token"),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}"), "github token"),
+    (re.compile(r"\b(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z2-7]{16}\b"), "aws access key id",
+     ("a3t", "akia", "asia", "abia", "acca")),
+    (re.compile(r"\bsk-(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"), "openai key", ("sk-",)),
+    (re.compile(r"\bsk-ant-[a-z]{3}\d{2}-[A-Za-z0-9_-]{20,}"), "anthropic key", ("sk-ant-",)),
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{22,}"), "github token", ("github_pat_",)),
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{36,}"), "github token",
+     ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")),
 )
+
+
+def _gated(words: tuple[str, ...], find: Finder) -> Detector:
+    def detect(text: str, lowered: str) -> Iterator[Span]:
+        if any(word in lowered for word in words):
+            yield from find(text)
+
+    return detect
+
 _AZURE_ACCOUNT_KEY = re.compile(r"(?i)\bAccountKey=([A-Za-z0-9+/]{20,}={0,2})")
 _SAS_SIGNATURE = re.compile(r"[?&]sig=([A-Za-z0-9%+/=]{16,})")
 # An HTTP credential header: the scheme word (Bearer, Basic) stays, the credential goes.
@@ -158,7 +170,7 @@ _PGPASS = re.compile(r"(?m)^[A-Za-z0-9.*-]+:(?:\d+|\*):[^:\s]+:[^:\s]+:(\S+)$")
 _OWN_FIRST: tuple[Detector, ...] = (
     whole(group_spans(_PRIVATE_KEY, "private key", 0)),
     near(re.compile("://"), (_spans(_URL_PASSWORD, "password in a URL"),)),
-    *(whole(group_spans(pattern, kind, 0)) for pattern, kind in _TOKENS),
+    *(_gated(words, group_spans(pattern, kind, 0)) for pattern, kind, words in _TOKENS),
     near(re.compile("accountkey="), (_spans(_AZURE_ACCOUNT_KEY, "azure storage key"),)),
     near(re.compile("sig="), (_spans(_SAS_SIGNATURE, "azure sas signature"),)),
 )
