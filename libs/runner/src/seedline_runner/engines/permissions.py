@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-CLAUDE_PERMISSION_MODES = ("acceptEdits", "auto", "bypassPermissions", "default", "dontAsk",
-                           "manual", "plan")
+# The modes Claude Code 2.1.332 accepts (`claude --help`).
+CLAUDE_PERMISSION_MODES = ("acceptEdits", "auto", "bypassPermissions", "dontAsk", "manual",
+                           "plan")
 DEFAULT_CLAUDE_PERMISSION_MODE = "acceptEdits"
 DEFAULT_CLAUDE_ALLOWED_TOOLS: tuple[str, ...] = ("Bash",)
 CODEX_SANDBOXES = ("read-only", "workspace-write", "danger-full-access")
