@@ -66,7 +66,7 @@ def test_the_ruleset_of_new_briefs_is_the_newest() -> None:
 
 
 # The forms a brief once carried to another engine verbatim, in one agent's output.
-ISSUE_FORMS = {
+PRINTED_FORMS = {
     "aws credentials file": "aws_secret_access_key",
     "github fine-grained PAT": "gh auth login --with-token <<< [secret left out: ",
     "inline PGPASSWORD then ;": "PGPASSWORD=",
@@ -79,7 +79,7 @@ ISSUE_FORMS = {
 
 def test_a_brief_leaves_out_every_form_and_keeps_the_characters_around_them() -> None:
     by_form = {case.form: case for case in POSITIVES}
-    cases = [by_form[form] for form in ISSUE_FORMS]
+    cases = [by_form[form] for form in PRINTED_FORMS]
     rows = [BriefRow(n, "csess_claude", "terminal", case.text, "2026-08-17T10:00:00Z", "claude")
             for n, case in enumerate(reversed(cases), 1)][::-1]
     brief = compose_brief(rows, len(rows), len(rows))
@@ -88,7 +88,7 @@ def test_a_brief_leaves_out_every_form_and_keeps_the_characters_around_them() ->
         for secret in case.secrets:
             assert secret not in brief.text
             assert secret[:12] not in brief.text and secret[-12:] not in brief.text
-    for kept in ISSUE_FORMS.values():
+    for kept in PRINTED_FORMS.values():
         assert kept in brief.text
     # The command still reads as it was written: the `;` after the value stays.
     pgpassword = brief.text.split("PGPASSWORD=[secret left out: ", 1)[1]

@@ -4,7 +4,7 @@ and a runner hosting the real Claude Code CLI against the stand-in model.
 A tool that runs 10 s (far past any quiet time) keeps the editor's turn open: what it
 printed and the engine's final answer reach the editor before the turn is answered
 `end_turn`. A `session/cancel` while a tool runs answers the turn `cancelled`, and by
-then every process of that tool has ended, the one that made a session of its own too.
+then every process of that tool has ended, the one it detached with setsid too.
 """
 
 from __future__ import annotations
