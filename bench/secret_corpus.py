@@ -24,7 +24,6 @@ import string
 import uuid
 import zlib
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from bench.secret_corpus_negatives import negatives, transcript_entries
 
