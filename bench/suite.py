@@ -21,6 +21,9 @@ Runs, each on its own real servers in a temporary folder:
 12. what a relocation adds for a dirty working tree of 1 MB and 20 MB (the save as the
     conversation stops, the arrival on the next machine), against moving the same
     changes by hand with git diff --binary | git apply (bench.worktree_move).
+13. what `seedline acp` adds to an editor's turn over the engine's own time, the official
+    ACP client SDK as the editor, the scripted engine and the real Claude Code CLI
+    (bench.acp_latency).
 
 Every figure is the median of several runs, with min and max; every ratio is
 against a baseline measured in this run. Writes bench/results/summary.md and
@@ -28,7 +31,7 @@ summary.json (and each benchmark's own .md/.json beside them) and prints the tab
 
     python -m bench.suite [--entries 200000]
                           [--only ingest,lag,open,fill,langgraph,startup,concurrent,storm,
-                                  realwake,worktree]
+                                  realwake,worktree,acp]
 """
 
 from __future__ import annotations
@@ -49,7 +52,7 @@ from pathlib import Path
 from bench import report
 
 PARTS = ("ingest", "lag", "open", "fill", "langgraph", "startup", "concurrent", "storm",
-         "realwake", "worktree")
+         "realwake", "worktree", "acp")
 DEFAULTS = {
     "ingest_rounds": 3,
     "ingest_count": 10_000,
@@ -71,6 +74,7 @@ DEFAULTS = {
     "storm_runners": 10,
     "realwake_rounds": 10,
     "worktree_rounds": 3,
+    "acp_rounds": 20,
 }
 TIME_BUDGET_SECONDS = 600
 
@@ -227,6 +231,11 @@ def run_suite(only: tuple[str, ...] = PARTS, profile_misses: bool = True, **opti
         from bench.worktree_move import run_worktree_move
 
         step("worktree", lambda: run_worktree_move(opts["worktree_rounds"]))
+
+    if "acp" in only:
+        from bench.acp_latency import run_acp_latency
+
+        step("acp", lambda: run_acp_latency(opts["acp_rounds"]))
 
     measured_seconds = time.perf_counter() - started
     profiles = {
@@ -503,6 +512,15 @@ def rows(results: dict, opts: dict) -> tuple[list[dict], list[dict]]:
         figures.append(_figure(
             "11 real wake", "the platform's part by step, p50 ms: " + " / ".join(steps),
             " / ".join(f"{ms:.1f}" for ms in steps.values())))
+    if "acp" in results:
+        r = results["acp"]
+        for kind, e in r["engines"].items():
+            out.append(_row(
+                "13 editor turn", f"ms `seedline acp` adds to a turn over the engine's own time, "
+                f"p50, {kind} (turn {e['editor_ms']['p50']:.0f} ms, engine "
+                f"{e['engine_ms']['p50']:.0f} ms)", f"{e['added_ms']['p50']:.1f}",
+                f"{r['target_ms']:.0f} (target)", e["ratio"], f"< {r['target_ms']:.0f} ms",
+                e["met"]))
     return out, figures
 
 

@@ -23,6 +23,7 @@ from seedline_contracts import subjects
 from seedline_core.notices import wording_violations
 from seedline_runner.engines.base import EngineOutput
 from seedline_runner.engines.scripted import ScriptedEngine
+from seedline_runner.framing import split_background
 
 pytestmark = pytest.mark.servers
 
@@ -30,10 +31,11 @@ INSTANCE, REPO = "bd43f4de", "apps/chess-academy"
 
 
 class SlowWhenAsked(ScriptedEngine):
-    """Answers like the scripted engine, but a message holding SLOW never finishes."""
+    """Answers like the scripted engine, but a message holding SLOW never finishes (a brief
+    in front that quotes an earlier SLOW message does not count)."""
 
     async def run_turn(self, conversation, prompt, emit):
-        if "SLOW" in prompt:
+        if "SLOW" in split_background(prompt)[1]:
             await emit(EngineOutput("chat_assistant", "working on it"))
             await asyncio.Event().wait()
         return await super().run_turn(conversation, prompt, emit)
@@ -74,8 +76,7 @@ async def test_an_editor_opens_prompts_loads_and_cancels(system, tmp_path):
                             session_id="csess_elsewhere", at=f"2026-08-17T10:00:0{n}Z")
     editor = Editor()
     command = [sys.executable, "-m", "seedline_cli", "acp", "--instance", INSTANCE,
-               "--repo", REPO, "--node", "mac-mini-1", "--engine", "scripted",
-               "--quiet-seconds", "1"]
+               "--repo", REPO, "--node", "mac-mini-1", "--engine", "scripted"]
     async with spawn_agent_process(editor, *command, env=_cli_env(system.settings, tmp_path),
                                    cwd=str(tmp_path)) as (conn, process):
         await conn.initialize(protocol_version=PROTOCOL_VERSION,
@@ -125,6 +126,15 @@ async def test_an_editor_opens_prompts_loads_and_cancels(system, tmp_path):
         assert (await asyncio.wait_for(turn, 20)).stop_reason == "cancelled"
         listed = await system.request(subjects.API_SESSIONS_LIST, {"instance_id": INSTANCE})
         assert not [c for c in listed["conversations"] if c["repo"] == REPO]
+
+        # The next message wakes a new conversation; its first turn's end answers the turn.
+        answer = await conn.prompt(session_id=session, prompt=[text_block("castle queenside")])
+        assert answer.stop_reason == "end_turn"
+        assert any("scripted reply to: castle queenside" in t
+                   for t in editor.texts(session, AgentMessageChunk))
+        listed = await system.request(subjects.API_SESSIONS_LIST, {"instance_id": INSTANCE})
+        [woken] = [c for c in listed["conversations"] if c["repo"] == REPO]
+        assert woken["session_id"] != session
 
 
 async def _first(values):

@@ -374,7 +374,8 @@ class ConversationState(RuleBasedStateMachine):
 
     def _check_engine_saw(self, new: dict, session_id: str, reply: dict, step: str) -> None:
         """The engine's first answer says whether it found a brief, and which."""
-        [said] = [e for e in new["timeline"] if e["entry_id"] == f"{session_id}:{step}:0"]
+        # The scripted engine's one reply ends its turn: the step's end mark.
+        [said] = [e for e in new["timeline"] if e["entry_id"] == f"{session_id}:{step}:end"]
         brief = reply.get("brief")
         if reply["seeded"]:
             assert f"seed sha256 {brief['sha256']}" in said["content"], (said, brief)

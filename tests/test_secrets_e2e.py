@@ -92,6 +92,51 @@ async def test_an_open_on_another_engine_gets_no_secret_and_the_rest_intact(syst
     assert replayed.sha256 == reply["brief"]["sha256"] and replayed.redacted == 3
 
 
+# What one agent printed in the forms a brief once carried to another engine verbatim.
+AWS_FILE_SECRET = "q8Vd0Zb7fWnR2xT5yL3kP9sM1cJ6hG4eA0uB7iN2"
+GITHUB_PAT = "github_pat_11ABCDEFG0" + "aBcDeFgHiJkLmN_" + "Qw3rTy7UiOp2AsDfGhJkL9zXcVbNm1Qw3rTy7UiOp2AsDfGhJkL9zXcVbNm1"
+PG_PASSWORD = "Tr0ub4dor-3x"
+YAML_PASSWORD = "c0rrect-h0rse-Battery"
+REDIS_PASSWORD = "r3d1s-Pw-7741"
+OPENAI_KEY = "sk-proj-" + "Ab3_" * 39
+AZURE_KEY = "Zm9vYmFyYmF6cXV4" * 5 + "Zm9vYmE="
+PRINTED = (
+    "$ cat ~/.aws/credentials\n[default]\naws_access_key_id = AKIAQWERTYUIOPASDF23\n"
+    f"aws_secret_access_key = {AWS_FILE_SECRET}\n"
+    f"$ gh auth login --with-token <<< {GITHUB_PAT}\n"
+    f"$ PGPASSWORD={PG_PASSWORD}; psql -h db -U app\n"
+    f"database:\n  user: app\n  password: {YAML_PASSWORD}\n"
+    f"REDIS_URL=redis://:{REDIS_PASSWORD}@cache:6379/0\n"
+    f'client = OpenAI(api_key="{OPENAI_KEY}")\n'
+    f"AccountName=chess;AccountKey={AZURE_KEY};EndpointSuffix=core.windows.net\n"
+)
+EVERY_FORM = (AWS_FILE_SECRET, GITHUB_PAT, PG_PASSWORD, YAML_PASSWORD, REDIS_PASSWORD,
+              OPENAI_KEY, AZURE_KEY)
+
+
+async def test_every_form_an_agent_prints_is_left_out_of_the_brief_another_engine_gets(system):
+    engine = await system.start_runner()
+    at = now_text()
+    for n, (kind, content) in enumerate([("chat_user", "Why does the deploy fail?"),
+                                         ("command", "cat config files"),
+                                         ("terminal", PRINTED)]):
+        await system.append(n, session_id="csess_codex", kind=kind, content=content, at=at,
+                            engine=None if kind == "chat_user" else "codex")
+    reply = await system.open(instruction="Carry on.")
+    assert reply["ok"] and reply["continuity"]["reason_code"] == "engine_changed", reply
+
+    await system.wait_for(lambda: _prompts(engine))
+    prompt = engine.prompts[0][1]
+    for secret in EVERY_FORM:
+        assert secret not in prompt and secret[:10] not in prompt and secret[-10:] not in prompt
+    # Only the secrets went: the command still reads as it was written.
+    assert "aws_secret_access_key = [secret left out: " in prompt
+    assert "]; psql -h db -U app\n" in prompt
+    assert "REDIS_URL=redis://:[secret left out: password in a URL]@cache:6379/0" in prompt
+    assert "[secret left out: azure storage key];EndpointSuffix=core.windows.net" in prompt
+    assert reply["brief"]["redacted"] >= len(EVERY_FORM)
+
+
 async def _prompts(engine):
     return engine.prompts
 

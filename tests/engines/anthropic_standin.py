@@ -7,7 +7,8 @@ can tell from the reply alone what the model saw:
 - the reply text lists the person's prompts the request carried (system reminders and
   tool results left out), so a resumed conversation shows its earlier prompts;
 - with ``tool_commands`` set, each prompt is first answered by one Bash tool call per
-  command, in order, one per request, and only then by text;
+  command, in order, one per request, and only then by text; ``tool_uses`` does the
+  same with any tool (``{"name": "Write", "input": {...}}``);
 - with ``hold_at_step`` set, the request that would ask for that tool step is held until
   ``release`` is set: the CLI is then waiting on the model, in the middle of its turn.
 
@@ -69,6 +70,7 @@ def reply_text(body: dict[str, Any]) -> str:
 @dataclass
 class AnthropicStandIn:
     tool_commands: list[str] = field(default_factory=list)
+    tool_uses: list[dict[str, Any]] = field(default_factory=list)
     pause_seconds: float = 0.0
     hold_at_step: int | None = None
     release: threading.Event = field(default_factory=threading.Event)
@@ -87,6 +89,15 @@ class AnthropicStandIn:
     def prompts_seen(self) -> list[list[str]]:
         """The person's prompts each conversation request carried, request by request."""
         return [prompts_in(request) for request in self.conversation_requests()]
+
+    def tool_results(self) -> list[dict[str, Any]]:
+        """Every tool result the CLI sent back, in order (the last request holds them all)."""
+        requests = self.conversation_requests()
+        if not requests:
+            return []
+        return [block for message in requests[-1].get("messages", [])
+                if message.get("role") == "user" for block in _blocks(message)
+                if block.get("type") == "tool_result"]
 
     def start(self) -> AnthropicStandIn:
         standin = self
@@ -165,15 +176,16 @@ class AnthropicStandIn:
             self.release.wait(HOLD_LIMIT_SECONDS)
         if self.pause_seconds:
             time.sleep(self.pause_seconds)
-        if step < len(self.tool_commands):
+        uses = self.tool_uses or [
+            {"name": "Bash", "input": {"command": command, "description": "stand-in"}}
+            for command in self.tool_commands]
+        if step < len(uses):
+            use = uses[step]
+            said = use["input"].get("command") or use["input"].get("file_path") or use["name"]
             return [
-                {"type": "text", "text": f"step {step + 1}: running {self.tool_commands[step]}"},
-                {
-                    "type": "tool_use",
-                    "id": f"toolu_{len(self.requests):04d}",
-                    "name": "Bash",
-                    "input": {"command": self.tool_commands[step], "description": "stand-in"},
-                },
+                {"type": "text", "text": f"step {step + 1}: running {said}"},
+                {"type": "tool_use", "id": f"toolu_{len(self.requests):04d}",
+                 "name": use["name"], "input": use["input"]},
             ]
         return [{"type": "text", "text": reply_text(body)}]
 

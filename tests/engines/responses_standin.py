@@ -92,6 +92,14 @@ class ResponsesStandIn:
         """The person's prompts each request carried, request by request."""
         return [prompts_in(request) for request in self.requests]
 
+    def tool_outputs(self) -> list[str]:
+        """What the CLI sent back of each tool call, as the last request carries them."""
+        if not self.requests:
+            return []
+        items = self.requests[-1].get("input") or []
+        return [str(item.get("output")) for item in items
+                if isinstance(item, dict) and item.get("type") == "function_call_output"]
+
     def start(self) -> ResponsesStandIn:
         standin = self
 

@@ -111,10 +111,17 @@ async def codex_first_run(setup, workdir: Path, emitted) -> tuple[str, str]:
 async def test_codex_acp_fresh_then_resumed_for_real(codex, checkouts, emitted) -> None:
     workdir = checkouts / REPO
     earlier, reply = await codex_first_run(codex, workdir, emitted)
+    # What the runner recorded from codex-acp opens with its own notice, which its
+    # replayed history does not hold: the proof must still find the reply.
+    assert reply.startswith("Model metadata for `stand-in-model` not found."), reply
     engine = acp_codex(codex)
-    expect = ResumeExpect(seq=3, kind="chat_user", excerpt=FIRST)
-    started = await engine.start("c2", earlier, workdir, expect=expect)
-    assert started.resumed is True and started.engine_session_id == earlier
+    for expect in (ResumeExpect(seq=4, kind="chat_assistant", excerpt=reply[:200]),
+                   ResumeExpect(seq=3, kind="chat_user", excerpt=FIRST)):
+        started = await engine.start("c2", earlier, workdir, expect=expect)
+        assert started.resumed is True and started.engine_session_id == earlier, expect
+        await engine.end("c2")
+    await engine.start("c2", earlier, workdir, expect=ResumeExpect(
+        seq=4, kind="chat_assistant", excerpt=reply[:200]))
     await engine.run_turn(Conversation("c2"), "now en passant", emitted())
     await engine.end("c2")
     last = codex.standin.prompts_seen()[-1]

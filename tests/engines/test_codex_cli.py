@@ -48,8 +48,9 @@ async def test_a_fresh_turn_streams_the_reply_and_names_a_new_thread(codex, chec
     result = await engine.run_turn(Conversation("c1"), "add castling", out)
 
     assert (started.resumed, started.engine_session_id) == (False, None)
-    # The CLI's own warning item (no metadata for the stand-in's model) is not output.
-    assert out.kinds() == ["chat_assistant"]
+    # The CLI's own warning item (no metadata for the stand-in's model) is not output;
+    # its turn.completed is, as the turn's end.
+    assert out.kinds() == ["chat_assistant", "outcome"] and out[-1].ends_turn
     assert out[0].content == "stand-in heard 1 prompt(s): add castling"
     assert str(uuid.UUID(result.engine_session_id)) == result.engine_session_id
     assert result.resumed is None
@@ -122,7 +123,7 @@ async def test_a_refused_resume_is_never_counted_as_resumed(codex, checkouts, em
     assert started.resumed is True  # the rollout was there at launch
     assert result.resumed is None  # the second run asked for no resume
     assert result.engine_session_id not in (None, key)
-    assert out.kinds() == ["chat_assistant"]
+    assert out.kinds() == ["chat_assistant", "outcome"]
     assert out[0].content == "stand-in heard 1 prompt(s): carry on"
 
 
@@ -141,7 +142,7 @@ async def test_the_thread_id_is_announced_before_the_model_is_asked(codex, check
     result = await engine.run_turn(Conversation("c1"), "add castling", Listening())
 
     assert heard[0] == ("bound", result.engine_session_id, 0)
-    assert [entry[0] for entry in heard[1:]] == ["output"]
+    assert [entry[0] for entry in heard[1:]] == ["output", "output"]
 
 
 async def test_commands_are_emitted_when_they_start_and_their_output_when_they_end(
@@ -162,14 +163,14 @@ async def test_commands_are_emitted_when_they_start_and_their_output_when_they_e
     assert out.kinds() == [
         "chat_assistant", "command", "terminal",
         "chat_assistant", "command", "terminal",
-        "chat_assistant",
+        "chat_assistant", "outcome",
     ]
     commands = [o.content for o in out if o.kind == "command"]
     assert commands == ["shell: /bin/bash -lc 'echo one'", "shell: /bin/bash -lc 'echo two'"]
     assert [o.content.strip() for o in out if o.kind == "terminal"] == ["one", "two"]
-    assert out[-1].content == "stand-in heard 1 prompt(s): run the steps"
+    assert out[-2].content == "stand-in heard 1 prompt(s): run the steps"
     assert seen_by_model_at_emit[:3] == [1, 1, 1]
-    assert seen_by_model_at_emit[-1] == 3
+    assert seen_by_model_at_emit[-2] == 3
 
 
 def test_codex_is_offered_as_an_engine_that_keeps_its_own_conversation():

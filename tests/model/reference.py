@@ -264,8 +264,8 @@ class Model:
         expected.events += [("opened", session_id, None), ("engine_bound", session_id, None)]
         if instructed:
             self.add_entry(instance_id, repo, session_id, self.tick(), engine, "chat_assistant",
-                           f"{session_id}:launch:0")
-            expected.entries.append(f"{session_id}:launch:0")
+                           f"{session_id}:launch:end")
+            expected.entries.append(f"{session_id}:launch:end")
 
     def _supersede(self, instance_id: str, repo: str, keep: str, expected: Expected) -> None:
         for other in self.live(instance_id):
@@ -286,7 +286,7 @@ class Model:
         live = self.live_in_repo(instance_id, repo)
         self.add_entry(instance_id, repo, session_id, at, engine, "chat_user", entry_id)
         if live is not None:
-            answer = f"{live.session_id}:turn-{seq}:0"
+            answer = f"{live.session_id}:turn-{seq}:end"
             self.add_entry(instance_id, repo, live.session_id, self.tick(), live.engine,
                            "chat_assistant", answer)
             expected.entries.append(answer)

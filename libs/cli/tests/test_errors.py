@@ -159,4 +159,45 @@ def test_runner_with_an_acp_agent_without_its_command_is_a_usage_error(seedline,
     result = seedline("runner", "--node-id", "mac-mini-1", "--engine", "acp:gemini",
                       "--acp-permissions", "sometimes", env=env)
     assert result.exit_code == 2
-    assert "--acp-permissions is allow or reject" in result.stderr
+    assert "--acp-permissions is checkout, allow, reject" in result.stderr
+
+
+def test_runner_with_a_permission_setting_an_engine_does_not_know_is_a_usage_error(
+        seedline, tmp_path):
+    env = {"SEEDLINE_HOME": str(tmp_path)}
+    result = seedline("runner", "--node-id", "mac-mini-1", "--engine", "claude",
+                      "--claude-permission-mode", "yolo", env=env)
+    assert result.exit_code == 2
+    assert "The Claude Code permission mode is one of acceptEdits" in result.stderr
+    result = seedline("runner", "--node-id", "mac-mini-1", "--engine", "codex",
+                      "--codex-sandbox", "anywhere", env=env)
+    assert result.exit_code == 2
+    assert "The Codex sandbox is one of read-only, workspace-write" in result.stderr
+
+
+def test_runner_gives_each_engine_its_permission_settings_defaults_included(
+        seedline, tmp_path, monkeypatch):
+    from seedline_cli import runner_cmd
+
+    given: dict = {}
+
+    async def answers(settings) -> None:
+        return None
+
+    def run_runner(*args, **options):
+        given.update(options)
+
+    monkeypatch.setattr(runner_cmd, "nats_answers", answers)
+    monkeypatch.setattr(runner_cmd, "_run_runner_function", lambda: run_runner)
+    env = {"SEEDLINE_HOME": str(tmp_path)}
+    assert seedline("runner", "--node-id", "mac-mini-1", "--engine", "claude",
+                    env=env).exit_code == 0
+    assert (given["claude_permission_mode"], given["claude_allowed_tools"],
+            given["codex_sandbox"], given["codex_approval"],
+            given["acp_permission_policy"]) == (
+        "acceptEdits", ("Bash",), "workspace-write", "never", "checkout")
+    assert seedline("runner", "--node-id", "mac-mini-1", "--engine", "claude",
+                    "--claude-allowed-tools", "Bash,Edit", "--codex-sandbox", "read-only",
+                    env=env).exit_code == 0
+    assert (given["claude_allowed_tools"], given["codex_sandbox"]) == (("Bash", "Edit"),
+                                                                       "read-only")

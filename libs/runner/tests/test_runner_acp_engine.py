@@ -194,3 +194,30 @@ def test_agents_are_configured_by_name_and_command() -> None:
     assert engine.name == "acp:gemini" and engine.stateless is False
     with pytest.raises(ValueError, match="--acp codex="):
         build_engine("acp:codex", EngineOptions(acp_agents=agents))
+
+
+# The proof of a load: what the agent replays against what the platform recorded from it.
+
+from seedline_runner.engines.acp_updates import ReplayedMessage, history_holds  # noqa: E402
+
+NOTICE = ("Model metadata for `stand-in-model` not found. Defaulting to fallback metadata; "
+          "this can degrade performance and cause issues.")
+REPLY = "Castling is in: the king moves two squares and the rook jumps over it."
+
+
+def test_a_reply_recorded_after_the_agents_own_notice_is_proved_by_the_reply_replayed() -> None:
+    replayed = [ReplayedMessage("chat_user", "add castling"), ReplayedMessage("chat_assistant", REPLY)]
+    recorded = (NOTICE + REPLY)[:200]
+    assert history_holds(replayed, "chat_assistant", recorded)
+    assert history_holds(replayed, "chat_assistant", REPLY)
+
+
+def test_a_notice_before_another_reply_proves_nothing() -> None:
+    replayed = [ReplayedMessage("chat_assistant", "Promotion is in: a pawn on the last rank.")]
+    assert not history_holds(replayed, "chat_assistant", (NOTICE + REPLY)[:200])
+    # Only a notice that ends a sentence is set aside; words run into the reply are not.
+    assert not history_holds([ReplayedMessage("chat_assistant", REPLY)], "chat_assistant",
+                             "Before that I wonder whether " + REPLY)
+    # Nor is a reply shown too little to tell (under 40 characters of a longer one).
+    assert not history_holds([ReplayedMessage("chat_assistant", REPLY)], "chat_assistant",
+                             (NOTICE + REPLY)[: len(NOTICE) + 20])

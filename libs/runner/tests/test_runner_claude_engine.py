@@ -39,8 +39,11 @@ async def test_a_fresh_turn_maps_the_stream_and_reports_the_new_conversation_id(
         EngineOutput("outcome", "success (2 turns, 1.2 s)"),
     ]
     assert result.engine_session_id and result.resumed is None
+    # By default it may edit files in its checkout and run commands there (nobody can
+    # approve anything in -p mode).
     assert claude.calls()[0]["argv"] == [
-        "-p", "add castling", "--output-format", "stream-json", "--verbose"
+        "-p", "add castling", "--output-format", "stream-json", "--verbose",
+        "--permission-mode", "acceptEdits", "--allowedTools", "Bash",
     ]
 
 

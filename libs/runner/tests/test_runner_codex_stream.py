@@ -39,8 +39,10 @@ def test_a_real_turn_gives_each_output_on_the_line_that_carries_it():
         [EngineOutput("command", "shell: /bin/bash -lc 'echo one'")],
         [EngineOutput("terminal", "one\n")],
         [EngineOutput("chat_assistant", "stand-in heard 1 prompt(s): run the steps")],
-        [],
+        [EngineOutput("outcome", "completed (30 input tokens, 15 output tokens)")],
     ]
+    # Only turn.completed, the CLI's own end of the turn, ends it.
+    assert [o.ends_turn for line in per_line for o in line] == [False] * 4 + [True]
     assert stream.thread_id == "01a230f3-5784-7993-b1b5-6849a274f088"
     assert (stream.finished, stream.failed, stream.unknown_types) == (True, False, set())
 

@@ -225,7 +225,8 @@ async def test_a_seed_on_a_cold_engine_is_spent_and_its_reply_published(
     assert (entry["kind"], entry["engine"]) == ("chat_assistant", "scripted")
     assert entry["session_id"] == "csess_1"
     assert (entry["instance_id"], entry["repo"]) == ("bd43f4de", "apps/chess-academy")
-    assert entry["entry_id"] == entry["msg_id"] == "csess_1:launch:0"
+    # Its reply ends the turn: published as the step's end mark.
+    assert entry["entry_id"] == entry["msg_id"] == "csess_1:launch:end"
     assert engine.prompts == [("csess_1", frame_first_prompt(BRIEF, "What were we doing?"))]
     await eventually(lambda: events)
     assert {key: value for key, value in events[0].items() if value is not None} == {
@@ -294,7 +295,7 @@ async def test_a_seed_waits_for_the_first_message_when_there_is_no_instruction(
 
     assert reply["seeded"] is True
     assert engine.prompts == [("csess_1", frame_first_prompt(BRIEF, "hello"))]
-    assert entries[0]["entry_id"] == "csess_1:turn-40:0"
+    assert entries[0]["entry_id"] == "csess_1:turn-40:end"
 
 
 async def test_a_repeated_launch_gets_the_first_reply_and_instructs_once(nc, js, start_runner):
@@ -371,7 +372,7 @@ async def test_a_turn_delivered_twice_is_run_once(nc, js, start_runner):
 
     assert replies == [{"accepted": True}] * 3
     assert engine.prompts == [("csess_1", "hello"), ("csess_1", "next")]
-    assert [e["entry_id"] for e in entries] == ["csess_1:turn-10:0", "csess_1:turn-11:0"]
+    assert [e["entry_id"] for e in entries] == ["csess_1:turn-10:end", "csess_1:turn-11:end"]
 
 
 class GatedEngine(ScriptedEngine):
@@ -761,7 +762,7 @@ async def test_output_is_published_as_the_engine_emits_it_not_at_the_end_of_the_
     assert [(e["kind"], e["entry_id"]) for e in during] == [("command", "csess_1:launch:0")]
     assert [(e["kind"], e["entry_id"]) for e in after] == [
         ("command", "csess_1:launch:0"),
-        ("chat_assistant", "csess_1:launch:1"),
+        ("chat_assistant", "csess_1:launch:end"),
     ]
 
 

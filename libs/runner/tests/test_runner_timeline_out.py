@@ -60,3 +60,15 @@ def test_an_output_the_engines_transcript_names_keeps_that_id():
 
     assert entry.entry_id == "claude:s-1:u-1:0"
     assert entry.session_id == "csess_1"  # published on the platform's conversation
+
+
+def test_the_end_of_a_step_is_its_end_mark_even_when_the_transcript_names_the_output():
+    from seedline_runner.timeline_out import END_PART, end_entry_id
+
+    named = EngineOutput("chat_assistant", "done", entry_id="claude:s-1:u-1:0", ends_turn=True)
+    entry = timeline_entry(instance_id="bd43f4de", repo="apps/chess-academy", session_id="csess_1",
+                           engine="claude", step=turn_step(12), index=END_PART, output=named,
+                           at="2026-08-17T10:00:00.000Z")
+    assert entry.entry_id == end_entry_id("csess_1", turn_step(12)) == "csess_1:turn-12:end"
+    long_session = "csess_" + "x" * 200
+    assert end_entry_id(long_session, LAUNCH_STEP) == entry_id(long_session, LAUNCH_STEP, END_PART)

@@ -34,16 +34,13 @@ def acp(
     engine: Optional[str] = typer.Option(
         None, "--engine", help="Engine for a repo with no live conversation, e.g. claude."
     ),
-    quiet_seconds: float = typer.Option(
-        3.0, "--quiet-seconds", help="A turn is answered once the engine replied and then "
-        "said nothing for this long."
-    ),
 ) -> None:
     """Serve an editor on stdin/stdout (Zed, JetBrains, Neovim: an agent server command).
 
     New conversations open on the repo of the editor's folder, on the machine and engine
-    of the repo's live conversation (else --node and --engine). Nothing but the
-    protocol is written to stdout.
+    of the repo's live conversation (else --node and --engine). A turn ends when the
+    engine ends it, or when the editor cancels it. Nothing but the protocol is written
+    to stdout.
     """
     from .acp_agent import AcpOptions, SeedlineAcpAgent
 
@@ -53,7 +50,6 @@ def acp(
     settings = load_settings(ctx)
     options = AcpOptions(
         instance=instance, repo=repo, repos_dir=repos_dir, node=node, engine=engine,
-        quiet_seconds=quiet_seconds,
     )
     # stdout carries the protocol: every log line goes to stderr.
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING)

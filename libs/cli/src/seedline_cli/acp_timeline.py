@@ -1,8 +1,9 @@
 """Timeline entries as Agent Client Protocol ``session/update``s, without I/O.
 
 What an editor shows of a conversation is what its timeline holds: a person's message
-is a user message, the engine's words an agent message, a command a tool call and the
-output after it that call's result, the engine's thinking a thought. Outcomes and
+is a user message, the engine's words an agent message, a command a tool call as it
+starts and the output after it that call's result as it finishes, the engine's thinking
+a thought. Outcomes and
 system entries are said as agent messages, set apart, so nothing recorded is hidden.
 """
 
@@ -21,15 +22,22 @@ from acp import (
     update_tool_call,
     update_user_message_text,
 )
+from seedline_runner.engines.tool_errors import is_failed_tool_text
 
 _TITLE_CHARS = 80
 
 
 @dataclass
 class UpdateWriter:
-    """Turns entries into updates in order; remembers the tool call a result belongs to."""
+    """Turns entries into updates in order; knows which tool calls still wait for output.
 
-    _open_tool: str | None = None
+    A command starts a tool call (``tool_call``, in progress); the next output the engine
+    records completes the oldest call still open (``tool_call_update`` with that output:
+    ``failed`` when the engine marked it a failed tool call), since engines record results
+    in the order they started the calls.
+    """
+
+    _open_tools: list[str] = field(default_factory=list)
     _said_before: bool = False
     _seen: set[int] = field(default_factory=set)
 
@@ -40,14 +48,14 @@ class UpdateWriter:
         self._seen.add(seq)
         kind, content = entry.get("kind"), str(entry.get("content") or "")
         if kind == "chat_user":
-            self._open_tool = None
             self._said_before = False
-            return [update_user_message_text(content)]
+            return [*self.close_open_tools("completed"), update_user_message_text(content)]
         if kind == "command":
-            self._open_tool = f"seq-{seq}"
+            tool = f"seq-{seq}"
+            self._open_tools.append(tool)
             return [
                 start_tool_call(
-                    self._open_tool,
+                    tool,
                     _title(content),
                     kind="execute",
                     status="in_progress",
@@ -56,12 +64,14 @@ class UpdateWriter:
             ]
         if kind == "terminal":
             result = [tool_content(text_block(content))]
-            if self._open_tool is not None:
-                tool, self._open_tool = self._open_tool, None
-                return [update_tool_call(tool, status="completed", content=result)]
+            status = "failed" if is_failed_tool_text(content) else "completed"
+            if self._open_tools:
+                tool = self._open_tools.pop(0)
+                return [update_tool_call(tool, status=status, content=result,
+                                         raw_output={"output": content})]
             return [
                 start_tool_call(
-                    f"seq-{seq}", "output", kind="execute", status="completed", content=result
+                    f"seq-{seq}", "output", kind="execute", status=status, content=result
                 )
             ]
         if kind == "brain":
@@ -71,6 +81,11 @@ class UpdateWriter:
             text = "\n\n" + text
         self._said_before = True
         return [update_agent_message_text(text)]
+
+    def close_open_tools(self, status: str) -> list[Any]:
+        """Every tool call still open, ended with `status` (its turn is over)."""
+        tools, self._open_tools = self._open_tools, []
+        return [update_tool_call(tool, status=status) for tool in tools]
 
 
 def _title(command: str) -> str:

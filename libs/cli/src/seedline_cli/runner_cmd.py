@@ -61,6 +61,24 @@ def runner(
     claude_arg: list[str] = typer.Option(
         [], "--claude-arg", help="Extra argument for every claude run; repeat for more."
     ),
+    claude_permission_mode: str = typer.Option(
+        "acceptEdits", "--claude-permission-mode",
+        help="Claude Code's permission mode (acceptEdits: it edits files in the checkout "
+        "without asking; bypassPermissions: anything).",
+    ),
+    claude_allowed_tools: str = typer.Option(
+        "Bash", "--claude-allowed-tools",
+        help="Tools Claude Code uses without asking, comma-separated (Bash: commands, run "
+        "in the checkout; empty: none).",
+    ),
+    codex_sandbox: str = typer.Option(
+        "workspace-write", "--codex-sandbox",
+        help="Codex's sandbox: read-only, workspace-write (the checkout) or danger-full-access.",
+    ),
+    codex_approval: str = typer.Option(
+        "never", "--codex-approval",
+        help="Codex's approval policy (never: what the sandbox refuses is refused, not asked).",
+    ),
     codex_bin: str = typer.Option(
         "codex", "--codex-bin", help="The Codex executable (engine codex)."
     ),
@@ -74,9 +92,10 @@ def runner(
         "(default: the lines of SEEDLINE_ACP_AGENTS).",
     ),
     acp_permissions: str = typer.Option(
-        "reject",
+        "checkout",
         "--acp-permissions",
-        help="How this machine answers an ACP agent's permission requests: allow or reject.",
+        help="How this machine answers an ACP agent's permission requests: checkout (allow "
+        "what touches only the conversation's checkout), allow or reject.",
     ),
     worktree_max_mb: int = typer.Option(
         50, "--worktree-max-mb", min=1, max=1024,
@@ -102,6 +121,8 @@ def runner(
     served = _instances(instances)
     checkouts = _checkouts(repos_dir, repos_map)
     acp_options = _acp_options(acp, acp_permissions)
+    permissions = _permissions(claude_permission_mode, claude_allowed_tools, codex_sandbox,
+                               codex_approval)
     run_runner = _run_runner_function()
     settings = load_settings(ctx)
     asyncio.run(nats_answers(settings))
@@ -128,6 +149,7 @@ def runner(
             codex_executable=codex_bin,
             codex_args=tuple(codex_arg),
             worktree_limits=Limits(worktree_max_mb * 1024 * 1024, worktree_max_files),
+            **permissions,
             **acp_options,
         )
         if inspect.isawaitable(result):
@@ -171,12 +193,32 @@ async def _until_signalled(awaitable) -> None:
         pass
 
 
+def _permissions(claude_mode: str, claude_tools: str, codex_sandbox: str,
+                 codex_approval: str) -> dict[str, object]:
+    """Each engine's permission settings, checked before anything starts."""
+    from seedline_runner.engines.permissions import (
+        ClaudePermissions,
+        CodexPermissions,
+        parse_tools,
+    )
+
+    tools = parse_tools(claude_tools)
+    try:
+        ClaudePermissions(claude_mode, tools)
+        CodexPermissions(codex_sandbox, codex_approval)
+    except ValueError as error:
+        raise UsageProblem(str(error)) from None
+    return {"claude_permission_mode": claude_mode, "claude_allowed_tools": tools,
+            "codex_sandbox": codex_sandbox, "codex_approval": codex_approval}
+
+
 def _acp_options(specs: list[str], permissions: str) -> dict[str, object]:
     """The runner's ACP options; none at all when no ACP agent is configured here."""
     from seedline_runner.engines.acp_config import PERMISSION_POLICIES, parse_acp_agents
 
     if permissions not in PERMISSION_POLICIES:
-        raise UsageProblem(f"--acp-permissions is allow or reject, not {permissions!r}.")
+        raise UsageProblem(f"--acp-permissions is {', '.join(PERMISSION_POLICIES)}, "
+                           f"not {permissions!r}.")
     try:
         agents = parse_acp_agents(specs)
     except ValueError as error:

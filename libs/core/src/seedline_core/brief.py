@@ -218,8 +218,7 @@ def compose_brief(
     budget = usable_budget(budget)
     total = entry_count(entries_upto)
     instructions_total = entry_count(instructions_upto)
-    redacting = redaction is not None
-    record_rows = Source(newest_first, redacting)
+    record_rows = Source(newest_first, redaction)
     whole = Limits(budget.rows, budget.chars, MAX_ENTRY_CHARS)
     record, skipped = _walk_record(record_rows, until_seq, total, whole, [], 0, framing)
     if not record:
@@ -228,7 +227,7 @@ def compose_brief(
     part_limits = limits_within(budget.rows, budget.chars)
     left_out = total - len(record) - skipped > 0
     if instructions is not None and part_limits is not None and left_out:
-        instruction_rows = Source(instructions, redacting)
+        instruction_rows = Source(instructions, redaction)
         if leaves_out_one(instruction_rows, until_seq, record[-1].seq):
             part = walk_instructions(
                 instruction_rows, until_seq, part_limits, instructions_total, MAX_OVERHEAD,

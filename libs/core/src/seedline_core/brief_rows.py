@@ -14,7 +14,7 @@ from functools import lru_cache
 from typing import TypeGuard
 
 from seedline_core.brief_layout import TAIL_KEPT_KINDS, KeptEntry
-from seedline_core.redaction import Redacted, redact
+from seedline_core.redaction import RULESET, Redacted, redact
 
 ENTRY_KINDS = frozenset(
     {"chat_user", "chat_assistant", "terminal", "command", "brain", "outcome", "system"}
@@ -55,19 +55,19 @@ class RedactedRow(BriefRow):
 
 
 @lru_cache(maxsize=256)
-def _redact_window(window: str) -> Redacted:
+def _redact_window(window: str, ruleset: int) -> Redacted:
     # Consecutive briefs of a repo show mostly the same entries: each is scanned once.
-    return redact(window)
+    return redact(window, ruleset)
 
 
-def redacted_row(row: BriefRow) -> RedactedRow:
+def redacted_row(row: BriefRow, ruleset: int = RULESET) -> RedactedRow:
     content = row.content
     beyond = max(0, len(content) - REDACTION_WINDOW)
     if row.kind in TAIL_KEPT_KINDS:
         window = content[beyond:]
     else:
         window = content[: len(content) - beyond]
-    redacted = _redact_window(window)
+    redacted = _redact_window(window, ruleset)
     return RedactedRow(
         row.seq, row.session_id, row.kind, redacted.text, row.at, row.engine,
         beyond=beyond, markers=redacted.markers,
@@ -107,24 +107,25 @@ def _well_formed(
 class Source:
     """A lazily read iterable whose rows are kept, so a second walk reads nothing twice.
 
-    With `redacting`, the well-formed rows a walk takes are redacted once each."""
+    With a `ruleset`, the well-formed rows a walk takes are redacted with it, once each
+    (None: nothing is redacted)."""
 
-    def __init__(self, rows: Iterable[object] | None, redacting: bool = False) -> None:
+    def __init__(self, rows: Iterable[object] | None, ruleset: int | None = None) -> None:
         try:
             self._rows: Iterator[object] = iter(rows)  # type: ignore[arg-type]
         except TypeError:
             self._rows = iter(())
         self._read: list[object] = []
-        self._redacting = redacting
+        self._ruleset = ruleset
         self._redacted: dict[int, BriefRow] = {}
 
     def shown(self, row: BriefRow) -> BriefRow:
         """The row as a brief may show it."""
-        if not self._redacting:
+        if self._ruleset is None:
             return row
         kept = self._redacted.get(id(row))
         if kept is None:
-            kept = self._redacted[id(row)] = redacted_row(row)
+            kept = self._redacted[id(row)] = redacted_row(row, self._ruleset)
         return kept
 
     def __iter__(self) -> Iterator[object]:

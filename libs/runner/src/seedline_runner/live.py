@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import structlog
@@ -26,7 +26,7 @@ from .engines.base import Engine, EngineOutput, ResumeRefused, TurnResult, join_
 from .framing import frame_first_prompt
 from .publishing import Publisher
 from .store import Conversation
-from .timeline_out import timeline_entry
+from .timeline_out import END_PART, timeline_entry
 
 log = structlog.get_logger(__name__)
 
@@ -104,13 +104,24 @@ class _StepSink:
         self._live = live
         self._step = step
         self.outputs: list[EngineOutput] = []
+        # Whether the step's end mark is out: one per step, the first the engine gives.
+        self.ended = False
 
     async def __call__(self, output: EngineOutput) -> None:
         # Published before the engine reads on: what a dying machine loses is
         # only what the engine had not yet said.
         index = len(self.outputs)
         self.outputs.append(output)
-        await self._worker._publish(self._live, self._step, index, output)
+        part: int | str = index
+        if output.ends_turn and not self.ended:
+            self.ended = True
+            part = END_PART
+        await self._worker._publish(self._live, self._step, part, output)
+
+    async def end(self, output: EngineOutput) -> None:
+        """Mark the step's end with `output` unless the engine has marked it already."""
+        if not self.ended:
+            await self(replace(output, ends_turn=True))
 
     async def bound(self, engine_session_id: str) -> None:
         await self._worker._engine_named(self._live, engine_session_id)
@@ -163,12 +174,15 @@ class ConversationWorker:
             except asyncio.CancelledError:
                 raise
             except Exception as error:
-                await sink(_failure_outcome(live.engine_name, error))
+                await sink.end(_failure_outcome(live.engine_name, error))
                 return
         except Exception as error:
             await self._unanswered(live)
-            await sink(_failure_outcome(live.engine_name, error))
+            await sink.end(_failure_outcome(live.engine_name, error))
             return
+        # An engine that returned without saying its turn was over (a command line that
+        # exited without its last line): the return is the only end there is.
+        await sink.end(_unmarked_end(live.engine_name))
         note_step(None)
         # Spent only once a turn carrying it has been answered; a failed turn keeps it.
         live.pending_brief = live.pending_note = None
@@ -292,7 +306,7 @@ class ConversationWorker:
         return False
 
     async def _publish(
-        self, live: LiveConversation, step: Step, index: int, output: EngineOutput
+        self, live: LiveConversation, step: Step, index: int | str, output: EngineOutput
     ) -> None:
         request = live.request
         await self._publisher.entry(
@@ -324,6 +338,10 @@ class ConversationWorker:
                 engine_session_id=engine_session_id,
             )
         )
+
+
+def _unmarked_end(engine_name: str) -> EngineOutput:
+    return EngineOutput("outcome", f"{engine_name} ended its run without saying the turn was done.")
 
 
 def _failure_outcome(engine_name: str, error: Exception) -> EngineOutput:

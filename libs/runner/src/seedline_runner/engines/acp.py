@@ -21,7 +21,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +41,15 @@ from acp.schema import (
 from seedline_contracts.runner import ResumeExpect
 
 from ..store import Conversation
-from .acp_config import ACP_ENGINE_PREFIX, PERMISSION_POLICIES, PermissionPolicy
+from .acp_config import (
+    ACP_ENGINE_PREFIX,
+    DEFAULT_PERMISSION_POLICY,
+    PERMISSION_POLICIES,
+    PermissionPolicy,
+)
 from .acp_updates import UpdateGatherer, history_holds
 from .base import Emit, EngineError, EngineOutput, StartResult, TurnResult
+from .permissions import acp_refusal
 from .cli_process import LINE_LIMIT, _die_with_parent, kill_group
 
 log = structlog.get_logger(__name__)
@@ -61,6 +67,8 @@ class _SeedlineClient:
 
     label: str
     policy: PermissionPolicy
+    # The conversation's checkout: what the `checkout` policy allows a tool call to touch.
+    checkout: Path | None = None
     # Where the current turn's outputs go; None outside a turn (a load's replay).
     emit: Emit | None = None
     gatherer: UpdateGatherer = field(default_factory=UpdateGatherer)
@@ -82,24 +90,24 @@ class _SeedlineClient:
         options: list[PermissionOption],
         **kwargs: Any,
     ) -> RequestPermissionResponse:
-        wanted = ("allow_once", "allow_always") if self.policy == "allow" else ("reject_once", "reject_always")
+        allowed = self.policy == "allow" or (
+            self.policy == "checkout" and _inside(tool_call, self.checkout))
+        wanted = ("allow_once", "allow_always") if allowed else ("reject_once", "reject_always")
         chosen = next((o for kind in wanted for o in options if o.kind == kind), None)
         what = tool_call.title or tool_call.tool_call_id
         await self.flush()
         if chosen is None:
-            decision = f"no {self.policy} option was offered, so the request was cancelled"
+            decision = f"no {'allow' if allowed else 'reject'} option was offered, so the request was cancelled"
             outcome: Any = DeniedOutcome(outcome="cancelled")
         else:
             decision = f"answered {chosen.name!r} ({chosen.kind})"
             outcome = AllowedOutcome(outcome="selected", option_id=chosen.option_id)
         if self.emit is not None:
-            await self.emit(
-                EngineOutput(
-                    "outcome",
-                    f"{self.label} asked to run {what!r}; this machine's permission policy "
-                    f"({self.policy}) {decision}.",
-                )
-            )
+            text = (f"{self.label} asked to run {what!r}; this machine's permission policy "
+                    f"({self.policy}) {decision}.")
+            if not allowed:
+                text += " " + acp_refusal(self.label, f"run {what!r}")
+            await self.emit(EngineOutput("outcome", text))
         return RequestPermissionResponse(outcome=outcome)
 
     # The runner offers no file system or terminal to the agent (capabilities say so).
@@ -111,6 +119,19 @@ class _SeedlineClient:
 
     def on_connect(self, conn: Any) -> None:
         return None
+
+
+def _inside(tool_call: ToolCallUpdate, checkout: Path | None) -> bool:
+    """Whether every file the tool call names lies in the checkout (none named: it runs
+    there, so it is inside)."""
+    if checkout is None:
+        return False
+    for location in tool_call.locations or []:
+        path = Path(location.path)
+        resolved = (path if path.is_absolute() else checkout / path).resolve()
+        if not resolved.is_relative_to(checkout):
+            return False
+    return True
 
 
 @dataclass
@@ -136,7 +157,7 @@ class AcpEngine:
         *,
         workdir: str | Path | None = None,
         env: Mapping[str, str] | None = None,
-        permission_policy: PermissionPolicy = "reject",
+        permission_policy: PermissionPolicy = DEFAULT_PERMISSION_POLICY,
     ) -> None:
         if not command:
             raise ValueError(f"The ACP agent {agent!r} needs a command.")
@@ -203,7 +224,8 @@ class AcpEngine:
             response = await agent.conn.prompt(
                 session_id=agent.session_id, prompt=[text_block(prompt)]
             )
-            await agent.client.flush()
+            # The reply gathered last is complete now; it goes out with the turn's end.
+            last = agent.client.gatherer.flush()
         except asyncio.CancelledError:
             # Stopped mid-message: what the agent said so far is still recorded.
             await agent.client.flush()
@@ -215,8 +237,18 @@ class AcpEngine:
         finally:
             agent.in_turn = False
             agent.client.emit = None
-        if response.stop_reason not in ("end_turn", "cancelled"):
-            await emit(EngineOutput("outcome", f"{self.label} stopped: {response.stop_reason}."))
+        # The agent's answer to the prompt is its end of the turn: its last reply ends
+        # it, or, when the turn ended otherwise, a word of how.
+        if response.stop_reason == "end_turn" and last:
+            for output in last[:-1]:
+                await emit(output)
+            await emit(replace(last[-1], ends_turn=True))
+        else:
+            for output in last:
+                await emit(output)
+            ended = ("ended its turn" if response.stop_reason == "end_turn"
+                     else f"stopped: {response.stop_reason}")
+            await emit(EngineOutput("outcome", f"{self.label} {ended}.", ends_turn=True))
         return TurnResult(engine_session_id=agent.session_id, resumed=None)
 
     async def end(self, conversation_id: str) -> None:
@@ -293,7 +325,7 @@ class AcpEngine:
                 f"{error.strerror or error}."
             ) from error
         assert process.stdin is not None and process.stdout is not None
-        client = _SeedlineClient(label=self.label, policy=self._policy)
+        client = _SeedlineClient(label=self.label, policy=self._policy, checkout=checkout)
         conn = ClientSideConnection(
             client, process.stdin, process.stdout, use_unstable_protocol=True
         )

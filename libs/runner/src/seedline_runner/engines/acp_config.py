@@ -11,8 +11,12 @@ from collections.abc import Sequence
 from typing import Literal
 
 ACP_ENGINE_PREFIX = "acp:"
-PermissionPolicy = Literal["allow", "reject"]
-PERMISSION_POLICIES: tuple[PermissionPolicy, ...] = ("allow", "reject")
+# checkout (the default): allow what touches only the conversation's checkout (a tool call
+# naming no file counts as inside: commands run there), refuse the rest; allow and
+# reject: every request.
+PermissionPolicy = Literal["checkout", "allow", "reject"]
+PERMISSION_POLICIES: tuple[PermissionPolicy, ...] = ("checkout", "allow", "reject")
+DEFAULT_PERMISSION_POLICY: PermissionPolicy = "checkout"
 
 
 def acp_agent_name(engine_name: str) -> str | None:

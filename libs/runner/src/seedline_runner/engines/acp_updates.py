@@ -142,10 +142,40 @@ def _normalised(text: str) -> str:
 def history_holds(messages: list[ReplayedMessage], kind: str, excerpt: str) -> bool:
     """Whether replayed history holds the expected turn (CONTRACT 3.2).
 
-    A user message the runner sent may carry a brief in front of the person's words,
-    so the excerpt is looked for inside a message of the same kind, spaces aside.
+    The excerpt is what the platform recorded from this engine; the history is what the
+    engine replays of its own conversation. A user message the runner sent may carry a
+    brief in front of the person's words, so the excerpt is looked for inside a message
+    of the same kind, spaces aside. And an agent may say something of its own before its
+    reply that it never keeps in its history (codex-acp streams "Model metadata for `…`
+    not found. Defaulting to fallback metadata; …" as the first words of a turn): the
+    recorded message is then that notice, ending a sentence, followed by the replayed
+    message, as far as the excerpt goes.
     """
     wanted = _normalised(excerpt)
     if not wanted:
         return False
-    return any(m.role == kind and wanted in _normalised(m.text) for m in messages)
+    for message in messages:
+        if message.role != kind:
+            continue
+        text = _normalised(message.text)
+        if wanted in text or _notice_then(wanted, text):
+            return True
+    return False
+
+
+# How much of a replayed message the excerpt must show after an agent's own notice: the
+# whole message when it is shorter.
+_MIN_SHOWN = 40
+_SENTENCE_END = ".!?:"
+
+
+def _notice_then(recorded: str, replayed: str) -> bool:
+    """`recorded` is a notice ending a sentence, then `replayed` as far as it goes."""
+    head = replayed[:_MIN_SHOWN]
+    at = recorded.find(head) if head else -1
+    while at > 0:
+        notice, rest = recorded[:at].rstrip(), recorded[at:]
+        if notice[-1:] in _SENTENCE_END and replayed.startswith(rest):
+            return True
+        at = recorded.find(head, at + 1)
+    return False

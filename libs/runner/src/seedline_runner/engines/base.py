@@ -2,7 +2,8 @@
 
 Output as it happens. An engine hands each thing it says or does to the ``emit``
 callback the moment it has it (an assistant message, a tool call, a tool result),
-and awaits it: the runner publishes that output before the engine reads on, so a
+and the end of its turn the moment it says so (an output with ``ends_turn``), and
+awaits it: the runner publishes that output before the engine reads on, so a
 machine that dies mid-turn loses at most what it had not yet emitted, and the order
 of publishing is the order of emission. ``run_turn`` returns only what is known at
 the end of the turn.
@@ -43,6 +44,10 @@ class EngineOutput:
     # (engines/transcript_marks.py): published under it, an
     # import of that transcript never adds it twice.
     entry_id: str | None = field(default=None, compare=False)
+    # The engine's own word that its turn is over (Claude Code's `result` line, Codex's
+    # `turn.completed`, an ACP agent's answer to `session/prompt`): the runner publishes
+    # it as the step's end mark (timeline_out.end_entry_id), which an editor waits for.
+    ends_turn: bool = field(default=False, compare=False)
 
 
 # Called once per output, in order; the engine awaits it before it reads on.

@@ -32,6 +32,7 @@ from ..store import Conversation
 from .base import Emit, EngineError, ResumeRefused, StartResult, TurnResult, announce_bound
 from .claude_stream import ClaudeStream
 from .cli_process import CliRun, failure_message, run_cli
+from .permissions import ClaudePermissions
 from .resume_proof import Proof, claude_record_proves
 from .transcript_marks import RUNNER_ENV
 
@@ -83,11 +84,13 @@ class ClaudeEngine:
         claude_home: str | Path | None = None,
         env: Mapping[str, str] | None = None,
         name: str = "claude",
+        permissions: ClaudePermissions = ClaudePermissions(),
     ) -> None:
         self.name = name
         self._executable = executable
         self._workdir = Path(workdir) if workdir is not None else None
-        self._extra_args = list(extra_args)
+        # What it may do without asking: nobody can answer a question in -p mode.
+        self._extra_args = [*permissions.args(extra_args), *extra_args]
         self._claude_home = Path(claude_home) if claude_home is not None else default_claude_home()
         self._env = dict(os.environ if env is None else env)
         # Marks this machine's runs in the engine's own transcript (transcript_marks.py).

@@ -21,6 +21,7 @@ from typing import Any
 
 from .base import EngineOutput
 from .json_lines import parse_object
+from .permissions import claude_refusal, tool_target
 from .tool_errors import failed_tool_text
 from .transcript_marks import transcript_entry_id
 
@@ -104,7 +105,7 @@ class ClaudeStream:
         errors = message.get("errors")
         if isinstance(errors, list):
             self.errors = [e for e in errors if isinstance(e, str) and e]
-        return EngineOutput("outcome", self._outcome_text(message, subtype))
+        return EngineOutput("outcome", self._outcome_text(message, subtype), ends_turn=True)
 
     def _outcome_text(self, message: dict[str, Any], subtype: str) -> str:
         details = []
@@ -126,7 +127,22 @@ class ClaudeStream:
             text += "\n" + result
         for error in self.errors:
             text += "\n" + error
+        for refusal in _refusals(message.get("permission_denials")):
+            text += "\n" + refusal
         return text
+
+
+def _refusals(denials: Any) -> list[str]:
+    """A sentence per tool call the CLI refused for want of permission, naming the
+    setting that allows it (the same call refused twice is said once)."""
+    said: list[str] = []
+    for denial in denials if isinstance(denials, list) else []:
+        if not isinstance(denial, dict) or not isinstance(denial.get("tool_name"), str):
+            continue
+        sentence = claude_refusal(denial["tool_name"], tool_target(denial.get("tool_input")))
+        if sentence not in said:
+            said.append(sentence)
+    return said
 
 
 def command_text(name: Any, tool_input: Any) -> str:

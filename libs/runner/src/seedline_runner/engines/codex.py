@@ -33,6 +33,7 @@ from ..store import Conversation
 from .base import Emit, EngineError, ResumeRefused, StartResult, TurnResult, announce_bound
 from .cli_process import CliRun, failure_message, run_cli
 from .codex_stream import CodexStream
+from .permissions import CodexPermissions
 from .resume_proof import Proof, codex_record_proves
 from .transcript_marks import RUNNER_ENV
 
@@ -77,10 +78,12 @@ class CodexEngine:
         codex_home: str | Path | None = None,
         env: Mapping[str, str] | None = None,
         name: str = "codex",
+        permissions: CodexPermissions = CodexPermissions(),
     ) -> None:
         self.name = name
         self._executable = executable
-        self._extra_args = list(extra_args)
+        # Its sandbox and approval policy first: nobody can answer a question in exec mode.
+        self._extra_args = [*permissions.args(extra_args), *extra_args]
         self._codex_home = Path(codex_home) if codex_home is not None else default_codex_home()
         self._env = dict(os.environ if env is None else env)
         # Marks this machine's runs in the engine's own transcript (transcript_marks.py).
@@ -149,6 +152,13 @@ class CodexEngine:
         """Where the CLI keeps its transcripts (a restarted runner reads them back)."""
         return self._codex_home
 
+    def _sandbox_given(self) -> str | None:
+        """The sandbox its commands run in, as the command line says (the last one given)."""
+        args = self._extra_args
+        given = [args[i + 1] for i, arg in enumerate(args[:-1]) if arg in ("--sandbox", "-s")]
+        given += [arg.split("=", 1)[1] for arg in args if arg.startswith("--sandbox=")]
+        return given[-1] if given else None
+
     def _prove(self, thread_id: str, expect: ResumeExpect | None) -> Proof:
         if not _SAFE_THREAD_ID.fullmatch(thread_id):
             return Proof(False, "the id is not one Codex issues")
@@ -163,7 +173,7 @@ class CodexEngine:
         return Proof(False, "no rollout of the thread")
 
     async def _run(self, workdir: Path, prompt: str, resume: str | None, emit: Emit) -> _Run:
-        stream = CodexStream()
+        stream = CodexStream(sandbox=self._sandbox_given())
         named: list[str] = []
 
         async def on_line(line: str) -> None:

@@ -2,7 +2,7 @@
 
 One JSON object per line, written as the CLI goes: ``thread.started`` names the
 thread it runs on, ``item.started`` / ``item.completed`` carry what the agent says
-and does, ``turn.completed`` or ``turn.failed`` end the turn. ``feed`` turns each line
+and does, ``turn.completed`` or ``turn.failed`` end the turn (an outcome that ends it). ``feed`` turns each line
 into the outputs it holds, so they are published as they arrive: a command when it
 starts, its output when it ends. Event and item types this module does not know are
 noted in ``unknown_types`` and otherwise skipped.
@@ -21,6 +21,7 @@ from typing import Any
 
 from .base import EngineOutput
 from .json_lines import parse_object
+from .permissions import codex_refusal
 from .tool_errors import failed_tool_text
 
 # Items that say nothing for the timeline: the model's reasoning, its plan, and the
@@ -31,6 +32,9 @@ _QUIET_EVENTS = frozenset({"turn.started", "item.updated"})
 
 @dataclass
 class CodexStream:
+    # The sandbox the CLI runs its commands in (None: not known): a command it refused is
+    # told with the setting that allows it.
+    sandbox: str | None = None
     thread_id: str | None = None
     finished: bool = False
     failed: bool = False
@@ -54,11 +58,11 @@ class CodexStream:
             return []
         if kind == "turn.completed":
             self.finished = True
-            return []
+            return [EngineOutput("outcome", _completed(event), ends_turn=True)]
         if kind in ("turn.failed", "error"):
             # An "error" event may be one the CLI recovers from (a retried request).
             self.failed = self.failed or kind == "turn.failed"
-            return [self._error(event)]
+            return [self._error(event, ends_turn=kind == "turn.failed")]
         if kind not in _QUIET_EVENTS:
             self.unknown_types.add(str(kind))
         return []
@@ -68,7 +72,7 @@ class CodexStream:
         if kind == "command_execution":
             if started:
                 return [EngineOutput("command", f"shell: {_text(item.get('command'))}")]
-            return [EngineOutput("terminal", _command_result(item))]
+            return [EngineOutput("terminal", _command_result(item, self.sandbox))]
         if started:
             return []
         if kind == "agent_message":
@@ -84,20 +88,42 @@ class CodexStream:
             self.unknown_types.add(f"item:{kind}")
         return []
 
-    def _error(self, event: dict[str, Any]) -> EngineOutput:
+    def _error(self, event: dict[str, Any], *, ends_turn: bool) -> EngineOutput:
         error = event.get("error")
         message = error.get("message") if isinstance(error, dict) else event.get("message")
         text = _text(message) or "the turn failed"
         self.errors.append(text)
-        return EngineOutput("outcome", f"error\n{text}")
+        return EngineOutput("outcome", f"error\n{text}", ends_turn=ends_turn)
 
 
-def _command_result(item: dict[str, Any]) -> str:
+def _completed(event: dict[str, Any]) -> str:
+    """The turn's end as Codex tells it: what it cost, when it says."""
+    usage = event.get("usage")
+    if not isinstance(usage, dict):
+        return "completed"
+    counts = [f"{usage[key]} {label} tokens" for key, label in
+              (("input_tokens", "input"), ("output_tokens", "output"))
+              if isinstance(usage.get(key), int)]
+    return "completed" + (f" ({', '.join(counts)})" if counts else "")
+
+
+# What a command meets when Codex's sandbox refuses it a write (Linux, macOS).
+_SANDBOX_REFUSALS = ("Read-only file system", "Operation not permitted")
+
+
+def _command_result(item: dict[str, Any], sandbox: str | None = None) -> str:
     output = _text(item.get("aggregated_output"))
     exit_code = item.get("exit_code")
     if isinstance(exit_code, int) and exit_code != 0:
-        return failed_tool_text(f"{output.rstrip()}\n(exit code {exit_code})".lstrip("\n"))
-    if item.get("status") in ("failed", "declined"):
+        text = f"{output.rstrip()}\n(exit code {exit_code})".lstrip("\n")
+        if sandbox in ("read-only", "workspace-write") and any(
+                refusal in output for refusal in _SANDBOX_REFUSALS):
+            text += "\n" + codex_refusal(_text(item.get("command")), sandbox)
+        return failed_tool_text(text)
+    if item.get("status") == "declined":
+        return failed_tool_text(
+            f"{output.rstrip()}\n{codex_refusal(_text(item.get('command')), sandbox)}")
+    if item.get("status") == "failed":
         return failed_tool_text(output)
     return output
 

@@ -102,7 +102,8 @@ class OpenAIChatEngine:
             ) from None
         text = reply_text(answer)
         if text:
-            await emit(EngineOutput("chat_assistant", text))
+            # The completed response is the whole turn: its text ends it.
+            await emit(EngineOutput("chat_assistant", text, ends_turn=True))
         return TurnResult()
 
     async def end(self, conversation_id: str) -> None:

@@ -11,6 +11,14 @@ from .acp_config import ACP_ENGINE_PREFIX, acp_agent_name, parse_acp_agents
 from .base import Engine
 from .claude import ClaudeEngine
 from .codex import DEFAULT_CODEX_ARGS, CodexEngine
+from .permissions import (
+    DEFAULT_CLAUDE_ALLOWED_TOOLS,
+    DEFAULT_CLAUDE_PERMISSION_MODE,
+    DEFAULT_CODEX_APPROVAL,
+    DEFAULT_CODEX_SANDBOX,
+    ClaudePermissions,
+    CodexPermissions,
+)
 from .openai import OpenAIChatEngine
 from .scripted import ScriptedEngine
 
@@ -24,6 +32,11 @@ class EngineOptions:
     # Where Claude Code runs when the launch names no checkout (no --repos-dir/--repos-map).
     claude_workdir: str | Path | None = None
     claude_args: Sequence[str] = field(default_factory=tuple)
+    # What each engine may do without asking (engines/permissions.py).
+    claude_permission_mode: str = DEFAULT_CLAUDE_PERMISSION_MODE
+    claude_allowed_tools: Sequence[str] = DEFAULT_CLAUDE_ALLOWED_TOOLS
+    codex_sandbox: str = DEFAULT_CODEX_SANDBOX
+    codex_approval: str = DEFAULT_CODEX_APPROVAL
     codex_executable: str = "codex"
     # Added after the runner's own --skip-git-repo-check.
     codex_args: Sequence[str] = field(default_factory=tuple)
@@ -35,7 +48,7 @@ class EngineOptions:
     # ACP agents by name (engine acp:NAME) -> command; default from SEEDLINE_ACP_AGENTS
     # (one NAME=command per line). How their permission requests are answered.
     acp_agents: Mapping[str, Sequence[str]] = field(default_factory=dict)
-    acp_permission_policy: str = "reject"
+    acp_permission_policy: str = "checkout"
 
 
 def build_engines(
@@ -57,11 +70,14 @@ def build_engine(name: str, options: EngineOptions = EngineOptions()) -> Engine:
             executable=options.claude_executable,
             workdir=options.claude_workdir,
             extra_args=options.claude_args,
+            permissions=ClaudePermissions(options.claude_permission_mode,
+                                          tuple(options.claude_allowed_tools)),
         )
     if name == "codex":
         return CodexEngine(
             executable=options.codex_executable,
             extra_args=[*DEFAULT_CODEX_ARGS, *options.codex_args],
+            permissions=CodexPermissions(options.codex_sandbox, options.codex_approval),
         )
     if name == "openai":
         base_url = options.openai_base_url or os.environ.get("SEEDLINE_OPENAI_BASE_URL")

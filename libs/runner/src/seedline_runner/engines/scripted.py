@@ -85,7 +85,8 @@ class ScriptedEngine:
         _, instruction = split_background(prompt)
         reply = scripted_reply(instruction, sum(len(t) for t in own.texts), seed_sha256)
         own.messages.append(RecordMessage("assistant", reply))
-        await emit(EngineOutput(kind="chat_assistant", content=reply))
+        # Its one reply is the whole turn: the reply ends it.
+        await emit(EngineOutput(kind="chat_assistant", content=reply, ends_turn=True))
         return TurnResult(engine_session_id=engine_session_id)
 
     async def end(self, conversation_id: str) -> None:
