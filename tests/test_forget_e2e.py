@@ -1,6 +1,6 @@
 """Forgetting an instance (CONTRACT.md Conventions, Erasure, 1.2): while another instance
-keeps publishing, the forgotten one is gone from reads, briefs and a rebuild, and the
-other loses nothing."""
+keeps publishing, the forgotten one is gone from reads, briefs, a rebuild and its machine,
+and the other loses nothing."""
 
 from __future__ import annotations
 
@@ -85,6 +85,9 @@ async def test_a_forgotten_instance_is_gone_and_the_other_loses_nothing(system):
     await system.wait_for(rejected_and_noticed, timeout=30)
     assert any(GONE.encode() in body for body in await raw_stream(js, subjects.INGEST_STREAM))
 
+    live = {i: reply["session_id"] for i, reply in opened.items()}
+    assert set(live.values()) <= set(system.hosted()["mac-mini-1"])
+
     load = asyncio.create_task(keep_publishing())
     await asyncio.sleep(0.2)
     gone_entries = len(await read_all(system, GONE))
@@ -92,6 +95,9 @@ async def test_a_forgotten_instance_is_gone_and_the_other_loses_nothing(system):
                                  {"instance_id": GONE, "reason": "the team left", "by": "ops"})
     await load
     assert reply == {"ok": True, "entries": gone_entries}
+    # Its live conversation was stopped on the machine before the forget answered; the
+    # other instance's runs on.
+    assert system.hosted()["mac-mini-1"] == [live[KEPT]]
 
     # Reads and briefs: nothing of the forgotten instance; all of the other.
     assert await read_all(system, GONE) == []
@@ -151,3 +157,26 @@ async def test_a_forgotten_instance_is_gone_and_the_other_loses_nothing(system):
     # The other instance goes on as before.
     again = await system.open(instance_id=KEPT, instruction="And now?")
     assert again["ok"] and again["brief"]["rows"] > 0
+
+
+async def test_a_forget_that_cannot_stop_the_live_conversations_forgets_nothing_yet(system):
+    await system.start_runner()
+    await system.append(0, **entry(GONE, 0))
+    opened = await system.open(instance_id=GONE, instruction="carry on")
+    assert opened["ok"], opened
+    js = system.nc.jetstream()
+    forget = {"instance_id": GONE, "reason": "the team left", "by": "ops"}
+
+    async def while_the_gateway_is_down():
+        reply = await system.request(subjects.API_INSTANCES_FORGET, forget)
+        assert reply["ok"] is False and reply["error"]["code"] == "unavailable", reply
+        assert "runner-gateway is not running" in reply["error"]["message"]
+        assert "ask again" in reply["error"]["message"]
+        assert GONE not in await erasures(js)
+        assert await KvKeyStore(js).ring(GONE, create=False) is not None
+        assert system.hosted()["mac-mini-1"] == [opened["session_id"]]
+    await system.restart_gateway(while_the_gateway_is_down)
+
+    reply = await system.request(subjects.API_INSTANCES_FORGET, forget)
+    assert reply["ok"], reply
+    assert system.hosted()["mac-mini-1"] == []

@@ -12,15 +12,18 @@ from __future__ import annotations
 
 from nats.js.api import RetentionPolicy
 
-from seedline_contracts import subjects
+from seedline_client import ClientError, NoAnswer, NotRunning, Refused, SeedlineClient
+from seedline_contracts import channels, subjects
+from seedline_contracts.sessions import SessionsListRequest, StopRequest
 from seedline_platform.app_base import ServiceApp
 from seedline_platform.publishing import JetStreamPublisher
 from seedline_platform.routing import Route
 from seedline_platform.sealing import KvKeyStore, sealer_for
+from seedline_platform.sending import check_send
 from seedline_platform.settings import Settings
 
 from .bootstrap import NAME, Parts, Ports, bootstrap
-from .forget import Forgetter
+from .forget import STOP_REASON, Forgetter, LiveNotStopped
 from .launches import PostgresLaunchRegistry, SessionsLaunchFeed
 from .routes import routes
 from .store import PostgresTimelineStore
@@ -43,10 +46,28 @@ class TimelineWriterApp(ServiceApp):
             launches=PostgresLaunchRegistry(self.pool), feed=SessionsLaunchFeed(self.js),
             sealer=sealer, metrics=self.metrics, tracer=self.tracer, js=self.js,
             forgetter=Forgetter(self.js, self.pool, KvKeyStore(self.js, s.stream_replicas),
-                                sealer, s.stream_replicas),
+                                sealer, s.stream_replicas, stop_live=self._stop_live),
         ))
         await parts.writer.catch_up()
         return parts
+
+    async def _stop_live(self, instance_id: str) -> int:
+        """Stop each live conversation of the instance through the gateway, each waiting for
+        its machine to end the engine and its process tree."""
+        check_send(channels.SESSIONS_LIST.address)
+        check_send(channels.SESSIONS_STOP.address)
+        client = SeedlineClient(self.nc)
+        try:
+            live = await client.live(SessionsListRequest(instance_id=instance_id))
+            for conversation in live.conversations:
+                await client.stop(StopRequest(session_id=conversation.session_id,
+                                              reason=STOP_REASON),
+                                  timeout=self.settings.launch_timeout_seconds + 5)
+        except ClientError as error:
+            raise LiveNotStopped(
+                f"The instance's live conversations could not be stopped: {_why(error)}."
+            ) from error
+        return len(live.conversations)
 
     async def batch_options(self, route: Route) -> dict:
         # A stream made before ingest kept messages by age is still a work queue, whose
@@ -55,6 +76,16 @@ class TimelineWriterApp(ServiceApp):
         info = await self.js.stream_info(subjects.INGEST_STREAM)
         by_age = info.config.retention == RetentionPolicy.LIMITS
         return {"ack_all": by_age, "idempotent": by_age}
+
+
+def _why(error: ClientError) -> str:
+    if isinstance(error, NotRunning):
+        return f"the {error.service} is not running"
+    if isinstance(error, NoAnswer):
+        return f"the {error.service} did not answer in time"
+    if isinstance(error, Refused):
+        return error.message.rstrip(".")
+    return f"no usable answer from the {error.service}"
 
 
 def create_app(settings: Settings) -> TimelineWriterApp:

@@ -1,7 +1,9 @@
 """seedline.api.instances.forget: forget an instance (CONTRACT.md Conventions, Erasure).
 
 The streams stay append-only: the instance's entries stay there, sealed with a key that
-is destroyed here, so nothing can open them again. In order: the erasure is recorded
+is destroyed here, so nothing can open them again. In order: the instance's live
+conversations are stopped on their machines (engines and whatever they started, CONTRACT.md
+6), so nothing of it runs on, or tells anyone anything, afterwards; the erasure is recorded
 (who, when, why, how many entries, the timeline seq it reaches), the key is destroyed,
 this service drops the instance's rows, and the streams that hold plain text (notices,
 the ingest inbox, rejected input) lose the instance's messages; every other service
@@ -12,7 +14,7 @@ again redoes each step.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from psycopg_pool import AsyncConnectionPool
 
@@ -28,11 +30,22 @@ from seedline_platform.sealing import KeyStore, Sealer
 
 log = get_logger(__name__)
 
+STOP_REASON = "forgotten"
+
+
+class LiveNotStopped(Exception):
+    """The instance's live conversations could not all be stopped; the sentence says why."""
+
+
+async def _nothing_live(_: str) -> int:
+    return 0
+
 
 class Forgetter:
     def __init__(
         self, js, pool: AsyncConnectionPool, keys: KeyStore, sealer: Sealer, replicas: int = 1,
         clock: Callable[[], str] = now_text,
+        stop_live: Callable[[str], Awaitable[int]] = _nothing_live,
     ) -> None:
         self._js = js
         self._pool = pool
@@ -40,6 +53,9 @@ class Forgetter:
         self._sealer = sealer
         self._replicas = replicas
         self._clock = clock
+        # Stops the instance's live conversations and answers how many it stopped; raises
+        # LiveNotStopped when it cannot, and then nothing is forgotten yet.
+        self._stop_live = stop_live
 
     async def handle(self, request: ForgetRequest) -> ForgetReply | ErrorReply:
         problem = name_problem(request.instance_id)
@@ -49,6 +65,10 @@ class Forgetter:
             return error_reply("invalid_request", (
                 f"reason must say why, in 1 to {MAX_REASON_CHARS} characters."))
         instance = request.instance_id
+        try:
+            stopped = await self._stop_live(instance)
+        except LiveNotStopped as error:
+            return error_reply("unavailable", f"{error} Nothing was forgotten yet; ask again.")
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT count(*) FROM timeline_entries WHERE instance_id = %s", (instance,))
@@ -63,7 +83,7 @@ class Forgetter:
         removed = await erasure.scrub_streams(
             self._js, instance, lambda body: names_instance(body, instance))
         removed[subjects.WORKTREES_BUCKET] = await erasure.delete_saved_objects(self._js, instance)
-        log.info("instance_forgotten", instance_id=instance, entries=entries,
+        log.info("instance_forgotten", instance_id=instance, entries=entries, stopped=stopped,
                  through_seq=record.through_seq, removed_from_streams=removed)
         return ForgetReply(entries=entries)
 

@@ -36,9 +36,11 @@ def routes(settings: Settings) -> tuple[Route, ...]:
                       description="A repo's or one conversation's entries, newest page first "
                                   "(2.3)."),
         Route.request(channels.INSTANCES_FORGET, Forgetter.handle,
-                      description="Forget an instance: destroy its key, drop its rows "
-                                  "(Erasure).",
-                      sends=(channels.ERASURES, channels.KEY_RINGS, channels.WORKTREES)),
+                      description="Forget an instance: stop its live conversations, destroy "
+                                  "its key, drop its rows (Erasure).",
+                      # Its live conversations are stopped first, through the gateway.
+                      sends=(channels.SESSIONS_LIST, channels.SESSIONS_STOP, channels.ERASURES,
+                             channels.KEY_RINGS, channels.WORKTREES)),
         Route.event(SeedComposed, LaunchRecorder.record, durable="timeline-writer-launches",
                     description="Which conversation was launched on which machine "
                                 "(CONTRACT.md 6)."),
