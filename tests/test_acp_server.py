@@ -87,7 +87,9 @@ async def test_an_editor_opens_prompts_loads_and_cancels(system, tmp_path):
         session = created.session_id
         notice = await system.wait_for(
             lambda: _first(editor.texts(session, AgentMessageChunk)))
-        assert "was given a brief" in notice and "reconstructed" in notice
+        # Opened with no message: the brief goes with the first prompt, and says so.
+        assert "is given a brief" in notice and "first message" in notice
+        assert "reconstructed" in notice
         assert not wording_violations(notice)
 
         # Prompt: recorded as the person's message, answered by the engine, streamed back.

@@ -193,3 +193,55 @@ async def test_relocating_right_after_an_open_stops_the_first_machine(system):
     assert first.live_conversations == [] and second.live_conversations == [opened["session_id"]]
     relocated = await system.session_events("relocated")
     assert [(e["from_node_id"], e["to_node_id"]) for e in relocated] == [("mac-mini-1", "linux-2")]
+
+
+async def test_a_brief_held_for_the_first_message_is_given_only_when_the_engine_answers_it(
+        system):
+    from seedline_core import notices
+    from seedline_platform.lifecycle_events import conversation_record
+    from seedline_platform.session_reads import conversation_events
+
+    engine = await system.start_runner()
+    for n in range(1, 4):
+        await system.append(n)
+    js = system.nc.jetstream()
+
+    async def receipt(session_id: str, sha256: str) -> str | None:
+        events = await conversation_events(js, session_id, None)
+        return conversation_record(events).brief_receipt(sha256)
+
+    # Opened with no message: the brief waits for the first one, and every read says so.
+    reply = await system.open()
+    assert reply["ok"] and reply["outcome"] == "briefed" and reply["seeded"] is True, reply
+    sid, sha = reply["session_id"], reply["brief"]["sha256"]
+    assert reply["brief"]["spent"] is False
+    assert "with your first message" in reply["notice"]["chat"]
+    assert "was given a brief" not in reply["notice"]["chat"]
+    assert not any(wording_violations(text) for text in reply["notice"].values())
+    assert engine.prompts == []
+    assert await receipt(sid, sha) == notices.BRIEF_NOT_YET_GIVEN
+
+    # The first message: the engine reads the brief in front of it, and only then is it given.
+    await system.append(10, kind="chat_user", session_id=sid, content="Carry on, please.")
+
+    async def given():
+        return await receipt(sid, sha) == notices.BRIEF_GIVEN
+    await system.wait_for(given)
+    brief = await system.request(subjects.API_BRIEFS_GET, {"session_id": sid})
+    assert [s for s, _ in engine.prompts] == [sid]
+    assert brief["text"] in engine.prompts[0][1] and "Carry on, please." in engine.prompts[0][1]
+
+    # Another repo opened with no message and stopped before one came: never given.
+    for n in range(20, 23):
+        await system.append(n, repo="apps/other", session_id="csess_other")
+    again = await system.open(repo="apps/other")
+    assert again["ok"] and again["outcome"] == "briefed", again
+    assert again["brief"]["spent"] is False
+    stopped = await system.request(subjects.API_SESSIONS_STOP, {"session_id": again["session_id"]})
+    assert stopped["ok"] and stopped["stopped"], stopped
+
+    async def never():
+        return await receipt(again["session_id"], again["brief"]["sha256"]) == \
+            notices.BRIEF_NEVER_GIVEN
+    await system.wait_for(never)
+    assert len(engine.prompts) == 1  # the engine of the second open was never given a turn

@@ -154,10 +154,12 @@ def test_an_event_keeps_its_framing_whatever_the_notice_holds():
 
 
 def test_a_receipt_of_a_brief_not_given_says_so_on_the_console_and_in_mcp():
+    import dataclasses
+
     from msgspec.structs import replace
 
     from seedline_contracts.sessions import BriefGetReply
-    from seedline_core.notices import BRIEF_NOT_GIVEN
+    from seedline_core import notices
     from seedline_web import mcp_text
 
     given = opened(10, "a", 2, "first")
@@ -166,15 +168,23 @@ def test_a_receipt_of_a_brief_not_given_says_so_on_the_console_and_in_mcp():
     resumed = render.OpenView(OpenRecord(*[*given.record.__dict__.values()][:8], reply,
                                          None, None, None), "the brief")
     page = render.timeline([row(1, "a")], [resumed], {})
-    assert BRIEF_NOT_GIVEN in page
-    assert BRIEF_NOT_GIVEN not in render.timeline([row(1, "a")], [given], {})
+    assert notices.BRIEF_NOT_GIVEN in page
+    assert notices.BRIEF_NOT_GIVEN not in render.timeline([row(1, "a")], [given], {})
     text = mcp_text.open_text(reply, "apps/x", [])
-    assert f"Brief receipt ({BRIEF_NOT_GIVEN})" in text
+    assert f"Brief receipt ({notices.BRIEF_NOT_GIVEN})" in text
+    # Opened with no message: the brief waits for the first one, and if the conversation
+    # stops first it was never given.
+    held = replace(given.record.reply, brief=replace(given.record.reply.brief, spent=False))
+    for ended, words in ((False, notices.BRIEF_NOT_YET_GIVEN),
+                         (True, notices.BRIEF_NEVER_GIVEN)):
+        view = render.OpenView(dataclasses.replace(given.record, reply=held, ended=ended),
+                               "the brief")
+        assert words in render.timeline([row(1, "a")], [view], {})
     brief = BriefGetReply("the brief", 3, 81, 0, 2, "ab" * 32)
-    for told in (True, False, None):
+    for told in (notices.BRIEF_GIVEN, notices.BRIEF_NOT_GIVEN, None):
         shown = mcp_text.brief_text("csess_a", brief, told)
         assert "exactly as the engine read it" not in shown and "read it" not in shown
-        assert (BRIEF_NOT_GIVEN in shown) is (told is False)
+        assert (notices.BRIEF_NOT_GIVEN in shown) is (told == notices.BRIEF_NOT_GIVEN)
 
 
 def test_the_live_list_shows_each_open_s_outcome_as_the_machine_finally_had_it():

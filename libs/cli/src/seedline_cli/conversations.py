@@ -16,7 +16,7 @@ from rich.table import Table
 
 from seedline_client import SeedlineClient
 from seedline_contracts.sessions import BriefGetRequest, OpenAnswerRequest, OpenRequest
-from seedline_core.notices import BRIEF_NOT_GIVEN
+from seedline_core.notices import brief_receipt_words
 from seedline_platform.lifecycle_events import conversation_record
 from seedline_platform.session_reads import conversation_events
 
@@ -126,16 +126,16 @@ def print_open_reply(reply: dict) -> None:
         "brief",
         "none"
         if brief is None
-        else brief_numbers(brief) + ("" if _given(reply) else f" ({BRIEF_NOT_GIVEN})"),
+        else f"{brief_numbers(brief)} ({_receipt(reply)})",
     )
     out.print(table)
 
 
-def _given(reply: dict) -> bool:
-    """Whether the engine was given the reply's brief (CONTRACT.md 3.2): `brief.spent`,
-    or `seeded` in a reply of before 1.2."""
-    spent = (reply.get("brief") or {}).get("spent")
-    return bool(reply.get("seeded")) if spent is None else bool(spent)
+def _receipt(reply: dict) -> str:
+    """Whether the engine was given the reply's brief, or why not (CONTRACT.md 3.2)."""
+    return brief_receipt_words((reply.get("brief") or {}).get("spent"),
+                               bool(reply.get("seeded")), bool(reply.get("resumed")),
+                               ended=False)
 
 
 def brief_numbers(brief: dict) -> str:
@@ -173,14 +173,14 @@ def brief_show(
         return
     sys.stdout.write(reply["text"])
     sys.stdout.flush()
-    given = asyncio.run(_brief_given(settings, conversation, reply["sha256"]))
-    told = {False: f"; {BRIEF_NOT_GIVEN}", True: "; the engine was given it"}.get(given, "")
+    receipt = asyncio.run(_brief_receipt(settings, conversation, reply["sha256"]))
+    told = f"; {receipt}" if receipt else ""
     err.print(
         f"[dim]{escape(brief_numbers(reply))}, sha256 {reply['sha256']}{escape(told)}[/]"
     )
 
 
-async def _brief_given(settings, session_id: str, sha256: str) -> bool | None:
+async def _brief_receipt(settings, session_id: str, sha256: str) -> str | None:
     """What the receipt of the launch that offered this brief says, as the machine finally
     had it (None: no receipt of it could be read)."""
     try:
@@ -188,7 +188,7 @@ async def _brief_given(settings, session_id: str, sha256: str) -> bool | None:
             events = await conversation_events(nc.jetstream(), session_id, None)
     except Exception:
         return None
-    return conversation_record(events).brief_given(sha256)
+    return conversation_record(events).brief_receipt(sha256)
 
 
 # Where a refusal leaves a person, said after the service's own sentence.

@@ -127,6 +127,15 @@ class ResumeLost(_Event, tag="resume_lost"):
     reply: OpenReply | None = None
 
 
+class BriefGiven(_Event, tag="brief_given"):
+    """The engine has answered a turn with the brief a launch held for its first message
+    (the launch's reply said `spent: false`): recorded by the gateway from the machine's
+    `brief_given`, and every read of that open's receipt says the brief was given."""
+
+    node_id: str
+    sha256: str
+
+
 class WakeRequested(_Event, tag="wake_requested"):
     """A person's message reached a repo with no live conversation (CONTRACT.md 4).
 
@@ -186,6 +195,7 @@ SessionEvent = (
     | Reaped
     | WakeRequested
     | ResumeLost
+    | BriefGiven
     | WorktreeSaved
     | WorktreeApplied
 )

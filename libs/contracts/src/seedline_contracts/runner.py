@@ -86,6 +86,9 @@ class LaunchReply(msgspec.Struct):
     # What it did with a carried tree and record (CONTRACT.md 6).
     worktree: AppliedTree | None = None
     record_placed: bool | None = None
+    # `seeded` with no instruction to give it with: the brief waits for the first message,
+    # and the machine reports `brief_given` once the engine has answered a turn with it.
+    brief_held: bool | None = None
 
 
 class TurnRequest(msgspec.Struct):
@@ -113,12 +116,14 @@ class RunnerStopReply(msgspec.Struct):
 
 class RunnerEvent(msgspec.Struct):
     # resume_lost: the engine refused a resume after the launch reply said it
-    # resumed; the brief goes with the next message.
-    type: Literal["engine_bound", "exited", "resume_lost"]
+    # resumed; the brief goes with the next message. brief_given: the engine answered the
+    # first turn of a launch whose reply said `brief_held`; `brief_sha256` names the brief.
+    type: Literal["engine_bound", "exited", "resume_lost", "brief_given"]
     session_id: str
     at: str
     engine_session_id: str | None = None
     reason: str | None = None
+    brief_sha256: str | None = None
     # `exited`: what was saved of the conversation's checkout as it stopped, whatever
     # stopped it (the machine itself, shutting down, included).
     worktree: SavedTree | None = None
@@ -140,7 +145,7 @@ RUNNER_STOP = MachineCall(
 
 RUNNER_EVENTS = Channel(
     "runnerEvents", "seedline.runner.{node}.events", (RunnerEvent,),
-    "A machine reports engine_bound, resume_lost and exited (6).")
+    "A machine reports engine_bound, resume_lost, brief_given and exited (6).")
 
 PRESENCE = Channel(
     "runnerPresence", f"$KV.{subjects.RUNNERS_BUCKET}.{{presence_key}}",

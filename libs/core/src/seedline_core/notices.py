@@ -15,7 +15,12 @@ from seedline_core.ages import describe_duration
 from seedline_core.outcome import Outcome
 
 __all__ = [
+    "BRIEF_GIVEN",
+    "BRIEF_NEVER_GIVEN",
+    "BRIEF_NOT_CONFIRMED",
     "BRIEF_NOT_GIVEN",
+    "BRIEF_NOT_YET_GIVEN",
+    "brief_receipt_words",
     "FORBIDDEN_PATTERNS",
     "Notice",
     "error_message",
@@ -58,6 +63,9 @@ class Notice:
 
 
 _BRIEF_GIVEN = "The engine was given a brief of what happened earlier on this repo"
+# A launch with no message to give it with holds the brief for the first one.
+_BRIEF_WAITS = ("The engine is given a brief of what happened earlier on this repo with "
+                "your first message")
 _RECONSTRUCTED = (
     "its context was reconstructed from the timeline, not carried over: it has not seen "
     "file contents, tool state or anything worked out but never said"
@@ -76,30 +84,34 @@ def _resumed(reason: str) -> Notice:
     )
 
 
-def _briefed(reason: str) -> Notice:
+def _briefed(reason: str, waits: bool = False) -> Notice:
+    brief = _BRIEF_WAITS if waits else _BRIEF_GIVEN
+    given = "will be given a brief with your first message" if waits else "was given a brief"
     return Notice(
-        chat=f"A fresh start: {reason}. {_BRIEF_GIVEN}, so {_RECONSTRUCTED}.",
+        chat=f"A fresh start: {reason}. {brief}, so {_RECONSTRUCTED}.",
         console=(
-            f"Fresh start with a brief: {reason}. The engine was given a brief; its context "
+            f"Fresh start with a brief: {reason}. The engine {given}; its context "
             "was reconstructed, not carried over."
         ),
-        mcp=f"The conversation started fresh: {reason}. {_BRIEF_GIVEN}, and {_RECONSTRUCTED}.",
+        mcp=f"The conversation started fresh: {reason}. {brief}, and {_RECONSTRUCTED}.",
         tone="warning",
     )
 
 
-def _resume_unconfirmed_briefed(reason: str) -> Notice:
+def _resume_unconfirmed_briefed(reason: str, waits: bool = False) -> Notice:
     not_confirmed = (
         f"Tried to continue the earlier conversation: {reason}. The machine did not confirm "
         "it, so the engine started fresh."
     )
+    brief = _BRIEF_WAITS if waits else _BRIEF_GIVEN
+    given = "will be given a brief with your first message" if waits else "was given a brief"
     return Notice(
-        chat=f"{not_confirmed} {_BRIEF_GIVEN}, so {_RECONSTRUCTED}.",
+        chat=f"{not_confirmed} {brief}, so {_RECONSTRUCTED}.",
         console=(
             f"Continuing was not confirmed by the machine: {reason}. The engine started fresh "
-            "and was given a brief; its context was reconstructed, not carried over."
+            f"and {given}; its context was reconstructed, not carried over."
         ),
-        mcp=f"{not_confirmed} {_BRIEF_GIVEN}, and {_RECONSTRUCTED}.",
+        mcp=f"{not_confirmed} {brief}, and {_RECONSTRUCTED}.",
         tone="warning",
     )
 
@@ -154,10 +166,16 @@ _OPEN_NOTICES = {
 }
 
 
-def open_notice(outcome: Outcome, reason: str, carried: str | None = None) -> Notice:
+def open_notice(outcome: Outcome, reason: str, carried: str | None = None,
+                brief_waits: bool = False) -> Notice:
     """What an open did, told three ways; each names the decision's reason sentence, and
-    what came along from another machine when something did (`carried`)."""
-    notice = _OPEN_NOTICES[Outcome(outcome)](reason)
+    what came along from another machine when something did (`carried`). `brief_waits`:
+    the brief goes with the first message (the launch had none), so it is not given yet."""
+    outcome = Outcome(outcome)
+    if brief_waits and outcome in (Outcome.BRIEFED, Outcome.RESUME_UNCONFIRMED_BRIEFED):
+        notice = _OPEN_NOTICES[outcome](reason, waits=True)
+    else:
+        notice = _OPEN_NOTICES[outcome](reason)
     if carried is None:
         return notice
     return Notice(chat=f"{notice.chat} {carried}", console=f"{notice.console} {carried}",
@@ -198,8 +216,27 @@ def carried_sentence(carried) -> str:
     return told
 
 
-# (CONTRACT.md 3.2) Every receipt of a brief the engine was not given says so.
+# (CONTRACT.md 3.2) Every receipt of a brief says whether the engine was given it, and
+# when it was not, why: seedline_platform.lifecycle_events.brief_receipt picks one.
+BRIEF_GIVEN = "given to the engine"
 BRIEF_NOT_GIVEN = "offered; not given: the engine continued its own conversation"
+BRIEF_NOT_CONFIRMED = "offered; the machine did not confirm giving it to the engine"
+BRIEF_NOT_YET_GIVEN = "offered; not yet given: it goes in front of the first message"
+BRIEF_NEVER_GIVEN = "offered; never given: the conversation stopped before its first message"
+
+
+def brief_receipt_words(spent: bool | None, seeded: bool, resumed: bool, ended: bool) -> str:
+    """Whether the engine was given an open's brief, or why not, from its reply: `spent`
+    (None in a reply of before 1.2: `seeded` says it), and whether the conversation stopped
+    or was opened again since (`ended`)."""
+    if seeded if spent is None else spent:
+        return BRIEF_GIVEN
+    if resumed:
+        return BRIEF_NOT_GIVEN
+    if not seeded:
+        return BRIEF_NOT_CONFIRMED
+    # Held for the first message (`brief_held`): given once the engine answers it.
+    return BRIEF_NEVER_GIVEN if ended else BRIEF_NOT_YET_GIVEN
 
 
 def resume_lost_text(brief_offered: bool) -> str:

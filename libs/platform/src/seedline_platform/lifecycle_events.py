@@ -30,6 +30,7 @@ from seedline_contracts.errors import ErrorBody
 from seedline_contracts.sessions import Continuity, NoticeBody, OpenReply
 from seedline_contracts.worktrees import SavedWork
 from seedline_core import lifecycle as lc
+from seedline_core import notices
 from seedline_core.notices import open_notice
 from seedline_core.outcome import Outcome, outcome_after_resume_lost
 
@@ -137,6 +138,13 @@ def reply_after_resume_lost(reply: OpenReply) -> OpenReply:
     )
 
 
+def brief_receipt(reply: OpenReply, ended: bool = False) -> str:
+    """What a receipt says of the reply's brief and the engine (CONTRACT.md 3.2): given, or
+    why not. `ended`: the conversation stopped (or was opened again) since this open."""
+    spent = reply.brief.spent if reply.brief is not None else None
+    return notices.brief_receipt_words(spent, reply.seeded, reply.resumed, ended)
+
+
 def brief_given(reply: OpenReply) -> bool:
     """Whether the engine was given the reply's brief (CONTRACT.md 3.2): `brief.spent`,
     or `seeded` in a reply recorded before 1.2."""
@@ -169,6 +177,8 @@ class OpenView:
     answered_at: str | None = None
     reply: OpenReply | None = None  # as the machine finally had it
     error: ErrorBody | None = None
+    # The conversation stopped, or was opened again, after this open.
+    ended: bool = False
 
     @property
     def kind(self) -> str:
@@ -179,6 +189,13 @@ class OpenView:
     @property
     def answered(self) -> bool:
         return self.answered_seq is not None
+
+    @property
+    def receipt(self) -> str | None:
+        """Whether the engine was given this open's brief, or why not (None: none offered)."""
+        if self.reply is None or self.reply.brief is None:
+            return None
+        return brief_receipt(self.reply, self.ended)
 
 
 def _moved_from(plan: ev.LaunchPlan) -> str | None:
@@ -192,11 +209,12 @@ def fold_opens(opens: tuple[OpenView, ...], event: ev.SessionEvent, seq: int
     """One conversation's opens after one of its events (in stream order).
 
     A decision starts an open; the first answer (`opened`, `relocated` carrying its reply,
-    or `open_failed`) ends it; a `resume_lost` corrects the newest resumed answer.
+    or `open_failed`) ends it; a `resume_lost` corrects the newest resumed answer, and a
+    `brief_given` the receipt of the brief the engine has now been given.
     """
     if isinstance(event, ev.ContinuityDecided):
         plan = event.plan
-        return (*opens, OpenView(
+        return (*_ended(opens), OpenView(
             event.session_id, seq, event.at, plan.instance_id, plan.repo, plan.node_id,
             plan.engine, event.continuity, event.until_seq, plan.wake_seq,
             bool(plan.relocation or plan.relocation_from), _moved_from(plan)))
@@ -214,6 +232,15 @@ def fold_opens(opens: tuple[OpenView, ...], event: ev.SessionEvent, seq: int
             last = replace(last, relocation_from=moved_from)
         return (*opens[:-1], replace(last, answered_seq=seq, answered_at=event.at,
                                      reply=reply, error=error))
+    if isinstance(event, (ev.Stopped, ev.Reaped)):
+        return _ended(opens)
+    if isinstance(event, ev.BriefGiven):
+        for i in range(len(opens) - 1, -1, -1):
+            reply = opens[i].reply
+            if reply is not None and reply.brief is not None and reply.brief.sha256 == event.sha256:
+                given = msgspec.structs.replace(reply.brief, spent=True)
+                return (*opens[:i], replace(opens[i], reply=msgspec.structs.replace(
+                    reply, brief=given)), *opens[i + 1:])
     if isinstance(event, ev.ResumeLost):
         for i in range(len(opens) - 1, -1, -1):
             reply = opens[i].reply
@@ -221,6 +248,12 @@ def fold_opens(opens: tuple[OpenView, ...], event: ev.SessionEvent, seq: int
                 corrected = event.reply or reply_after_resume_lost(reply)
                 return (*opens[:i], replace(opens[i], reply=corrected), *opens[i + 1:])
     return opens
+
+
+def _ended(opens: tuple[OpenView, ...]) -> tuple[OpenView, ...]:
+    if not opens or opens[-1].ended:
+        return opens
+    return (*opens[:-1], replace(opens[-1], ended=True))
 
 
 def _answer(event) -> tuple[OpenReply | None, ErrorBody | None, str | None] | None:
@@ -263,10 +296,19 @@ class ConversationRecord:
         """Whether the engine was given the brief with this digest (CONTRACT.md 3.2), by the
         receipt of the launch that offered it as the machine finally had it; None when no
         launch offered it."""
+        view = self._offering(sha256)
+        return brief_given(view.reply) if view is not None else None
+
+    def brief_receipt(self, sha256: str) -> str | None:
+        """That receipt in words: given, or why not (None when no launch offered it)."""
+        view = self._offering(sha256)
+        return view.receipt if view is not None else None
+
+    def _offering(self, sha256: str) -> OpenView | None:
         for view in reversed(self.opens):
             reply = view.reply
             if reply is not None and reply.brief is not None and reply.brief.sha256 == sha256:
-                return brief_given(reply)
+                return view
         return None
 
 

@@ -72,6 +72,9 @@ class LiveConversation:
     replied: asyncio.Event = field(default_factory=asyncio.Event)
     pending_brief: str | None = None
     held_brief: str | None = None
+    # The digest of a brief the launch reply said waits for the first message: reported
+    # as given once a turn with it is answered.
+    brief_owed: str | None = None
     # The machine's line about a tree it was carried, said once before the first prompt.
     pending_note: str | None = None
     # The record proved the resume; the engine has yet to accept it.
@@ -186,6 +189,11 @@ class ConversationWorker:
         note_step(None)
         # Spent only once a turn carrying it has been answered; a failed turn keeps it.
         live.pending_brief = live.pending_note = None
+        if live.brief_owed is not None:
+            await self._publisher.event(RunnerEvent(
+                type="brief_given", session_id=live.session_id, at=self._clock(),
+                brief_sha256=live.brief_owed))
+            live.brief_owed = None
         live.conversation.append_exchange(prompt, join_replies(sink.outputs))
         if await self._resume_turned_out_cold(live, result):
             await sink(_cold_resume_note(live.engine_name))

@@ -320,6 +320,11 @@ class Runner:
         if live.awaiting_acceptance and request.instruction:
             resumed = await self._first_line_verdict(live)
             seeded = seeded or (not resumed and plan.held_brief is not None)
+        # No message to give the brief with: it waits for the first one, and the platform
+        # is told when the engine has answered it (live.py).
+        held = seeded and not request.instruction
+        if held and request.seed is not None:
+            live.brief_owed = request.seed.sha256
         reply = LaunchReply(
             accepted=True,
             resumed_conversation=resumed,
@@ -327,6 +332,7 @@ class Runner:
             engine_session_id=_reported_engine_session(live, resumed),
             worktree=arrival.worktree if arrival else None,
             record_placed=arrival.record_placed if arrival else None,
+            brief_held=True if held else None,
         )
         live.reply_with(reply)
         log.info(

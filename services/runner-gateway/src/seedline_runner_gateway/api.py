@@ -11,7 +11,7 @@ from nats.aio.msg import Msg
 from seedline_contracts import channels
 from seedline_contracts.codec import decode
 from seedline_contracts.errors import ErrorReply, error_reply
-from seedline_contracts.events import EngineBound
+from seedline_contracts.events import BriefGiven, EngineBound
 from seedline_contracts.runner import RunnerEvent
 from seedline_contracts.sessions import (
     LiveConversation,
@@ -112,8 +112,8 @@ class GatewayApi:
             await self._folded.moved(seen)
 
     async def on_runner_event(self, event: RunnerEvent, msg: Msg) -> None:
-        """engine_bound and resume_lost from the machine a conversation is live on become
-        recorded facts."""
+        """engine_bound, resume_lost and brief_given from the machine a conversation is live
+        on become recorded facts."""
         try:
             node_id = channels.RUNNER_EVENTS.values(msg.subject)["node"]
         except (TokenError, ValueError):
@@ -129,6 +129,15 @@ class GatewayApi:
         if event.type == "resume_lost":
             held = await self._settled(event.session_id, node_id)
             await self._resume_lost.record(held, node_id, event.session_id, event.reason)
+            return
+        if event.type == "brief_given" and event.brief_sha256:
+            held = await self._settled(event.session_id, node_id)
+            if held is None or held.node_id != node_id:
+                log.warning("brief_given_ignored", session_id=event.session_id, node_id=node_id)
+                return
+            await self._publisher.publish([event_message(BriefGiven(
+                session_id=event.session_id, at=self._clock(), node_id=node_id,
+                sha256=event.brief_sha256[:64]))])
             return
         if event.type != "engine_bound" or not event.engine_session_id:
             return

@@ -159,13 +159,17 @@ class Launcher:
             launch.resumed_conversation, launch.seeded, seed is not None, plan.continuity.mode
         )
         carried = carried_of(plan, launch, presence.label)
+        # With no message to give it with, the brief waits for the first one: the machine
+        # says when the engine has it (`brief_given`), and only then is it spent.
+        waits = seeded and bool(launch.brief_held)
         notice = open_notice(outcome, plan.continuity.reason,
-                             carried=carried_sentence(carried) if carried else None)
+                             carried=carried_sentence(carried) if carried else None,
+                             brief_waits=waits)
         return OpenReply(
             session_id=composed.session_id, node_id=plan.node_id, resumed=resumed, seeded=seeded,
             outcome=outcome.value, continuity=plan.continuity,
-            # The receipt says whether the engine was given the brief: `seeded`.
-            brief=msgspec.structs.replace(composed.brief, spent=seeded) if seed else None,
+            brief=(msgspec.structs.replace(composed.brief, spent=seeded and not waits)
+                   if seed else None),
             notice=NoticeBody(**notice.to_wire()), carried=carried,
         ), launch
 

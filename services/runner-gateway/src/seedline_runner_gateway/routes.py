@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from seedline_contracts import channels, subjects
 from seedline_contracts.events import (
+    BriefGiven,
     EngineBound,
     OpenFailed,
     Opened,
@@ -46,8 +47,9 @@ def routes(settings: Settings) -> tuple[Route, ...]:
                            WorktreeApplied, channels.KEY_RINGS, *ENDING)),
         Route(Kind.MESSAGE, channels.RUNNER_EVENTS.filter, GatewayApi.on_runner_event,
               message=RunnerEvent,
-              description="engine_bound, resume_lost and exited from machines (6).",
-              sends=(EngineBound, ResumeLost, channels.NOTIFY, WorktreeSaved,
+              description="engine_bound, resume_lost, brief_given and exited from machines "
+                          "(6).",
+              sends=(EngineBound, ResumeLost, BriefGiven, channels.NOTIFY, WorktreeSaved,
                      channels.WORKTREES)),
         Route.request(channels.SESSIONS_STOP, GatewayApi.stop,
                       description="Stop a live conversation (CONTRACT.md 4, 4.1).",

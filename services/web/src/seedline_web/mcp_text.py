@@ -7,8 +7,8 @@ from typing import Iterable, Sequence
 
 from seedline_contracts.sessions import BriefGetReply, BriefStats, LiveConversation, OpenReply
 from seedline_contracts.timeline import MAX_CONTENT_CHARS, TimelineRow
-from seedline_core.notices import BRIEF_NOT_GIVEN
-from seedline_platform.lifecycle_events import brief_given
+from seedline_core.notices import BRIEF_GIVEN
+from seedline_platform.lifecycle_events import brief_receipt
 
 from .tenant import Machine
 
@@ -22,11 +22,11 @@ def machine_name(node_id: str, machines: Iterable[Machine]) -> str:
     return node_id
 
 
-def receipt(brief: BriefStats | BriefGetReply | None, given: bool | None = None) -> str:
-    """`given` False: the engine was not given it (CONTRACT.md 3.2), and the receipt says so."""
+def receipt(brief: BriefStats | BriefGetReply | None, told: str | None = None) -> str:
+    """`told`: whether the engine was given it, or why not (CONTRACT.md 3.2)."""
     if brief is None:
         return "Brief: none was offered."
-    label = f" ({BRIEF_NOT_GIVEN})" if given is False else ""
+    label = f" ({told})" if told and told != BRIEF_GIVEN else ""
     return (
         f"Brief receipt{label}: {brief.rows} {'entry' if brief.rows == 1 else 'entries'}, "
         f"{brief.chars:,} characters of entry text, "
@@ -49,18 +49,17 @@ def open_text(reply: OpenReply, repo: str, machines: Sequence[Machine], moved: b
     if decided.resume_from:
         lines.append(f"Continuing from: conversation {decided.resume_from}.")
     lines.append(f"Outcome, as the machine confirmed it: {reply.outcome}.")
-    lines.append(receipt(reply.brief, brief_given(reply)))
+    lines.append(receipt(reply.brief, brief_receipt(reply) if reply.brief else None))
     return "\n".join(lines)
 
 
-def brief_text(session_id: str, brief: BriefGetReply, given: bool | None = None) -> str:
+def brief_text(session_id: str, brief: BriefGetReply, told: str | None = None) -> str:
     """The brief byte for byte; whether the engine was given it is what the open's receipt
-    says (`given` None: no receipt of it was found), never assumed."""
-    told = {True: " The engine was given it.",
-            False: f" It was {BRIEF_NOT_GIVEN}."}.get(given, "")
+    says (`told` None: no receipt of it was found), never assumed."""
+    given = " The engine was given it." if told == BRIEF_GIVEN else ""
     return (
-        f"The brief last offered to conversation {session_id}, byte for byte.{told}\n"
-        f"{receipt(brief, given)}\n\n{brief.text}"
+        f"The brief last offered to conversation {session_id}, byte for byte.{given}\n"
+        f"{receipt(brief, told)}\n\n{brief.text}"
     )
 
 

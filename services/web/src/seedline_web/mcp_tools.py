@@ -218,8 +218,8 @@ def build_server(tenant_of: TenantOf) -> MCPServer:
           "characters, what was left out, up to which seq, sha256) and whether the engine was "
           "given it.")
     async def show_brief(tenant: Tenant, conversation_id: ConversationId) -> str:
-        brief = await tenant.brief(conversation_id)
-        return mcp_text.brief_text(conversation_id, brief, brief.spent), brief
+        brief, told = await tenant.brief_and_receipt(conversation_id)
+        return mcp_text.brief_text(conversation_id, brief, told), brief
 
     @tool("List the conversations live on this instance, with their repo, engine and machine.")
     async def list_conversations(tenant: Tenant) -> str:

@@ -73,6 +73,7 @@ class OpenRecord:
     error_code: str | None
     error_message: str | None
     brief_text: str | None
+    ended: bool = False  # stopped, or opened again, since
 
 
 _views = msgspec.json.Decoder(OpenView)
@@ -164,7 +165,7 @@ def record_of(view: OpenView) -> OpenRecord:
                       view.node_id, view.engine, view.answered_at or view.at,
                       view.relocation_from, view.until_seq, view.reply,
                       error.code if error else None, error.message if error else None,
-                      view.brief_text)
+                      view.brief_text, view.ended)
 
 
 async def _logged(msg: Msg, reason: str) -> None:

@@ -89,10 +89,15 @@ class Tenant:
 
     async def brief(self, session_id: str) -> BriefGetReply:
         """The brief last offered, with whether the engine was given it (CONTRACT.md 3.2)."""
+        return (await self.brief_and_receipt(session_id))[0]
+
+    async def brief_and_receipt(self, session_id: str) -> tuple[BriefGetReply, str | None]:
+        """That, and the receipt in words: given, or why not (None: no open offered it)."""
         await self.owner(session_id)
         brief = await self.backend.brief(session_id)
-        spent = (await self.backend.conversation(session_id)).brief_given(brief.sha256)
-        return msgspec.structs.replace(brief, spent=spent)
+        record = await self.backend.conversation(session_id)
+        spent = record.brief_given(brief.sha256)
+        return msgspec.structs.replace(brief, spent=spent), record.brief_receipt(brief.sha256)
 
     # -- the instance's repos --------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from seedline_contracts.channels import event_tag
 from seedline_contracts.events import SessionEvent
 from seedline_contracts.sessions import BriefStats, OpenReply
 from seedline_contracts.times import parse_rfc3339
-from seedline_platform.lifecycle_events import brief_given
+from seedline_platform.lifecycle_events import opens_of
 
 FOLD_CHARS = 600
 # Which of several records at the same instant comes first: the event that caused a
@@ -58,28 +58,27 @@ def folded(text: str, css: str = "") -> str:
             f'<pre class="{css}">{escape(text)}</pre></details>')
 
 
-def _receipt(brief: BriefStats | None, spent: bool | None) -> str:
+def _receipt(brief: BriefStats | None, given: str | None) -> str:
     if brief is None:
         return '<p class="receipt none">No brief was offered.</p>'
-    given = {True: "given to the engine", False: "offered; not given: the engine continued its "
-             "own conversation", None: "offered"}[spent]
     return (f'<p class="receipt">Brief: {brief.rows} entries, {brief.chars:,} characters, '
             f'{brief.omitted_rows} earlier left out, up to seq {brief.until_seq} · '
-            f'<span class="spent">{escape(given)}</span>'
+            f'<span class="spent">{escape(given or "offered")}</span>'
             f' · <code>{escape(brief.sha256[:16])}…</code></p>')
 
 
-def _reply(reply: OpenReply) -> str:
+def _reply(reply: OpenReply, given: str | None) -> str:
     decided = reply.continuity
     return (f'<p class="notice {escape(reply.notice.tone)}">{escape(reply.notice.console)}</p>'
             f'<dl class="decision"><dt>Decision</dt><dd>{escape(decided.mode)} '
             f'(<code>{escape(decided.reason_code)}</code>)</dd>'
             f'<dt>Reason</dt><dd>{escape(decided.reason)}</dd>'
             f'<dt>Outcome</dt><dd class="outcome">{escape(reply.outcome)}</dd></dl>'
-            + _receipt(reply.brief, brief_given(reply) if reply.brief else None))
+            + _receipt(reply.brief, given))
 
 
-def event_html(event: SessionEvent, labels: dict[str, str]) -> str:
+def event_html(event: SessionEvent, labels: dict[str, str], given: str | None = None) -> str:
+    """One event; `given`: what became of an answered open's brief, as known now."""
     name = lambda node: escape(labels.get(str(node), str(node)))  # noqa: E731
     match event:
         case ev.OpenRequested():
@@ -100,7 +99,7 @@ def event_html(event: SessionEvent, labels: dict[str, str]) -> str:
             body = "Brief composed" + (folded(event.text, "brief-text") if event.text else
                                        ": none offered" if event.brief is None else "")
         case ev.Opened():
-            body = f"Opened on {name(event.reply.node_id)}" + _reply(event.reply)
+            body = f"Opened on {name(event.reply.node_id)}" + _reply(event.reply, given)
         case ev.OpenFailed():
             body = f"The open failed: {escape(event.error.message)}"
         case ev.EngineBound():
@@ -108,11 +107,13 @@ def event_html(event: SessionEvent, labels: dict[str, str]) -> str:
                     f"<code>{escape(event.engine_session_id)}</code>")
         case ev.Relocated():
             body = (f"Moved from {name(event.from_node_id)} to {name(event.to_node_id)}"
-                    + (_reply(event.reply) if event.reply else ""))
+                    + (_reply(event.reply, given) if event.reply else ""))
         case ev.Stopped():
             body = f"Stopped ({escape(event.reason)})"
         case ev.Reaped():
             body = f"Stopped after {event.idle_seconds // 60} idle minutes"
+        case ev.BriefGiven():
+            body = "The engine was given the brief with the first message"
         case ev.ResumeLost():
             body = ("The engine could not continue its earlier conversation after all and was "
                     f"given a brief ({escape(event.reason or '')})")
@@ -124,11 +125,14 @@ def event_html(event: SessionEvent, labels: dict[str, str]) -> str:
 def history(events: Sequence[tuple[int, SessionEvent]], entries: Sequence[Any],
             notices: Sequence[Any], labels: dict[str, str], now: datetime) -> list[Item]:
     items = []
+    # Each answered open's receipt as known now: given later, or never (the conversation
+    # stopped before its first message).
+    given = {view.answered_seq: view.receipt for view in opens_of(events)}
     for seq, e in events:
         kind = escape(event_tag(type(e)))
         items.append(Item(e.at, "event", seq,
                           f'<li class="item event ev-{kind}"><p class="meta">{kind} · '
-                          f"{ago(e.at, now)}</p>{event_html(e, labels)}</li>"))
+                          f"{ago(e.at, now)}</p>{event_html(e, labels, given.get(seq))}</li>"))
     items += [Item(row.at, "entry", row.seq,
                    f'<li class="item entry kind-{escape(row.kind)}"><p class="meta">#{row.seq} · '
                    f'<span class="kind">{escape(row.kind)}</span> · {ago(row.at, now)}</p>'

@@ -10,8 +10,8 @@ from urllib.parse import urlencode
 
 from seedline_contracts.sessions import BriefStats, LiveConversation
 from seedline_contracts.timeline import RejectedInput, TimelineRow
-from seedline_core.notices import BRIEF_NOT_GIVEN
-from seedline_platform.lifecycle_events import brief_given
+from seedline_core.notices import BRIEF_GIVEN
+from seedline_platform.lifecycle_events import brief_receipt
 
 from ..opens import OpenRecord
 from ..tenant import Machine
@@ -140,10 +140,10 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]} … ({len(text) - limit:,} more)"
 
 
-def receipt(brief: BriefStats | None, given: bool = True) -> str:
+def receipt(brief: BriefStats | None, given: str | None) -> str:
     if brief is None:
         return '<p class="receipt none">No brief was offered.</p>'
-    cells = (("given", "yes" if given else escape(BRIEF_NOT_GIVEN)),
+    cells = (("given", escape(given or "offered")),
              ("entries", f"{brief.rows}"), ("characters", f"{brief.chars:,}"),
              ("earlier entries left out", f"{brief.omitted_rows}"),
              ("up to seq", f"{brief.until_seq}"),
@@ -179,11 +179,11 @@ def open_card(view: OpenView, labels: dict[str, str]) -> str:
     decided = r.continuity
     text = ""
     if r.brief is not None:
-        given = brief_given(r)
+        given = brief_receipt(r, o.ended)
         inner = (f'<pre class="brief-text">{escape(view.brief_text)}</pre>' if view.brief_text
                  is not None else "<p>A later brief of this conversation replaced this one, so "
                  "its exact text is no longer served; the receipt is what was offered.</p>")
-        label = "" if given else f" ({escape(BRIEF_NOT_GIVEN)})"
+        label = "" if given == BRIEF_GIVEN else f" ({escape(given)})"
         text = f"<details><summary>The brief's exact text{label}</summary>{inner}</details>"
     return (
         f'<article class="open" data-conversation="{escape(o.session_id)}">{head}'
@@ -192,7 +192,7 @@ def open_card(view: OpenView, labels: dict[str, str]) -> str:
         f'<dt>Decision</dt><dd>{escape(decided.mode)} (<code>{escape(decided.reason_code)}</code>)'
         f'</dd><dt>Reason</dt><dd class="reason">{escape(decided.reason)}</dd>'
         f'<dt>Outcome</dt><dd class="outcome">{escape(r.outcome)}</dd></dl>'
-        f"{receipt(r.brief, brief_given(r))}{text}</article>"
+        f"{receipt(r.brief, brief_receipt(r, o.ended) if r.brief else None)}{text}</article>"
     )
 
 
