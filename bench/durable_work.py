@@ -1,0 +1,444 @@
+"""Durable work per operation: what one open and one wake cost, counted.
+
+Time depends on the machine; these counts do not, so they are the targets. For each kind
+of operation, on the four services and one scripted runner as their own processes (real
+servers, `sync_interval: always`; bench.open_latency.start_system), counted over a window
+that holds only that work and ends when every consumer has caught up:
+
+- events appended to SEEDLINE_SESSIONS, entries to SEEDLINE_INGEST and SEEDLINE_TIMELINE,
+  notices;
+- deliveries to durable consumers (the sum over every consumer of every stream of its
+  delivered sequence, redeliveries included) and acknowledgements (every message a client
+  sent to `$JS.ACK.>`, seen by a subscription of the bench's own);
+- nats-server's fsync and fdatasync calls (strace -f on its process);
+- Postgres statements (the server's own log with `log_statement = all`: every statement and
+  every execute of a prepared one) and transactions (pg_stat_database commits and rollbacks,
+  the bench's own reads taken out);
+- CPU milliseconds per process.
+
+Operations: wakes one at a time (a person's message to a stopped conversation; each waited
+for before the next), opens one at a time (an instruction, on a stopped repo), and a storm
+of wakes published at once. Idle: the same counts per second with nothing sent.
+
+    python -m bench.durable_work [--wakes 10] [--opens 10] [--storm 100] [--idle 10]
+
+Writes bench/results/durable_work.json and .md and prints the markdown table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import re
+import signal
+import subprocess
+import tempfile
+import time
+import uuid
+from contextlib import AsyncExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench import cpu_accounting, report
+from bench.open_latency import ENGINE, NODE, SERVICES, request_json, start_system
+
+NAME = "durable_work"
+INSTANCE = "durable01"
+MESSAGE = "Good morning. Where were we?"
+SETTLE_SECONDS = 0.5  # nothing new anywhere for this long: the window's work is done
+# nats-server writes some consumer state a moment later: fsyncs are counted from this long
+# before a window to this long after it (at idle it syncs about once in 5 s).
+FLUSH_SECONDS = 3.0
+STREAMS = ("SEEDLINE_INGEST", "SEEDLINE_TIMELINE", "SEEDLINE_SESSIONS", "SEEDLINE_NOTICES")
+# The issue's targets, per storm wake and per one-at-a-time wake.
+TARGETS = {"storm_statements": 20, "storm_transactions": 8, "storm_deliveries": 10,
+           "single_fsyncs": 15, "idle_cpu_ms_per_s": 10.0}
+_STATEMENT = re.compile(r"LOG:  (statement|execute [^:]*): ")
+
+
+@dataclass
+class Counts:
+    """Totals at one moment; a window is the difference of two."""
+
+    streams: dict[str, int] = field(default_factory=dict)
+    delivered: dict[str, int] = field(default_factory=dict)  # per consumer
+    acks: int = 0
+    statements: int = 0
+    transactions: int = 0
+    cpu: dict[str, float] = field(default_factory=dict)
+
+    def minus(self, before: "Counts") -> dict:
+        return {
+            "events": self.streams["SEEDLINE_SESSIONS"] - before.streams["SEEDLINE_SESSIONS"],
+            "ingest_entries": self.streams["SEEDLINE_INGEST"] - before.streams["SEEDLINE_INGEST"],
+            "timeline_entries": (self.streams["SEEDLINE_TIMELINE"]
+                                 - before.streams["SEEDLINE_TIMELINE"]),
+            "notices": self.streams["SEEDLINE_NOTICES"] - before.streams["SEEDLINE_NOTICES"],
+            "deliveries": sum(self.delivered.values()) - sum(before.delivered.values()),
+            "deliveries_by_consumer": {
+                name: n - before.delivered.get(name, 0) for name, n in self.delivered.items()
+                if n - before.delivered.get(name, 0)},
+            "acks": self.acks - before.acks,
+            "statements": self.statements - before.statements,
+            "transactions": self.transactions - before.transactions,
+            "cpu_ms": {p: (self.cpu[p] - before.cpu[p]) * 1000 for p in self.cpu},
+        }
+
+
+class Counter:
+    """Reads every count of a running system (module docstring)."""
+
+    def __init__(self, system: dict) -> None:
+        self.system = system
+        self.nc = system["nc"]
+        self.js = self.nc.jetstream()
+        self.acks = 0
+        self.log = Path(system["postgres"].data_dir) / "log"
+        self._offset = 0
+        self._statements = self._transactions = 0
+        self._open: set[str] = set()  # backends inside an explicit transaction
+
+    async def start(self) -> None:
+        async def ack(_msg) -> None:
+            self.acks += 1
+        await self.nc.subscribe("$JS.ACK.>", cb=ack)
+        await self.nc.flush()
+        pg = self.system["postgres"]
+        for sql in ("ALTER SYSTEM SET log_statement = 'all'",
+                    "ALTER SYSTEM SET log_line_prefix = '%m [%p] %d '",
+                    "SELECT pg_reload_conf()"):
+            await asyncio.to_thread(pg.admin_sql, sql)
+        await asyncio.to_thread(self._read_log)  # what came before is not counted
+        self._statements = self._transactions = 0
+
+    async def now(self) -> Counts:
+        streams: dict[str, int] = {}
+        delivered: dict[str, int] = {}
+        for stream in STREAMS:
+            info = await self.js.stream_info(stream)
+            streams[stream] = info.state.last_seq
+            for consumer in await self.js.consumers_info(stream):
+                delivered[consumer.name] = consumer.delivered.consumer_seq or 0
+        statements, transactions = await asyncio.to_thread(self._read_log)
+        return Counts(streams, delivered, self.acks, statements, transactions, self._cpu())
+
+    async def settled(self, timeout: float = 120.0) -> None:
+        """Every consumer has caught up and nothing new came for SETTLE_SECONDS."""
+        deadline = time.monotonic() + timeout
+        last, quiet_since = None, time.monotonic()
+        while time.monotonic() < deadline:
+            seen = []
+            for stream in STREAMS:
+                info = await self.js.stream_info(stream)
+                seen.append(info.state.last_seq)
+                for consumer in await self.js.consumers_info(stream):
+                    seen.append(consumer.delivered.stream_seq)
+                    if consumer.num_pending or consumer.num_ack_pending:
+                        quiet_since = time.monotonic()
+            if seen != last:
+                last, quiet_since = seen, time.monotonic()
+            elif time.monotonic() - quiet_since >= SETTLE_SECONDS:
+                return
+            await asyncio.sleep(0.05)
+        raise RuntimeError("the system did not settle")
+
+    def _read_log(self) -> tuple[int, int]:
+        """Statements and transactions of the services so far, from the server's log: a
+        transaction is an explicit BEGIN ... COMMIT/ROLLBACK, or a statement outside one."""
+        try:
+            with self.log.open("rb") as log:
+                log.seek(self._offset)
+                chunk = log.read()
+        except OSError:
+            return self._statements, self._transactions
+        complete = chunk.rfind(b"\n") + 1
+        self._offset += complete
+        for line in chunk[:complete].decode(errors="replace").splitlines():
+            match = _STATEMENT.search(line)
+            if match is None or " seedline_bench " not in line:
+                continue
+            pid = line.split("[", 1)[1].split("]", 1)[0]
+            sql = line[match.end():].strip().rstrip(";").upper()
+            self._statements += 1
+            if sql in ("BEGIN", "START TRANSACTION") or sql.startswith("BEGIN "):
+                self._open.add(pid)
+            elif sql in ("COMMIT", "ROLLBACK", "END"):
+                if pid in self._open:
+                    self._open.discard(pid)
+                    self._transactions += 1
+            elif pid not in self._open:
+                self._transactions += 1
+        return self._statements, self._transactions
+
+    def _cpu(self) -> dict[str, float]:
+        parts = {name: cpu_accounting.tree_cpu_seconds(pid)
+                 for name, pid in self.system["pids"].items()}
+        parts["nats-server"] = cpu_accounting.tree_cpu_seconds(self.system["nats"].proc.pid)
+        parts["postgres"] = cpu_accounting.tree_cpu_seconds(
+            self.system["postgres"].postmaster_pid())
+        return parts
+
+
+class Fsyncs:
+    """nats-server's fsync and fdatasync calls over a window, counted by strace."""
+
+    def __init__(self, pid: int, out: Path) -> None:
+        self.pid = pid
+        self.out = out
+        self.proc: subprocess.Popen | None = None
+
+    def __enter__(self) -> "Fsyncs":
+        self.proc = subprocess.Popen(
+            # seccomp-bpf: only the counted calls stop the server, so its CPU stays its own.
+            ["strace", "-f", "--seccomp-bpf", "-c", "-e", "trace=fsync,fdatasync",
+             "-o", str(self.out),
+             "-p", str(self.pid)], stderr=subprocess.DEVNULL)
+        time.sleep(0.5)  # attached to every thread before the window opens
+        return self
+
+    def __exit__(self, *_exc) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGINT)
+        self.proc.wait(30)
+
+    def count(self) -> int:
+        total = 0
+        for line in self.out.read_text().splitlines():
+            fields = line.split()
+            if fields and fields[-1] in ("fsync", "fdatasync"):
+                total += int(fields[3])  # % time, seconds, usecs/call, calls, [errors,] name
+        return total
+
+
+async def _window(counter: Counter, tmp: Path, label: str, work,
+                  count_fsyncs: bool = False) -> dict:
+    """The counts of `work` (a coroutine function), from a settled system to a settled one.
+    With `count_fsyncs`, strace counts nats-server's syncs and its CPU is not its own."""
+    await counter.settled()
+    await asyncio.sleep(FLUSH_SECONDS)
+    fsyncs = Fsyncs(counter.system["nats"].proc.pid, tmp / f"strace-{label}.txt")
+    with fsyncs if count_fsyncs else contextlib.nullcontext():
+        before = await counter.now()
+        began = time.monotonic()
+        operations = await work()
+        await counter.settled()
+        seconds = time.monotonic() - began - SETTLE_SECONDS
+        after = await counter.now()
+        if count_fsyncs:
+            await asyncio.sleep(FLUSH_SECONDS)
+    counts = after.minus(before)
+    counts["fsyncs"] = fsyncs.count() if count_fsyncs else None
+    counts["operations"] = operations
+    counts["seconds"] = round(seconds, 3)
+    return counts
+
+
+async def _open(nc, repo: str, instruction: str | None = None) -> dict:
+    from seedline_contracts import subjects
+
+    body = {"request_id": f"dw-{uuid.uuid4().hex}", "instance_id": INSTANCE, "repo": repo,
+            "engine": ENGINE, "node_id": NODE}
+    if instruction:
+        body["instruction"] = instruction
+    reply = await request_json(nc, subjects.API_SESSIONS_OPEN, body)
+    if not reply.get("ok"):
+        raise RuntimeError(f"opening {repo} failed: {reply}")
+    return reply
+
+
+async def _stopped_repos(nc, count: int, tag: str) -> dict[str, str]:
+    """`count` repos opened once and stopped: repo -> its conversation."""
+    from seedline_contracts import subjects
+
+    out = {}
+    for n in range(count):
+        repo = f"bench/dw-{tag}-{n:03d}"
+        reply = await _open(nc, repo)
+        await request_json(nc, subjects.API_SESSIONS_STOP,
+                           {"session_id": reply["session_id"], "reason": "idle"})
+        out[repo] = reply["session_id"]
+    return out
+
+
+class Launched:
+    """Each repo whose `opened` event this process has seen."""
+
+    def __init__(self) -> None:
+        self.repos: set[str] = set()
+
+    async def on_event(self, msg) -> None:
+        self.repos.add(json.loads(msg.data)["plan"]["repo"])
+
+    async def until(self, repos: set[str], timeout: float = 300.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not repos <= self.repos:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{len(repos - self.repos)} wakes never launched")
+            await asyncio.sleep(0.02)
+
+
+def _message(repo: str, session_id: str) -> tuple[bytes, str]:
+    from seedline_contracts.times import now_text
+
+    entry_id = f"dw-{uuid.uuid4().hex}"
+    return json.dumps({"entry_id": entry_id, "instance_id": INSTANCE, "repo": repo,
+                       "session_id": session_id, "kind": "chat_user", "content": MESSAGE,
+                       "at": now_text()}).encode(), entry_id
+
+
+async def _wake(js, launched: Launched, stopped: dict[str, str], at_once: bool) -> int:
+    from seedline_contracts import subjects
+
+    subject = subjects.ingest_timeline_subject(INSTANCE)
+    if at_once:
+        acks = []
+        for repo, session_id in stopped.items():
+            body, entry_id = _message(repo, session_id)
+            acks.append(await js.publish_async(subject, body, headers={"Nats-Msg-Id": entry_id}))
+        await asyncio.gather(*acks)
+        await launched.until(set(stopped))
+    else:
+        for repo, session_id in stopped.items():
+            body, entry_id = _message(repo, session_id)
+            await js.publish(subject, body, headers={"Nats-Msg-Id": entry_id})
+            await launched.until({repo})
+    return len(stopped)
+
+
+async def _stop_all(nc, repos: dict[str, str]) -> None:
+    from seedline_contracts import subjects
+
+    listed = await request_json(nc, subjects.API_SESSIONS_LIST, {"instance_id": INSTANCE})
+    for row in listed.get("conversations", []):
+        await request_json(nc, subjects.API_SESSIONS_STOP,
+                           {"session_id": row["session_id"], "reason": "idle"})
+
+
+def per_operation(counts: dict) -> dict:
+    n = max(counts["operations"], 1)
+    out = {k: round(v / n, 2) for k, v in counts.items()
+           if isinstance(v, (int, float)) and k not in ("operations", "seconds", "fsyncs",
+                                                         "fsync_operations")}
+    if counts.get("fsyncs") is not None:
+        out["fsyncs"] = round(counts["fsyncs"] / counts["fsync_operations"], 2)
+    out["cpu_ms"] = {p: round(v / n, 2) for p, v in counts["cpu_ms"].items()}
+    out["deliveries_by_consumer"] = {
+        c: round(v / n, 2) for c, v in sorted(counts["deliveries_by_consumer"].items())}
+    out["cpu_ms_total"] = round(sum(counts["cpu_ms"].values()) / n, 2)
+    return out
+
+
+async def run(wakes: int, opens: int, storm: int, idle: float) -> dict:
+    from seedline_contracts import subjects
+
+    with tempfile.TemporaryDirectory(prefix="seedline-dw-") as folder:
+        tmp = Path(folder)
+        async with AsyncExitStack() as stack:
+            system = await start_system(tmp, stack)
+            nc = system["nc"]
+            counter = Counter(system)
+            await counter.start()
+            launched = Launched()
+            await nc.subscribe(subjects.session_event_filter("opened"), cb=launched.on_event)
+            js = nc.jetstream(publish_async_max_pending=1_000)
+            single = await _stopped_repos(nc, wakes, "single")
+            synced = await _stopped_repos(nc, wakes, "synced")
+            storming = await _stopped_repos(nc, storm, "storm")
+            to_open = await _stopped_repos(nc, opens, "open")
+            await counter.settled()
+
+            async def nothing() -> int:
+                await asyncio.sleep(idle)
+                return 1
+
+            windows = {}
+            launched.repos.clear()
+            windows["wake, one at a time"] = await _window(
+                counter, tmp, "single", lambda: _wake(js, launched, single, at_once=False))
+            await _stop_all(nc, single)
+
+            async def open_each() -> int:
+                for repo in to_open:
+                    await _open(nc, repo, instruction=MESSAGE)
+                return len(to_open)
+
+            windows["open, one at a time"] = await _window(counter, tmp, "open", open_each)
+            await _stop_all(nc, to_open)
+            launched.repos.clear()
+            windows["wake, in a storm"] = await _window(
+                counter, tmp, "storm", lambda: _wake(js, launched, storming, at_once=True))
+            await _stop_all(nc, storming)
+            windows["idle"] = await _window(counter, tmp, "idle", nothing)
+            # Syncs apart: strace slows nats-server, so these windows count nothing else.
+            launched.repos.clear()
+            syncs = {"wake, one at a time": await _window(
+                counter, tmp, "synced", lambda: _wake(js, launched, synced, at_once=False),
+                count_fsyncs=True)}
+            syncs["idle"] = await _window(counter, tmp, "idle-synced", nothing,
+                                          count_fsyncs=True)
+    for kind, counts in syncs.items():
+        windows[kind]["fsyncs"] = counts["fsyncs"]
+        windows[kind]["fsync_operations"] = counts["operations"]
+    idle_counts = windows.pop("idle")
+    idle = idle_counts["seconds"]  # the whole window, nothing sent in it
+    idle_fsyncs = idle_counts["fsyncs"] / idle_counts["fsync_operations"] / idle
+    result = {
+        "conditions": {"wakes": wakes, "opens": opens, "storm": storm, "idle_seconds": idle,
+                       "engine": ENGINE, "services": list(SERVICES), "sync_interval": "always",
+                       "machine": report.machine()},
+        "targets": TARGETS,
+        "idle_per_second": {
+            k: round(v / idle, 2) for k, v in idle_counts.items()
+            if isinstance(v, (int, float)) and k not in ("operations", "seconds", "fsyncs",
+                                                         "fsync_operations")},
+        "idle_cpu_ms_per_s": {p: round(v / idle, 2) for p, v in idle_counts["cpu_ms"].items()},
+        "per_operation": {kind: per_operation(c) for kind, c in windows.items()},
+        "windows": windows,
+    }
+    result["idle_cpu_ms_per_s_total"] = round(sum(result["idle_cpu_ms_per_s"].values()), 2)
+    result["idle_per_second"]["fsyncs"] = round(idle_fsyncs, 2)
+    return result
+
+
+COLUMNS = ("events", "ingest_entries", "timeline_entries", "deliveries", "acks", "fsyncs",
+           "statements", "transactions", "cpu_ms_total")
+
+
+def markdown(result: dict) -> str:
+    lines = ["| operation | " + " | ".join(c.replace("_", " ") for c in COLUMNS) + " |",
+             "|---|" + "---|" * len(COLUMNS)]
+    for kind, per in result["per_operation"].items():
+        lines.append(f"| {kind} | " + " | ".join(
+            f"{per[c]:g}" if c in per else "-" for c in COLUMNS) + " |")
+    idle = result["idle_per_second"]
+    lines.append("| idle, per second | " + " | ".join(
+        f"{idle.get(c, result['idle_cpu_ms_per_s_total'] if c == 'cpu_ms_total' else 0):g}"
+        for c in COLUMNS) + " |")
+    by_process = ["", "CPU ms per operation by process:", "",
+                  "| operation | " + " | ".join(result["idle_cpu_ms_per_s"]) + " |",
+                  "|---|" + "---|" * len(result["idle_cpu_ms_per_s"])]
+    for kind, per in result["per_operation"].items():
+        by_process.append(f"| {kind} | " + " | ".join(
+            f"{per['cpu_ms'][p]:.1f}" for p in result["idle_cpu_ms_per_s"]) + " |")
+    by_process.append("| idle, per second | " + " | ".join(
+        f"{v:.1f}" for v in result["idle_cpu_ms_per_s"].values()) + " |")
+    return "\n".join(lines + by_process) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--wakes", type=int, default=10)
+    parser.add_argument("--opens", type=int, default=10)
+    parser.add_argument("--storm", type=int, default=100)
+    parser.add_argument("--idle", type=float, default=10.0)
+    args = parser.parse_args()
+    result = asyncio.run(run(args.wakes, args.opens, args.storm, args.idle))
+    text = markdown(result)
+    report.write(NAME, result, text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
