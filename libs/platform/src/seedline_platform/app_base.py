@@ -34,7 +34,7 @@ from seedline_contracts.errors import ErrorReply, error_reply
 from seedline_core.notices import error_message
 
 from . import natsio, pg
-from .consumer import BatchConsumer, BatchHandler, Consumption, Parker
+from .consumer import FETCH_WAIT_SECONDS, BatchConsumer, BatchHandler, Consumption, Parker
 from .faststream_workarounds import NatsMessage, stop_subscribers
 from .health_http import HealthServer
 from .logging import get_logger
@@ -52,8 +52,8 @@ VERSION = "1.3.0"
 # Requests answered at once per API: an open waits for its machine, a read may
 # wait for min_seq; a few hundred waiting requests cost only their tasks.
 REQUEST_WORKERS = 256
-LAG_REFRESH_SECONDS = 5.0
-# A fetch in flight returns within the consumer's fetch_wait (0.25 s) and is handed back.
+LAG_REFRESH_SECONDS = 15.0  # a scrape every 15 s is the usual; each refresh asks every consumer
+# A stopping consumer withdraws its waiting fetch and hands back what one brought.
 QUIESCE_SECONDS = 2.0
 
 
@@ -278,7 +278,7 @@ class ServiceApp:
             subject,
             stream=JStream(stream, declare=False),
             durable=durable,
-            pull_sub=PullSub(batch_size=batch_size, timeout=1.0),
+            pull_sub=PullSub(batch_size=batch_size, timeout=FETCH_WAIT_SECONDS),
             config=ConsumerConfig(
                 max_deliver=max_deliver + 1, ack_wait=ack_wait, max_ack_pending=batch_size * 4
             ),

@@ -23,6 +23,7 @@ Rules it keeps (DESIGN.md rules 2 and 4; the retry and park policy is retry_poli
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Generic, Sequence, TypeVar
@@ -65,6 +66,10 @@ BatchHandler = Callable[[Any], Awaitable[None]]  # Sequence[Msg], or a Batch whe
 # still working tells the server so every third of it, however long the work takes.
 ACK_WAIT_SECONDS = 6.0
 Parker = Callable[[Msg, str], Awaitable[None]]
+# How long one pull request waits on an idle stream. A message returns it at once, and a
+# stop withdraws it (the server drops a request nobody listens to), so a long one costs no
+# latency and keeps an idle consumer from asking several times a second.
+FETCH_WAIT_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,7 @@ class Consumption:
     batch_size: int = 256
     max_deliver: int = 5
     ack_wait: float = ACK_WAIT_SECONDS
-    fetch_wait: float = 0.25
+    fetch_wait: float = FETCH_WAIT_SECONDS
     # AckPolicy.ALL: one ack settles the whole batch (the stream keeps its messages by
     # age, so an ack removes nothing and costs one write, not one per message).
     ack_all: bool = False
@@ -113,8 +118,8 @@ class BatchConsumer:
         )
         self._sub = None
         self._stopping = False
+        self._stop_asked = asyncio.Event()
         self._finished = asyncio.Event()
-        self.idle = asyncio.Event()
         # Consumer sequence of the last delivery this copy received: a gap means
         # deliveries went elsewhere (a copy that died, or a sibling copy).
         self._last_delivery: int | None = None
@@ -164,10 +169,11 @@ class BatchConsumer:
         return config
 
     async def stop(self, timeout: float) -> None:
-        """Stop taking work: the fetch in flight returns (its pull request expires within
-        fetch_wait) and whatever it brought is handed back at once (nak), so the next copy
-        gets it now, not after ack_wait. Then the subscription is withdrawn."""
+        """Stop taking work: a fetch still waiting is withdrawn, one that brought messages
+        hands them back at once (nak), so the next copy gets them now, not after ack_wait.
+        Then the subscription is withdrawn."""
         self._stopping = True
+        self._stop_asked.set()
         try:
             await asyncio.wait_for(self._finished.wait(), timeout)
         except TimeoutError:
@@ -196,9 +202,8 @@ class BatchConsumer:
     async def _serve(self) -> None:
         while (sub := self._sub) is not None and not self._stopping:
             try:
-                msgs = await sub.fetch(self._batch_size, timeout=self._fetch_wait)
+                msgs = await self._fetch(sub)
             except NatsTimeout:
-                self.idle.set()
                 continue
             except Exception as exc:
                 if not is_outage(exc):
@@ -210,7 +215,6 @@ class BatchConsumer:
             if self._stopping:
                 await self._hand_back(msgs)
                 return
-            self.idle.clear()
             try:
                 if not self._deliveries_went_elsewhere(msgs):
                     await self._process(msgs)
@@ -221,6 +225,21 @@ class BatchConsumer:
             except asyncio.CancelledError:
                 await self._hand_back(msgs)
                 raise
+
+    async def _fetch(self, sub) -> list[Msg]:
+        """The next batch; none when a stop is asked while the pull request still waits."""
+        fetch = asyncio.ensure_future(sub.fetch(self._batch_size, timeout=self._fetch_wait))
+        stop = asyncio.ensure_future(self._stop_asked.wait())
+        try:
+            await asyncio.wait({fetch, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if not fetch.done():
+            fetch.cancel()
+            with contextlib.suppress(BaseException):
+                await fetch
+            return []
+        return fetch.result()
 
     def _deliveries_went_elsewhere(self, msgs: Sequence[Msg]) -> bool:
         """Whether a message of this consumer between (or just before) these went to
