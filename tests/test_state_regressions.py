@@ -160,10 +160,13 @@ async def open_on(platform: Platform, node_id: str, repo: str, instance_id: str 
 
 
 async def settled(platform: Platform, bound: set[str]) -> None:
-    """Every consumer idle and the machines' engine_bound reports recorded."""
+    """Every consumer idle and each engine's own id recorded: in the launch's `opened`, or
+    in an `engine_bound` when the id came later or differed."""
     async def quiet():
         await platform.pull()
-        reported = {e["session_id"] for e in platform.seen.events if e["type"] == "engine_bound"}
+        reported = {e["session_id"] for e in platform.seen.events
+                    if e["type"] == "engine_bound"
+                    or (e["type"] == "opened" and e.get("engine_session_id"))}
         return bound <= reported and await platform.idle()
 
     await platform._until(quiet, 30, "the platform settled")

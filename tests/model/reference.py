@@ -261,7 +261,8 @@ class Model:
         c.key_given = (verdict.resumed and prev.key_given) or instructed
         c.outcome, c.brief_offered = verdict.outcome, verdict.brief
         self.last_open[(instance_id, repo)] = (node_id, engine)
-        expected.events += [("opened", session_id, None), ("engine_bound", session_id, None)]
+        # The engine's own id is in `opened`: no `engine_bound` is recorded besides (1.3).
+        expected.events.append(("opened", session_id, None))
         if instructed:
             self.add_entry(instance_id, repo, session_id, self.tick(), engine, "chat_assistant",
                            f"{session_id}:launch:end")
@@ -340,7 +341,7 @@ class Model:
         c.key, c.key_given = (node_id, self.generation[node_id]), False
         c.outcome, c.brief_offered = verdict.outcome, verdict.brief
         self.last_open[(c.instance_id, c.repo)] = (node_id, c.engine)
-        expected.events += [("relocated", session_id, None), ("engine_bound", session_id, None)]
+        expected.events.append(("relocated", session_id, None))
 
     def resume_lost(self, session_id: str, reason: str, expected: Expected) -> bool:
         """A runner says the engine refused the resume after its reply (6, 7; 1.2). Only a

@@ -145,6 +145,9 @@ class GatewayApi:
         if held is None or held.state is not lc.State.LIVE or held.node_id != node_id:
             log.warning("engine_bound_ignored", session_id=event.session_id, node_id=node_id)
             return
+        bound = event.engine_session_id[:MAX_ENGINE_SESSION_CHARS]
+        if (held.conversation.resume_key, held.conversation.resume_node_id) == (bound, node_id):
+            return  # `opened` already records it (CONTRACT.md 6, 1.3): one event fewer
         await self._publisher.publish([event_message(EngineBound(
             session_id=event.session_id, at=self._clock(), node_id=node_id,
-            engine_session_id=event.engine_session_id[:MAX_ENGINE_SESSION_CHARS]))])
+            engine_session_id=bound))])

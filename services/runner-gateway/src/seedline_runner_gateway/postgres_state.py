@@ -31,6 +31,10 @@ CREATE TABLE IF NOT EXISTS gateway_conversations (
 );
 -- 1.2: the last launch's outcome as the machine finally had it (added to older tables).
 ALTER TABLE gateway_conversations ADD COLUMN IF NOT EXISTS outcome text;
+-- 1.3: the engine's own id and where, so an engine_bound that `opened` already records is
+-- not recorded again.
+ALTER TABLE gateway_conversations ADD COLUMN IF NOT EXISTS resume_key text;
+ALTER TABLE gateway_conversations ADD COLUMN IF NOT EXISTS resume_node_id text;
 CREATE INDEX IF NOT EXISTS gateway_conversations_current
     ON gateway_conversations (instance_id, repo, created_seq) WHERE state IN ('live', 'opening');
 CREATE INDEX IF NOT EXISTS gateway_conversations_repo
@@ -60,21 +64,24 @@ CREATE TABLE IF NOT EXISTS last_opens (
 """
 
 _COLUMNS = ("session_id, instance_id, repo, state, created_seq, node_id, engine, confirmed_at,"
-            " last_activity, outcome")
+            " last_activity, outcome, resume_key, resume_node_id")
 
 _WRITE = f"""
-INSERT INTO gateway_conversations ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+INSERT INTO gateway_conversations ({_COLUMNS})
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (session_id) DO UPDATE SET state = EXCLUDED.state, node_id = EXCLUDED.node_id,
     engine = EXCLUDED.engine, confirmed_at = EXCLUDED.confirmed_at, outcome = EXCLUDED.outcome,
+    resume_key = EXCLUDED.resume_key, resume_node_id = EXCLUDED.resume_node_id,
     last_activity = GREATEST(gateway_conversations.last_activity, EXCLUDED.last_activity)
 """
 
 
 def _held(row: Sequence) -> Held:
     (session_id, instance_id, repo, state, created_seq, node_id, engine, confirmed, activity,
-     outcome) = row
+     outcome, resume_key, resume_node_id) = row
     conversation = lc.Conversation(
         session_id, instance_id, repo, lc.State(state), int(created_seq), node_id, engine,
+        resume_key=resume_key, resume_node_id=resume_node_id,
         confirmed_at=format_utc(confirmed) if confirmed else None, outcome=outcome,
     )
     return Held(conversation, activity.astimezone(timezone.utc) if activity else None)
@@ -111,7 +118,8 @@ class PostgresGatewayState:
                 c = held.conversation
                 await conn.execute(_WRITE, (
                     c.session_id, c.instance_id, c.repo, c.state.value, c.created_seq, c.node_id,
-                    c.engine, c.confirmed_at, held.last_activity, c.outcome,
+                    c.engine, c.confirmed_at, held.last_activity, c.outcome, c.resume_key,
+                    c.resume_node_id,
                 ))
                 where = opened_where(step, held)
                 if where:
