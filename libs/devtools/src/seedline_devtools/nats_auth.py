@@ -195,8 +195,10 @@ def service_permissions(service: str) -> Permissions:
     return Permissions(
         publish_allow=(*publishes, *jetstream),
         subscribe_allow=(*subscribes, inbox, "$SRV.>"),
-        # Forgetting an instance is the operator's request alone, whatever else may be asked.
-        publish_deny=(*jetstream_denied(service, publishes), subjects.API_INSTANCES_FORGET),
+        # Forgetting an instance and removing a machine are the operator's requests alone,
+        # whatever else may be asked.
+        publish_deny=(*jetstream_denied(service, publishes), subjects.API_INSTANCES_FORGET,
+                      subjects.API_MACHINES_REMOVE),
         # Answers to its requests, to $SRV discovery and to callers with any inbox.
         allow_responses=True,
     )
