@@ -26,8 +26,7 @@ from seedline_cli.console import print_table
 from seedline_cli.errors import OperationFailed, UsageProblem, reports_errors
 from seedline_cli.nats_client import answered, connected
 from seedline_contracts import subjects
-from seedline_contracts.codec import decode, encode
-from seedline_contracts.runner import MachineRemoveReply, MachineRemoveRequest
+from seedline_contracts.runner import MachineRemoveRequest
 
 from . import machines as registry
 
@@ -36,6 +35,8 @@ machines = typer.Typer(help="Add and remove runner machines (the operator's side
 
 USERS_HELP = ("The users file the platform's nats-server includes (deploy/nats-users.conf "
               "beside nats-secure.conf); default SEEDLINE_NATS_USERS_FILE.")
+# Each conversation's machine is asked to stop it and save its checkout, one after another.
+STOP_SECONDS = 120
 PID_HELP = ("The nats-server's pid file (its config's pid_file), to make it reload; default "
             "SEEDLINE_NATS_PID_FILE. Without one, send the server SIGHUP yourself.")
 
@@ -182,27 +183,13 @@ def remove(
 
 
 async def _stop_on(nc, node_id: str) -> list[str]:
+    """The gateway stops what runs on the machine and tells its people (CONTRACT.md 6)."""
+    from seedline_client import SeedlineClient
+    from seedline_contracts import channels
+
     request = MachineRemoveRequest(node_id=node_id, by=_operator())
-
-    async def ask():
-        msg = await nc.request(subjects.API_MACHINES_REMOVE, encode(request), timeout=60)
-        body = msg.data
-        try:
-            return decode(body, MachineRemoveReply)
-        except Exception:
-            import json
-
-            error = json.loads(body).get("error") or {}
-            raise OperationFailed(error.get("message") or "The runner-gateway refused.")
-
-    try:
-        reply = await answered(ask())
-    except OperationFailed:
-        raise
-    except Exception as exc:
-        raise OperationFailed(
-            f"The runner-gateway did not stop what {node_id} runs ({exc}); nothing was "
-            "removed. Check that it runs (seedline status) and try again.") from None
+    reply = await answered(SeedlineClient(nc).call(channels.MACHINES_REMOVE, request,
+                                                   timeout=STOP_SECONDS))
     return reply.stopped
 
 

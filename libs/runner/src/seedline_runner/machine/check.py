@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -108,6 +109,9 @@ async def connect(config: MachineConfig, *, name: str, errors: list[BaseExceptio
 async def check(config: MachineConfig,
                 clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)) -> Checked:
     """Raises JoinProblem with the sentence to print."""
+    # asyncio warns of a TLS peer that closes as it refuses ("returning true from
+    # eof_received() has no effect"): noise beside the sentence that says why.
+    logging.getLogger("asyncio").setLevel(logging.ERROR)
     errors: list[BaseException] = []
     try:
         nc = await asyncio.wait_for(connect(
