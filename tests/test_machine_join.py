@@ -35,7 +35,7 @@ from seedline_platform.notices import read_notices
 from seedline_platform.settings import Settings
 from seedline_runner.machine import config as machine_config
 from seedline_runner.machine.check import JoinProblem, check
-from seedline_runner.machine.join_line import JoinLine, decode
+from seedline_runner.machine.join_line import decode
 from seedline_runner.machine.service import REFUSED_EXIT
 from seedline_runner_gateway.app import create_app as create_gateway
 from seedline_seed_composer.app import create_app as create_composer

@@ -18,17 +18,13 @@ from typing import Optional
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from seedline_cli.config import check_name, load_settings
-from seedline_cli.console import add_id_column, add_text_column, err, out, print_json
-from seedline_cli.console import print_table
+from seedline_cli.console import err, out
 from seedline_cli.errors import OperationFailed, UsageProblem, reports_errors
-from seedline_cli.nats_client import answered, connected
-from seedline_contracts import subjects
-from seedline_contracts.runner import MachineRemoveRequest
 
-from . import machines as registry
+# `seedline --help` imports this module for its summary: what the commands need (NATS, the
+# wire types, bcrypt) is imported when one runs.
 
 machines = typer.Typer(help="Add and remove runner machines (the operator's side).",
                        no_args_is_help=True, rich_markup_mode=None)
@@ -66,6 +62,7 @@ def _plain(url: str) -> str:
 def _reload(users_file: Path, pid_file: Optional[Path], monitor_url: str) -> bool:
     """True when nats-server was made to reload (and, where its monitoring endpoint can be
     read, seen to)."""
+    from . import machines as registry
     if pid_file is None:
         err.print(escape(f"{users_file} is written; nats-server takes it once it reloads "
                          "(send it SIGHUP, or nats-server --signal reload=<pid>)."))
@@ -102,6 +99,8 @@ def add(
     every runner may and nothing else (deploy/nats-secure.conf).
     """
     from seedline_runner.machine.join_line import JoinLine
+
+    from . import machines as registry
 
     check_name("NODE", node_id, "mac-mini-1")
     settings = load_settings(ctx)
@@ -152,6 +151,10 @@ def remove(
     people told; then its user is removed and nats-server reloaded, which ends the machine's
     connection; its presence is deleted, so it is offline at once.
     """
+    from seedline_cli.nats_client import connected
+
+    from . import machines as registry
+
     check_name("NODE", node_id, "mac-mini-1")
     settings = load_settings(ctx)
     path = _users_file(users_file)
@@ -184,8 +187,10 @@ def remove(
 
 async def _stop_on(nc, node_id: str) -> list[str]:
     """The gateway stops what runs on the machine and tells its people (CONTRACT.md 6)."""
+    from seedline_cli.nats_client import answered
     from seedline_client import SeedlineClient
     from seedline_contracts import channels
+    from seedline_contracts.runner import MachineRemoveRequest
 
     request = MachineRemoveRequest(node_id=node_id, by=_operator())
     reply = await answered(SeedlineClient(nc).call(channels.MACHINES_REMOVE, request,
@@ -194,6 +199,8 @@ async def _stop_on(nc, node_id: str) -> list[str]:
 
 
 async def _forget_presence(nc, node_id: str) -> None:
+    from seedline_contracts import subjects
+
     try:
         kv = await nc.jetstream().key_value(subjects.RUNNERS_BUCKET)
         await kv.delete(subjects.presence_key(node_id))
@@ -202,6 +209,8 @@ async def _forget_presence(nc, node_id: str) -> None:
 
 
 def _load(path: Path) -> dict:
+    from . import machines as registry
+
     try:
         return registry.load(path)
     except registry.MachinesError as exc:
@@ -223,6 +232,10 @@ def list_machines(
     json_out: bool = typer.Option(False, "--json", help="Print the machines as JSON."),
 ) -> None:
     """The machines this platform added: label, when, and whether each is online now."""
+    from rich.table import Table
+
+    from seedline_cli.console import add_id_column, add_text_column, print_json, print_table
+    from seedline_cli.nats_client import connected
     from seedline_cli.runners_cmd import age_text, read_presence
 
     settings = load_settings(ctx)
