@@ -167,4 +167,3 @@ async def _serve_until_stopped(runner: Runner, stop_signals: bool,
         watching.cancel()
         for signum in installed:
             loop.remove_signal_handler(signum)
-
