@@ -221,6 +221,10 @@ async def test_a_machine_joins_with_one_line_serves_an_open_and_once_removed_is_
 
         said = await wait_for(presence)
         assert (said["label"], said["protocol"], said["version"]) == (LABEL, 3, "0.2.0")
+        listed = await platform.operator("machines", "list", "--json")
+        ((row,),) = [json.loads(listed.stdout)["machines"]]
+        assert (row["node_id"], row["label"], row["online"], row["version"]) == (
+            NODE, LABEL, True, "0.2.0") and row["heartbeat_age_seconds"] is not None
 
         opened = await request(admin, subjects.API_SESSIONS_OPEN, {
             "instance_id": INSTANCE, "repo": REPO, "engine": "scripted", "node_id": NODE,

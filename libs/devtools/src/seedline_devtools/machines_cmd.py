@@ -63,6 +63,7 @@ def _reload(users_file: Path, pid_file: Optional[Path], monitor_url: str) -> boo
     """True when nats-server was made to reload (and, where its monitoring endpoint can be
     read, seen to)."""
     from . import machines as registry
+
     if pid_file is None:
         err.print(escape(f"{users_file} is written; nats-server takes it once it reloads "
                          "(send it SIGHUP, or nats-server --signal reload=<pid>)."))
@@ -171,7 +172,7 @@ def remove(
     stopped = asyncio.run(stop_what_it_runs())
     registry.save(path, known)
     # Once reloaded, the server refuses the user and has closed the machine's connection.
-    _reload(path, _pid_file(pid_file), settings.nats_monitor_url)
+    reloaded = _reload(path, _pid_file(pid_file), settings.nats_monitor_url)
 
     async def after() -> list[str]:
         async with connected(settings, name="seedline-machines") as nc:
@@ -181,8 +182,9 @@ def remove(
     stopped += asyncio.run(after())
     what = (f"{len(stopped)} conversation(s) running on it stopped and their people told"
             if stopped else "nothing was running on it")
-    out.print(escape(f"{node_id} ({machine.label}) is removed: its NATS user is gone and its "
-                     f"connection closed; {what}."))
+    user = ("its NATS user is gone and its connection closed" if reloaded else
+            "its NATS user is out of the users file, gone once nats-server reloads")
+    out.print(escape(f"{node_id} ({machine.label}) is removed: {user}; {what}."))
 
 
 async def _stop_on(nc, node_id: str) -> list[str]:
