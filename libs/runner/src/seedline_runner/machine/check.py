@@ -42,7 +42,6 @@ class JoinProblem(Exception):
 
 @dataclass(frozen=True)
 class Checked:
-    server: str
     # How far this machine's clock is ahead of the server's (negative: behind), when known.
     skew_seconds: float | None
 
@@ -121,8 +120,7 @@ async def check(config: MachineConfig,
     except Exception as exc:  # the client raises what it last saw, or a bare timeout
         raise problem_of(config, [*errors, exc]) from None
     try:
-        return Checked(str(nc.connected_url.netloc if nc.connected_url else ""),
-                       await _try_as_runner(nc, config, errors, clock))
+        return Checked(await _try_as_runner(nc, config, errors, clock))
     finally:
         await nc.close()
 

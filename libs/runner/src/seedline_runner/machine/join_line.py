@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 PREFIX = "seedline-join-1:"
 MAX_CHARS = 64 * 1024  # a line with a CA chain is a few kilobytes
@@ -30,7 +30,6 @@ class JoinLine:
     password: str
     # The CA certificate (PEM) to trust for the server, when it speaks TLS.
     ca: str | None = None
-    kind: str = field(default="seedline-join", repr=False)
 
     def encode(self) -> str:
         body = json.dumps(asdict(self), separators=(",", ":"), sort_keys=True).encode()

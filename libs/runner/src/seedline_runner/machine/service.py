@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import plistlib
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Mapping, Sequence
@@ -103,8 +104,6 @@ def service_text(spec: ServiceSpec, system: str, home: Path) -> bytes:
 def seedline_executable(argv0: str = sys.argv[0]) -> str:
     """The running `seedline` command's path, its symlink kept: `uv tool upgrade` replaces
     what the link points to, and the service goes on finding it."""
-    import shutil
-
     found = argv0 if os.sep in argv0 else shutil.which(argv0)
     return os.path.abspath(found or argv0)
 
