@@ -23,7 +23,7 @@ CHECK_ARGS := -m "not servers and not slow" --ignore=tests/engines -n $(TEST_WOR
 TEST_TMPDIR := $(shell d=/dev/shm/seedline-tests; mkdir -p $$d 2>/dev/null && [ -w $$d ] && echo $$d)
 TEST_ENV := $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR))
 
-.PHONY: run check test test-faults test-containers bench install lint clean schema engines chromium
+.PHONY: run check test test-faults test-containers bench install lint clean schema engines chromium dist
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -34,6 +34,12 @@ $(VENV)/.installed: $(UV) uv.lock pyproject.toml libs/*/pyproject.toml services/
 	touch $@
 
 install: $(VENV)/.installed
+
+# Versioned wheels of every package in ./dist. A runner machine installs seedline-cli from
+# them alone: uv tool install --find-links dist seedline-cli (README: Runner machines).
+dist: $(UV)
+	rm -rf dist
+	$(UV) build --all-packages --wheel --out-dir dist
 
 # Ports: `make run NATS_PORT=5222 MONITOR_PORT=9222 WEB_PORT=9080` (defaults 4222, 8222,
 # 8080), and any other option of `seedline up` with ARGS, e.g. ARGS="--no-runner".
@@ -120,4 +126,4 @@ schema: install
 	$(RUN) python -m seedline_devtools.generated
 
 clean:
-	rm -rf .venv .tools .seedline
+	rm -rf .venv .tools .seedline dist

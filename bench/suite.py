@@ -24,6 +24,9 @@ Runs, each on its own real servers in a temporary folder:
 13. what `seedline acp` adds to an editor's turn over the engine's own time, the official
     ACP client SDK as the editor, the scripted engine and the real Claude Code CLI
     (bench.acp_latency).
+14. a runner machine's install (`uv tool install seedline-cli` from the wheels of `make
+    dist`) against the whole of Seedline's: size, packages, `seedline --help`
+    (bench.runner_install).
 
 Every figure is the median of several runs, with min and max; every ratio is
 against a baseline measured in this run. Writes bench/results/summary.md and
@@ -31,7 +34,7 @@ summary.json (and each benchmark's own .md/.json beside them) and prints the tab
 
     python -m bench.suite [--entries 200000]
                           [--only ingest,lag,open,fill,langgraph,startup,concurrent,storm,
-                                  realwake,worktree,acp]
+                                  realwake,worktree,acp,runner]
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from pathlib import Path
 from bench import report
 
 PARTS = ("ingest", "lag", "open", "fill", "langgraph", "startup", "concurrent", "storm",
-         "realwake", "worktree", "acp")
+         "realwake", "worktree", "acp", "runner")
 DEFAULTS = {
     "ingest_rounds": 3,
     "ingest_count": 10_000,
@@ -75,6 +78,7 @@ DEFAULTS = {
     "realwake_rounds": 10,
     "worktree_rounds": 3,
     "acp_rounds": 20,
+    "runner_rounds": 7,
 }
 TIME_BUDGET_SECONDS = 600
 
@@ -236,6 +240,11 @@ def run_suite(only: tuple[str, ...] = PARTS, profile_misses: bool = True, **opti
         from bench.acp_latency import run_acp_latency
 
         step("acp", lambda: run_acp_latency(opts["acp_rounds"]))
+
+    if "runner" in only:
+        from bench.runner_install import run_runner_install_bench
+
+        step("runner", lambda: run_runner_install_bench(opts["runner_rounds"]))
 
     measured_seconds = time.perf_counter() - started
     profiles = {
@@ -521,6 +530,18 @@ def rows(results: dict, opts: dict) -> tuple[list[dict], list[dict]]:
                 f"{e['engine_ms']['p50']:.0f} ms)", f"{e['added_ms']['p50']:.1f}",
                 f"{r['target_ms']:.0f} (target)", e["ratio"], f"< {r['target_ms']:.0f} ms",
                 e["met"]))
+    if "runner" in results:
+        r = results["runner"]
+        for what, key in (("MB on disk", "bytes"), ("packages", "packages")):
+            scale = 1e6 if key == "bytes" else 1
+            figures.append(_figure(
+                "14 runner install", f"{what}: the runner's install vs everything",
+                f"{r['runner'][key] / scale:.0f}", f"{r['full'][key] / scale:.0f}",
+                r["runner"][key] / r["full"][key]))
+        figures.append(_figure(
+            "14 runner install", "wall time of seedline --help, s: the runner's vs everything",
+            cell(r["runner"]["help_seconds"], 3), cell(r["full"]["help_seconds"], 3),
+            r["runner"]["help_seconds"]["median"] / r["full"]["help_seconds"]["median"]))
     return out, figures
 
 

@@ -174,6 +174,10 @@ CREATE TABLE IF NOT EXISTS gateway_conversations (
 );
 -- 1.2: the last launch's outcome as the machine finally had it (added to older tables).
 ALTER TABLE gateway_conversations ADD COLUMN IF NOT EXISTS outcome text;
+-- 1.3: the engine's own id and where, so an engine_bound that `opened` already records is
+-- not recorded again.
+ALTER TABLE gateway_conversations ADD COLUMN IF NOT EXISTS resume_key text;
+ALTER TABLE gateway_conversations ADD COLUMN IF NOT EXISTS resume_node_id text;
 CREATE INDEX IF NOT EXISTS gateway_conversations_current
     ON gateway_conversations (instance_id, repo, created_seq) WHERE state IN ('live', 'opening');
 CREATE INDEX IF NOT EXISTS gateway_conversations_repo

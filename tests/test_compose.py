@@ -378,6 +378,29 @@ def _modules(pyproject: Path) -> set[str]:
     return {Path(p).name for p in hatch["packages"]}
 
 
+def MACHINE_PATH(src: Path, start: str = "seedline_cli.machine_cmd") -> set[str]:
+    """The seedline_cli modules `seedline runner` imports, at the top of a module or in a
+    function, from its command module on (and the root group's)."""
+    local = re.compile(
+        r"^\s*from\s+(\.[a-z_]*|seedline_cli\.[a-z_]+)\s+import\s+(\([^)]*\)|[A-Za-z_, ]+)",
+        re.MULTILINE)
+    seen: set[str] = set()
+    todo = [start, "seedline_cli.main", "seedline_cli.__main__"]
+    while todo:
+        dotted = todo.pop()
+        path = src.joinpath(*dotted.split(".")).with_suffix(".py")
+        if dotted in seen or not path.exists():
+            continue
+        seen.add(dotted)
+        for where, names in local.findall(path.read_text()):
+            base = "seedline_cli" + where if where.startswith(".") else where
+            base = base.rstrip(".")
+            todo.append(base)
+            todo += [f"{base}.{name.strip()}" for name in names.strip("()").split(",")
+                     if name.strip()]
+    return seen
+
+
 def test_every_workspace_module_an_image_imports_is_a_dependency_of_its_package():
     # `uv sync --package` installs a package and its declared dependencies only (the
     # development venv has every member), so an undeclared import fails only in an image.
@@ -402,15 +425,29 @@ def test_every_workspace_module_an_image_imports_is_a_dependency_of_its_package(
         return {value.split(":")[0] for value in points.values()}
 
     importing = re.compile(r"^\s*(?:from|import)\s+([a-z_][a-z0-9_]*)", re.MULTILINE)
+    top_level = re.compile(r"^(?:from|import)\s+([a-z_][a-z0-9_]*)", re.MULTILINE)
     for package in sorted({package for package, _, _ in built_processes().values()}):
         installed = closure(package, {package})
-        extras = (projects[package].get("optional-dependencies") or {}).get("cli") or []
+        optional = projects[package].get("optional-dependencies") or {}
+        extras = optional.get("cli") or []
         with_cli = closure(package, installed | {e.split(">")[0] for e in extras})
         commands = command_modules(package)
+        # seedline-cli alone is a runner machine's `seedline`: what `seedline runner`'s modules
+        # import at their top must be installed (tests/test_machine_join.py runs it so); its
+        # other commands, and what functions import when called, may need the `platform`
+        # extra.
+        machine = MACHINE_PATH if package == "seedline-cli" else None
+        with_platform = closure(package, installed | {
+            re.match(r"[A-Za-z0-9_.-]+", e).group(0) for e in optional.get("platform") or []})
         for source in sorted(paths[package].parent.glob("src/**/*.py")):
             dotted = ".".join(source.relative_to(paths[package].parent / "src").with_suffix("").parts)
             allowed = with_cli if dotted in commands else installed
-            for module in set(importing.findall(source.read_text())) & set(owner):
+            imports = importing
+            if machine is not None:
+                allowed = with_platform
+                if dotted in machine(paths[package].parent / "src"):
+                    allowed, imports = installed, top_level
+            for module in set(imports.findall(source.read_text())) & set(owner):
                 assert owner[module] in allowed, (
                     f"{source.relative_to(REPO)} imports {module}, but {package} does not "
                     f"depend on {owner[module]}: add it to {paths[package].relative_to(REPO)}"

@@ -142,6 +142,9 @@ async def _refused(*calls) -> None:
 def test_the_deploy_config_is_the_generated_one_and_nats_server_accepts_it():
     path = REPO_ROOT / "deploy" / "nats-secure.conf"
     assert path.read_text() == nats_auth.deploy_config()
+    users = path.parent / nats_auth.USERS_FILE
+    assert users.read_text() == nats_auth.users_file(
+        {n: nats_auth.password_variable(n) for n in nats_auth.EXAMPLE_NODES})
     passwords = {"SEEDLINE_NATS_ADMIN_PASSWORD": "a"}
     passwords.update({nats_auth.password_variable(n).name: n for n in nats_auth.EXAMPLE_NODES})
     passwords.update({nats_auth.service_password_variable(s).name: s for s in SERVICES})
@@ -153,7 +156,7 @@ def test_the_deploy_config_is_the_generated_one_and_nats_server_accepts_it():
     missing = subprocess.run([nats_server_binary(), "-t", "-c", str(path)], env=base,
                              capture_output=True, text=True, timeout=30)
     assert missing.returncode != 0 and "SEEDLINE_NATS_" in missing.stdout + missing.stderr
-    assert "SEEDLINE_NATS_TIMELINE_WRITER_PASSWORD" in path.read_text()
+    assert "SEEDLINE_NATS_TIMELINE_WRITER_PASSWORD" in users.read_text()
 
 
 def test_a_runners_permissions_name_only_its_own_escaped_subjects():

@@ -17,7 +17,7 @@ from seedline_cli.main import COMMANDS, app
 
 # Each is another package's command (its `seedline.commands` entry point).
 PLUGINS = {"up": "seedline_supervisor", "docs": "seedline_devtools", "eval": "seedline_seed_composer",
-           "mcp": "seedline_web", "tokens": "seedline_web"}
+           "mcp": "seedline_web", "tokens": "seedline_web", "machines": "seedline_devtools"}
 
 PROBE = """
 import json, sys

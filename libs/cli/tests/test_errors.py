@@ -177,17 +177,14 @@ def test_runner_with_a_permission_setting_an_engine_does_not_know_is_a_usage_err
 
 def test_runner_gives_each_engine_its_permission_settings_defaults_included(
         seedline, tmp_path, monkeypatch):
-    from seedline_cli import runner_cmd
+    from seedline_cli import machine_link, runner_cmd
 
     given: dict = {}
-
-    async def answers(settings) -> None:
-        return None
 
     def run_runner(*args, **options):
         given.update(options)
 
-    monkeypatch.setattr(runner_cmd, "nats_answers", answers)
+    monkeypatch.setattr(machine_link.Link, "check", lambda self: None)
     monkeypatch.setattr(runner_cmd, "_run_runner_function", lambda: run_runner)
     env = {"SEEDLINE_HOME": str(tmp_path)}
     assert seedline("runner", "--node-id", "mac-mini-1", "--engine", "claude",

@@ -16,9 +16,12 @@ from seedline_core.notices import (
     FORBIDDEN_PATTERNS,
     Notice,
     error_message,
+    machine_removed_text,
     offline_text,
     open_notice,
     runner_offline_notice_text,
+    runner_too_old_text,
+    wake_refused_text,
     stopped_idle_text,
     wording_violations,
 )
@@ -199,6 +202,9 @@ def test_no_error_or_notification_uses_forbidden_wording(
         offline_text(label, node_id),
         stopped_idle_text(idle, label),
         runner_offline_notice_text(label, node_id),
+        machine_removed_text(label, node_id),
+        runner_too_old_text(label, node_id, None, "0.2.0", "the working tree"),
+        wake_refused_text(runner_too_old_text(label, node_id, "0.1.0", "0.2.0", "the tree")),
     ]
     texts += [
         error_message(code, label=label, node_id=node_id, field=field, reason="engine busy")
@@ -233,6 +239,22 @@ def test_runner_offline_notification_says_what_the_next_message_does() -> None:
     text = runner_offline_notice_text("Mac mini", "mac-mini-1")
     assert text.startswith("Your Mac mini is offline.")
     assert "next message" in text and "brief" in text
+
+
+def test_a_machine_too_old_is_named_with_the_release_to_install() -> None:
+    text = runner_too_old_text("Laptop", "laptop-2", "0.1.0", "0.2.0",
+                               "the working tree this conversation brings")
+    assert text == (
+        "Your Laptop runs Seedline's runner 0.1.0, which cannot take the working tree this "
+        "conversation brings, so nothing was started on it; install Seedline's runner 0.2.0 "
+        "or later on laptop-2 and try again.")
+    assert "too old to say its version" in runner_too_old_text(None, "b", None, "0.2.0", "x")
+
+
+def test_a_removed_machine_says_what_stopped_and_how_to_go_on() -> None:
+    text = machine_removed_text("Laptop", "laptop-2")
+    assert text.startswith("Your Laptop was removed from Seedline by an operator")
+    assert "stopped" in text and "another machine" in text and "brief" in text
 
 
 def test_stopped_idle_says_what_happened_and_what_comes_next() -> None:

@@ -6,6 +6,7 @@ import asyncio
 import hashlib
 import json
 import re
+from importlib import metadata
 from typing import Any
 
 import pytest
@@ -161,12 +162,13 @@ async def test_presence_is_put_under_the_node_key_with_its_engines(js, start_run
         node_id=NODE,
         label="Your Mac mini",
         engines=["scripted", "openai"],
-        protocol=2,
+        protocol=3,
         seed_capable=True,
         stateless_engines=["openai"],
         live=[],
         instances=[],
         containment="process-group",
+        version=metadata.version("seedline-runner"),
     )
     assert runner.containment.name == "process-group"
     config = status.stream_info.config
@@ -683,7 +685,7 @@ async def test_presence_lists_a_conversation_from_its_launch_until_its_stop(
 
     assert runner.live_conversations == []
     assert [p.live for p in listed][-1] == ["csess_1"]
-    assert seen[-1].live == [] and seen[-1].protocol == 2
+    assert seen[-1].live == [] and seen[-1].protocol == 3
 
 
 async def test_a_machine_for_some_instances_says_so_and_refuses_the_others(

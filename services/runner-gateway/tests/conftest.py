@@ -11,6 +11,7 @@ import pytest
 from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.events import LaunchPlan, Opened, OpenRequested, SeedComposed
+from seedline_contracts.worktrees import SavedWork
 from seedline_contracts.runner import RunnerPresence
 from seedline_contracts.sessions import BriefStats, Continuity
 from seedline_devtools.fakes import FakeMsg
@@ -41,9 +42,9 @@ class FakePresence:
     stored: dict[str, int] = field(default_factory=dict)
 
     def put(self, node_id: str, label: str, live: list[str] | None, revision: int,
-            instances: list[str] | None = None) -> Sighting:
+            instances: list[str] | None = None, **said) -> Sighting:
         presence = RunnerPresence(node_id=node_id, label=label, engines=["scripted"],
-                                  live=live, instances=instances or [])
+                                  live=live, instances=instances or [], **said)
         sighting = Sighting(presence, revision, 0.0)
         self.machines[node_id] = sighting
         return sighting
@@ -96,9 +97,11 @@ class Gateway:
             [(decode(msg.data, TimelineEntry), msg)], msg.metadata.sequence.stream))
 
     def online(self, node_id: str, label: str = "Mac mini", live=None, revision: int = 1,
-               instances=None) -> None:
+               instances=None, **said) -> None:
+        """`said`: what else its presence says (protocol, version)."""
         self.machines.online.add(node_id)
-        self.presence.put(node_id, label, live if live is not None else [], revision, instances)
+        self.presence.put(node_id, label, live if live is not None else [], revision, instances,
+                          **said)
         self.state.labels[node_id] = label
 
     async def fold(self, upto: int | None = None) -> None:
@@ -151,12 +154,13 @@ class Gateway:
 def composed(session_id: str, node_id: str = "mac", *, text: str | None = "the brief",
              relocation: bool = False, relocation_from: str | None = None,
              instance_id: str = INSTANCE, wake_seq: int | None = None,
-             decided_seq: int | None = None) -> SeedComposed:
+             decided_seq: int | None = None, carry: SavedWork | None = None) -> SeedComposed:
     plan = LaunchPlan(
         instance_id=instance_id, repo=REPO, engine="scripted", node_id=node_id,
         continuity=Continuity("fresh", None, "no_previous", "there is no earlier conversation"),
         resume_key=None, instruction="Add castling", clean_slate=False,
         relocation=relocation, relocation_from=relocation_from, wake_seq=wake_seq,
+        carry=carry,
     )
     brief = BriefStats(rows=3, chars=40, omitted_rows=0, until_seq=3, sha256="ab" * 32) if text \
         else None

@@ -25,7 +25,18 @@ FIRST = "up"
 # The commands other packages add (their `seedline.commands` entry points), named here only
 # to say which package to install when one is missing.
 ELSEWHERE = {"up": "seedline-supervisor", "tokens": "seedline-web", "mcp": "seedline-web",
-             "eval": "seed-composer", "docs": "seedline-devtools"}
+             "eval": "seed-composer", "docs": "seedline-devtools",
+             "machines": "seedline-devtools"}
+# A runner machine's install (seedline-cli without its `platform` extra) has these commands;
+# the others read or drive the platform and need its packages.
+MACHINE_COMMANDS = ("runner",)
+PLATFORM_PACKAGES = ("seedline_platform", "seedline_core", "seedline_client")
+
+
+def platform_installed() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("seedline_platform") is not None
 
 
 def not_utf8(args: Sequence[str]) -> UsageProblem | None:
@@ -93,13 +104,24 @@ class SeedlineGroup(TyperGroup):
     def list_commands(self, ctx: Context) -> list[str]:
         # `up` first, where a person starts (the README's first command), when it is here.
         names = list(self.commands)
+        if not platform_installed():
+            names = [name for name in names if name in MACHINE_COMMANDS]
         return sorted(names, key=lambda name: name != FIRST)
 
     def get_command(self, ctx: Context, name: str) -> Command | None:
         spec = self._by_name.get(name)
         if self._listing and spec is not None and not self.commands.is_loaded(name):
             return spec.placeholder()
-        command = self.commands.get(name)
+        try:
+            command = self.commands.get(name)
+        except ModuleNotFoundError as exc:
+            if (exc.name or "").split(".")[0] not in PLATFORM_PACKAGES:
+                raise
+            raise UsageError(
+                f"`seedline {name}` reads or drives the platform, and this is a runner "
+                "machine's install, without the platform's packages. Run it where the "
+                "platform is installed, or add them here: uv tool install "
+                "'seedline-cli[platform]'.", ctx) from None
         if command is None and name in ELSEWHERE:
             package = ELSEWHERE[name]
             raise UsageError(

@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import TYPE_CHECKING
 
 import typer
 
 from seedline_contracts.tokens import name_problem
-from seedline_platform.settings import Settings, SettingsError
 
 from .errors import UsageProblem
 
+if TYPE_CHECKING:
+    from seedline_platform.settings import Settings
+
 
 def load_settings(ctx: typer.Context | None = None) -> Settings:
+    # Imported here: a runner machine's install has no platform, and `seedline runner`
+    # imports this module for check_name.
+    from seedline_platform.settings import Settings, SettingsError
+
     try:
         settings = Settings.from_env()
     except SettingsError as exc:

@@ -37,7 +37,7 @@ COMMANDS = (
     C("worktree", "worktree_cmd", "worktree",
       "What was saved of a conversation's checkout as it stopped, and applying it by hand."),
     C("stop", "stop_cmd", "stop", "Stop a live conversation: its machine ends the engine."),
-    C("runner", "runner_cmd", "runner", "Run this machine as a runner that hosts engines."),
+    C("runner", "machine_cmd", "runner", "Run this machine as a runner that hosts engines."),
     C("runners", "runners_cmd", "runners",
       "List the runner machines online now: label, engines and last heartbeat."),
     C("status", "status_cmd", "status",

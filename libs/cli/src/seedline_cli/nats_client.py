@@ -36,12 +36,19 @@ async def connected(settings: Settings, name: str = "seedline-cli",
                     reconnect: bool = False) -> AsyncIterator[Client]:
     """``reconnect``: a long command (publish --file) rides out a server restart, reconnecting
     until the command itself gives up; others fail at once when the server goes."""
+    from seedline_platform.settings import SettingsError
+
+    try:
+        tls = settings.nats_tls()  # SEEDLINE_NATS_CA_FILE, for a server behind TLS
+    except SettingsError as exc:
+        raise UsageProblem(str(exc)) from None
     try:
         # max_reconnect_attempts=0 would retry for ever inside nats-py; 1 gives each
         # server two tries and then gives up.
         nc = await asyncio.wait_for(
             nats.connect(
                 servers=settings.nats_servers,
+                tls=tls,
                 name=name,
                 connect_timeout=2,
                 allow_reconnect=reconnect,

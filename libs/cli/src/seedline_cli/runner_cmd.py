@@ -1,4 +1,5 @@
-"""`seedline runner`: run this machine as a runner (presence, launches, turns)."""
+"""`seedline runner`: run this machine as a runner (presence, launches, turns); as the
+machine it joined as (machine_link.py) unless told another node id."""
 
 from __future__ import annotations
 
@@ -11,10 +12,10 @@ from typing import Optional
 import typer
 from rich.markup import escape
 
-from .config import check_name, load_settings
+from .config import check_name
 from .console import err
 from .errors import OperationFailed, UsageProblem, reports_errors
-from .preflight import nats_answers
+from .machine_link import Refused, link
 
 
 def _run_runner_function():
@@ -31,14 +32,17 @@ def _run_runner_function():
 @reports_errors
 def runner(
     ctx: typer.Context,
-    node_id: str = typer.Option(..., "--node-id", help="This machine's id, e.g. mac-mini-1."),
+    node_id: Optional[str] = typer.Option(
+        None, "--node-id",
+        help="This machine's id, e.g. mac-mini-1 (default: the one it joined as)."),
     label: Optional[str] = typer.Option(
         None, "--label", help='The name people see, e.g. "Your Mac mini".'
     ),
     engine: list[str] = typer.Option(
-        ["scripted"],
+        [],
         "--engine",
-        help="Engine to offer (scripted, claude, codex, openai, acp:NAME); repeat for more.",
+        help="Engine to offer (scripted, claude, codex, openai, acp:NAME); repeat for more "
+        "(default: the joined configuration's, else scripted).",
     ),
     instances: Optional[str] = typer.Option(
         None,
@@ -113,9 +117,18 @@ def runner(
     stops until Ctrl-C or SIGTERM. With --repos-dir or --repos-map each conversation
     runs in its repo's checkout, and a repo this machine does not have is refused.
     """
+    from seedline_runner.cli import CredentialsRefused
     from seedline_runner.worktree.snapshot import Limits
 
-    check_name("--node-id", node_id, "mac-mini-1")
+    if node_id is not None:
+        check_name("--node-id", node_id, "mac-mini-1")
+    connection = link(ctx, node_id)
+    node_id = connection.node_id
+    engine = engine or connection.engines or ["scripted"]
+    if connection.joined is not None:
+        label = label or connection.joined.label
+        if repos_dir is None and connection.joined.repos_dir:
+            repos_dir = Path(connection.joined.repos_dir)
     if not all(name.strip() for name in engine):
         raise UsageProblem("--engine must not be empty; for example --engine scripted.")
     served = _instances(instances)
@@ -124,8 +137,7 @@ def runner(
     permissions = _permissions(claude_permission_mode, claude_allowed_tools, codex_sandbox,
                                codex_approval)
     run_runner = _run_runner_function()
-    settings = load_settings(ctx)
-    asyncio.run(nats_answers(settings))
+    connection.check()
     label = label or node_id
     where = ""
     if checkouts.repos_dir is not None:
@@ -138,7 +150,7 @@ def runner(
     )
     try:
         result = run_runner(
-            settings.nats_url,
+            connection.servers,
             node_id,
             label,
             list(engine),
@@ -149,6 +161,8 @@ def runner(
             codex_executable=codex_bin,
             codex_args=tuple(codex_arg),
             worktree_limits=Limits(worktree_max_mb * 1024 * 1024, worktree_max_files),
+            tls=connection.tls, user=connection.user, password=connection.password,
+            state_dir=connection.state_dir,
             **permissions,
             **acp_options,
         )
@@ -156,6 +170,11 @@ def runner(
             asyncio.run(_until_signalled(result))
     except KeyboardInterrupt:
         pass
+    except CredentialsRefused:
+        raise Refused(
+            f"NATS refused this machine's credentials while it ran, so the runner {node_id} "
+            "stopped: an operator removed it (`seedline machines remove`) or gave it a new "
+            "line; join again with a new line to bring it back.") from None
     except ValueError as exc:
         # The runner checks its engines before it connects: an unknown name, a missing setting.
         raise UsageProblem(str(exc)) from None

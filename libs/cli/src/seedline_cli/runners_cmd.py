@@ -76,6 +76,8 @@ def _row(key: str, value: bytes, created: datetime | None) -> dict:
         "live": [str(s) for s in body.get("live") or []] if "live" in body else None,
         "instances": [str(i) for i in body.get("instances") or []],
         "protocol": body.get("protocol"),
+        # The runner's release (protocol 3): what a machine too old for a launch must update.
+        "version": str(body["version"]) if body.get("version") else None,
         "seed_capable": body.get("seed_capable"),
         "heartbeat_at": format_utc(created) if created else None,
         "heartbeat_age_seconds": round((now - created).total_seconds(), 1) if created else None,

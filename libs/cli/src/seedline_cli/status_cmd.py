@@ -157,6 +157,7 @@ def _render_machines(machines: list[dict]) -> None:
     table = Table(title=f"{len(machines)} machine(s) online", title_justify="left")
     add_id_column(table, "machine", [m["node_id"] for m in machines])
     add_text_column(table, "label")
+    add_text_column(table, "version")
     add_text_column(table, "engines")
     add_id_column(table, "hosts", [i for m in machines for i in m.get("live") or []])
     add_text_column(table, "last heartbeat")
@@ -164,6 +165,7 @@ def _render_machines(machines: list[dict]) -> None:
         age = m.get("heartbeat_age_seconds")
         hosted = escape(", ".join(m["live"])) if m.get("live") else hosts_text(m)
         table.add_row(escape(m["node_id"]), escape(m["label"]),
+                      escape(m.get("version") or "-"),
                       escape(", ".join(m["engines"]) or "-"), hosted,
                       "-" if age is None else f"{age_text(age)} ago")
     print_table(table)

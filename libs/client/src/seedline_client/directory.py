@@ -5,6 +5,7 @@ Seedline is not running. GENERATED from the routing tables by `make schema`
 ANSWERED_BY: dict[str, str] = {
     'seedline.api.briefs.get': 'seed-composer',
     'seedline.api.instances.forget': 'timeline-writer',
+    'seedline.api.machines.remove': 'runner-gateway',
     'seedline.api.sessions.list': 'runner-gateway',
     'seedline.api.sessions.open': 'continuity-resolver',
     'seedline.api.sessions.relocate': 'continuity-resolver',

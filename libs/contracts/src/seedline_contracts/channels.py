@@ -21,6 +21,7 @@ from .channel import union_members
 # The APIs and machine calls are declared beside their types; re-exported so a reader of
 # the catalogue finds every channel by one name.
 from .instances import INSTANCES_FORGET as INSTANCES_FORGET
+from .runner import MACHINES_REMOVE as MACHINES_REMOVE
 from .runner import PRESENCE as PRESENCE
 from .runner import RUNNER_EVENTS as RUNNER_EVENTS
 from .runner import RUNNER_LAUNCH as RUNNER_LAUNCH

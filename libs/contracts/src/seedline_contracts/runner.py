@@ -7,13 +7,19 @@ from typing import Literal
 import msgspec
 
 from . import subjects
-from .channel import Channel, MachineCall
+from .channel import Api, Channel, MachineCall
 
 from .worktrees import AppliedTree, Carry, SavedTree, SealKey
 
 # Protocol 2 (CONTRACT.md 6): presence carries `live`, the conversations the
 # machine hosts now; a protocol-1 presence has none and is never reconciled.
-PROTOCOL_VERSION = 2
+# Protocol 3: the machine takes a launch's `carry` (1.3), and its presence says which
+# release of the runner it runs (`version`).
+PROTOCOL_VERSION = 3
+CARRY_PROTOCOL = 3
+# The first release of the runner (the seedline-runner distribution) that speaks each
+# protocol: what a launch refused for an older machine names to install.
+FIRST_RELEASE = {1: "0.1.0", 2: "0.1.0", 3: "0.2.0"}
 
 
 class RunnerPresence(msgspec.Struct):
@@ -30,6 +36,9 @@ class RunnerPresence(msgspec.Struct):
     # How the machine holds its engines' processes ("cgroup", "subreaper",
     # "process-group"); None from a runner that does not say.
     containment: str | None = None
+    # The release of the runner software the machine runs (e.g. "0.2.0"); None from a
+    # runner older than protocol 3.
+    version: str | None = None
 
 
 class ResumeExpect(msgspec.Struct):
@@ -73,6 +82,11 @@ class LaunchRequest(msgspec.Struct):
     carry: Carry | None = None
     # Seals what this machine saves of the conversation when it stops.
     seal: SealKey | None = None
+
+
+def protocol_needed(request: LaunchRequest) -> int:
+    """The oldest runner protocol that can carry out this launch as it is asked."""
+    return CARRY_PROTOCOL if request.carry is not None else 1
 
 
 class LaunchReply(msgspec.Struct):
@@ -129,6 +143,21 @@ class RunnerEvent(msgspec.Struct):
     worktree: SavedTree | None = None
 
 
+class MachineRemoveRequest(msgspec.Struct, forbid_unknown_fields=False):
+    """seedline.api.machines.remove: an operator takes a machine away; only an operator's
+    NATS user may send it."""
+
+    node_id: str
+    # Who asked, as the operator's tool names them (the CLI sends the login name).
+    by: str | None = None
+
+
+class MachineRemoveReply(msgspec.Struct):
+    # The conversations that were live on the machine and are now stopped.
+    stopped: list[str]
+    ok: bool = True
+
+
 # -- its channels (seedline_contracts.channels gathers them) ----------------------
 
 RUNNER_LAUNCH = MachineCall(
@@ -153,3 +182,8 @@ PRESENCE = Channel(
     f"KV bucket {subjects.RUNNERS_BUCKET} (TTL {subjects.RUNNERS_TTL_SECONDS} s): a machine "
     f"puts its presence at least every {subjects.PRESENCE_INTERVAL_SECONDS} s; a missing key "
     "means offline (6).")
+
+MACHINES_REMOVE = Api(
+    "machinesRemove", subjects.API_MACHINES_REMOVE, (MachineRemoveRequest,),
+    "An operator removes a machine: its live conversations are stopped and their people "
+    "told; operators only.", reply=MachineRemoveReply, title="remove machine")

@@ -191,6 +191,25 @@ class RunnerRestartedNotification(msgspec.Struct, tag_field="kind", tag="runner_
     at: str
 
 
+class MachineRemovedNotification(msgspec.Struct, tag_field="kind", tag="machine_removed"):
+    """An operator removed the machine a conversation was live on: it was stopped."""
+
+    session_id: str
+    node_id: str
+    text: str
+    at: str
+
+
+class LaunchRefusedNotification(msgspec.Struct, tag_field="kind", tag="launch_refused"):
+    """A person's message could not wake its conversation: the platform or the machine
+    refused the launch (a machine too old for what it needs, say)."""
+
+    session_id: str
+    node_id: str
+    text: str
+    at: str
+
+
 class NotWokenNotification(msgspec.Struct, tag_field="kind", tag="not_woken"):
     repo: str
     text: str
@@ -211,6 +230,8 @@ Notification = (
     | RunnerOfflineNotification
     | RunnerRestartedNotification
     | NotWokenNotification
+    | MachineRemovedNotification
+    | LaunchRefusedNotification
 )
 
 

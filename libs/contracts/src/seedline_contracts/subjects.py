@@ -39,6 +39,8 @@ API_SESSIONS_LIST = "seedline.api.sessions.list"
 API_BRIEFS_GET = "seedline.api.briefs.get"
 # Forget an instance: only an operator's NATS user may ask (CONTRACT.md Erasure).
 API_INSTANCES_FORGET = "seedline.api.instances.forget"
+# Stop what a machine an operator removes is running: only an operator's NATS user may ask.
+API_MACHINES_REMOVE = "seedline.api.machines.remove"
 
 RUNNERS_BUCKET = "seedline_runners"
 # What machines save of a conversation that stops: its working tree and its engine's

@@ -26,6 +26,9 @@ __all__ = [
     "error_message",
     "offline_text",
     "launch_refused_for_instance",
+    "machine_removed_text",
+    "runner_too_old_text",
+    "wake_refused_text",
     "not_woken_text",
     "wake_offline_text",
     "open_notice",
@@ -314,6 +317,33 @@ def launch_refused_for_instance(label: str | None, node_id: str) -> str:
     return (
         f"{_sentence_start(_machine(label, node_id))} does not serve this instance; choose a "
         "machine that does, or add the instance to its list"
+    )
+
+
+def runner_too_old_text(label: str | None, node_id: str, version: str | None,
+                        release: str, what: str) -> str:
+    """A launch needs more than the machine's runner speaks (CONTRACT.md 6, protocol):
+    `release` is the first release of the runner that can do `what`."""
+    runs = (f"runs Seedline's runner {version}" if version
+            else "runs a Seedline runner too old to say its version")
+    return (
+        f"{_sentence_start(_machine(label, node_id))} {runs}, which cannot take {what}, so "
+        f"nothing was started on it; install Seedline's runner {release} or later on "
+        f"{node_id} and try again."
+    )
+
+
+def wake_refused_text(refused: str) -> str:
+    """A person's message could not wake its conversation: `refused` says why."""
+    return f"{refused} Your message is kept in the timeline, but nothing was started for it."
+
+
+def machine_removed_text(label: str | None, node_id: str) -> str:
+    """An operator took the machine a conversation was running on out of Seedline."""
+    return (
+        f"{_sentence_start(_machine(label, node_id))} was removed from Seedline by an "
+        "operator, so the conversation running on it was stopped. Open it on another "
+        "machine to go on: the engine there starts with a brief of what happened so far."
     )
 
 

@@ -32,6 +32,8 @@ def generated_sources() -> dict[str, str]:
     """Path from the repository's root -> exact text."""
     return {
         "deploy/nats-secure.conf": nats_auth.deploy_config(),
+        "deploy/nats-users.conf": nats_auth.users_file(
+            {node: nats_auth.password_variable(node) for node in nats_auth.EXAMPLE_NODES}),
         "deploy/nats-tls.conf": nats_auth.tls_deploy_config(),
         "deploy/postgres-roles.sql": pg_roles.roles_sql(),
         DIRECTORY: directory_module(),

@@ -23,8 +23,9 @@ deleting or purging streams and messages (the timeline is the source of truth; a
 operator uses the admin user for that).
 
 ``authorization_block`` renders the ``authorization { ... }`` part of a nats-server
-config; ``deploy_config`` renders deploy/nats-secure.conf, whose passwords are
-environment-variable references resolved by nats-server at start.
+config; ``deploy_config`` renders deploy/nats-secure.conf, which includes the users from
+deploy/nats-users.conf (``users_file``), whose passwords are environment-variable references
+resolved by nats-server at start, or bcrypt hashes for the machines.
 """
 
 from __future__ import annotations
@@ -48,8 +49,7 @@ ADMIN_USER = "seedline-admin"
 KV_STREAM = "KV_" + subjects.RUNNERS_BUCKET
 KV_SUBJECT_PREFIX = f"$KV.{subjects.RUNNERS_BUCKET}."
 
-# Example machines in deploy/nats-secure.conf; add one block per real machine
-# (runner_user renders it), then reload the server (nats-server --signal reload).
+# Example machines in deploy/nats-users.conf; `seedline machines add` writes real ones.
 EXAMPLE_NODES = ("mac-mini-1", "linux-box-1")
 
 
@@ -195,8 +195,10 @@ def service_permissions(service: str) -> Permissions:
     return Permissions(
         publish_allow=(*publishes, *jetstream),
         subscribe_allow=(*subscribes, inbox, "$SRV.>"),
-        # Forgetting an instance is the operator's request alone, whatever else may be asked.
-        publish_deny=(*jetstream_denied(service, publishes), subjects.API_INSTANCES_FORGET),
+        # Forgetting an instance and removing a machine are the operator's requests alone,
+        # whatever else may be asked.
+        publish_deny=(*jetstream_denied(service, publishes), subjects.API_INSTANCES_FORGET,
+                      subjects.API_MACHINES_REMOVE),
         # Answers to its requests, to $SRV discovery and to callers with any inbox.
         allow_responses=True,
     )
@@ -248,6 +250,24 @@ def service_user(service: str, password: Secret) -> User:
     return User(service_user_name(service), password, service_permissions(service))
 
 
+def users_block(
+    services: Mapping[str, Secret],
+    runners: Mapping[str, Secret],
+    admin_password: Secret | None = None,
+) -> str:
+    """The ``users: [...]`` of an ``authorization`` block.
+
+    ``services`` maps service names to passwords, ``runners`` node ids to passwords (or
+    their bcrypt hashes, which nats-server takes for a password).
+    """
+    users = [service_user(service, password) for service, password in services.items()]
+    users += [runner_user(node, password) for node, password in runners.items()]
+    if admin_password is not None:
+        users.append(User(ADMIN_USER, admin_password))
+    body = "\n".join(render_user(u) for u in users)
+    return f"users: [\n{body}\n]"
+
+
 def authorization_block(
     services: Mapping[str, Secret],
     runners: Mapping[str, Secret],
@@ -255,16 +275,30 @@ def authorization_block(
 ) -> str:
     """The ``authorization { users = [...] }`` part of a nats-server config.
 
-    ``services`` maps service names to passwords, ``runners`` node ids to passwords.
     There is no ``no_auth_user``: a connection without a known user and password is
     refused.
     """
-    users = [service_user(service, password) for service, password in services.items()]
-    users += [runner_user(node, password) for node, password in runners.items()]
-    if admin_password is not None:
-        users.append(User(ADMIN_USER, admin_password))
-    body = "\n".join(render_user(u) for u in users)
-    return f"authorization {{\n  users: [\n{body}\n  ]\n}}"
+    inner = users_block(services, runners, admin_password).replace("\n", "\n  ")
+    return f"authorization {{\n  {inner}\n}}"
+
+
+USERS_FILE = "nats-users.conf"
+
+
+def users_file(runners: Mapping[str, Secret]) -> str:
+    """The users nats-server knows, in a file of their own that deploy/nats-secure.conf
+    includes: a user per service and the admin (passwords from the environment) and one per
+    runner machine. `seedline machines add` and `remove` write it anew and make the server
+    reload it (seedline_devtools.machines)."""
+    header = (
+        "# The NATS users of Seedline, included by nats-secure.conf. GENERATED: the services'\n"
+        "# from the routing tables (`make schema`), the machines' by `seedline machines add`\n"
+        "# and `remove`, which write this file anew and reload nats-server.\n"
+    )
+    block = users_block(
+        {service: service_password_variable(service) for service in services()},
+        runners, admin_password=Env("SEEDLINE_NATS_ADMIN_PASSWORD"))
+    return header + block + "\n"
 
 
 def _variable(kind: str, name: str) -> Env:
@@ -281,14 +315,15 @@ def service_password_variable(service: str) -> Env:
     return _variable("", service.removeprefix("seedline-"))
 
 
-def deploy_config(nodes: tuple[str, ...] = EXAMPLE_NODES) -> str:
+def deploy_config() -> str:
     """deploy/nats-secure.conf: the durable server of DESIGN.md rule 5, with users."""
     header = (
         "# Seedline nats-server with a user per party. GENERATED from the routing tables by\n"
         "# `make schema` (seedline_devtools.generated); edit the tables or nats_auth.py instead.\n"
-        "# Passwords come from the environment when the server starts: one\n"
-        "#   SEEDLINE_NATS_<SERVICE>_PASSWORD per service, SEEDLINE_NATS_ADMIN_PASSWORD and one\n"
-        "#   SEEDLINE_NATS_RUNNER_<NODE>_PASSWORD per runner machine below.\n"
+        f"# The users are in {USERS_FILE} beside this file, which `seedline machines add` and\n"
+        "# `remove` write anew (then signal a reload: no restart). Passwords come from the\n"
+        "# environment when the server starts: one SEEDLINE_NATS_<SERVICE>_PASSWORD per\n"
+        "# service and SEEDLINE_NATS_ADMIN_PASSWORD; a machine's is stored as a bcrypt hash.\n"
         "# A service connects as nats://seedline-<service>:<password>@host:4222 (it uses the\n"
         "# inbox prefix _INBOX_<service> itself); a runner as runner-<node> with inbox_prefix\n"
         "# _INBOX_<node> (see RELIABILITY.md, Security).\n"
@@ -298,14 +333,10 @@ def deploy_config(nodes: tuple[str, ...] = EXAMPLE_NODES) -> str:
         "listen: 0.0.0.0:4222\n"
         "http: 0.0.0.0:8222\n"
         "max_payload: 4MB\n"
+        'pid_file: "/data/nats-server.pid"\n'
         'jetstream {\n  store_dir: "/data"\n  sync_interval: always\n}\n'
     )
-    auth = authorization_block(
-        {service: service_password_variable(service) for service in services()},
-        {node: password_variable(node) for node in nodes},
-        admin_password=Env("SEEDLINE_NATS_ADMIN_PASSWORD"),
-    )
-    return header + base + auth + "\n"
+    return header + base + f'authorization {{\n  include "{USERS_FILE}"\n}}\n'
 
 
 TLS_BLOCK = """tls {
@@ -316,7 +347,7 @@ TLS_BLOCK = """tls {
 """
 
 
-def tls_deploy_config(nodes: tuple[str, ...] = EXAMPLE_NODES) -> str:
+def tls_deploy_config() -> str:
     """deploy/nats-tls.conf: deploy/nats-secure.conf with every client connection on TLS."""
     note = (
         "# The same server with TLS on every client connection. GENERATED by `make schema`\n"
@@ -325,5 +356,5 @@ def tls_deploy_config(nodes: tuple[str, ...] = EXAMPLE_NODES) -> str:
         "# (PEM). Clients connect to tls://host:4222; services trust the CA in\n"
         "# SEEDLINE_NATS_CA_FILE.\n"
     )
-    return note + deploy_config(nodes) + TLS_BLOCK
+    return note + deploy_config() + TLS_BLOCK
 

@@ -1,6 +1,6 @@
 """Seedline runner SDK: presence, launches, turns, engine adapters, conversation store."""
 
-from .cli import run_runner
+from .cli import CredentialsRefused, run_runner
 from .checkouts import Checkouts
 from .engines import (
     ClaudeEngine,
@@ -21,6 +21,7 @@ __all__ = [
     "ClaudeEngine",
     "CodexEngine",
     "Conversation",
+    "CredentialsRefused",
     "ConversationStore",
     "Engine",
     "EngineError",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import ssl
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -27,8 +28,13 @@ CLOSE_SECONDS = 0.5
 _ENGINE_OPTION_NAMES = frozenset(f.name for f in fields(EngineOptions))
 
 
+class CredentialsRefused(Exception):
+    """NATS refused the machine's credentials while it ran: it was removed, or its line
+    replaced. The runner stopped; trying again would be refused again."""
+
+
 async def run_runner(
-    nats_url: str,
+    nats_url: str | Sequence[str],
     node_id: str,
     label: str,
     engine_names: Sequence[str],
@@ -39,6 +45,9 @@ async def run_runner(
     checkouts: Checkouts = Checkouts(),
     state_dir: Path | None = None,
     worktree_limits: Limits = Limits(),
+    tls: ssl.SSLContext | None = None,
+    user: str | None = None,
+    password: str | None = None,
     **engine_options: Any,
 ) -> None:
     """Serve ``node_id`` until cancelled (or SIGTERM/SIGINT), then stop cleanly.
@@ -49,6 +58,9 @@ async def run_runner(
     ``state_dir``: what a run started again must know, such as the step each engine
     was on (default: ``runners/<node>`` under SEEDLINE_HOME, ``./.seedline``).
     ``worktree_limits``: the most a conversation's saved checkout may hold (CONTRACT.md 6).
+    ``tls``, ``user``, ``password``: how a machine that joined a platform connects (its CA,
+    its own NATS user); credentials may ride in the URL instead. Raises CredentialsRefused
+    when NATS refuses them while it runs.
     ``engine_options`` are the fields of ``EngineOptions`` (``scripted_resumable``,
     ``claude_executable``, ``claude_workdir``, ``claude_args``, ``codex_executable``,
     ``codex_args``, ``openai_base_url``, ``openai_model``, ``openai_api_key_env``,
@@ -61,14 +73,15 @@ async def run_runner(
         raise ValueError("A runner needs at least one engine.")
     engines = build_engines(engine_names, EngineOptions(**engine_options))
     tracing = configure_tracing(node_id)
-    # Credentials ride in the URL (nats://user:password@host:4222); the inbox
-    # prefix is the one a least-privilege runner user may subscribe to.
+    refused = asyncio.Event()
+    # The inbox prefix is the one a least-privilege runner user may subscribe to.
     nc = await nats.connect(
-        nats_url,
+        servers=[nats_url] if isinstance(nats_url, str) else list(nats_url),
         name=f"seedline-runner:{node_id}",
         inbox_prefix=runner_inbox_prefix(node_id).encode(),
         max_reconnect_attempts=-1,
-        **connection_callbacks(node_id),
+        tls=tls, user=user, password=password,
+        **connection_callbacks(node_id, on_refused=refused.set),
     )
     try:
         runner = Runner(
@@ -82,7 +95,7 @@ async def run_runner(
             state_dir=state_dir or default_state_dir(node_id),
             worktree_limits=worktree_limits,
         )
-        await _serve_until_stopped(runner, stop_signals)
+        await _serve_until_stopped(runner, stop_signals, refused)
     finally:
         for engine in engines.values():
             close = getattr(engine, "aclose", None)
@@ -116,9 +129,16 @@ async def _let_go(nc) -> None:
             pass
 
 
-async def _serve_until_stopped(runner: Runner, stop_signals: bool) -> None:
+async def _serve_until_stopped(runner: Runner, stop_signals: bool,
+                               refused: asyncio.Event) -> None:
     serving = asyncio.create_task(runner.run(), name="runner")
     signalled = asyncio.Event()
+
+    async def stop_when_refused() -> None:
+        await refused.wait()
+        serving.cancel()
+
+    watching = asyncio.create_task(stop_when_refused(), name="credentials")
 
     def on_signal() -> None:
         signalled.set()
@@ -139,8 +159,11 @@ async def _serve_until_stopped(runner: Runner, stop_signals: bool) -> None:
         # Let the runner finish its clean stop before the connection goes away.
         serving.cancel()
         await asyncio.gather(serving, return_exceptions=True)
+        if refused.is_set():
+            raise CredentialsRefused(runner.node_id) from None
         if not signalled.is_set():
             raise
     finally:
+        watching.cancel()
         for signum in installed:
             loop.remove_signal_handler(signum)

@@ -7,6 +7,7 @@ reached, why in one phrase, and when the next attempt is.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import structlog
@@ -14,6 +15,13 @@ import structlog
 log = structlog.get_logger(__name__)
 
 RECONNECT_WAIT_SECONDS = 2.0
+# Refusals of the machine's credentials in a row before it stops trying: one may be a server
+# reloading its users; three over a few seconds mean the machine was removed.
+REFUSALS_BEFORE_STOP = 3
+
+
+def refused_credentials(error: BaseException) -> bool:
+    return "authorization violation" in str(error).lower()
 
 
 def reason(error: BaseException) -> str:
@@ -21,18 +29,28 @@ def reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
-def connection_callbacks(node_id: str, wait: float = RECONNECT_WAIT_SECONDS) -> dict[str, Any]:
-    """Keyword arguments for nats.connect: its reconnect pace and the callbacks that log it."""
+def connection_callbacks(node_id: str, wait: float = RECONNECT_WAIT_SECONDS,
+                         on_refused: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    """Keyword arguments for nats.connect: its reconnect pace and the callbacks that log it.
+    `on_refused` is called once the server has refused the machine's credentials
+    REFUSALS_BEFORE_STOP times in a row."""
+    refusals = 0
 
     async def on_error(error: BaseException) -> None:
+        nonlocal refusals
+        refusals = refusals + 1 if refused_credentials(error) else 0
         log.warning("nats_reconnect_failed", node_id=node_id, error=reason(error),
                     next_attempt_in_seconds=wait)
+        if refusals == REFUSALS_BEFORE_STOP:
+            on_refused()
 
     async def on_disconnected() -> None:
         log.warning("nats_disconnected", node_id=node_id,
                     message=f"lost NATS; trying again every {wait:g} s")
 
     async def on_reconnected() -> None:
+        nonlocal refusals
+        refusals = 0
         log.info("nats_reconnected", node_id=node_id)
 
     return {"reconnect_time_wait": wait, "error_cb": on_error,

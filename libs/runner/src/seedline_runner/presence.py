@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Mapping, Sequence
+from functools import cache
+from importlib import metadata
 
 import structlog
 from nats.js import JetStreamContext
@@ -30,6 +32,15 @@ from .engines.base import Engine
 
 log = structlog.get_logger(__name__)
 STOP_DELETE_SECONDS = 1.0
+
+
+@cache
+def runner_version() -> str | None:
+    """The release of this runner (the seedline-runner distribution), said in its presence."""
+    try:
+        return metadata.version("seedline-runner")
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def presence_of(
@@ -56,6 +67,7 @@ def presence_of(
         live=list(live),
         instances=list(instances),
         containment=containment,
+        version=runner_version(),
     )
 
 

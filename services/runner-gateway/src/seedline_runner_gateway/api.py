@@ -12,9 +12,10 @@ from seedline_contracts import channels
 from seedline_contracts.codec import decode
 from seedline_contracts.errors import ErrorReply, error_reply
 from seedline_contracts.events import BriefGiven, EngineBound
-from seedline_contracts.runner import RunnerEvent
+from seedline_contracts.runner import MachineRemoveReply, MachineRemoveRequest, RunnerEvent
 from seedline_contracts.sessions import (
     LiveConversation,
+    MachineRemovedNotification,
     SessionsListReply,
     SessionsListRequest,
     StopReply,
@@ -23,7 +24,7 @@ from seedline_contracts.sessions import (
 from seedline_contracts.times import format_utc
 from seedline_contracts.tokens import TokenError, name_problem
 from seedline_core import lifecycle as lc
-from seedline_core.notices import error_message
+from seedline_core.notices import error_message, machine_removed_text
 from seedline_platform.logging import get_logger
 from seedline_platform.publishing import event_message
 
@@ -74,6 +75,27 @@ class GatewayApi:
             return StopReply(stopped=False)
         await self._stopper.end(held, request.reason[:MAX_REASON_CHARS] or "requested")
         return StopReply(stopped=True)
+
+    async def remove_machine(
+        self, request: MachineRemoveRequest,
+    ) -> MachineRemoveReply | ErrorReply:
+        """An operator takes a machine away: each conversation live on it is stopped (the
+        machine asked first, so it saves the checkout) and its people told why."""
+        node_id = request.node_id
+        if name_problem(node_id):
+            return error_reply(
+                "invalid_request", error_message("invalid_request", field="node_id"))
+        await self._caught_up()
+        label = await self._state.label(node_id)
+        text = machine_removed_text(label, node_id)
+        stopped = []
+        for held in await self._state.live_on(node_id):
+            await self._stopper.end(held, "machine_removed", lambda at, held=held: (
+                MachineRemovedNotification(session_id=held.session_id, node_id=node_id,
+                                           text=text, at=at)))
+            stopped.append(held.session_id)
+        log.info("machine_removed", node_id=node_id, stopped=len(stopped), by=request.by)
+        return MachineRemoveReply(stopped=stopped)
 
     async def list_live(self, request: SessionsListRequest) -> SessionsListReply | ErrorReply:
         if request.instance_id is not None and name_problem(request.instance_id):

@@ -19,9 +19,14 @@ from seedline_contracts.events import (
     WorktreeApplied,
 )
 from seedline_contracts.runner import LaunchReply
-from seedline_contracts.sessions import Carried, OpenReply, RunnerOfflineNotification
+from seedline_contracts.sessions import (
+    Carried,
+    LaunchRefusedNotification,
+    OpenReply,
+    RunnerOfflineNotification,
+)
 from seedline_core import lifecycle as lc
-from seedline_core.notices import wake_offline_text
+from seedline_core.notices import wake_offline_text, wake_refused_text
 from seedline_platform.logging import get_logger
 from seedline_platform.publishing import event_message
 
@@ -89,11 +94,18 @@ class LaunchOutcomes:
                 session_id=composed.session_id, at=now,
                 error=ErrorBody(failure.code, failure.message), plan=plan)),
         ])
-        if plan.wake_seq is not None and failure.code == "runner_offline":
-            # Nobody waits on a wake's reply: the person is told where it could not go.
+        if plan.wake_seq is None:
+            return
+        # Nobody waits on a wake's reply: the person is told where it could not go, or why
+        # it was refused there.
+        if failure.code == "runner_offline":
             await self._notifier.notify(plan.instance_id, RunnerOfflineNotification(
                 session_id=composed.session_id, node_id=plan.node_id,
                 text=wake_offline_text(failure.message), at=self._clock()))
+        elif failure.code == "launch_refused":
+            await self._notifier.notify(plan.instance_id, LaunchRefusedNotification(
+                session_id=composed.session_id, node_id=plan.node_id,
+                text=wake_refused_text(failure.message), at=self._clock()))
 
     async def confirmed(
         self, composed: SeedComposed, held, delivered: tuple[OpenReply, LaunchReply],

@@ -23,7 +23,15 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from seedline_contracts.events import LaunchPlan, SeedComposed
-from seedline_contracts.runner import LaunchReply, LaunchRequest, LaunchResume, Seed
+from seedline_contracts.runner import (
+    CARRY_PROTOCOL,
+    FIRST_RELEASE,
+    LaunchReply,
+    LaunchRequest,
+    LaunchResume,
+    Seed,
+    protocol_needed,
+)
 from seedline_contracts.worktrees import Carry
 from seedline_contracts.sessions import NoticeBody, OpenReply
 from seedline_core import lifecycle as lc
@@ -33,6 +41,7 @@ from seedline_core.notices import (
     launch_refused_for_instance,
     offline_text,
     open_notice,
+    runner_too_old_text,
 )
 from seedline_core.outcome import decide_outcome
 from seedline_platform.logging import get_logger
@@ -48,6 +57,9 @@ if TYPE_CHECKING:
     from .bootstrap import Ports
 
 log = get_logger(__name__)
+
+# What a launch needs of a newer runner, as a person is told it.
+NEEDS = {CARRY_PROTOCOL: "the working tree this conversation brings from another machine"}
 
 
 class Launcher:
@@ -141,6 +153,12 @@ class Launcher:
             # What the machine saves of this conversation is sealed with this key.
             seal=await self._sealer.object_key(plan.instance_id, composed.session_id),
         )
+        needed = protocol_needed(request)
+        if presence.protocol < needed:
+            # An older runner would drop what it does not know: refused, and said why.
+            raise LaunchFailed("launch_refused", runner_too_old_text(
+                presence.label, plan.node_id, presence.version, FIRST_RELEASE[needed],
+                NEEDS[needed]))
         if replaced is not None and plan.engine in presence.engines:
             # The machine can take it: what it replaces ends first, so no moment has two.
             replaced += await self._stop_replaced(composed, held)

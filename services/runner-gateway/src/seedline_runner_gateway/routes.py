@@ -54,6 +54,10 @@ def routes(settings: Settings) -> tuple[Route, ...]:
         Route.request(channels.SESSIONS_STOP, GatewayApi.stop,
                       description="Stop a live conversation (CONTRACT.md 4, 4.1).",
                       sends=ENDING),
+        Route.request(channels.MACHINES_REMOVE, GatewayApi.remove_machine,
+                      description="An operator removes a machine: what runs on it is "
+                                  "stopped and its people told (6).",
+                      sends=ENDING),
         Route.request(channels.SESSIONS_LIST, GatewayApi.list_live, decode=read_list,
                       description="The conversations live now, optionally of one instance."),
         Route(Kind.BATCH, subjects.SESSION_EVENTS_ALL, LifecycleFold.apply_sessions,
