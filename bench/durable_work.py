@@ -18,9 +18,11 @@ that holds only that work and ends when every consumer has caught up:
 
 Operations: wakes one at a time (a person's message to a stopped conversation; each waited
 for before the next), opens one at a time (an instruction, on a stopped repo), and a storm
-of wakes published at once. Idle: the same counts per second with nothing sent.
+of wakes published at once. Idle: the same counts per second with nothing sent, ten
+runner machines keeping their presence.
 
     python -m bench.durable_work [--wakes 10] [--opens 10] [--storm 100] [--idle 10]
+                                 [--runners 10]
 
 Writes bench/results/durable_work.json and .md and prints the markdown table.
 """
@@ -51,6 +53,7 @@ SETTLE_SECONDS = 0.5  # nothing new anywhere for this long: the window's work is
 # nats-server writes some consumer state a moment later: fsyncs are counted from this long
 # before a window to this long after it (at idle it syncs about once in 5 s).
 FLUSH_SECONDS = 3.0
+IDLE_AFTER_SECONDS = 10.0  # idle is measured this long after the last work
 STREAMS = ("SEEDLINE_INGEST", "SEEDLINE_TIMELINE", "SEEDLINE_SESSIONS", "SEEDLINE_NOTICES")
 # The issue's targets, per storm wake and per one-at-a-time wake.
 TARGETS = {"storm_statements": 20, "storm_transactions": 8, "storm_deliveries": 10,
@@ -173,8 +176,10 @@ class Counter:
         return self._statements, self._transactions
 
     def _cpu(self) -> dict[str, float]:
-        parts = {name: cpu_accounting.tree_cpu_seconds(pid)
-                 for name, pid in self.system["pids"].items()}
+        parts: dict[str, float] = {}
+        for name, pid in self.system["pids"].items():
+            part = "runners" if name.startswith("runner") and name != "runner-gateway" else name
+            parts[part] = parts.get(part, 0.0) + cpu_accounting.tree_cpu_seconds(pid)
         parts["nats-server"] = cpu_accounting.tree_cpu_seconds(self.system["nats"].proc.pid)
         parts["postgres"] = cpu_accounting.tree_cpu_seconds(
             self.system["postgres"].postmaster_pid())
@@ -330,13 +335,16 @@ def per_operation(counts: dict) -> dict:
     return out
 
 
-async def run(wakes: int, opens: int, storm: int, idle: float) -> dict:
+async def run(wakes: int, opens: int, storm: int, idle: float, runners: int) -> dict:
     from seedline_contracts import subjects
 
     with tempfile.TemporaryDirectory(prefix="seedline-dw-") as folder:
         tmp = Path(folder)
         async with AsyncExitStack() as stack:
-            system = await start_system(tmp, stack)
+            # NODE hosts every conversation; the others only keep presence, as idle
+            # machines of a team do.
+            nodes = (NODE, *(f"bench-idle-{n:02d}" for n in range(1, runners)))
+            system = await start_system(tmp, stack, nodes=nodes)
             nc = system["nc"]
             counter = Counter(system)
             await counter.start()
@@ -353,7 +361,9 @@ async def run(wakes: int, opens: int, storm: int, idle: float) -> dict:
                 await asyncio.sleep(idle)
                 return 1
 
-            windows = {}
+            # Idle first: what a system that has done work and now waits costs.
+            await asyncio.sleep(IDLE_AFTER_SECONDS)
+            windows = {"idle": await _window(counter, tmp, "idle", nothing)}
             launched.repos.clear()
             windows["wake, one at a time"] = await _window(
                 counter, tmp, "single", lambda: _wake(js, launched, single, at_once=False))
@@ -370,7 +380,6 @@ async def run(wakes: int, opens: int, storm: int, idle: float) -> dict:
             windows["wake, in a storm"] = await _window(
                 counter, tmp, "storm", lambda: _wake(js, launched, storming, at_once=True))
             await _stop_all(nc, storming)
-            windows["idle"] = await _window(counter, tmp, "idle", nothing)
             # Syncs apart: strace slows nats-server, so these windows count nothing else.
             launched.repos.clear()
             syncs = {"wake, one at a time": await _window(
@@ -386,6 +395,7 @@ async def run(wakes: int, opens: int, storm: int, idle: float) -> dict:
     idle_fsyncs = idle_counts["fsyncs"] / idle_counts["fsync_operations"] / idle
     result = {
         "conditions": {"wakes": wakes, "opens": opens, "storm": storm, "idle_seconds": idle,
+                       "runners": runners,
                        "engine": ENGINE, "services": list(SERVICES), "sync_interval": "always",
                        "machine": report.machine()},
         "targets": TARGETS,
@@ -433,8 +443,10 @@ def main() -> None:
     parser.add_argument("--opens", type=int, default=10)
     parser.add_argument("--storm", type=int, default=100)
     parser.add_argument("--idle", type=float, default=10.0)
+    parser.add_argument("--runners", type=int, default=10,
+                        help="runner machines; one hosts the conversations, all keep presence")
     args = parser.parse_args()
-    result = asyncio.run(run(args.wakes, args.opens, args.storm, args.idle))
+    result = asyncio.run(run(args.wakes, args.opens, args.storm, args.idle, args.runners))
     text = markdown(result)
     report.write(NAME, result, text)
     print(text)

@@ -423,3 +423,23 @@ async def test_a_stop_two_copies_record_at_once_tells_the_machine_and_the_person
     assert len(gw.events("stopped")) == 1
     assert gw.machines.stops == [("mac", "csess_a", "runner_offline")]
     assert len(gw.notifier.sent) == 1
+
+
+async def test_a_put_that_repeats_the_last_one_reads_nothing_until_something_is_folded(gw):
+    gw.online("mac", revision=5)
+    await gw.open("csess_a")
+    reads = []
+    live_on = gw.state.live_on
+
+    async def counted(node_id):
+        reads.append(node_id)
+        return await live_on(node_id)
+    gw.state.live_on = counted
+    for revision in (6, 7, 8):
+        await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", ["csess_a"], revision))
+    assert reads == ["mac"]  # the machine hosts what the gateway holds: the rest repeat it
+    await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", [], 9))
+    await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", [], 10))
+    await gw.fold()
+    (stopped,) = gw.events("stopped")  # a put that differs is held against the state again
+    assert stopped["reason"] == "runner_restarted" and reads == ["mac"] * 3

@@ -144,9 +144,11 @@ class KvPresence:
             sighting = self._sighting(entry)
             if sighting is None:
                 continue
+            previous = self._online.get(node_id)
             self._online[node_id] = sighting
             self._absent.pop(node_id, None)
-            await self._state.record_machine(node_id, sighting.presence.label)
+            if previous is None or previous.presence.label != sighting.presence.label:
+                await self._state.record_machine(node_id, sighting.presence.label)
             await self._watcher.seen(node_id, sighting)
 
     async def _gone(self, node_id: str) -> None:

@@ -26,7 +26,8 @@ log = get_logger(__name__)
 
 class Reconciler:
     def __init__(
-        self, state: GatewayState, stopper: Stopper, caught_up: Callable[[], Awaitable[None]]
+        self, state: GatewayState, stopper: Stopper, caught_up: Callable[[], Awaitable[None]],
+        folded: Callable[[], int] = lambda: -1,
     ) -> None:
         self._state = state
         self._stopper = stopper
@@ -37,6 +38,11 @@ class Reconciler:
         # The presence revision newest when each launch was accepted; only later puts count.
         self._accepted: dict[str, int] = {}
         self._misses: dict[str, dict[str, int]] = {}
+        # A put that repeats a machine's last one, which hosted all the gateway holds live
+        # there, changes nothing while nothing is folded since: each such machine's last
+        # (hosted set, fold seq). A machine puts every few seconds; most puts are such.
+        self._folded = folded
+        self._unchanged: dict[str, tuple[frozenset[str], int]] = {}
 
     def launched(self, session_id: str, revision: int) -> None:
         self._accepted[session_id] = revision
@@ -45,6 +51,9 @@ class Reconciler:
         live = sighting.presence.live
         if live is None:
             return  # protocol 1: says nothing about what it hosts
+        folded = self._folded()
+        if self._unchanged.get(node_id) == (frozenset(live), folded) and folded >= 0:
+            return
         here = await self._state.live_on(node_id)
         # A conversation first met on this put (the gateway restarted) starts counting
         # from the next one.
@@ -54,6 +63,10 @@ class Reconciler:
             PresencePut(sighting.revision, frozenset(live)), hosted, self._misses.get(node_id, {})
         )
         self._misses[node_id] = counts
+        if set(hosted) <= set(live):  # the machine and the gateway agree
+            self._unchanged[node_id] = (frozenset(live), folded)
+        else:
+            self._unchanged.pop(node_id, None)
         label = sighting.presence.label
         for held in here:
             if held.session_id not in gone or not (held := await self._still_live(held)):
@@ -77,6 +90,7 @@ class Reconciler:
             )
             self._accepted.pop(held.session_id, None)
         self._misses.pop(node_id, None)
+        self._unchanged.pop(node_id, None)
 
     async def _still_live(self, held: Held) -> Held | None:
         """The conversation as now recorded, when it is still live on the same machine."""
