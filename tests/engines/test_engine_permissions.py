@@ -125,11 +125,15 @@ async def test_codex_with_default_settings_writes_in_its_checkout_and_nowhere_el
 
     assert (checkouts / REPO / "notes.md").read_text() == "en passant\n"
     assert not outside.exists()
-    # The model was given the sandbox's refusal as the command's output. (Codex 0.171's
-    # `exec --json` reports no item at all for a command its sandbox refused, so the
-    # runner has nothing of it to publish; README, Engines.)
+    # The model was given the sandbox's refusal as the command's output. Codex 0.171's
+    # `exec --json` mostly reports no item for a command its sandbox refused, and then the
+    # runner has nothing of it to publish (README, Engines); when it does report one, the
+    # runner's entry names the setting that would allow it.
     assert any("Read-only file system" in output for output in codex.standin.tool_outputs())
-    assert [e["content"] for e in entries if e["kind"] == "terminal"] == [""]
+    terminal = [e["content"] for e in entries if e["kind"] == "terminal"]
+    assert terminal[0] == "" and len(terminal) <= 2, terminal
+    assert all("Read-only file system" in text and "--codex-sandbox danger-full-access" in text
+               for text in terminal[1:]), terminal
 
 
 async def published(nc) -> list[dict]:

@@ -12,11 +12,23 @@ import pytest
 
 from seedline_devtools import embedded
 
+
+@pytest.fixture
+def pg_dir():
+    """A data folder with a short path: Postgres's socket lives in it, and a socket path
+    may hold at most 107 bytes (pytest's own folders grow past that)."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="pg-"))
+    yield folder / "pg"
+    shutil.rmtree(folder, ignore_errors=True)
+
 pytestmark = [pytest.mark.servers, pytest.mark.slow]
 
 
-def test_a_killed_postgres_starts_again_and_a_second_start_finds_it_running(tmp_path):
-    postgres = embedded.start_postgres(tmp_path / "pg")
+def test_a_killed_postgres_starts_again_and_a_second_start_finds_it_running(pg_dir):
+    postgres = embedded.start_postgres(pg_dir)
     try:
         postgres.admin_sql("CREATE TABLE kept (n int); INSERT INTO kept VALUES (7)")
         killed = postgres.postmaster_pid()
@@ -64,10 +76,10 @@ print("started again")
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="Linux only (prctl, /proc)")
-def test_a_killed_postgres_nobody_reaps_starts_again(tmp_path):
+def test_a_killed_postgres_nobody_reaps_starts_again(pg_dir):
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-c", UNDER_A_SUBREAPER, str(tmp_path / "pg")],
+    done = subprocess.run([sys.executable, "-c", UNDER_A_SUBREAPER, str(pg_dir)],
                           capture_output=True, text=True, timeout=240)
     assert done.returncode == 0 and "started again" in done.stdout, done.stdout + done.stderr
