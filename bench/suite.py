@@ -27,6 +27,9 @@ Runs, each on its own real servers in a temporary folder:
 14. a runner machine's install (`uv tool install seedline-cli` from the wheels of `make
     dist`) against the whole of Seedline's: size, packages, `seedline --help`
     (bench.runner_install).
+15. durable work per operation: events, entries, deliveries, acks, nats-server fsyncs,
+    Postgres statements and transactions and CPU per open and per wake (one at a time and in
+    a storm), and CPU per second at idle with ten machines (bench.durable_work).
 
 Every figure is the median of several runs, with min and max; every ratio is
 against a baseline measured in this run. Writes bench/results/summary.md and
@@ -34,7 +37,7 @@ summary.json (and each benchmark's own .md/.json beside them) and prints the tab
 
     python -m bench.suite [--entries 200000]
                           [--only ingest,lag,open,fill,langgraph,startup,concurrent,storm,
-                                  realwake,worktree,acp,runner]
+                                  realwake,worktree,acp,runner,durable]
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ from pathlib import Path
 from bench import report
 
 PARTS = ("ingest", "lag", "open", "fill", "langgraph", "startup", "concurrent", "storm",
-         "realwake", "worktree", "acp", "runner")
+         "realwake", "worktree", "acp", "runner", "durable")
 DEFAULTS = {
     "ingest_rounds": 3,
     "ingest_count": 10_000,
@@ -79,6 +82,7 @@ DEFAULTS = {
     "worktree_rounds": 3,
     "acp_rounds": 20,
     "runner_rounds": 7,
+    "durable_storm": 100,
 }
 TIME_BUDGET_SECONDS = 600
 
@@ -245,6 +249,12 @@ def run_suite(only: tuple[str, ...] = PARTS, profile_misses: bool = True, **opti
         from bench.runner_install import run_runner_install_bench
 
         step("runner", lambda: run_runner_install_bench(opts["runner_rounds"]))
+
+    if "durable" in only:
+        from bench.durable_work import run as run_durable_work
+
+        step("durable", lambda: asyncio.run(run_durable_work(
+            wakes=10, opens=10, storm=opts["durable_storm"], idle=10.0, runners=10)))
 
     measured_seconds = time.perf_counter() - started
     profiles = {
@@ -542,7 +552,39 @@ def rows(results: dict, opts: dict) -> tuple[list[dict], list[dict]]:
             "14 runner install", "wall time of seedline --help, s: the runner's vs everything",
             cell(r["runner"]["help_seconds"], 3), cell(r["full"]["help_seconds"], 3),
             r["runner"]["help_seconds"]["median"] / r["full"]["help_seconds"]["median"]))
+    if "durable" in results:
+        out += _durable_rows(results["durable"], figures)
     return out, figures
+
+
+def _durable_rows(r: dict, figures: list[dict]) -> list[dict]:
+    """The durable work per storm wake and per one-at-a-time wake, and idle CPU, against the
+    targets; the other counts beside them."""
+    target, per = r["targets"], r["per_operation"]
+    storm, single = per["wake, in a storm"], per["wake, one at a time"]
+    out = []
+    for key, label in (("statements", "Postgres statements"), ("transactions",
+                       "Postgres transactions"), ("deliveries", "deliveries to consumers")):
+        limit = target[f"storm_{key}"]
+        out.append(_row("15 durable work", f"{label} per storm wake", f"{storm[key]:g}",
+                        f"{limit} (target)", storm[key] / limit, f"<= {limit}",
+                        storm[key] <= limit))
+    limit = target["single_fsyncs"]
+    out.append(_row("15 durable work", "nats-server fsyncs per wake, one at a time",
+                    f"{single['fsyncs']:g}", f"{limit} (target)", single["fsyncs"] / limit,
+                    f"<= {limit}", single["fsyncs"] <= limit))
+    idle, limit = r["idle_cpu_ms_per_s_total"], target["idle_cpu_ms_per_s"]
+    out.append(_row("15 durable work", f"idle CPU ms/s, all processes, "
+                    f"{r['conditions']['runners']} machines", f"{idle:g}",
+                    f"{limit:g} (target)", idle / limit, f"<= {limit:g}", idle <= limit))
+    for kind, counts in per.items():
+        figures.append(_figure(
+            "15 durable work", f"{kind}: events / ingest / timeline entries / deliveries / "
+            "acks / statements / transactions / CPU ms",
+            " / ".join(f"{counts[k]:g}" for k in (
+                "events", "ingest_entries", "timeline_entries", "deliveries", "acks",
+                "statements", "transactions", "cpu_ms_total"))))
+    return out
 
 
 def _storm_rows(r: dict, figures: list[dict]) -> list[dict]:
