@@ -42,13 +42,15 @@ from .metrics_labels import prometheus_middleware
 from .nats_workarounds import survive_abandoned_flushes
 from .observability import ServiceMetrics, tracer_provider
 from .redelivery import MsgHandler, handle_with_redelivery, typed
+from seedline_contracts import CONTRACT_VERSION
+
 from .routing import Kind, Route, bind, message_name
 from .sending import sending_as
 from .settings import Settings
 
 log = get_logger(__name__)
 
-VERSION = "1.3.0"
+VERSION = f"{CONTRACT_VERSION}.0"  # service discovery wants x.y.z
 # Requests answered at once per API: an open waits for its machine, a read may
 # wait for min_seq; a few hundred waiting requests cost only their tasks.
 REQUEST_WORKERS = 256

@@ -22,6 +22,7 @@ from starlette.requests import ClientDisconnect, HTTPConnection
 from starlette.routing import Match
 from starlette.routing import Route as AsgiRoute
 
+from seedline_contracts import CONTRACT_VERSION
 from seedline_platform import erasure, natsio, pg
 from seedline_platform.app_base import in_route, parts_of
 from seedline_platform.erasure import ErasureFollower
@@ -49,7 +50,7 @@ from .tenant import Tenant
 from .tokens import TokenStore
 
 NAME = "seedline-web"
-VERSION = "1.3"
+VERSION = CONTRACT_VERSION
 log = get_logger(__name__)
 
 # The instance of the bearer token of the MCP request being answered. The SDK carries

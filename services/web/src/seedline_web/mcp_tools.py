@@ -18,6 +18,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 from typing_extensions import Annotated
 
+from seedline_contracts import CONTRACT_VERSION
 from seedline_contracts.sessions import OpenRequest
 from seedline_contracts.timeline import MAX_CONTENT_CHARS, TimelineEntryIn
 from seedline_contracts.times import now_text
@@ -33,7 +34,7 @@ log = get_logger(__name__)
 
 TenantOf = Callable[[], Awaitable[Tenant]]
 RECENT_ENTRIES = 200
-SERVER_VERSION = "1.2"  # the wire contract this server speaks (CONTRACT.md)
+SERVER_VERSION = CONTRACT_VERSION  # the wire contract this server speaks (CONTRACT.md)
 JUST_OPENED_SECONDS = 10.0
 
 INSTRUCTIONS = (
