@@ -16,7 +16,7 @@ import pytest
 
 from seedline_core.notices import wording_violations
 
-from .conftest import INSTANCE, REPO
+from .conftest import INSTANCE, REPO, browser_login
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -51,8 +51,7 @@ async def test_the_console_shows_each_open_as_it_was_decided(system, web, tmp_pa
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         page = await browser.new_page(viewport={"width": 1200, "height": 900})
-        await page.goto(f"{web.url}/console?token={web.token}")
-        assert "token=" not in page.url  # the token went into a cookie, not the history
+        await browser_login(page, web.url, web.token)
         await page.click(f"text={REPO}")
         await page.wait_for_selector("#timeline")
 
@@ -129,7 +128,7 @@ async def test_a_conversation_page_shows_its_whole_history_live_and_takes_action
     async with async_playwright() as p:
         browser = await p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
         page = await browser.new_page(viewport={"width": 1200, "height": 900})
-        await page.goto(f"{web.url}/console?token={web.token}")
+        await browser_login(page, web.url, web.token)
         await page.fill("#q", "chess")
         await page.click("form.filter button")
         await page.click(f"#live a:has-text('{sid}')")

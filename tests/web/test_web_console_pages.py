@@ -11,7 +11,7 @@ import pytest
 
 from seedline_core.notices import wording_violations
 
-from .conftest import INSTANCE, OTHER, REPO
+from .conftest import INSTANCE, OTHER, REPO, console_login
 
 pytestmark = pytest.mark.servers
 
@@ -56,9 +56,9 @@ async def test_the_console_shows_only_the_tokens_instance(system, web):
     await system.append(1, content="ours: the board renders")
     await system.append(2, content="theirs: a private plan", instance_id=OTHER)
     async with httpx.AsyncClient(base_url=web.url, timeout=30) as browser:
-        assert (await browser.get("/console", params={"token": "slt_wrong"})).status_code == 401
-        redirect = await browser.get("/console", params={"token": web.other_token})
-        assert redirect.status_code == 303 and redirect.headers["location"] == "/console"
+        assert (await console_login(browser, "slt_wrong")).status_code == 401
+        login = await console_login(browser, web.other_token)
+        assert login.status_code == 303 and login.headers["location"] == "/console"
         overview = await browser.get("/console")
         page = await browser.get("/console/repo", params={"repo": REPO})
         csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)

@@ -7,6 +7,7 @@ import asyncio
 
 import pytest
 
+from seedline_contracts import CONTRACT_VERSION
 from seedline_core.notices import wording_violations
 from seedline_web import errors, limits, mcp_text, publishing
 from seedline_web.auth import Gate
@@ -118,7 +119,7 @@ def test_the_mcp_server_names_its_version_and_each_tool_its_effects_and_output()
 
     server = build_server(no_tenant)
     tools = {t.name: t for t in asyncio.run(server.list_tools())}
-    assert server.version == "1.2"
+    assert server.version == CONTRACT_VERSION
     for tool in tools.values():
         hints = tool.annotations
         assert hints is not None and None not in (

@@ -39,12 +39,13 @@ from .console import conversation, pages
 from .console.logins import ConsoleLogins
 from .errors import WebError, unavailable
 from .intake import CLIENT_CLOSED, BodyDeadline, TokenFirst
-from .limits import BodyLimit
+from .limits import BodyLimit, BodyTooLarge
 from .metrics import Measured, WebMetrics
 from .mcp_tools import build_server
 from .openapi import FILE as OPENAPI_FILE, openapi_document, render
 from .opens import OpensProjection
 from .routes import routes
+from .stream_slots import StreamSlots
 from .serving import HttpServer
 from .tenant import Tenant
 from .tokens import TokenStore
@@ -95,9 +96,10 @@ class WebApp:
         self.logins: ConsoleLogins | None = None
         self.routing = routes(settings)
         self.parts: WebParts | None = None
-        self.open_streams = 0
+        self.streams = StreamSlots(settings.web_max_streams_per_token,
+                                   settings.web_max_streams_per_client)
         self.metrics = WebMetrics()
-        self.metrics.streams.set_function(lambda: self.open_streams)
+        self.metrics.streams.set_function(lambda: self.streams.open)
         self.mcp = build_server(self._mcp_tenant)
         self.fastapi = self._build_fastapi()
         # Outermost first: count every answer, bound the body's time, check the token
@@ -247,6 +249,9 @@ class WebApp:
 
         @app.exception_handler(StarletteHTTPException)
         async def on_http(_request: Request, exc: StarletteHTTPException) -> Response:
+            if _request.url.path.startswith("/console"):
+                # A person's browser: a page, never JSON (a reload after a login, a link typed).
+                return pages.not_here(exc.status_code, _methods_taken(app, _request))
             if exc.status_code == 404:
                 return _error(WebError("not_found", "Nothing is served at this address; the "
                                        "API's routes are listed at /docs and /openapi.json."))
@@ -269,6 +274,9 @@ class WebApp:
 
         @app.exception_handler(Exception)
         async def on_crash(_request: Request, exc: Exception) -> Response:
+            if isinstance(exc, BodyTooLarge):
+                # BodyLimit answers 413 and logs it; nothing failed here.
+                return Response(status_code=413)
             log.error("request_failed", error=f"{type(exc).__name__}: {exc}")
             return Response(unavailable().body(), status_code=500, media_type="application/json")
 
@@ -288,11 +296,21 @@ class WebApp:
 
 def _methods_taken(app: FastAPI, request: Request) -> str:
     taken: set[str] = set()
-    for route in app.router.routes:
+    for route in _every_route(app.router.routes):
         match, _ = route.matches(request.scope)
         if match is not Match.NONE:
             taken |= set(getattr(route, "methods", None) or ())
     return ", ".join(sorted(taken))
+
+
+def _every_route(routes):
+    """The routes themselves, also inside included routers (FastAPI keeps those whole)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            yield from _every_route(inner.routes)
+        else:
+            yield route
 
 
 class _McpGate:
@@ -308,11 +326,41 @@ class _McpGate:
         except WebError as exc:
             await _error(exc, {"WWW-Authenticate": "Bearer"})(scope, receive, send)
             return
+        # The body is read whole before the SDK sees it: a client gone in the middle of it is
+        # a 499 like on every other route, never the SDK's error log and a 500.
+        body = await _whole_body(receive)
+        if body is None:
+            log.info("client_disconnected", status=CLIENT_CLOSED, method=scope.get("method"),
+                     route="/mcp")
+            await Response(status_code=CLIENT_CLOSED)(scope, receive, send)
+            return
         token = MCP_INSTANCE.set(instance)
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, _replayed(body, receive), send)
         finally:
             MCP_INSTANCE.reset(token)
+
+
+async def _whole_body(receive) -> list[dict] | None:
+    """The request's body messages, or None when the client went away first (the body's
+    size and time are bounded outside: limits.BodyLimit, intake.BodyDeadline)."""
+    messages = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        messages.append(message)
+        if not message.get("more_body", False):
+            return messages
+
+
+def _replayed(messages: list[dict], receive):
+    pending = list(messages)
+
+    async def replay() -> dict:
+        return pending.pop(0) if pending else await receive()
+
+    return replay
 
 
 DESCRIPTION = (

@@ -26,6 +26,7 @@ from .auth import bearer
 from .errors import WebError
 from .notifications import notification_stream
 from .publishing import AppendReceipt, BatchBody, EntryBody, PublishReply
+from .tokens import digest
 from .wire import (
     MachineOut,
     MachinesReply,
@@ -204,7 +205,7 @@ async def notifications(instance_id: str, request: Request) -> StreamingResponse
     tenant = await _tenant(request, instance_id)
     gate, token = _web(request).gate, bearer(request)
     stream = await notification_stream(
-        _web(request), tenant, request,
+        _web(request), tenant, request, digest(token or ""),
         lambda: gate.still_allowed(token or "", tenant.instance_id))
     return StreamingResponse(stream, media_type="text/event-stream",
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})

@@ -24,7 +24,8 @@ from ..errors import WebError
 from ..notifications import notification_stream
 from . import history, render
 from .logins import ConsoleLogin, same_secret
-from .pages import FORM_EXPIRED, _form, _login, _tenant_of, html, login_page, same_origin
+from .pages import (FORM_EXPIRED, _form, _login, _tenant_of, _with_token, html, login_page,
+                    same_origin)
 
 router = APIRouter(prefix="/console", include_in_schema=False)
 STATIC = Path(__file__).parent / "static"
@@ -54,13 +55,17 @@ async def live(request: Request) -> Response:
     async def still_allowed() -> bool:
         return await web.logins.find(reference) is not None
 
-    stream = await notification_stream(web, _tenant_of(request, login), request, still_allowed)
+    stream = await notification_stream(web, _tenant_of(request, login), request,
+                                       login.token_sha256, still_allowed)
     return StreamingResponse(stream, media_type="text/event-stream",
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
 
 
 @router.get("/conversation")
 async def conversation_page(request: Request, id: str = Query(..., max_length=300)) -> Response:
+    redirect = _with_token(request)
+    if redirect is not None:
+        return redirect
     login = await _login(request)
     if login is None:
         return login_page(request)

@@ -1,5 +1,5 @@
-"""The console's routes. A token arrives once, by the login form or `?token=`, and is
-exchanged for a login kept on the server (logins.py): the cookie holds only its random
+"""The console's routes. A token arrives once, by the login form only, and is exchanged
+for a login kept on the server (logins.py): the cookie holds only its random
 reference (HttpOnly, SameSite=Strict, Secure over TLS). Every form carries the login's
 CSRF token, the login form a pre-login one, and a post from another origin is refused.
 Every page shows only that token's instance."""
@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 from pathlib import Path
-from urllib.parse import parse_qs, urlencode
+from urllib.parse import parse_qs
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
@@ -38,6 +38,8 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 NOT_KNOWN = "That token is not known or was revoked."
+BY_LINK = ("A token in a link does not log in (a link on any site could log you into "
+           "someone else's instance); paste the token here instead.")
 FORM_EXPIRED = ("This form came from another page or has expired; reload the page and send it "
                 "again.")
 
@@ -59,6 +61,16 @@ def login_page(request: Request, message: str | None = None, status: int = 200) 
     return response
 
 
+def not_here(status: int, allowed: str) -> Response:
+    """The page for an address or method the console does not serve."""
+    message = ("This page takes forms sent from the console itself; go back and use them."
+               if status == 405 else "The console has no page at this address.")
+    response = html(render.error_page(None, message), status)
+    if status == 405:
+        response.headers["Allow"] = allowed
+    return response
+
+
 def same_origin(request: Request) -> bool:
     """A browser names the page a form was posted from; it must be this server. A
     client that sends no Origin is not a browser, and still needs the CSRF token."""
@@ -76,11 +88,6 @@ async def _start_login(request: Request, token: str, to: str) -> Response:
     return response
 
 
-def _without_token(request: Request) -> str:
-    rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-    return request.url.path + (f"?{urlencode(rest)}" if rest else "")
-
-
 async def _login(request: Request) -> ConsoleLogin | None:
     return await request.app.state.web.gate.console_login(request)
 
@@ -89,15 +96,14 @@ def _tenant_of(request: Request, login: ConsoleLogin) -> Tenant:
     return Tenant(request.app.state.web.backend, login.instance_id)
 
 
-async def _with_token(request: Request) -> Response | None:
-    """`?token=` logs in and redirects to the same page without it in the address."""
-    token = request.query_params.get("token")
-    if token is None:
+def _with_token(request: Request) -> Response | None:
+    """A token in the address never logs in: a link on any site could log a browser into
+    that token's instance (login CSRF) with none of the form's checks. The address is
+    left at once (the token goes out of the page's history) for the form, which says why."""
+    if "token" not in request.query_params:
         return None
-    gate = request.app.state.web.gate
-    if not token or await gate.tokens.instance_of(token) is None:
-        return login_page(request, NOT_KNOWN, 401)
-    return await _start_login(request, token, _without_token(request))
+    return RedirectResponse("/console/login?from=link", status_code=303,
+                            headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -109,6 +115,15 @@ async def _form(request: Request) -> dict[str, str]:
 async def stylesheet() -> FileResponse:
     return FileResponse(STATIC / "console.css", media_type="text/css",
                         headers={"Cache-Control": "max-age=300"})
+
+
+@router.get("/login")
+async def login_form(request: Request, source: str = Query("", alias="from", max_length=20)
+                     ) -> Response:
+    """The form on its own address, so reloading after a refused login shows it again."""
+    if await _login(request) is not None:
+        return RedirectResponse("/console", status_code=303)
+    return login_page(request, BY_LINK if source == "link" else None)
 
 
 @router.post("/login")
@@ -140,7 +155,7 @@ async def logout(request: Request) -> Response:
 @router.get("")
 async def overview(request: Request, q: str = Query("", max_length=300),
                    state: str = Query("all", pattern="^(all|live|idle)$")) -> Response:
-    redirect = await _with_token(request)
+    redirect = _with_token(request)
     if redirect is not None:
         return redirect
     login_now = await _login(request)
@@ -178,7 +193,7 @@ async def _repos(request: Request, tenant: Tenant) -> dict[str, int]:
 @router.get("/repo")
 async def repo_page(request: Request, repo: str = Query(..., max_length=1000),
                     before_seq: int | None = Query(None, ge=1)) -> Response:
-    redirect = await _with_token(request)
+    redirect = _with_token(request)
     if redirect is not None:
         return redirect
     login_now = await _login(request)
