@@ -7,6 +7,7 @@ from pathlib import Path
 
 from seedline_web.app import published_files
 from seedline_web.openapi import FILE
+from seedline_web.fields import RFC3339
 
 REPO = Path(__file__).resolve().parents[3]
 COMMITTED = REPO / "docs" / "openapi.json"
@@ -81,7 +82,7 @@ def test_request_bodies_carry_the_rules_the_server_enforces():
     assert set(entry["kind"]["enum"]) == {"chat_user", "chat_assistant", "terminal", "command",
                                           "brain", "outcome", "system"}
     at = entry["at"]["anyOf"][0]
-    assert at["format"] == "date-time" and at["pattern"].startswith("^(2[0-9]{3}|")
+    assert at["format"] == "date-time" and at["pattern"] == RFC3339
     assert entry["repo"]["minLength"] == 1 and "pattern" in entry["repo"]
     batch = schemas["BatchBody"]["properties"]["entries"]
     assert (batch["minItems"], batch["maxItems"]) == (1, 1000)

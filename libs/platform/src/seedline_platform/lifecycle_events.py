@@ -30,7 +30,7 @@ from seedline_contracts.errors import ErrorBody
 from seedline_contracts.sessions import Continuity, NoticeBody, OpenReply
 from seedline_contracts.worktrees import SavedWork
 from seedline_core import lifecycle as lc
-from seedline_core.notices import open_notice
+from seedline_core.notices import no_brief_reason, open_notice
 from seedline_core.outcome import Outcome, outcome_after_resume_lost
 
 from .sealing import sealed_instance
@@ -135,6 +135,18 @@ def reply_after_resume_lost(reply: OpenReply) -> OpenReply:
         brief=msgspec.structs.replace(reply.brief, spent=seeded) if offered else None,
         notice=NoticeBody(**notice.to_wire()),
     )
+
+
+def no_brief_of(reply: OpenReply, plan: ev.LaunchPlan | None = None) -> str | None:
+    """Why an open's reply has no brief (seedline_core.notices.NO_BRIEF_REASONS): as the
+    reply records it, else from the open's plan, else what its decision alone tells."""
+    if reply.brief is not None:
+        return None
+    if reply.no_brief is not None:
+        return reply.no_brief
+    if plan is not None:
+        return no_brief_reason(plan.continuity.reason_code, plan.clean_slate)
+    return "force_fresh" if reply.continuity.reason_code == "force_fresh" else None
 
 
 def brief_given(reply: OpenReply) -> bool:
@@ -268,6 +280,19 @@ class ConversationRecord:
             if reply is not None and reply.brief is not None and reply.brief.sha256 == sha256:
                 return brief_given(reply)
         return None
+
+
+    def why_no_brief(self) -> str:
+        """Why no brief was offered to this conversation, as recorded: a key of
+        seedline_core.notices.NO_BRIEF_REASONS from its newest composed open, else
+        "failed" (its open failed before one was composed) or "opening" (not yet)."""
+        composed = next((e for _, e in reversed(self.events)
+                         if isinstance(e, ev.SeedComposed)), None)
+        if composed is not None:
+            return no_brief_reason(composed.plan.continuity.reason_code,
+                                   composed.plan.clean_slate)
+        failed = any(isinstance(e, ev.OpenFailed) for _, e in self.events)
+        return "failed" if failed else "opening"
 
 
 def conversation_record(events: Sequence[tuple[int, ev.SessionEvent]]) -> ConversationRecord:

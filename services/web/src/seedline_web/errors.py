@@ -39,14 +39,15 @@ STATUS: dict[str, int] = {
 class WebError(Exception):
     """A request that cannot be answered with a success; carries what the person reads."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self._status = status  # when the code's usual status is not the whole story
 
     @property
     def status(self) -> int:
-        return STATUS.get(self.code, 500)
+        return self._status or STATUS.get(self.code, 500)
 
     def body(self) -> bytes:
         return encode(error_reply(self.code, self.message))

@@ -34,12 +34,13 @@ from seedline_contracts.timeline import (
     TimelineReadRequest,
 )
 from seedline_contracts.tokens import name_problem
+from seedline_core.notices import no_brief_text, no_such_conversation_text
 
 from seedline_platform.notices import StoredNotice
 
 from .backend import Backend, Owner
 from .disk_guard import new_work, refuse_new_work
-from .errors import WebError, not_found
+from .errors import WebError
 
 
 def check_name(field: str, value: object) -> str:
@@ -70,10 +71,10 @@ class Tenant:
     async def owner(self, session_id: str) -> Owner:
         """The conversation's repo, when it is this instance's; else not_found."""
         if name_problem(session_id) is not None:
-            raise not_found()
+            raise WebError("not_found", no_such_conversation_text(session_id[:80]))
         owner = await self.backend.owner(session_id)
         if owner is None or owner.instance_id != self.instance_id:
-            raise not_found()
+            raise WebError("not_found", no_such_conversation_text(session_id))
         return owner
 
     async def relocate(self, session_id: str, node_id: str) -> OpenReply:
@@ -88,9 +89,16 @@ class Tenant:
         return await self.backend.stop(StopRequest(session_id=session_id, reason=reason[:200]))
 
     async def brief(self, session_id: str) -> BriefGetReply:
-        """The brief last offered, with whether the engine was given it (CONTRACT.md 3.2)."""
+        """The brief last offered, with whether the engine was given it (CONTRACT.md 3.2);
+        when none was, why, as recorded (CONTRACT.md 3.1), told apart from an unknown id."""
         await self.owner(session_id)
-        brief = await self.backend.brief(session_id)
+        try:
+            brief = await self.backend.brief(session_id)
+        except WebError as exc:
+            if exc.code != "not_found":
+                raise
+            record = await self.backend.conversation(session_id)
+            raise WebError("not_found", no_brief_text(session_id, record.why_no_brief())) from None
         spent = (await self.backend.conversation(session_id)).brief_given(brief.sha256)
         return msgspec.structs.replace(brief, spent=spent)
 
