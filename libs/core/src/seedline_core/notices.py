@@ -235,13 +235,13 @@ def offline_text(label: str | None, node_id: str) -> str:
     return f"{_sentence_start(_machine(label, node_id))} is offline."
 
 
-def next_message_text(machine: str | None = None) -> str:
+def next_message_text(machine: str | None = None, message: str = "Your next message") -> str:
     """What a person's next message to a repo with no live conversation does (CONTRACT.md 4),
     said without promising what only that open decides: a new conversation (a new id) on
     the repo's last machine and engine, which continues the engine's own conversation or
     is briefed, as the decision and the machine have it then."""
     where = f"on {machine}" if machine else "on the machine that last worked on it"
-    return (f"Your next message to this repo starts a new conversation {where} with the same "
+    return (f"{message} to this repo starts a new conversation {where} with the same "
             "engine; whether the engine continues its own earlier conversation or starts "
             "fresh with a brief of what happened so far is decided then, and the new "
             "conversation's notice says which.")

@@ -35,7 +35,7 @@ from seedline_platform.settings import Settings
 from . import docs, http_api, wire
 from .auth import Gate, bearer
 from .backend import Backend
-from .console import conversation, pages
+from .console import conversation, live, pages
 from .console.logins import ConsoleLogins
 from .errors import WebError, unavailable
 from .intake import CLIENT_CLOSED, BodyDeadline, TokenFirst
@@ -211,6 +211,7 @@ class WebApp:
         app.include_router(http_api.router)
         app.include_router(pages.router)
         app.include_router(conversation.router)
+        app.include_router(live.router)
         app.router.routes.append(AsgiRoute("/mcp", endpoint=_McpGate(StreamableHTTPASGIApp(manager),
                                                                  self), methods=None))
 

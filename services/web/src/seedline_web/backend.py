@@ -53,7 +53,7 @@ from seedline_platform.natsio import publish_window
 from seedline_platform.notices import StoredNotice, read_notices
 from seedline_platform.replay import last_seq, newest_values, replay
 from seedline_platform.sealing import Sealer
-from seedline_platform.session_reads import conversation_events, newest_event
+from seedline_platform.session_reads import conversation_events, newest_event, opened
 
 from .errors import WebError, unavailable
 
@@ -226,6 +226,20 @@ class Backend:
             counts[repo] = counts.get(repo, 0) + int(count)
         return counts
 
+    async def stream_ends(self) -> tuple[int, int]:
+        """The last sequence of SEEDLINE_SESSIONS and of SEEDLINE_NOTICES now (0 for a
+        stream not there yet): where a console page's live stream takes over."""
+        ends = []
+        for stream in (subjects.SESSIONS_STREAM, subjects.NOTICES_STREAM):
+            try:
+                ends.append(await last_seq(self.js, stream))
+            except NotFoundError:
+                ends.append(0)
+            except Exception as exc:
+                log.warning("stream_unreadable", stream=stream, error=str(exc))
+                raise unavailable() from None
+        return ends[0], ends[1]
+
     # -- stored notices (CONTRACT.md 1) ------------------------------------------------
 
     async def notices(self, instance_id: str, after_seq: int | None, since: datetime | None,
@@ -277,6 +291,14 @@ class Backend:
             log.warning("session_events_unreadable", error=str(exc))
             raise unavailable() from None
         return conversation_record(events)
+
+    async def readable(self, event: T) -> T:
+        """An event read live, with its sealed text opened as conversation() opens it."""
+        return await opened(event, self._sealer)
+
+    async def entry_text(self, instance_id: str, content: str) -> str | None:
+        """A stored entry's content opened with its instance's key (None: forgotten)."""
+        return await self._sealer.open_or_none(instance_id, content)
 
     async def owner(self, session_id: str) -> Owner | None:
         """The instance and repo of a conversation the platform opened, from its own events.

@@ -34,7 +34,7 @@ RECHECK_SECONDS = 2.0
 StillAllowed = Callable[[], Awaitable[bool]]
 
 
-def sse_event(kind: str, body: dict, event_id: int | None = None) -> str:
+def sse_event(kind: str, body: dict, event_id: int | str | None = None) -> str:
     """One event; json.dumps keeps `data` on one line whatever the notice says, and the
     event name keeps only the characters a kind has."""
     name = "".join(c for c in kind if c.isascii() and (c.isalnum() or c == "_"))[:64]

@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 import secrets
 from pathlib import Path
-from urllib.parse import parse_qs
+from datetime import datetime, timezone
+from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
@@ -19,6 +20,7 @@ from seedline_contracts.timeline import MAX_READ_LIMIT
 from ..auth import COOKIE
 from ..errors import WebError
 from ..tenant import Tenant
+from . import overview as overview_page
 from . import render
 from .logins import LOGIN_DAYS, ConsoleLogin, same_secret
 
@@ -111,6 +113,12 @@ async def _form(request: Request) -> dict[str, str]:
     return {k: v[0] for k, v in form.items()}
 
 
+@router.get("/static/icon.svg")
+async def icon() -> FileResponse:
+    return FileResponse(STATIC / "icon.svg", media_type="image/svg+xml",
+                        headers={"Cache-Control": "max-age=86400"})
+
+
 @router.get("/static/console.css")
 async def stylesheet() -> FileResponse:
     return FileResponse(STATIC / "console.css", media_type="text/css",
@@ -154,7 +162,9 @@ async def logout(request: Request) -> Response:
 
 @router.get("")
 async def overview(request: Request, q: str = Query("", max_length=300),
-                   state: str = Query("all", pattern="^(all|live|idle)$")) -> Response:
+                   machine: str = Query("", max_length=300),
+                   state: str = Query("all", pattern="^(all|live|idle)$"),
+                   page: int = Query(1, ge=1, le=100_000)) -> Response:
     redirect = _with_token(request)
     if redirect is not None:
         return redirect
@@ -163,31 +173,20 @@ async def overview(request: Request, q: str = Query("", max_length=300),
         return login_page(request)
     tenant = _tenant_of(request, login_now)
     csrf = login_now.csrf
+    web = request.app.state.web
     try:
-        machines, live, repos, rejected = await asyncio.gather(
-            tenant.machines(), tenant.live(), _repos(request, tenant), tenant.rejected())
+        machines, live, counts, opened, rejected = await asyncio.gather(
+            tenant.machines(), tenant.live(), tenant.repos(),
+            web.opens.repos(tenant.instance_id), tenant.rejected())
     except WebError as exc:
         return html(render.error_page(tenant.instance_id, exc.message, csrf), exc.status)
-    labels = {m.node_id: m.label for m in machines}
-    found = q.strip().lower()
-    live_repos = {c.repo for c in live}
-    live = [c for c in live if found in c.repo.lower() or found in c.session_id.lower()]
-    repos = {r: n for r, n in repos.items() if found in r.lower()
-             and (state == "all" or (state == "live") == (r in live_repos))}
-    if state == "idle":
-        live = []
-    body = (f"<h1>Instance {render.escape(tenant.instance_id)}</h1>"
-            + render.filter_form(q, state)
-            + render.machines_section(machines) + render.live_section(live, labels)
-            + render.repos_section(repos) + render.rejected_section(rejected))
+    labels = {o.node_id: o.node_id for o in opened.values()}
+    labels.update({m.node_id: m.label for m in machines})
+    rows = overview_page.repo_rows(counts, opened, live)
+    body = overview_page.overview(
+        tenant.instance_id, machines, live, rows, rejected,
+        overview_page.Filters(q, machine, state, page), labels, datetime.now(timezone.utc))
     return html(render.page("Overview", body, tenant.instance_id, csrf))
-
-
-async def _repos(request: Request, tenant: Tenant) -> dict[str, int]:
-    counts = await tenant.repos()
-    for repo, _opens in await request.app.state.web.opens.repos(tenant.instance_id):
-        counts.setdefault(repo, 0)
-    return counts
 
 
 @router.get("/repo")
@@ -203,6 +202,9 @@ async def repo_page(request: Request, repo: str = Query(..., max_length=1000),
     csrf = login_now.csrf
     web = request.app.state.web
     try:
+        # Where the page's live stream takes over: read before the page, so nothing that
+        # comes meanwhile is missed (what is both shown and sent is shown once).
+        sessions_seq, notices_seq = await tenant.backend.stream_ends()
         page = await tenant.read(repo, before_seq=before_seq, limit=min(PAGE_ENTRIES,
                                                                         MAX_READ_LIMIT))
         machines = await tenant.machines()
@@ -217,10 +219,17 @@ async def repo_page(request: Request, repo: str = Query(..., max_length=1000),
              and (high is None or (r.until_seq or 0) < high)]
     views = [render.OpenView(r, await _brief_text(tenant, r)) for r in shown]
     labels = {m.node_id: m.label for m in machines}
-    body = render.timeline(rows, views, labels)
+    body = render.timeline(rows, views, labels, datetime.now(timezone.utc))
     older = rows[0].seq if rows and page.has_more else None
+    feed = None if before_seq else live_url(
+        repo=repo, after=(sessions_seq, rows[-1].seq if rows else 0, notices_seq))
     return html(render.repo_page(tenant.instance_id, repo, body, older, csrf,
-                                 before=open_form(login_now, repo, machines)))
+                                 before=open_form(login_now, repo, machines), feed=feed))
+
+
+def live_url(after: tuple[int, int, int], **which: str) -> str:
+    """A page's live stream (live.py), starting after what the page shows."""
+    return "/console/live?" + urlencode({**which, "after": ".".join(map(str, after))})
 
 
 async def _brief_text(tenant: Tenant, record) -> str | None:
@@ -248,11 +257,13 @@ def open_form(login: ConsoleLogin, repo: str, machines) -> str:
     engines = sorted({e for m in machines for e in m.engines})
     engine_options = "".join(f'<option value="{esc(e)}">{esc(e)}</option>' for e in engines)
     return ('<section id="open"><h2>Open a conversation</h2>'
-            '<form method="post" action="/console/open" class="action">'
+            '<form method="post" action="/console/open" class="action" data-confirm="Open a '
+            'conversation on this repo? A conversation live on it is stopped for it.">'
             f'{render.csrf_field(login.csrf)}<input type="hidden" name="repo" '
             f'value="{esc(repo)}"><label for="open-node">Machine</label>'
             f'<select id="open-node" name="node_id">{options}</select>'
             f'<label for="open-engine">Engine</label><select id="open-engine" name="engine">'
             f'{engine_options}</select><label for="open-text">First message</label>'
             '<textarea id="open-text" name="instruction" rows="2"></textarea>'
-            '<button type="submit">Open…</button></form></section>')
+            '<button type="submit">Open…</button></form>'
+            '<p class="action-result" role="status" aria-live="polite"></p></section>')
