@@ -123,7 +123,8 @@ class WebApp:
         await self.tokens.setup()
         self.logins = ConsoleLogins(self.pool)
         await self.logins.setup()
-        self.backend = Backend(self.nc, self.js, s.open_timeout_seconds, sealer_for(self.js, s))
+        self.backend = Backend(self.nc, self.js, s.open_timeout_seconds, sealer_for(self.js, s),
+                               home=s.home)
         self.gate = Gate(self.tokens, self.backend, self.logins)
         self.parts = WebParts(
             http=HttpServer(self.asgi, s),

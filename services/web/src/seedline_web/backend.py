@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import TypeVar
 
 import msgspec
@@ -46,7 +47,8 @@ from seedline_contracts.timeline import (
     TimelineReadReply,
     TimelineReadRequest,
 )
-from seedline_core.notices import error_message
+from seedline_core.notices import error_message, not_answering_text
+from seedline_platform import supervised
 from seedline_platform.lifecycle_events import ConversationRecord, conversation_record
 from seedline_platform.logging import get_logger
 from seedline_platform.natsio import publish_window
@@ -81,8 +83,10 @@ class Owner:
 
 class Backend:
     def __init__(self, nc: Client, js: JetStreamContext, open_timeout: float,
-                 sealer: Sealer, request_timeout: float = 10.0) -> None:
+                 sealer: Sealer, request_timeout: float = 10.0, home: Path | None = None
+                 ) -> None:
         self.nc = nc
+        self._home = home  # SEEDLINE_HOME, where `seedline up` says what it runs
         self.js = js
         # Text sealed at rest (a brief, a person's instruction) is opened where it is read.
         self._sealer = sealer
@@ -102,11 +106,11 @@ class Backend:
         try:
             return await request
         except NotRunning as exc:
-            raise WebError(
-                "unavailable",
-                f"The {exc.service} is not running, so Seedline cannot answer this now; start it "
-                "(`seedline up` runs everything) and try again.",
-            ) from None
+            # The client asked again for a few seconds already (seedline_client); what
+            # `seedline up` on this machine says of the service tells a restart from a stop.
+            raise WebError("unavailable", not_answering_text(
+                exc.service, supervised.state_of(self._home, exc.service)
+                if self._home is not None else None)) from None
         except NoAnswer as exc:
             raise WebError(
                 "timeout",
