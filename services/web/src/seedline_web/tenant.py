@@ -81,8 +81,16 @@ class Tenant:
         await self.owner(session_id)
         check_name("machine", node_id)
         refuse_new_work()
-        return await new_work(
-            self.backend.relocate(RelocateRequest(session_id=session_id, node_id=node_id)))
+        try:
+            return await new_work(
+                self.backend.relocate(RelocateRequest(session_id=session_id, node_id=node_id)))
+        except WebError as exc:
+            if exc.code != "invalid_request":
+                raise
+            # The request was checked above; what the resolver refuses is the conversation's
+            # state now (a newer one on its repo, one still opening): a conflict, not a
+            # malformed request (CONTRACT.md 4.1).
+            raise WebError(exc.code, exc.message, status=409) from None
 
     async def stop(self, session_id: str, reason: str = "requested") -> StopReply:
         await self.owner(session_id)
