@@ -27,7 +27,7 @@ from faststream.nats import ConsumerConfig, JStream, NatsBroker, PullSub
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
 from nats.aio.msg import Msg
 
-from seedline_contracts import subjects
+from seedline_contracts import CONTRACT_VERSION, subjects
 from seedline_contracts.channels import Api
 from seedline_contracts.codec import decoder, encode
 from seedline_contracts.errors import ErrorReply, error_reply
@@ -42,8 +42,6 @@ from .metrics_labels import prometheus_middleware
 from .nats_workarounds import survive_abandoned_flushes
 from .observability import ServiceMetrics, tracer_provider
 from .redelivery import MsgHandler, handle_with_redelivery, typed
-from seedline_contracts import CONTRACT_VERSION
-
 from .routing import Kind, Route, bind, message_name
 from .sending import sending_as
 from .settings import Settings

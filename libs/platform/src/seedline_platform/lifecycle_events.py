@@ -281,7 +281,6 @@ class ConversationRecord:
                 return brief_given(reply)
         return None
 
-
     def why_no_brief(self) -> str:
         """Why no brief was offered to this conversation, as recorded: a key of
         seedline_core.notices.NO_BRIEF_REASONS from its newest composed open, else

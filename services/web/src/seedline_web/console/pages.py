@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import secrets
-from pathlib import Path
 from datetime import datetime, timezone
+from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
 from fastapi import APIRouter, Query, Request
@@ -20,8 +20,7 @@ from seedline_contracts.timeline import MAX_READ_LIMIT
 from ..auth import COOKIE
 from ..errors import WebError
 from ..tenant import Tenant
-from . import overview as overview_page
-from . import render
+from . import overview as overview_page, render
 from .logins import LOGIN_DAYS, ConsoleLogin, same_secret
 
 router = APIRouter(prefix="/console", include_in_schema=False)
