@@ -34,6 +34,7 @@ step seedline publish --instance demo --repo apps/hello --conversation first-cha
   --content "Add a README with install steps" --entry-id tour-1
 step seedline publish --instance demo --repo apps/hello --conversation first-chat --kind chat_assistant \
   --content "Added README.md: install with make, run with make run." --entry-id tour-2
+step seedline publish --file docs/entries.jsonl
 opened=$(seedline open --instance demo --repo apps/hello --engine scripted --node demo-runner \
   --json "What were we doing?")
 printf '\n$ seedline open --instance demo --repo apps/hello --engine scripted --node demo-runner '"'"'What were we doing?'"'"' --json  # fields shortened\n'

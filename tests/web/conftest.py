@@ -37,3 +37,20 @@ async def web(system):
         _, token = await app.tokens.create(INSTANCE, "tests")
         _, other = await app.tokens.create(OTHER, "the other tenant")
         yield Web(app, app.url, token, other)
+
+
+async def console_login(browser: httpx.AsyncClient, token: str) -> httpx.Response:
+    """Log a plain HTTP client into the console by its form (the only way in)."""
+    import re
+
+    form = await browser.get("/console/login")
+    csrf = re.search(r'name="csrf" value="([^"]+)"', form.text).group(1)
+    return await browser.post("/console/login", data={"token": token, "csrf": csrf})
+
+
+async def browser_login(page, url: str, token: str) -> None:
+    """Log a Playwright page into the console by its form."""
+    await page.goto(f"{url}/console/login")
+    await page.fill("#token", token)
+    await page.click("form.login button")
+    await page.wait_for_url(f"{url}/console")

@@ -1,25 +1,24 @@
 """Loaded by Schemathesis for test_web_schemathesis.py (never by pytest itself).
 
-Two rules of the contract cannot be written in JSON Schema, and the document says them in
-words instead: an entry's `at` lies between 2000-01-01T00:00:00Z (in UTC, whatever its
-offset) and one day after it arrives, on a day the month has; and a name (repo,
-conversation, machine) is at most 255 bytes once escaped as a subject token. A generated
-value that breaks only those is made to keep them (`at` moved to now, a name cut to fit);
-everything else the schema allows goes as generated, so every other rule the document
-states is still checked both ways."""
+The document states every bound the server enforces, times included (their pattern is
+the server's own reading of a time, and the one bound that moves with the clock, an
+entry's `at` at most a day after it arrives, is answered 409, which Schemathesis counts as
+a conflict, not a refusal of valid data). One rule cannot be written in JSON Schema at
+all: a name (repo, conversation, machine) is at most 255 bytes once escaped as a subject
+token, where each byte outside A-Z a-z 0-9 _ - counts three, a weighted length no pattern
+or maxLength can state; the document says it in words. So a generated name the schema
+allows is cut to fit it; everything else goes as generated, so every other rule is checked
+both ways."""
 
 from __future__ import annotations
-
-from datetime import datetime, timedelta, timezone
 
 import re
 
 import schemathesis
 
-from seedline_contracts.times import EARLIEST_AT, parse_rfc3339
 from seedline_contracts.tokens import TokenError, escape_token
 
-from seedline_web.fields import MAX_NAME_CHARS, NO_CONTROL, RFC3339
+from seedline_web.fields import MAX_NAME_CHARS, NO_CONTROL
 
 NAMES = ("repo", "session_id", "node_id")
 
@@ -35,41 +34,22 @@ def _fits(name: str) -> str:
     return name
 
 
-def _names(values: dict) -> dict:
+def _names(values):
     # Only names the schema allows (negative cases stay negative).
+    if not isinstance(values, dict):
+        return values
     return {k: (_fits(v) or v) if k in NAMES and isinstance(v, str)
             and 0 < len(v) <= MAX_NAME_CHARS and re.search(NO_CONTROL, v) else v
             for k, v in values.items()}
 
 
-def _fixed(entry):
-    if not isinstance(entry, dict):
-        return entry
-    entry = _names(entry)
-    if not isinstance(entry.get("at"), str) or not re.search(RFC3339, entry["at"]):
-        return entry
-    try:
-        at = parse_rfc3339(entry["at"])
-    except ValueError:
-        if len(entry["at"]) < 20 or not entry["at"][:4].isdigit():
-            return entry  # not a date at all: the schema's own concern
-        return {**entry, "at": _now()}
-    if at > datetime.now(timezone.utc) + timedelta(hours=23) or at < EARLIEST_AT:
-        return {**entry, "at": _now()}
-    return entry
-
-
-def _now() -> str:
-    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 @schemathesis.hook
 def map_body(context, body):
     if isinstance(body, dict) and isinstance(body.get("entries"), list):
-        return {**body, "entries": [_fixed(e) for e in body["entries"]]}
-    return _fixed(body)
+        return {**body, "entries": [_names(e) for e in body["entries"]]}
+    return _names(body)
 
 
 @schemathesis.hook
 def map_query(context, query):
-    return _names(query) if isinstance(query, dict) else query
+    return _names(query)

@@ -11,7 +11,7 @@ import pytest
 
 from seedline_core.notices import wording_violations
 
-from .conftest import INSTANCE, OTHER, REPO
+from .conftest import INSTANCE, OTHER, REPO, console_login
 
 pytestmark = pytest.mark.servers
 
@@ -56,9 +56,9 @@ async def test_the_console_shows_only_the_tokens_instance(system, web):
     await system.append(1, content="ours: the board renders")
     await system.append(2, content="theirs: a private plan", instance_id=OTHER)
     async with httpx.AsyncClient(base_url=web.url, timeout=30) as browser:
-        assert (await browser.get("/console", params={"token": "slt_wrong"})).status_code == 401
-        redirect = await browser.get("/console", params={"token": web.other_token})
-        assert redirect.status_code == 303 and redirect.headers["location"] == "/console"
+        assert (await console_login(browser, "slt_wrong")).status_code == 401
+        login = await console_login(browser, web.other_token)
+        assert login.status_code == 303 and login.headers["location"] == "/console"
         overview = await browser.get("/console")
         page = await browser.get("/console/repo", params={"repo": REPO})
         csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
@@ -67,3 +67,35 @@ async def test_the_console_shows_only_the_tokens_instance(system, web):
     assert f"Instance {OTHER}" in text(overview.text) and REPO in overview.text
     assert "theirs: a private plan" in page.text and "ours: the board" not in page.text
     assert "Log in" in after.text and "a private plan" not in after.text
+
+
+async def test_actions_asked_in_place_are_answered_in_json(system, web):
+    """The page's script sends an action with `Accept: application/json` and shows the
+    answer beside it: a fresh open's notice and link, a stop's sentence, a refusal's."""
+    await system.start_runner()
+    async with httpx.AsyncClient(base_url=web.url, timeout=30) as browser:
+        await console_login(browser, web.token)
+        page = await browser.get("/console/repo", params={"repo": REPO})
+        csrf = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+        wants = {"Accept": "application/json", "Origin": web.url}
+        fresh = await browser.post("/console/open", headers=wants, data={
+            "csrf": csrf, "repo": REPO, "node_id": "mac-mini-1", "engine": "scripted",
+            "force_fresh": "yes", "confirm": "yes"})
+        sid = fresh.json()["session_id"]
+        stopped = await browser.post("/console/conversation/stop", headers=wants, data={
+            "csrf": csrf, "id": sid, "confirm": "yes"})
+        forged = await browser.post("/console/conversation/stop", data={
+            "csrf": "guess", "id": sid, "confirm": "yes"},
+            headers={"Accept": "application/json", "Origin": "http://evil.example"})
+        unknown = await browser.post("/console/conversation/stop", headers=wants, data={
+            "csrf": csrf, "id": "csess_nope", "confirm": "yes"})
+    assert fresh.status_code == 200 and fresh.json()["ok"] is True
+    said = fresh.json()["message"]
+    assert said.startswith(f"Opened conversation {sid}: ") and "no earlier context" in said
+    assert fresh.json()["link"] == f"/console/conversation?id={sid}"
+    assert stopped.json()["message"].startswith("Stopped. Your next message to this repo "
+                                                "starts a new conversation")
+    assert forged.status_code == 403 and forged.json()["ok"] is False
+    assert unknown.status_code == 404 and "No conversation csess_nope" in unknown.text
+    for reply in (fresh, stopped, forged, unknown):
+        assert not wording_violations(reply.text)

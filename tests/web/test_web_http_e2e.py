@@ -85,6 +85,21 @@ async def test_publish_open_brief_and_stop_through_http(system, web):
         live = await client.get(f"/v1/instances/{INSTANCE}/conversations")
         assert live.json()["conversations"] == []
 
+        # A conversation offered no brief: the reply says why, and so does the brief's 404,
+        # told apart from an id nobody has.
+        fresh = (await client.post(f"/v1/instances/{INSTANCE}/conversations", json={
+            "repo": REPO, "engine": "scripted", "node_id": "mac-mini-1",
+            "force_fresh": True})).json()
+        assert fresh["brief"] is None and fresh["no_brief"] == "force_fresh"
+        none = await client.get(f"/v1/conversations/{fresh['session_id']}/brief")
+        nobody = await client.get("/v1/conversations/csess_nobody/brief")
+        assert none.status_code == 404 and nobody.status_code == 404
+        assert none.json()["error"]["message"] == (
+            f"No brief was offered to {fresh['session_id']}, because a fresh start was asked "
+            "for, and a fresh start has no brief.")
+        assert nobody.json()["error"]["message"].startswith(
+            "No conversation csess_nobody was opened here; check the id")
+
 
 async def test_refusals_say_what_to_fix_and_name_the_limits(system):
     import dataclasses

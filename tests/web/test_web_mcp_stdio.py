@@ -114,3 +114,43 @@ async def _answered(system, session_id: str) -> bool:
     read = await system.request("seedline.api.timeline.read", {
         "instance_id": INSTANCE, "repo": REPO, "session_id": session_id})
     return any(e["kind"] == "chat_assistant" for e in read.get("entries", []))
+
+
+async def test_an_agent_is_told_why_no_brief_was_offered_apart_from_a_wrong_id(system):
+    """show_brief on a conversation offered none says why, as recorded (CONTRACT.md 3.1),
+    and never suggests the id is wrong; an id nobody has is said to be that. A tool called
+    without what it needs is told so in one sentence naming it."""
+    await system.start_runner()
+    async with agent(system.settings) as client:
+        first = await client.call_tool("open_conversation", {"repo": REPO,
+                                                             "instruction": "Start it."})
+        text = text_of(first)
+        assert not first.is_error, text
+        # The repo had no entries: the reply's receipt says so.
+        assert ("No brief was offered: the repo had no entries in its timeline yet, so there "
+                "was nothing to brief the engine with.") in text
+        first_id = next(line.split()[2] for line in text.splitlines()
+                        if line.startswith("Opened: conversation"))
+        fresh = text_of(await client.call_tool("open_conversation", {
+            "repo": REPO, "instruction": "Again, fresh.", "fresh": True}))
+        fresh_id = next(line.split()[2] for line in fresh.splitlines()
+                        if line.startswith("Opened: conversation"))
+
+        none = await client.call_tool("show_brief", {"conversation_id": first_id})
+        asked_fresh = await client.call_tool("show_brief", {"conversation_id": fresh_id})
+        nobody = await client.call_tool("show_brief", {"conversation_id": "csess_nobody"})
+        missing = await client.call_tool("send_message", {"repo": REPO})
+        await client.call_tool("stop_conversation", {"conversation_id": fresh_id})
+    assert none.is_error and text_of(none) == (
+        f"No brief was offered to {first_id}, because the repo had no entries in its timeline "
+        "yet, so there was nothing to brief the engine with.")
+    assert asked_fresh.is_error and "because a fresh start was asked for" in text_of(
+        asked_fresh)
+    assert nobody.is_error and text_of(nobody).startswith(
+        "No conversation csess_nobody was opened here; check the id")
+    said = text_of(missing)
+    assert missing.is_error and said == (
+        "The tool send_message needs text (text: the message, as the person wrote it); call "
+        "it again with it.")
+    for reply in (none, asked_fresh, nobody, missing):
+        assert "pydantic" not in text_of(reply) and not wording_violations(text_of(reply))

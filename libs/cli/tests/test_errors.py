@@ -107,10 +107,8 @@ def test_a_read_with_no_timeline_writer_running_exits_3(seedline, nats_server, t
     assert result.exit_code == 3
     error = json.loads(result.stdout)["error"]
     assert error["code"] == "unavailable"
-    assert (
-        "Nothing answers on seedline.api.timeline.read: the timeline-writer is not running"
-        in error["message"]
-    )
+    assert error["message"].startswith("The timeline-writer is not answering: it is not "
+                                       "running, or starting again; try again in a few seconds")
 
 
 @pytest.mark.servers
@@ -120,7 +118,33 @@ def test_open_with_no_continuity_resolver_running_exits_3(seedline, nats_server,
         "open", "--instance", "i", "--repo", "r", "--engine", "scripted", "--node", "n", env=env
     )
     assert result.exit_code == 3
-    assert "the continuity-resolver is not running" in result.stderr
+    assert "The continuity-resolver is not answering: it is not running" in result.stderr
+
+
+@pytest.mark.servers
+def test_a_service_seedline_up_is_restarting_is_told_as_starting_again(
+        seedline, nats_server, tmp_path):
+    """Under `seedline up` (its state file, kept by a live process) a service being started
+    again is said to be that, not to need starting; so is a nats-server being restarted."""
+    import os
+
+    from seedline_devtools.embedded import free_port
+
+    (tmp_path / "up-processes.json").write_text(json.dumps({
+        "up_pid": os.getpid(), "updated_at": "2026-12-05T10:00:00Z", "processes": [
+            {"name": "continuity-resolver", "state": "restarting", "pid": None},
+            {"name": "nats-server", "state": "restarting", "pid": None}]}))
+    env = {"SEEDLINE_NATS_URL": nats_server.url, "SEEDLINE_HOME": str(tmp_path)}
+    opened = seedline("open", "--instance", "i", "--repo", "r", "--engine", "scripted",
+                      "--node", "n", env=env)
+    away = f"nats://127.0.0.1:{free_port()}"
+    no_nats = seedline("conversations", env={**env, "SEEDLINE_NATS_URL": away})
+    assert opened.exit_code == 3 and no_nats.exit_code == 3
+    assert "The continuity-resolver is starting again; try again in a few seconds." in (
+        opened.stderr)
+    assert f"NATS at {away} is starting again; try again in a few seconds." in no_nats.stderr
+    for said in (opened.stderr, no_nats.stderr):
+        assert "make run" not in said and "not running" not in said
 
 
 def test_up_says_so_when_its_port_is_taken(seedline, tmp_path):

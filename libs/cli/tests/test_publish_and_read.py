@@ -355,3 +355,30 @@ def test_rejected_lists_newest_first_with_reasons_and_shows_one_whole(seedline, 
     missing = seedline("rejected", "show", "999", "--json", env=cli_env)
     assert missing.exit_code == 1
     assert json.loads(missing.stdout)["error"]["code"] == "not_found"
+
+
+def test_rejected_counts_lines_refused_here_apart_from_what_the_platform_rejected(
+    seedline, cli_env, tmp_path
+):
+    path = tmp_path / "entries.jsonl"
+    path.write_text("\n".join([line(1), "{not json", line(2, kind="bogus"), line(3)]) + "\n")
+    published = seedline("publish", "--file", str(path), env=cli_env)
+    assert published.exit_code == 1, published.output
+    assert "They were not sent" in " ".join(published.stdout.split())
+
+    listed = seedline("rejected", env={**cli_env, "COLUMNS": "200"})
+    as_json = json.loads(seedline("rejected", "--json", env=cli_env).stdout)
+
+    assert listed.exit_code == 0, listed.output
+    said = " ".join(listed.stdout.split())
+    assert "every input so far was accepted" not in said
+    assert "2 lines refused here by `seedline publish --file` before sending" in said
+    assert "The platform rejected no input it was given" in said
+    assert as_json["rejected"] == []
+    assert [(r["line"], r["file"]) for r in as_json["refused_here"]] == [
+        (3, str(path.resolve())), (2, str(path.resolve()))]
+    # What the platform itself rejects is listed apart, under its own title.
+    publish_raw(cli_env, b"{not json")
+    wait_for_rejected(seedline, cli_env, 1)
+    both = " ".join(seedline("rejected", env={**cli_env, "COLUMNS": "200"}).stdout.split())
+    assert "1 rejected by the platform" in both and "2 lines refused here" in both

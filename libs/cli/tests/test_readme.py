@@ -62,3 +62,17 @@ def test_make_run_moves_its_ports_as_the_readme_says():
         "seedline up --nats-port 5222 --monitor-port 9222 --web-port 9080 --no-runner")
         for line in dry.stdout.splitlines()), dry.stdout
     assert "make run NATS_PORT=5222 MONITOR_PORT=9222 WEB_PORT=9080" in README.read_text()
+
+
+def test_the_tours_sample_file_publishes_every_line():
+    """docs/entries.jsonl, which the tour publishes with `seedline publish --file`: every
+    line is an entry the contract takes."""
+    from seedline_contracts.normalise import Accepted, normalise
+    from seedline_contracts.times import now_text
+
+    sample = README.parent / "docs" / "entries.jsonl"
+    assert "publish --file docs/entries.jsonl" in README.read_text()
+    lines = sample.read_bytes().splitlines()
+    assert len(lines) >= 3
+    for line in lines:
+        assert isinstance(normalise(line, now_text()), Accepted), line

@@ -378,17 +378,42 @@ def test_opening_on_a_machine_never_seen_points_at_runners(seedline, env):
     assert_plain_words(result.stderr)
 
 
-def test_brief_show_of_a_conversation_given_no_brief_says_why_not_check_the_id(seedline, env):
+def test_brief_show_says_why_no_brief_was_offered_apart_from_an_unknown_id(seedline, env):
     system_of(env).start_runner("mac-mini-1", "Mac mini")
-    opened = run(seedline, env, "open", "--instance", INSTANCE, "--repo", REPO, "--engine",
-                 "scripted", "--node", "mac-mini-1", "--fresh", "--json")
-    conversation = json.loads(opened.stdout)["session_id"]
+    first = run(seedline, env, "open", "--instance", INSTANCE, "--repo", REPO, "--engine",
+                "scripted", "--node", "mac-mini-1", "Add castling")
+    fresh = json.loads(run(seedline, env, "open", "--instance", INSTANCE, "--repo", REPO,
+                           "--engine", "scripted", "--node", "mac-mini-1", "--fresh",
+                           "--json").stdout)
+    clean = json.loads(run(seedline, env, "open", "--instance", INSTANCE, "--repo", REPO,
+                           "--engine", "scripted", "--node", "mac-mini-1", "--clean-slate",
+                           "--json").stdout)
+    first_id = re.search(r"csess_[0-9a-f]+", first.stdout).group(0)
 
-    result = run(seedline, env, "brief", "show", conversation)
+    said = {name: run(seedline, env, "brief", "show", conversation)
+            for name, conversation in (("first", first_id), ("fresh", fresh["session_id"]),
+                                       ("clean", clean["session_id"]), ("nope", "csess_nope"))}
 
-    assert result.exit_code == 1, result.output
-    assert f"No brief was given to {conversation}" in result.stderr
-    assert "--fresh" in result.stderr and "check the id" not in result.stderr
+    # The first open of a repo with no entries: the reply and `brief show` say why.
+    assert first.exit_code == 0, first.output
+    assert "No brief was offered: the repo had no entries in its timeline yet" in (
+        " ".join(first.stdout.split()))
+    assert fresh["no_brief"] == "force_fresh" and clean["no_brief"] == "clean_slate"
+    expected = {
+        "first": f"No brief was offered to {first_id}, because the repo had no entries in "
+                 "its timeline yet",
+        "fresh": f"No brief was offered to {fresh['session_id']}, because a fresh start was "
+                 "asked for",
+        "clean": f"No brief was offered to {clean['session_id']}, because the open asked for "
+                 "a clean slate",
+        "nope": "No conversation csess_nope was opened here; check the id",
+    }
+    for name, result in said.items():
+        assert result.exit_code == 1, result.output
+        assert expected[name] in " ".join(result.stderr.split()), (name, result.stderr)
+        assert_plain_words(result.stderr)
+    for name in ("first", "fresh", "clean"):
+        assert "check the id" not in said[name].stderr
 
 
 def test_relocate_without_node_is_a_usage_error(seedline, env):

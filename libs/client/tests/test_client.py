@@ -93,7 +93,8 @@ async def test_a_reply_that_is_not_the_contracts_is_unreadable(nc, reply, why):
 
 async def test_nothing_subscribed_is_not_running_and_it_names_the_service(nc):
     with pytest.raises(NotRunning) as caught:
-        await SeedlineClient(nc).read(TimelineReadRequest("bd43f4de", "apps/x"))
+        await SeedlineClient(nc, not_running_retry=0.3).read(
+            TimelineReadRequest("bd43f4de", "apps/x"))
     assert (caught.value.service, caught.value.subject) == (
         "timeline-writer", subjects.API_TIMELINE_READ)
 
@@ -120,3 +121,17 @@ async def test_a_closed_connection_is_connection_lost(nc):
     await nc.close()
     with pytest.raises(ConnectionLost):
         await asyncio.wait_for(SeedlineClient(nc).live(SessionsListRequest()), 5)
+
+
+async def test_a_service_that_subscribes_again_within_the_retry_is_answered(nc):
+    """What a restart looks like on the wire: nobody subscribed for a moment, then the
+    service again. The client asks again by itself and gets the answer."""
+
+    async def restarted() -> None:
+        await asyncio.sleep(1.0)
+        await answering(nc, subjects.API_SESSIONS_LIST, json.dumps(LIVE).encode())
+
+    back = asyncio.create_task(restarted())
+    reply = await SeedlineClient(nc, not_running_retry=10).live(SessionsListRequest())
+    await back
+    assert [c.session_id for c in reply.conversations] == ["csess_1"]

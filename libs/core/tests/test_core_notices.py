@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from seedline_core.brief import PREAMBLE, BriefRow, compose_brief
+from seedline_core.brief import PREAMBLE, BriefRow, Framing, compose_brief
 from seedline_core.decision import (
     DecisionSettings,
     OpenRequest,
@@ -17,12 +17,20 @@ from seedline_core.notices import (
     Notice,
     error_message,
     machine_removed_text,
+    nats_away_text,
+    no_brief_reason,
+    no_brief_receipt,
+    no_brief_text,
+    no_such_conversation_text,
+    not_answering_text,
     offline_text,
     open_notice,
     runner_offline_notice_text,
+    runner_restarted_text,
     runner_too_old_text,
     wake_refused_text,
     stopped_idle_text,
+    wake_offline_text,
     wording_violations,
 )
 from seedline_core.outcome import Outcome
@@ -205,6 +213,9 @@ def test_no_error_or_notification_uses_forbidden_wording(
         machine_removed_text(label, node_id),
         runner_too_old_text(label, node_id, None, "0.2.0", "the working tree"),
         wake_refused_text(runner_too_old_text(label, node_id, "0.1.0", "0.2.0", "the tree")),
+        runner_restarted_text(label, node_id),
+        wake_offline_text(offline_text(label, node_id)),
+        nats_away_text(label),
     ]
     texts += [
         error_message(code, label=label, node_id=node_id, field=field, reason="engine busy")
@@ -235,10 +246,23 @@ def test_a_machine_never_seen_is_named_by_its_node_id() -> None:
     assert offline_text("", "mac-mini-1") == "The machine mac-mini-1 is offline."
 
 
+def _promises_nothing_the_next_open_decides(text: str) -> None:
+    """What a next message does is said without promising what only its open decides: it
+    starts a new conversation (a new id), whose engine continues its own conversation or
+    is briefed as decided then (CONTRACT.md 3.1, 4)."""
+    assert "next message to this repo starts a new conversation" in text
+    assert "whether the engine continues its own earlier conversation or starts fresh" in text
+    assert "decided then" in text
+    for promise in ("message continues it", "with a brief of what happened so far.",
+                    "that includes this message"):
+        assert promise not in text, promise
+
+
 def test_runner_offline_notification_says_what_the_next_message_does() -> None:
     text = runner_offline_notice_text("Mac mini", "mac-mini-1")
     assert text.startswith("Your Mac mini is offline.")
-    assert "next message" in text and "brief" in text
+    assert "Once the machine is back online" in text
+    _promises_nothing_the_next_open_decides(text)
 
 
 def test_a_machine_too_old_is_named_with_the_release_to_install() -> None:
@@ -261,10 +285,87 @@ def test_stopped_idle_says_what_happened_and_what_comes_next() -> None:
     text = stopped_idle_text(timedelta(hours=6), "Mac mini")
     assert "stopped after 6 hours without activity" in text
     assert "free your Mac mini" in text
-    assert "next message continues it" in text
-    assert "brief of what happened so far" in text
+    assert "on your Mac mini with the same engine" in text
+    _promises_nothing_the_next_open_decides(text)
+    # The person never has to open anything (CONTRACT.md 4).
     assert "open" not in text.lower()
     assert "1 hour and 30 minutes" in stopped_idle_text(timedelta(minutes=90), None)
+    assert "on the machine that last worked on it" in stopped_idle_text(
+        timedelta(minutes=90), None)
+
+
+def test_a_machine_restarted_and_a_wake_to_an_offline_machine_promise_nothing_either() -> None:
+    restarted = runner_restarted_text("Mac mini", "mac-mini-1")
+    assert restarted.startswith("Your Mac mini restarted")
+    _promises_nothing_the_next_open_decides(restarted)
+    kept = wake_offline_text("Your Mac mini is offline.")
+    assert kept.startswith("Your Mac mini is offline. Your message is kept in the timeline")
+    # Nothing delivers it later, and a resumed engine never saw it: the person is told so.
+    assert "not delivered later by itself" in kept and "Send again" in kept
+    _promises_nothing_the_next_open_decides(kept)
+
+
+def test_why_no_brief_was_offered_is_told_with_the_recorded_reason() -> None:
+    assert no_brief_reason("force_fresh", False) == "force_fresh"
+    assert no_brief_reason("no_previous", True) == "clean_slate"
+    assert no_brief_reason("no_previous", False) == "no_entries"
+    assert no_brief_receipt("no_entries") == (
+        "No brief was offered: the repo had no entries in its timeline yet, so there was "
+        "nothing to brief the engine with.")
+    assert no_brief_receipt(None) == "No brief was offered."
+    told = {why: no_brief_text("csess_1", why)
+            for why in ("force_fresh", "clean_slate", "no_entries", "opening", "failed")}
+    assert told["force_fresh"] == ("No brief was offered to csess_1, because a fresh start was "
+                                   "asked for, and a fresh start has no brief.")
+    assert "because the open asked for a clean slate" in told["clean_slate"]
+    assert "because the repo had no entries in its timeline yet" in told["no_entries"]
+    assert "still being decided" in told["opening"] and "failed" in told["failed"]
+    unknown = no_such_conversation_text("csess_nope")
+    assert unknown.startswith("No conversation csess_nope was opened here; check the id")
+    for text in (*told.values(), unknown):
+        # Never the other case's words: a reason is no wrong id, a wrong id has no reason.
+        assert ("check the id" in text) == (text is unknown)
+        assert wording_violations(text) == [] and text.endswith(".")
+
+
+@pytest.mark.parametrize("state, said", [
+    ("restarting", "The continuity-resolver is starting again; try again in a few seconds."),
+    ("running", "The continuity-resolver is starting again; try again in a few seconds."),
+    ("crash loop", "The continuity-resolver stopped too often"),
+    ("waiting for room on the disk", "The continuity-resolver waits for room on the disk"),
+    (None, "The continuity-resolver is not answering: it is not running, or starting again"),
+])
+def test_a_service_nobody_answers_for_is_told_as_seedline_up_has_it(state, said) -> None:
+    text = not_answering_text("continuity-resolver", state)
+    assert text.startswith(said)
+    assert ("make run" in text) == (state is None)  # never "start it" while it is starting
+    assert text.count(". ") == 0 and text.endswith(".") and wording_violations(text) == []
+
+
+def test_a_launch_lost_with_nats_never_blames_the_machine() -> None:
+    text = nats_away_text("Demo runner")
+    assert text.startswith("The launch did not reach your Demo runner because the connection "
+                           "to NATS was lost")
+    assert "the machine is not the cause" in text and "open again in a few seconds" in text
+    assert "did not answer" not in text and "check that Seedline is running" not in text
+    assert text.count(". ") == 0 and wording_violations(text) == []
+
+
+def test_a_relocated_conversations_brief_speaks_of_the_engines_earlier_context() -> None:
+    """CONTRACT.md 5 (1.3): a relocated conversation keeps its id, so its brief never says
+    it is not that conversation; what is gone is the engine's earlier context of it."""
+    rows = [BriefRow(seq, "csess_1", "chat_user", f"step {seq}", "", None) for seq in (1, 2)]
+    moved = compose_brief(reversed(rows), 2, 100, framing=Framing(relocated=True))
+    ended = compose_brief(reversed(rows), 2, 100)
+    assert moved is not None and ended is not None
+    assert moved.text.startswith("This conversation moved here from another machine, and the "
+                                 "engine's earlier context of it stayed there: it is not "
+                                 "available here.")
+    assert "It is not that conversation" not in moved.text
+    assert "It is not that conversation" in ended.text  # a conversation that ended is another
+    for text in (moved.text, ended.text):
+        assert "file contents, tool state, and anything worked out but never said" in text
+        assert "not as an instruction" in text and wording_violations(text) == []
 
 
 # Error messages

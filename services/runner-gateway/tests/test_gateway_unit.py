@@ -63,6 +63,30 @@ async def test_a_refused_launch_passes_on_the_machines_reason(gw):
     assert failed["error"]["code"] == "launch_refused" and "no engine" in failed["error"]["message"]
 
 
+async def test_a_launch_lost_because_nats_was_away_blames_nats_not_the_machine(gw):
+    from seedline_runner_gateway.machine_calls import NatsAway
+
+    gw.online("mac")
+
+    def nats_away(node, request):
+        raise NatsAway("NATS was away")
+
+    gw.machines.answer_launch = nats_away
+    await gw.open("csess_a")
+    (failed,) = gw.events("open_failed")
+    assert failed["error"]["code"] == "unavailable"
+    assert failed["error"]["message"].startswith("The launch did not reach your Mac mini "
+                                                 "because the connection to NATS was lost")
+    assert "did not answer" not in failed["error"]["message"]
+
+
+async def test_an_open_offered_no_brief_says_why_in_its_reply(gw):
+    gw.online("mac")
+    await gw.open("csess_a", text=None)
+    (opened,) = gw.events("opened")
+    assert opened["reply"]["brief"] is None and opened["reply"]["no_brief"] == "no_entries"
+
+
 async def test_a_redelivered_seed_composed_launches_nothing_twice(gw):
     gw.online("mac")
     await gw.open("csess_a")

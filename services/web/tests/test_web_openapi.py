@@ -7,6 +7,7 @@ from pathlib import Path
 
 from seedline_web.app import published_files
 from seedline_web.openapi import FILE
+from seedline_web.fields import RFC3339
 
 REPO = Path(__file__).resolve().parents[3]
 COMMITTED = REPO / "docs" / "openapi.json"
@@ -81,7 +82,7 @@ def test_request_bodies_carry_the_rules_the_server_enforces():
     assert set(entry["kind"]["enum"]) == {"chat_user", "chat_assistant", "terminal", "command",
                                           "brain", "outcome", "system"}
     at = entry["at"]["anyOf"][0]
-    assert at["format"] == "date-time" and at["pattern"].startswith("^(2[0-9]{3}|")
+    assert at["format"] == "date-time" and at["pattern"] == RFC3339
     assert entry["repo"]["minLength"] == 1 and "pattern" in entry["repo"]
     batch = schemas["BatchBody"]["properties"]["entries"]
     assert (batch["minItems"], batch["maxItems"]) == (1, 1000)
@@ -143,3 +144,18 @@ def test_docs_load_swagger_ui_from_this_process_never_a_cdn():
         "https://fastapi.tiangolo.com", "")
     assert script.status_code == 200 and len(script.content) > 100_000
     assert style.status_code == 200
+
+
+def test_the_readmes_route_table_is_the_documents_routes():
+    """Every operation of the OpenAPI document is a row of the README's table, and every
+    row is one of its operations: the table cannot leave a route out or keep a gone one."""
+    import re
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parents[3] / "README.md"
+    section = readme.read_text(encoding="utf-8").split("## HTTP API", 1)[1].split("\n## ", 1)[0]
+    rows = set(re.findall(r"^\| `(GET|POST|PUT|PATCH|DELETE) (/[^`]*)` \|", section, re.MULTILINE))
+    document = json.loads(published_files()[FILE])
+    operations = {(method.upper(), path) for path, item in document["paths"].items()
+                  for method in item}
+    assert rows == operations, (sorted(operations - rows), sorted(rows - operations))

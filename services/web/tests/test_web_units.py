@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import datetime, timezone
 
 import pytest
 from starlette.applications import Starlette
@@ -14,7 +15,7 @@ from starlette.routing import Route
 from seedline_contracts.sessions import BriefStats, Continuity, NoticeBody, OpenReply
 from seedline_contracts.timeline import RejectedInput, TimelineRow
 from seedline_web.choosing import Previous, choose
-from seedline_web.console import render
+from seedline_web.console import overview, render
 from seedline_web.errors import WebError
 from seedline_web.limits import BodyLimit
 from seedline_web.notifications import sse_event
@@ -59,6 +60,9 @@ def row(seq: int, session: str) -> TimelineRow:
                        None, None)
 
 
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+
+
 def opened(seq: int, session: str, until_seq: int | None, reason: str) -> render.OpenView:
     reply = OpenReply(session, "mac-mini-1", False, True, "briefed",
                       Continuity("fresh", None, "past_window", reason),
@@ -72,7 +76,7 @@ def opened(seq: int, session: str, until_seq: int | None, reason: str) -> render
 def test_each_open_sits_after_the_newest_entry_its_decision_saw():
     rows = [row(1, "old"), row(2, "old"), row(3, "a"), row(4, "a"), row(5, "b")]
     html = render.timeline(rows, [opened(10, "a", 2, "first"), opened(20, "b", 4, "second")],
-                           {"mac-mini-1": "Mac mini"})
+                           {"mac-mini-1": "Mac mini"}, NOW)
     order = [html.index(mark) for mark in (
         'data-conversation="old"', "entry 2", "console notice first", "entry 3", "entry 4",
         "console notice second", "entry 5")]
@@ -86,12 +90,12 @@ def test_each_open_sits_after_the_newest_entry_its_decision_saw():
 def test_an_open_after_the_last_entry_comes_last_and_a_failed_open_says_why():
     failed = OpenRecord(30, "c", "apps/x", "gone-1", "scripted", "2026-12-01T10:00:00Z", None, 5,
                         None, "runner_offline", "Your Linux box is offline.", None)
-    html = render.timeline([row(5, "b")], [render.OpenView(failed, None)], {})
+    html = render.timeline([row(5, "b")], [render.OpenView(failed, None)], {}, NOW)
     assert html.index("entry 5") < html.index("The open failed: Your Linux box is offline.")
 
 
 def test_data_is_escaped_everywhere():
-    html = render.timeline([row(1, "<script>")], [], {})
+    html = render.timeline([row(1, "<script>")], [], {}, NOW)
     assert "<script>" not in html and "&lt;script&gt;" in html
 
 
@@ -167,9 +171,9 @@ def test_a_receipt_of_a_brief_not_given_says_so_on_the_console_and_in_mcp():
                     brief=replace(given.record.reply.brief, spent=False))
     resumed = render.OpenView(OpenRecord(*[*given.record.__dict__.values()][:8], reply,
                                          None, None, None), "the brief")
-    page = render.timeline([row(1, "a")], [resumed], {})
+    page = render.timeline([row(1, "a")], [resumed], {}, NOW)
     assert notices.BRIEF_NOT_GIVEN in page
-    assert notices.BRIEF_NOT_GIVEN not in render.timeline([row(1, "a")], [given], {})
+    assert notices.BRIEF_NOT_GIVEN not in render.timeline([row(1, "a")], [given], {}, NOW)
     text = mcp_text.open_text(reply, "apps/x", [])
     assert f"Brief receipt ({notices.BRIEF_NOT_GIVEN})" in text
     # Opened with no message: the brief waits for the first one, and if the conversation
@@ -179,7 +183,7 @@ def test_a_receipt_of_a_brief_not_given_says_so_on_the_console_and_in_mcp():
                          (True, notices.BRIEF_NEVER_GIVEN)):
         view = render.OpenView(dataclasses.replace(given.record, reply=held, ended=ended),
                                "the brief")
-        assert words in render.timeline([row(1, "a")], [view], {})
+        assert words in render.timeline([row(1, "a")], [view], {}, NOW)
     brief = BriefGetReply("the brief", 3, 81, 0, 2, "ab" * 32)
     for told in (notices.BRIEF_GIVEN, notices.BRIEF_NOT_GIVEN, None):
         shown = mcp_text.brief_text("csess_a", brief, told)
@@ -194,7 +198,7 @@ def test_the_live_list_shows_each_open_s_outcome_as_the_machine_finally_had_it()
     live = [LiveConversation("csess_a", "inst", "apps/x", "mac", "claude", "t0", "t1",
                              outcome="resume_unconfirmed_briefed")]
     assert "outcome resume_unconfirmed_briefed" in mcp_text.conversations_text(live, [])
-    assert ">resume_unconfirmed_briefed<" in render.live_section(live, {})
+    assert ">resume_unconfirmed_briefed<" in overview.live_section(live, {}, NOW)
 
 
 # -- instance names a token may be created for ------------------------------------------------
@@ -232,6 +236,8 @@ def test_the_history_merges_events_entries_and_notices_in_time_order():
 
     from seedline_contracts.events import OpenRequested, Stopped
 
+    from seedline_platform.lifecycle_events import conversation_record
+
     events = [(1, OpenRequested(session_id="c", at="2026-12-01T10:00:00Z", instance_id="i",
                                 repo="r", engine="scripted", node_id="mac", request_id=None,
                                 force_fresh=False, clean_slate=False, has_instruction=False)),
@@ -241,10 +247,56 @@ def test_the_history_merges_events_entries_and_notices_in_time_order():
     notices = [StoredNotice(9, {"kind": "stopped_idle", "session_id": "c", "text": "Idle <b>",
                                 "at": "2026-12-01T10:06:00Z"})]
     now = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
-    items = history.history(events, entries, notices, {"mac": "Mac mini"}, now)
+    items = history.history(conversation_record(events), entries, notices, {"mac": "Mac mini"},
+                            now)
     assert [(i.source, i.seq) for i in items] == [
         ("event", 1), ("entry", 2), ("entry", 3), ("event", 4), ("notice", 9)]
     html = "".join(i.html for i in items)
     assert "Open asked for on Mac mini" in html and "Idle &lt;b&gt;" in html
     assert 'title="2026-12-01 10:00:00 UTC">2 hours ago</time>' in html
+    # Each item carries its id and a key that sorts as the page does (live.py inserts by it).
+    assert [i.id for i in items] == ["ev-1", "en-2", "en-3", "ev-4", "no-9"]
+    assert [i.key for i in items] == sorted(i.key for i in items)
     assert "show all 5,000 characters" in html  # long content is folded
+
+
+# -- the overview: found, paged, in the order of the newest work ---------------------------
+
+
+def _repos(n: int):
+    from seedline_contracts.sessions import LiveConversation
+    from seedline_web.opens import RepoOpen
+
+    counts = {f"apps/r{i:03d}": i for i in range(n)}
+    opened_ = {f"apps/r{i:03d}": RepoOpen(f"c{i}", "mac" if i % 2 else "linux", "scripted",
+                                          f"2026-12-01T{i % 24:02d}:00:00Z")
+               for i in range(0, n, 3)}
+    live = [LiveConversation("c9", "inst", "apps/r009", "mac", "scripted", "t0",
+                             "2026-12-01T11:30:00Z")]
+    return overview.repo_rows(counts, opened_, live)
+
+
+def test_the_overview_pages_finds_by_name_machine_and_state_and_says_when_nothing_matches():
+    rows = _repos(120)
+    labels = {"mac": "Mac mini", "linux": "Linux box"}
+    assert rows[0].repo == "apps/r009"  # live first, then the newest work
+    first = overview.repos_section(rows, overview.Filters(), labels, NOW, len(rows))
+    assert "Repos 1–50 of 120 (1 live)" in first and 'rel="next"' in first
+    assert "Page 1 of 3" in first and first.count("<tr>") == 51
+    last = overview.repos_section(rows, overview.Filters(page=3), labels, NOW, len(rows))
+    assert "Repos 101–120 of 120" in last and 'rel="next"' not in last
+    mac = overview.matching(rows, overview.Filters(machine="mac"))
+    assert mac and all(r.node_id == "mac" for r in mac)
+    assert [r.repo for r in overview.matching(rows, overview.Filters(state="live"))] == [
+        "apps/r009"]
+    assert sorted(r.repo for r in overview.matching(rows, overview.Filters(q="R11"))) == [
+        f"apps/r11{i}" for i in range(10)]
+    none = overview.repos_section(rows, overview.Filters(q="nothing-like-it", state="live"),
+                                  labels, NOW, len(rows))
+    assert "No repo matches a name holding “nothing-like-it”, live (of 120 on this instance)" in (
+        none)
+    assert 'href="/console">Clear the filters' in none
+    page_two = overview.Filters(q="r", machine="mac", state="idle", page=2).query()
+    assert page_two == "q=r&machine=mac&state=idle&page=2"
+    assert 'title="2026-12-01 09:00:00 UTC">3 hours ago</time>' in "".join(
+        overview.repos_section(rows, overview.Filters(q="r033"), labels, NOW, len(rows)))

@@ -4,13 +4,15 @@ descriptions, parameter descriptions, error messages, receipts and page text."""
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timezone
 
 import pytest
 
+from seedline_contracts import CONTRACT_VERSION
 from seedline_core.notices import wording_violations
 from seedline_web import errors, limits, mcp_text, publishing
 from seedline_web.auth import Gate
-from seedline_web.console import render
+from seedline_web.console import overview, render
 from seedline_web.mcp_tools import INSTRUCTIONS, build_server
 from seedline_web.tenant import Machine
 
@@ -92,10 +94,13 @@ def test_receipts_and_the_console_follow_the_wording_rules():
     for text in (mcp_text.machines_text([]), mcp_text.conversations_text([], []),
                  mcp_text.stop_text("csess_1", True), mcp_text.stop_text("csess_1", False),
                  mcp_text.timeline_text("apps/x", [], False, {}),
-                 render.machines_section([]), render.live_section([], {}),
-                 render.repos_section({}), render.rejected_section([]),
-                 render.timeline([], [], {})):
+                 render.machines_section([]), overview.live_section([], {}, NOW),
+                 overview.repos_section([], overview.Filters(), {}, NOW, 0),
+                 overview.rejected_section([], NOW), render.timeline([], [], {}, NOW)):
         assert not wording_violations(text), text
+
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 
 
 class _NoTokens:
@@ -118,7 +123,7 @@ def test_the_mcp_server_names_its_version_and_each_tool_its_effects_and_output()
 
     server = build_server(no_tenant)
     tools = {t.name: t for t in asyncio.run(server.list_tools())}
-    assert server.version == "1.2"
+    assert server.version == CONTRACT_VERSION
     for tool in tools.values():
         hints = tool.annotations
         assert hints is not None and None not in (

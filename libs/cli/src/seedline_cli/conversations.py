@@ -16,7 +16,12 @@ from rich.table import Table
 
 from seedline_client import SeedlineClient
 from seedline_contracts.sessions import BriefGetRequest, OpenAnswerRequest, OpenRequest
-from seedline_core.notices import brief_receipt_words
+from seedline_core.notices import (
+    brief_receipt_words,
+    no_brief_receipt,
+    no_brief_text,
+    no_such_conversation_text,
+)
 from seedline_platform.lifecycle_events import conversation_record
 from seedline_platform.session_reads import conversation_events
 
@@ -124,7 +129,7 @@ def print_open_reply(reply: dict) -> None:
     brief = reply.get("brief")
     table.add_row(
         "brief",
-        "none"
+        escape(no_brief_receipt(reply.get("no_brief")))
         if brief is None
         else f"{brief_numbers(brief)} ({_receipt(reply)})",
     )
@@ -161,34 +166,46 @@ def brief_show(
     """
     check_name("CONVERSATION", conversation, "csess_21b8d1b9")
     settings = load_settings(ctx)
-    try:
-        reply = asyncio.run(
-            _request(settings, lambda client: client.brief(BriefGetRequest(conversation))))
-    except ReplyError as exc:
-        if exc.code != "not_found":
-            raise
-        raise ReplyError(exc.code, brief_not_found(conversation)) from None
+    reply, record = asyncio.run(_brief_and_record(settings, conversation))
     if json_out:
         print_json(reply)
         return
     sys.stdout.write(reply["text"])
     sys.stdout.flush()
-    receipt = asyncio.run(_brief_receipt(settings, conversation, reply["sha256"]))
+    receipt = record.brief_receipt(reply["sha256"]) if record is not None else None
     told = f"; {receipt}" if receipt else ""
     err.print(
         f"[dim]{escape(brief_numbers(reply))}, sha256 {reply['sha256']}{escape(told)}[/]"
     )
 
 
-async def _brief_receipt(settings, session_id: str, sha256: str) -> str | None:
-    """What the receipt of the launch that offered this brief says, as the machine finally
-    had it (None: no receipt of it could be read)."""
+async def _brief_and_record(settings, session_id: str):
+    """The brief last offered and the conversation's record, read through the one typed
+    reader. When no brief was offered, the error says why, as recorded (CONTRACT.md 3.1),
+    or that no conversation has that id: two different things to be told."""
+    async with connected(settings) as nc:
+        try:
+            reply = to_builtins(await answered(
+                SeedlineClient(nc).brief(BriefGetRequest(session_id))))
+        except ReplyError as exc:
+            if exc.code != "not_found":
+                raise
+            record = await _record(nc, session_id)
+            if record is None:
+                raise
+            if not record.events:
+                raise ReplyError("not_found", no_such_conversation_text(session_id)) from None
+            raise ReplyError("not_found", no_brief_text(session_id, record.why_no_brief())) \
+                from None
+        return reply, await _record(nc, session_id)
+
+
+async def _record(nc, session_id: str):
+    """The conversation's record (None: it could not be read)."""
     try:
-        async with connected(settings) as nc:
-            events = await conversation_events(nc.jetstream(), session_id, None)
+        return conversation_record(await conversation_events(nc.jetstream(), session_id, None))
     except Exception:
         return None
-    return conversation_record(events).brief_receipt(sha256)
 
 
 # Where a refusal leaves a person, said after the service's own sentence.
@@ -196,14 +213,6 @@ OPEN_HINTS = {
     "runner_offline": "A machine is online while `seedline runner` runs on it; `seedline "
                       "runners` lists the machines online now.",
 }
-
-
-def brief_not_found(conversation: str) -> str:
-    # The composer's "no brief with that id" reads as a wrong id, but a real conversation
-    # that resumed, or was opened --fresh or --clean-slate, was given no brief either.
-    return (f"No brief was given to {conversation}: it resumed, or was opened with --fresh or "
-            "--clean-slate, or the id is not one Seedline issued. `seedline timeline` shows "
-            "how each open of a repo went.")
 
 
 async def _request(settings, ask: Callable[[SeedlineClient], Awaitable[msgspec.Struct]],

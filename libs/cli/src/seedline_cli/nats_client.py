@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import TypeVar
 
 import nats
 from nats.aio.client import Client
 
+from seedline_core.notices import not_answering_text
+from seedline_platform import supervised
 from seedline_platform.nats_workarounds import survive_abandoned_flushes
 from seedline_platform.settings import Settings
 
@@ -18,13 +21,30 @@ from .errors import START_HINT, CliError, OperationFailed, Unreachable, UsagePro
 from .sizes import size_text
 
 CONNECT_TIMEOUT = 6.0
+RETRY_PAUSE = 0.5
 T = TypeVar("T")
 
 
 def cannot_reach(settings: Settings) -> Unreachable:
+    if _restarting(settings.home, "nats-server"):
+        return Unreachable(f"NATS at {settings.nats_url} is starting again; try again in a few "
+                           "seconds.")
     return Unreachable(
         f"Cannot reach NATS at {settings.nats_url}. {START_HINT}, or set SEEDLINE_NATS_URL."
     )
+
+
+def _restarting(home: Path, process: str) -> bool:
+    """Whether `seedline up` on this folder is starting `process` again (or has just started
+    it): only then is a refused connection worth asking again."""
+    return supervised.state_of(home, process) in (supervised.RESTARTING, supervised.RUNNING)
+
+
+def _home() -> Path:
+    try:
+        return Settings.from_env().home
+    except Exception:
+        return Settings().home
 
 
 async def _quiet(*_args) -> None:
@@ -42,26 +62,35 @@ async def connected(settings: Settings, name: str = "seedline-cli",
         tls = settings.nats_tls()  # SEEDLINE_NATS_CA_FILE, for a server behind TLS
     except SettingsError as exc:
         raise UsageProblem(str(exc)) from None
-    try:
-        # max_reconnect_attempts=0 would retry for ever inside nats-py; 1 gives each
-        # server two tries and then gives up.
-        nc = await asyncio.wait_for(
-            nats.connect(
-                servers=settings.nats_servers,
-                tls=tls,
-                name=name,
-                connect_timeout=2,
-                allow_reconnect=reconnect,
-                max_reconnect_attempts=-1 if reconnect else 1,
-                reconnect_time_wait=0.5 if reconnect else 0.2,
-                error_cb=_quiet,
-                disconnected_cb=_quiet,
-                closed_cb=_quiet,
-            ),
-            CONNECT_TIMEOUT,
-        )
-    except Exception:
-        raise cannot_reach(settings) from None
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + CONNECT_TIMEOUT
+    while True:
+        try:
+            # max_reconnect_attempts=0 would retry for ever inside nats-py; 1 gives each
+            # server two tries and then gives up.
+            nc = await asyncio.wait_for(
+                nats.connect(
+                    servers=settings.nats_servers,
+                    tls=tls,
+                    name=name,
+                    connect_timeout=2,
+                    allow_reconnect=reconnect,
+                    max_reconnect_attempts=-1 if reconnect else 1,
+                    reconnect_time_wait=0.5 if reconnect else 0.2,
+                    error_cb=_quiet,
+                    disconnected_cb=_quiet,
+                    closed_cb=_quiet,
+                ),
+                max(0.5, deadline - loop.time()),
+            )
+            break
+        except Exception:
+            # A nats-server that `seedline up` is starting again is asked again until the
+            # deadline; one nothing starts is reported at once.
+            if loop.time() + RETRY_PAUSE >= deadline or not _restarting(settings.home,
+                                                                        "nats-server"):
+                raise cannot_reach(settings) from None
+            await asyncio.sleep(RETRY_PAUSE)
     survive_abandoned_flushes(nc)  # `seedline notices` runs for hours and flushes
     try:
         yield nc
@@ -108,8 +137,9 @@ def in_words(exc: Exception) -> CliError:
             f"The request is {size_text(exc.size)}, over this NATS server's max payload of "
             f"{size_text(exc.limit)}; send less at once.")
     if isinstance(exc, NotRunning):
-        return Unreachable(
-            f"Nothing answers on {exc.subject}: the {exc.service} is not running. {START_HINT}.")
+        # The client already asked again for a few seconds (seedline_client).
+        state = supervised.state_of(_home(), exc.service)
+        return Unreachable(not_answering_text(exc.service, state))
     if isinstance(exc, NoAnswer):
         return Unreachable(
             f"The {exc.service} did not answer on {exc.subject} within {exc.timeout:g} s. Check "

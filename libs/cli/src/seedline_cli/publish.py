@@ -19,6 +19,7 @@ from seedline_contracts.timeline import KINDS, MAX_CONTENT_CHARS, TimelineEntryI
 from seedline_contracts.times import now_text, parse_rfc3339
 from seedline_platform.settings import Settings
 
+from . import refused_here
 from .config import check_name, conversation_flag, load_settings
 from .console import out, print_json
 from .disk_guard import refuse_new_work
@@ -113,8 +114,10 @@ def publish(
         try:
             asyncio.run(publish_file(settings, file, window, summary))
         except KeyboardInterrupt:
+            refused_here.record(settings.home, file.resolve(), summary.skipped, now_text())
             report_interrupted(summary)
             raise typer.Exit(130) from None
+        refused_here.record(settings.home, file.resolve(), summary.skipped, now_text())
         report_file(summary, file, json_out)
         if summary.skipped:
             raise typer.Exit(1)

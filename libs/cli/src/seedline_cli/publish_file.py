@@ -248,6 +248,8 @@ def report_file(summary: FileSummary, path: Path, json_out: bool) -> None:
         lines = ", ".join(str(n) for n, _ in summary.skipped)
         out.print(
             f"[yellow]Skipped {len(summary.skipped)} bad line(s): {lines}.[/] "
-            "Fix them and publish the file again; entries already stored are not duplicated."
+            "They were not sent, so the platform never saw them (`seedline rejected` counts "
+            "them apart); fix them and publish the file again: entries already stored are not "
+            "duplicated."
         )
     out.print("The timeline-writer stores them in order; read them back with `seedline timeline`.")

@@ -20,6 +20,7 @@ from rich.text import Text
 from seedline_contracts import subjects
 from seedline_platform.settings import Settings
 
+from . import refused_here
 from .config import load_settings
 from .console import add_text_column, out, print_json
 from .errors import START_HINT, OperationFailed, Unreachable, reports_errors
@@ -117,13 +118,18 @@ def rejected_list(
         return
     settings = load_settings(ctx)
     rows, more = asyncio.run(_newest(settings, limit, before_seq))
+    here = refused_here.read(settings.home)
     if json_out:
-        print_json({"ok": True, "rejected": rows, "has_more": more})
+        print_json({"ok": True, "rejected": rows, "has_more": more,
+                    "refused_here": here[-limit:][::-1]})
         return
+    if here and before_seq is None:
+        _print_refused_here(here, limit)
     if not rows:
-        out.print("Nothing was rejected: every input so far was accepted.")
+        out.print(nothing_rejected(len(here)))
         return
-    table = Table(title=f"{len(rows)} rejected (newest first)", title_justify="left")
+    table = Table(title=f"{len(rows)} rejected by the platform (newest first)",
+                  title_justify="left")
     for column in ("seq", "received", "from", "reason", "message"):
         add_text_column(table, column)
     for row in rows:
@@ -136,6 +142,30 @@ def rejected_list(
     if more:
         hint += f" Older ones: add --before-seq {rows[-1]['seq']}."
     out.print(hint)
+
+
+def nothing_rejected(refused_here_count: int) -> str:
+    """What a listing with nothing from the platform says: never that every input was
+    accepted when this machine refused lines before sending them."""
+    if refused_here_count:
+        return ("The platform rejected no input it was given; the lines above were refused "
+                "here, before sending, and never reached it.")
+    return ("Nothing was rejected: the platform rejected no input, and `seedline publish "
+            "--file` refused no line on this machine.")
+
+
+def _print_refused_here(here: list[dict], limit: int) -> None:
+    shown = here[-limit:][::-1]
+    count = len(here)
+    lines = f"{count} line{'' if count == 1 else 's'}"
+    table = Table(title=f"{lines} refused here by `seedline publish --file` before sending "
+                  "(newest first; never sent, so not the platform's)", title_justify="left")
+    for column in ("when", "file", "line", "why"):
+        add_text_column(table, column)
+    for row in shown:
+        table.add_row(escape(str(row.get("at") or "-")), escape(str(row.get("file") or "-")),
+                      str(row.get("line") or "-"), escape(str(row.get("error") or "")))
+    out.print(table)
 
 
 @rejected.command("show")

@@ -10,9 +10,9 @@ import os
 from datetime import datetime, timezone
 from pathlib import Path
 
-from seedline_platform.pids import pid_exists
+from seedline_platform import supervised
 
-STATE_NAME = "up-processes.json"
+STATE_NAME = supervised.STATE_NAME
 
 
 def now_text() -> str:
@@ -32,11 +32,4 @@ def write(path: Path, processes: list[dict]) -> None:
 
 def read(home: Path) -> list[dict] | None:
     """The processes of the `seedline up` running on this folder; None when none runs."""
-    try:
-        body = json.loads(path_in(home).read_text())
-        pid = int(body["up_pid"])
-        processes = list(body["processes"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return processes if pid_exists(pid) else None
-
+    return supervised.processes(home)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, TypeVar
 
 import msgspec
@@ -42,13 +43,24 @@ DEFAULT_TIMEOUT = 10.0
 _ENVELOPE = msgspec.json.Decoder()
 
 
+# A service being restarted (by `seedline up`, compose, an orchestrator) has nobody
+# subscribed for a few seconds. No responder means nobody received the request, so asking
+# again is safe for every API; a client that asks again for this long before saying
+# "not running" rides out a restart instead of telling a person to start what is starting.
+NOT_RUNNING_RETRY_SECONDS = 4.0
+RETRY_PAUSES = (0.1, 0.2, 0.4, 0.8)
+
+
 class SeedlineClient:
     """The APIs over one NATS connection. `timeout` is for the APIs that answer at once; an
-    open, a relocation and a stop wait for a machine, and their callers give the time."""
+    open, a relocation and a stop wait for a machine, and their callers give the time.
+    `not_running_retry` is how long a request with no responder is asked again."""
 
-    def __init__(self, nc: Client, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, nc: Client, timeout: float = DEFAULT_TIMEOUT,
+                 not_running_retry: float = NOT_RUNNING_RETRY_SECONDS) -> None:
         self.nc = nc
         self.timeout = timeout
+        self.not_running_retry = not_running_retry
 
     async def call(self, api: Api, body: Any, timeout: float | None = None) -> Any:
         """Ask `api` (seedline_contracts.channels) and get its reply type."""
@@ -87,14 +99,22 @@ class SeedlineClient:
         limit = self.nc.max_payload
         if limit and len(payload) > limit:
             raise TooLarge(subject, service, len(payload), limit)
-        try:
-            msg = await self.nc.request(subject, payload, timeout=timeout)
-        except NoRespondersError:
-            raise NotRunning(subject, service) from None
-        except NatsTimeout:
-            raise NoAnswer(subject, service, timeout) from None
-        except NatsError:  # closed, stale, draining, its buffer full: the connection is away
-            raise ConnectionLost(subject, service) from None
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + self.not_running_retry
+        pauses = iter(RETRY_PAUSES)
+        while True:
+            try:
+                msg = await self.nc.request(subject, payload, timeout=timeout)
+                break
+            except NoRespondersError:
+                pause = next(pauses, RETRY_PAUSES[-1])
+                if loop.time() + pause > give_up:
+                    raise NotRunning(subject, service) from None
+                await asyncio.sleep(pause)
+            except NatsTimeout:
+                raise NoAnswer(subject, service, timeout) from None
+            except NatsError:  # closed, stale, draining, its buffer full: the connection is away
+                raise ConnectionLost(subject, service) from None
         return _reply(subject, service, msg.data, reply_type)
 
 

@@ -15,11 +15,11 @@ from typing import Any
 
 import msgspec
 
-from . import channels, events
+from . import CONTRACT_VERSION, channels, events
 from .schema import PUBLIC_MESSAGES, json_schemas
 from .timeline import KINDS
 
-VERSION = "1"
+VERSION = CONTRACT_VERSION
 CONTENT_TYPE = "application/json"
 SCHEMA_DIR = "schema"
 

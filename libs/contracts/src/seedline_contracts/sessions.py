@@ -113,6 +113,10 @@ class OpenReply(msgspec.Struct):
     ok: bool = True
     # A working tree came along (CONTRACT.md 6); None when nothing was carried.
     carried: Carried | None = None
+    # When no brief was offered, why, as recorded (CONTRACT.md 3.1): "force_fresh",
+    # "clean_slate" or "no_entries" (the repo had none to brief with). None otherwise,
+    # and in replies recorded before it was said.
+    no_brief: str | None = None
 
 
 class RelocateRequest(msgspec.Struct):

@@ -27,6 +27,13 @@ __all__ = [
     "offline_text",
     "launch_refused_for_instance",
     "machine_removed_text",
+    "nats_away_text",
+    "next_message_text",
+    "no_brief_reason",
+    "no_brief_receipt",
+    "no_brief_text",
+    "no_such_conversation_text",
+    "not_answering_text",
     "runner_too_old_text",
     "wake_refused_text",
     "not_woken_text",
@@ -268,28 +275,46 @@ def offline_text(label: str | None, node_id: str) -> str:
     return f"{_sentence_start(_machine(label, node_id))} is offline."
 
 
+def next_message_text(machine: str | None = None, message: str = "Your next message") -> str:
+    """What a person's next message to a repo with no live conversation does (CONTRACT.md 4),
+    said without promising what only that open decides: a new conversation (a new id) on
+    the repo's last machine and engine, which continues the engine's own conversation or
+    is briefed, as the decision and the machine have it then."""
+    where = f"on {machine}" if machine else "on the machine that last worked on it"
+    return (f"{message} to this repo starts a new conversation {where} with the same "
+            "engine; whether the engine continues its own earlier conversation or starts "
+            "fresh with a brief of what happened so far is decided then, and the new "
+            "conversation's notice says which.")
+
+
 def stopped_idle_text(idle: timedelta, label: str | None) -> str:
     return (
         f"To free {_machine(label, None)}, this conversation was stopped after "
-        f"{describe_duration(idle)} without activity. Your next message continues it, with "
-        "a brief of what happened so far."
+        f"{describe_duration(idle)} without activity. {next_message_text(_there(label))}"
     )
+
+
+def _there(label: str | None) -> str | None:
+    label = (label or "").strip()
+    return f"your {label}" if label else None
 
 
 def runner_offline_notice_text(label: str | None, node_id: str) -> str:
     return (
-        f"{offline_text(label, node_id)} The conversation running on it has stopped; once "
-        "the machine is back online, your next message continues it with a brief of what "
-        "happened so far."
+        f"{offline_text(label, node_id)} The conversation running on it has stopped. Once "
+        f"the machine is back online: {_lower_first(next_message_text('it'))}"
     )
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
 
 
 def runner_restarted_text(label: str | None, node_id: str) -> str:
     """A machine came back without the conversation it was running (CONTRACT.md 4.1)."""
     return (
         f"{_sentence_start(_machine(label, node_id))} restarted and is no longer running this "
-        "conversation, so it was stopped. Your next message continues it, with a brief of "
-        "what happened so far."
+        f"conversation, so it was stopped. {next_message_text(_machine(label, node_id))}"
     )
 
 
@@ -306,10 +331,79 @@ def wake_offline_text(offline: str) -> str:
     """A person's message could not wake a conversation: its machine is offline (CONTRACT.md
     4). `offline` is the error's own sentence, "Your Mac mini is offline."."""
     return (
-        f"{offline} Your message is kept in the timeline, but nothing was started for it. Once "
-        "the machine is back online, your next message to this repo starts a conversation "
-        "there, with a brief of what happened so far that includes this message."
+        f"{offline} Your message is kept in the timeline, but nothing was started for it and "
+        "it is not delivered later by itself. Once the machine is back online, "
+        f"{_lower_first(next_message_text('it'))} Send again what this message asked if it "
+        "still matters."
     )
+
+
+# Why an open was offered no brief (CONTRACT.md 3.1), as recorded: the open asked for a
+# fresh start, or a clean slate, or the repo had no entries to brief with.
+NO_BRIEF_REASONS = {
+    "force_fresh": "a fresh start was asked for, and a fresh start has no brief",
+    "clean_slate": "the open asked for a clean slate, which offers no brief",
+    "no_entries": "the repo had no entries in its timeline yet, so there was nothing to brief "
+                  "the engine with",
+}
+
+
+def no_brief_reason(reason_code: str, clean_slate: bool) -> str:
+    """The recorded reason an open had no brief, from its decision: its key in
+    NO_BRIEF_REASONS."""
+    if reason_code == "force_fresh":
+        return "force_fresh"
+    return "clean_slate" if clean_slate else "no_entries"
+
+
+def no_brief_receipt(why: str | None) -> str:
+    """A receipt's line when an open was offered no brief; `why` is the recorded reason
+    (None for an open recorded before it was)."""
+    reason = NO_BRIEF_REASONS.get(why or "")
+    return f"No brief was offered: {reason}." if reason else "No brief was offered."
+
+
+def no_brief_text(session_id: str, why: str) -> str:
+    """A conversation exists but was never offered a brief, said with the recorded reason
+    (`why`: a key of NO_BRIEF_REASONS, or "opening" / "failed")."""
+    if why == "opening":
+        return (f"No brief was offered to {session_id} yet: its open is still being decided; "
+                "ask again in a moment.")
+    if why == "failed":
+        return (f"No brief was offered to {session_id}, because its open failed before one "
+                "was composed; `seedline timeline` shows why.")
+    reason = NO_BRIEF_REASONS.get(why, "none was composed for it")
+    return f"No brief was offered to {session_id}, because {reason}."
+
+
+def no_such_conversation_text(session_id: str) -> str:
+    """An id no conversation the platform opened has (on this instance)."""
+    return (f"No conversation {session_id} was opened here; check the id (`seedline "
+            "conversations`, the console and MCP's list_conversations show them).")
+
+
+def not_answering_text(service: str, state: str | None) -> str:
+    """A service nobody answers for, after the client asked again for a few seconds;
+    `state` is what `seedline up` on this machine says of it (None: it does not run it, or
+    no `seedline up` runs here, so a restart elsewhere cannot be told from a stop)."""
+    if state in ("restarting", "running"):
+        return f"The {service} is starting again; try again in a few seconds."
+    if state == "crash loop":
+        return (f"The {service} stopped too often, so `seedline up` no longer starts it; "
+                "`seedline status` names its log.")
+    if state is not None:
+        return (f"The {service} waits for room on the disk before it starts again; "
+                "`seedline status` says how much is needed.")
+    return (f"The {service} is not answering: it is not running, or starting again; try "
+            "again in a few seconds, and if it goes on, start it (`make run` or `seedline "
+            "up` runs everything).")
+
+
+def nats_away_text(label: str | None) -> str:
+    """A launch that failed because the connection to NATS was lost, not the machine."""
+    return (f"The launch did not reach {_machine(label, None)} because the connection to NATS "
+            "was lost on the way and was not back in time; the machine is not the cause, so "
+            "open again in a few seconds.")
 
 
 def launch_refused_for_instance(label: str | None, node_id: str) -> str:

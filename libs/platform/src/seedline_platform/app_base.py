@@ -27,7 +27,7 @@ from faststream.nats import ConsumerConfig, JStream, NatsBroker, PullSub
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
 from nats.aio.msg import Msg
 
-from seedline_contracts import subjects
+from seedline_contracts import CONTRACT_VERSION, subjects
 from seedline_contracts.channels import Api
 from seedline_contracts.codec import decoder, encode
 from seedline_contracts.errors import ErrorReply, error_reply
@@ -48,7 +48,7 @@ from .settings import Settings
 
 log = get_logger(__name__)
 
-VERSION = "1.3.0"
+VERSION = f"{CONTRACT_VERSION}.0"  # service discovery wants x.y.z
 # Requests answered at once per API: an open waits for its machine, a read may
 # wait for min_seq; a few hundred waiting requests cost only their tasks.
 REQUEST_WORKERS = 256

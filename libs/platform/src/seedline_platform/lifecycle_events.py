@@ -31,7 +31,7 @@ from seedline_contracts.sessions import Continuity, NoticeBody, OpenReply
 from seedline_contracts.worktrees import SavedWork
 from seedline_core import lifecycle as lc
 from seedline_core import notices
-from seedline_core.notices import open_notice
+from seedline_core.notices import no_brief_reason, open_notice
 from seedline_core.outcome import Outcome, outcome_after_resume_lost
 
 from .sealing import sealed_instance
@@ -143,6 +143,16 @@ def brief_receipt(reply: OpenReply, ended: bool = False) -> str:
     why not. `ended`: the conversation stopped (or was opened again) since this open."""
     spent = reply.brief.spent if reply.brief is not None else None
     return notices.brief_receipt_words(spent, reply.seeded, reply.resumed, ended)
+def no_brief_of(reply: OpenReply, plan: ev.LaunchPlan | None = None) -> str | None:
+    """Why an open's reply has no brief (seedline_core.notices.NO_BRIEF_REASONS): as the
+    reply records it, else from the open's plan, else what its decision alone tells."""
+    if reply.brief is not None:
+        return None
+    if reply.no_brief is not None:
+        return reply.no_brief
+    if plan is not None:
+        return no_brief_reason(plan.continuity.reason_code, plan.clean_slate)
+    return "force_fresh" if reply.continuity.reason_code == "force_fresh" else None
 
 
 def brief_given(reply: OpenReply) -> bool:
@@ -310,6 +320,18 @@ class ConversationRecord:
             if reply is not None and reply.brief is not None and reply.brief.sha256 == sha256:
                 return view
         return None
+
+    def why_no_brief(self) -> str:
+        """Why no brief was offered to this conversation, as recorded: a key of
+        seedline_core.notices.NO_BRIEF_REASONS from its newest composed open, else
+        "failed" (its open failed before one was composed) or "opening" (not yet)."""
+        composed = next((e for _, e in reversed(self.events)
+                         if isinstance(e, ev.SeedComposed)), None)
+        if composed is not None:
+            return no_brief_reason(composed.plan.continuity.reason_code,
+                                   composed.plan.clean_slate)
+        failed = any(isinstance(e, ev.OpenFailed) for _, e in self.events)
+        return "failed" if failed else "opening"
 
 
 def conversation_record(events: Sequence[tuple[int, ev.SessionEvent]]) -> ConversationRecord:

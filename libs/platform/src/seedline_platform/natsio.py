@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import urllib.request
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -45,9 +46,11 @@ async def connect(servers: Sequence[str], name: str, **options) -> Client:
             log.info("nats_closed")
         else:
             log.warning("nats_disconnected")
+            _AWAY[id(nc)] = time.monotonic()
 
     async def on_reconnect() -> None:
         log.info("nats_reconnected")
+        _AWAY[id(nc)] = time.monotonic()
 
     nc: Client | None = None
     nc = await nats.connect(
@@ -63,6 +66,20 @@ async def connect(servers: Sequence[str], name: str, **options) -> Client:
     )
     survive_abandoned_flushes(nc)
     return nc
+
+
+# When each connection made by connect() last lost or regained its server (by id(), as
+# nats-py's Client is not weakly referable): what a request that failed meanwhile needs to
+# tell "NATS was away" from "nobody answered".
+_AWAY: dict[int, float] = {}
+
+
+def away_within(nc: Client, seconds: float) -> bool:
+    """Whether the connection is down now, or was lost or regained in the last `seconds`."""
+    if not nc.is_connected:
+        return True
+    since = _AWAY.get(id(nc))
+    return since is not None and time.monotonic() - since <= seconds
 
 
 def stream_config(spec: StreamSpec, replicas: int = 1) -> js_api.StreamConfig:

@@ -13,16 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import AsyncIterator
 
-from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js import api as js_api
 
 from seedline_contracts import subjects
 
-from .replay import reader, stored
+from .replay import follow, stored
 
 MAX_READ = 1000
-FETCH_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -84,21 +82,11 @@ async def follow_notices(js: JetStreamContext, instance_id: str, *,
     """The instance's notices after `after_seq` (or from now), then each as it comes;
     None every `tick` seconds without one, so the caller can look around. The consumer
     exists before the first value is yielded, so nothing published after that is missed."""
-    async with reader(js, subjects.NOTICES_STREAM, subjects.notify_subject(instance_id),
-                      **_policy(after_seq, None, live_only=True)) as sub:
-        yield None
-        pending = 0
-        while True:
-            # One at a time while waiting (a batch fetch waits to fill its batch), then
-            # what is already stored in batches.
-            try:
-                msgs = await sub.fetch(min(pending, FETCH_BATCH) or 1, timeout=tick)
-            except NatsTimeout:
-                pending = 0
+    followed = follow(js, subjects.NOTICES_STREAM, subjects.notify_subject(instance_id),
+                      after_seq=after_seq, tick=tick)
+    async with aclosing(followed):
+        async for msg in followed:
+            if msg is None:
                 yield None
-                continue
-            pending = msgs[-1].metadata.num_pending
-            for msg in msgs:
-                notice = _decoded(msg)
-                if notice is not None:
-                    yield notice
+            elif (notice := _decoded(msg)) is not None:
+                yield notice

@@ -103,6 +103,35 @@ async def stored(js: JetStreamContext, stream: str, subject: str, *, limit: int 
             pending = msgs[-1].metadata.num_pending
 
 
+FOLLOW_BATCH = 256
+
+
+async def follow(js: JetStreamContext, stream: str, subject: str, *,
+                 after_seq: int | None = None, tick: float = 2.0
+                 ) -> AsyncIterator[Msg | None]:
+    """The messages on `subject` after `after_seq` (or from now), then each as it comes;
+    None every `tick` seconds without one, so the caller can look around. The first value
+    is None once the consumer exists: nothing stored after that is missed."""
+    policy = ({"deliver_policy": js_api.DeliverPolicy.BY_START_SEQUENCE,
+               "opt_start_seq": after_seq + 1} if after_seq is not None
+              else {"deliver_policy": js_api.DeliverPolicy.NEW})
+    async with reader(js, stream, subject, **policy) as sub:
+        yield None
+        pending = 0
+        while True:
+            # One at a time while waiting (a batch fetch waits to fill its batch), then
+            # what is already stored in batches.
+            try:
+                msgs = await sub.fetch(min(pending, FOLLOW_BATCH) or 1, timeout=tick)
+            except NatsTimeout:
+                pending = 0
+                yield None
+                continue
+            pending = msgs[-1].metadata.num_pending
+            for msg in msgs:
+                yield msg
+
+
 @asynccontextmanager
 async def reader(js: JetStreamContext, stream: str, subject: str, **policy):
     """The ephemeral pull consumer every read uses, unsubscribed when it ends; `policy` is

@@ -95,6 +95,14 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
         "100",
         "open connections one client address may hold to the web process; more get 503",
     ),
+    "SEEDLINE_WEB_MAX_STREAMS_PER_TOKEN": (
+        "20",
+        "notice and console streams one token (or its console logins) may hold open; more get 429",
+    ),
+    "SEEDLINE_WEB_MAX_STREAMS_PER_CLIENT": (
+        "40",
+        "notice and console streams one client address may hold open; more get 429",
+    ),
     "SEEDLINE_BRIEF_BUDGETS": (
         "(none: 60:12000 for every engine)",
         "brief budget per engine as ENGINE=ROWS:CHARS, comma-separated "
@@ -253,6 +261,8 @@ class Settings:
     web_header_timeout_seconds: float = 10.0
     web_body_timeout_seconds: float = 30.0
     web_max_connections_per_client: int = 100
+    web_max_streams_per_token: int = 20
+    web_max_streams_per_client: int = 40
     brief_budgets: tuple[tuple[str, Budget], ...] = ()
     brief_summary_url: str = ""
     brief_summary_model: str = ""
@@ -331,6 +341,8 @@ class Settings:
             web_header_timeout_seconds=float(_int(env, "SEEDLINE_WEB_HEADER_TIMEOUT_SECONDS")),
             web_body_timeout_seconds=float(_int(env, "SEEDLINE_WEB_BODY_TIMEOUT_SECONDS")),
             web_max_connections_per_client=_int(env, "SEEDLINE_WEB_MAX_CONNECTIONS_PER_CLIENT"),
+            web_max_streams_per_token=_int(env, "SEEDLINE_WEB_MAX_STREAMS_PER_TOKEN"),
+            web_max_streams_per_client=_int(env, "SEEDLINE_WEB_MAX_STREAMS_PER_CLIENT"),
             brief_budgets=_brief_budgets(env),
             brief_summary_url=_summary_url(env),
             brief_summary_model=env.get("SEEDLINE_BRIEF_SUMMARY_MODEL") or "",

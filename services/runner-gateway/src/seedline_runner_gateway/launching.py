@@ -39,6 +39,8 @@ from seedline_core.notices import (
     carried_sentence,
     error_message,
     launch_refused_for_instance,
+    nats_away_text,
+    no_brief_reason,
     offline_text,
     open_notice,
     runner_too_old_text,
@@ -47,7 +49,7 @@ from seedline_core.outcome import decide_outcome
 from seedline_platform.logging import get_logger
 
 from .launch_outcomes import LaunchFailed, LaunchOutcomes, carried_of
-from .machine_calls import MachineUnreachable
+from .machine_calls import MachineUnreachable, NatsAway
 from .presence import PresenceView
 from .reconcile import Reconciler
 from .state import Held
@@ -164,6 +166,8 @@ class Launcher:
             replaced += await self._stop_replaced(composed, held)
         try:
             launch = await self._machines.launch(plan.node_id, request)
+        except NatsAway:
+            raise LaunchFailed("unavailable", nats_away_text(presence.label)) from None
         except MachineUnreachable:
             raise LaunchFailed("runner_unreachable", error_message(
                 "runner_unreachable", label=presence.label, node_id=plan.node_id)) from None
@@ -189,6 +193,8 @@ class Launcher:
             brief=(msgspec.structs.replace(composed.brief, spent=seeded and not waits)
                    if seed else None),
             notice=NoticeBody(**notice.to_wire()), carried=carried,
+            no_brief=None if composed.brief is not None else no_brief_reason(
+                plan.continuity.reason_code, plan.clean_slate),
         ), launch
 
     async def _carry(self, plan: LaunchPlan) -> Carry | None:

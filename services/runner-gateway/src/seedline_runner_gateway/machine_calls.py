@@ -25,6 +25,7 @@ from seedline_contracts.runner import (
     TurnRequest,
 )
 from seedline_contracts.worktrees import SavedTree
+from seedline_platform import natsio
 from seedline_platform.logging import get_logger
 from seedline_platform.observability import trace_headers
 from seedline_platform.sending import check_send
@@ -34,6 +35,17 @@ log = get_logger(__name__)
 
 class MachineUnreachable(Exception):
     """The machine did not answer (no responder, or not in time)."""
+
+
+class NatsAway(MachineUnreachable):
+    """No answer because the connection to NATS was lost (a restart of nats-server), not
+    because of the machine: it stayed away longer than the gateway waits."""
+
+
+# How long a request to a machine rides out NATS being away: a restarted nats-server is
+# back in a second or three, and the machine reconnects after the gateway does.
+NATS_AWAY_SECONDS = 15.0
+RECONNECT_POLL_SECONDS = 0.25
 
 
 class Machines:
@@ -56,15 +68,31 @@ class NatsMachines(Machines):
         self._timeout = timeout
 
     async def _ask(self, node_id: str, verb: str, body: object, reply_type: type):
+        """The machine's reply. A request that got none while NATS was away (or had just
+        come back, before the machine reconnected) is asked again once NATS is there, for
+        up to NATS_AWAY_SECONDS: asking again is safe, as a machine answers a repeated
+        launch with its first reply, ignores a turn it has, and a stop is a stop."""
         check_send(subjects.runner_subject(node_id, verb))
-        try:
-            msg = await self._nc.request(
-                subjects.runner_subject(node_id, verb), encode(body), timeout=self._timeout,
-                headers=trace_headers(),
-            )
-        except (nats.errors.TimeoutError, nats.errors.NoRespondersError, asyncio.TimeoutError,
-                nats.errors.ConnectionClosedError) as exc:
-            raise MachineUnreachable(f"{node_id} did not answer {verb}") from exc
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + NATS_AWAY_SECONDS
+        while True:
+            try:
+                msg = await self._nc.request(
+                    subjects.runner_subject(node_id, verb), encode(body), timeout=self._timeout,
+                    headers=trace_headers(),
+                )
+                break
+            except (nats.errors.TimeoutError, nats.errors.NoRespondersError,
+                    asyncio.TimeoutError, nats.errors.ConnectionClosedError) as exc:
+                if not natsio.away_within(self._nc, self._timeout + RECONNECT_POLL_SECONDS):
+                    raise MachineUnreachable(f"{node_id} did not answer {verb}") from exc
+                if loop.time() >= give_up or self._nc.is_closed:
+                    raise NatsAway(f"NATS was away while asking {node_id} to {verb}") from exc
+                log.info("machine_request_again", node_id=node_id, verb=verb,
+                         reason="nats_was_away")
+                await asyncio.sleep(RECONNECT_POLL_SECONDS)
+                while not self._nc.is_connected and loop.time() < give_up:
+                    await asyncio.sleep(RECONNECT_POLL_SECONDS)
         try:
             return decode(msg.data, reply_type)
         except msgspec.MsgspecError as exc:

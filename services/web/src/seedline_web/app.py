@@ -22,6 +22,7 @@ from starlette.requests import ClientDisconnect, HTTPConnection
 from starlette.routing import Match
 from starlette.routing import Route as AsgiRoute
 
+from seedline_contracts import CONTRACT_VERSION
 from seedline_platform import erasure, natsio, pg
 from seedline_platform.app_base import in_route, parts_of
 from seedline_platform.erasure import ErasureFollower
@@ -34,22 +35,23 @@ from seedline_platform.settings import Settings
 from . import docs, http_api, wire
 from .auth import Gate, bearer
 from .backend import Backend
-from .console import conversation, pages
+from .console import conversation, live, pages
 from .console.logins import ConsoleLogins
 from .errors import WebError, unavailable
 from .intake import CLIENT_CLOSED, BodyDeadline, TokenFirst
-from .limits import BodyLimit
+from .limits import BodyLimit, BodyTooLarge
 from .metrics import Measured, WebMetrics
 from .mcp_tools import build_server
 from .openapi import FILE as OPENAPI_FILE, openapi_document, render
 from .opens import OpensProjection
 from .routes import routes
+from .stream_slots import StreamSlots
 from .serving import HttpServer
 from .tenant import Tenant
 from .tokens import TokenStore
 
 NAME = "seedline-web"
-VERSION = "1.3"
+VERSION = CONTRACT_VERSION
 log = get_logger(__name__)
 
 # The instance of the bearer token of the MCP request being answered. The SDK carries
@@ -94,9 +96,10 @@ class WebApp:
         self.logins: ConsoleLogins | None = None
         self.routing = routes(settings)
         self.parts: WebParts | None = None
-        self.open_streams = 0
+        self.streams = StreamSlots(settings.web_max_streams_per_token,
+                                   settings.web_max_streams_per_client)
         self.metrics = WebMetrics()
-        self.metrics.streams.set_function(lambda: self.open_streams)
+        self.metrics.streams.set_function(lambda: self.streams.open)
         self.mcp = build_server(self._mcp_tenant)
         self.fastapi = self._build_fastapi()
         # Outermost first: count every answer, bound the body's time, check the token
@@ -120,7 +123,8 @@ class WebApp:
         await self.tokens.setup()
         self.logins = ConsoleLogins(self.pool)
         await self.logins.setup()
-        self.backend = Backend(self.nc, self.js, s.open_timeout_seconds, sealer_for(self.js, s))
+        self.backend = Backend(self.nc, self.js, s.open_timeout_seconds, sealer_for(self.js, s),
+                               home=s.home)
         self.gate = Gate(self.tokens, self.backend, self.logins)
         self.parts = WebParts(
             http=HttpServer(self.asgi, s),
@@ -208,6 +212,7 @@ class WebApp:
         app.include_router(http_api.router)
         app.include_router(pages.router)
         app.include_router(conversation.router)
+        app.include_router(live.router)
         app.router.routes.append(AsgiRoute("/mcp", endpoint=_McpGate(StreamableHTTPASGIApp(manager),
                                                                  self), methods=None))
 
@@ -246,6 +251,9 @@ class WebApp:
 
         @app.exception_handler(StarletteHTTPException)
         async def on_http(_request: Request, exc: StarletteHTTPException) -> Response:
+            if _request.url.path.startswith("/console"):
+                # A person's browser: a page, never JSON (a reload after a login, a link typed).
+                return pages.not_here(exc.status_code, _methods_taken(app, _request))
             if exc.status_code == 404:
                 return _error(WebError("not_found", "Nothing is served at this address; the "
                                        "API's routes are listed at /docs and /openapi.json."))
@@ -268,6 +276,9 @@ class WebApp:
 
         @app.exception_handler(Exception)
         async def on_crash(_request: Request, exc: Exception) -> Response:
+            if isinstance(exc, BodyTooLarge):
+                # BodyLimit answers 413 and logs it; nothing failed here.
+                return Response(status_code=413)
             log.error("request_failed", error=f"{type(exc).__name__}: {exc}")
             return Response(unavailable().body(), status_code=500, media_type="application/json")
 
@@ -287,11 +298,21 @@ class WebApp:
 
 def _methods_taken(app: FastAPI, request: Request) -> str:
     taken: set[str] = set()
-    for route in app.router.routes:
+    for route in _every_route(app.router.routes):
         match, _ = route.matches(request.scope)
         if match is not Match.NONE:
             taken |= set(getattr(route, "methods", None) or ())
     return ", ".join(sorted(taken))
+
+
+def _every_route(routes):
+    """The routes themselves, also inside included routers (FastAPI keeps those whole)."""
+    for route in routes:
+        inner = getattr(route, "original_router", None)
+        if inner is not None:
+            yield from _every_route(inner.routes)
+        else:
+            yield route
 
 
 class _McpGate:
@@ -307,11 +328,41 @@ class _McpGate:
         except WebError as exc:
             await _error(exc, {"WWW-Authenticate": "Bearer"})(scope, receive, send)
             return
+        # The body is read whole before the SDK sees it: a client gone in the middle of it is
+        # a 499 like on every other route, never the SDK's error log and a 500.
+        body = await _whole_body(receive)
+        if body is None:
+            log.info("client_disconnected", status=CLIENT_CLOSED, method=scope.get("method"),
+                     route="/mcp")
+            await Response(status_code=CLIENT_CLOSED)(scope, receive, send)
+            return
         token = MCP_INSTANCE.set(instance)
         try:
-            await self.app(scope, receive, send)
+            await self.app(scope, _replayed(body, receive), send)
         finally:
             MCP_INSTANCE.reset(token)
+
+
+async def _whole_body(receive) -> list[dict] | None:
+    """The request's body messages, or None when the client went away first (the body's
+    size and time are bounded outside: limits.BodyLimit, intake.BodyDeadline)."""
+    messages = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        messages.append(message)
+        if not message.get("more_body", False):
+            return messages
+
+
+def _replayed(messages: list[dict], receive):
+    pending = list(messages)
+
+    async def replay() -> dict:
+        return pending.pop(0) if pending else await receive()
+
+    return replay
 
 
 DESCRIPTION = (

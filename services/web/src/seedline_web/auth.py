@@ -15,7 +15,13 @@ COOKIE = "seedline_login"
 
 
 def bearer(connection: HTTPConnection) -> str | None:
-    header = connection.headers.get("authorization", "")
+    """The request's bearer token. Two Authorization headers are refused, not read one way
+    here and another by a proxy in front (which one "wins" differs between servers)."""
+    headers = connection.headers.getlist("authorization")
+    if len(headers) > 1:
+        raise WebError("invalid_request", f"The request has {len(headers)} Authorization "
+                       "headers; send one, `Authorization: Bearer <token>`.")
+    header = headers[0] if headers else ""
     scheme, _, value = header.partition(" ")
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
 

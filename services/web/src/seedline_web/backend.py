@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import TypeVar
 
 import msgspec
@@ -46,14 +47,15 @@ from seedline_contracts.timeline import (
     TimelineReadReply,
     TimelineReadRequest,
 )
-from seedline_core.notices import error_message
+from seedline_core.notices import error_message, not_answering_text
+from seedline_platform import supervised
 from seedline_platform.lifecycle_events import ConversationRecord, conversation_record
 from seedline_platform.logging import get_logger
 from seedline_platform.natsio import publish_window
 from seedline_platform.notices import StoredNotice, read_notices
 from seedline_platform.replay import last_seq, newest_values, replay
 from seedline_platform.sealing import Sealer
-from seedline_platform.session_reads import conversation_events, newest_event
+from seedline_platform.session_reads import conversation_events, newest_event, opened
 
 from .errors import WebError, unavailable
 
@@ -81,8 +83,10 @@ class Owner:
 
 class Backend:
     def __init__(self, nc: Client, js: JetStreamContext, open_timeout: float,
-                 sealer: Sealer, request_timeout: float = 10.0) -> None:
+                 sealer: Sealer, request_timeout: float = 10.0, home: Path | None = None
+                 ) -> None:
         self.nc = nc
+        self._home = home  # SEEDLINE_HOME, where `seedline up` says what it runs
         self.js = js
         # Text sealed at rest (a brief, a person's instruction) is opened where it is read.
         self._sealer = sealer
@@ -102,11 +106,11 @@ class Backend:
         try:
             return await request
         except NotRunning as exc:
-            raise WebError(
-                "unavailable",
-                f"The {exc.service} is not running, so Seedline cannot answer this now; start it "
-                "(`seedline up` runs everything) and try again.",
-            ) from None
+            # The client asked again for a few seconds already (seedline_client); what
+            # `seedline up` on this machine says of the service tells a restart from a stop.
+            raise WebError("unavailable", not_answering_text(
+                exc.service, supervised.state_of(self._home, exc.service)
+                if self._home is not None else None)) from None
         except NoAnswer as exc:
             raise WebError(
                 "timeout",
@@ -226,6 +230,20 @@ class Backend:
             counts[repo] = counts.get(repo, 0) + int(count)
         return counts
 
+    async def stream_ends(self) -> tuple[int, int]:
+        """The last sequence of SEEDLINE_SESSIONS and of SEEDLINE_NOTICES now (0 for a
+        stream not there yet): where a console page's live stream takes over."""
+        ends = []
+        for stream in (subjects.SESSIONS_STREAM, subjects.NOTICES_STREAM):
+            try:
+                ends.append(await last_seq(self.js, stream))
+            except NotFoundError:
+                ends.append(0)
+            except Exception as exc:
+                log.warning("stream_unreadable", stream=stream, error=str(exc))
+                raise unavailable() from None
+        return ends[0], ends[1]
+
     # -- stored notices (CONTRACT.md 1) ------------------------------------------------
 
     async def notices(self, instance_id: str, after_seq: int | None, since: datetime | None,
@@ -277,6 +295,14 @@ class Backend:
             log.warning("session_events_unreadable", error=str(exc))
             raise unavailable() from None
         return conversation_record(events)
+
+    async def readable(self, event: T) -> T:
+        """An event read live, with its sealed text opened as conversation() opens it."""
+        return await opened(event, self._sealer)
+
+    async def entry_text(self, instance_id: str, content: str) -> str | None:
+        """A stored entry's content opened with its instance's key (None: forgotten)."""
+        return await self._sealer.open_or_none(instance_id, content)
 
     async def owner(self, session_id: str) -> Owner | None:
         """The instance and repo of a conversation the platform opened, from its own events.

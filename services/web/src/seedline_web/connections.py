@@ -43,7 +43,7 @@ def guarded_protocol(header_timeout: float, per_client: int) -> type[H11Protocol
             super().connection_made(transport)
             host = self.client[0] if self.client else "unknown"
             if open_by_client[host] >= per_client:
-                log.warning("connection_refused", client=host, reason="too_many_connections",
+                log.info("connection_refused", client=host, reason="too_many_connections",
                             limit=per_client)
                 transport.write(_busy_reply(per_client))
                 transport.close()

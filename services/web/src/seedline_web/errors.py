@@ -3,7 +3,8 @@
 Every reply that is not a success is `{"ok": false, "error": {"code", "message"}}`
 (CONTRACT.md, Conventions), with the same codes the NATS APIs use plus the ones
 only HTTP has: `unauthorized`, `payload_too_large`, `request_timeout` (a body that
-did not arrive in time), `not_permitted` for a token of another instance, and `disk_full`
+did not arrive in time), `too_many_streams` (429: a token or an address holds as many
+open streams as it may), `not_permitted` for a token of another instance, and `disk_full`
 (507: the disk of SEEDLINE_HOME is full, so new work is refused; seedline_core.disk_full).
 """
 
@@ -27,6 +28,7 @@ STATUS: dict[str, int] = {
     "launch_refused": 409,
     "superseded": 409,
     "payload_too_large": 413,
+    "too_many_streams": 429,
     "unavailable": 503,
     "disk_full": 507,
     "runner_unreachable": 504,
@@ -37,14 +39,15 @@ STATUS: dict[str, int] = {
 class WebError(Exception):
     """A request that cannot be answered with a success; carries what the person reads."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, status: int | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self._status = status  # when the code's usual status is not the whole story
 
     @property
     def status(self) -> int:
-        return STATUS.get(self.code, 500)
+        return self._status or STATUS.get(self.code, 500)
 
     def body(self) -> bytes:
         return encode(error_reply(self.code, self.message))

@@ -3,8 +3,9 @@ request enforce them, and the OpenAPI document is generated from the same types,
 what the document promises and what the server refuses cannot drift apart.
 
 Where a rule of the contract cannot be written in JSON Schema (a name's escaped form at
-most 255 bytes; an entry's `at` no later than a day after it arrives) the description
-says it, and the contract's own check (seedline_contracts.normalise) still runs.
+most 255 bytes; an entry's `at` no later than a day after it arrives, which depends on
+when it arrives and is answered 409) the description says it, and the contract's own
+check (seedline_contracts.normalise) still runs.
 """
 
 from __future__ import annotations
@@ -19,11 +20,18 @@ from seedline_contracts.timeline import MAX_CONTENT_CHARS, MAX_ENGINE_CHARS, MAX
 _CONTROLS = "\\u0000-\\u001f\\u007f-\\u009f"
 NO_CONTROL = f"^[^{_CONTROLS}]+$"
 NO_SPACE_OR_CONTROL = f"^[^\\s{_CONTROLS}]+$"
-# An RFC 3339 time from the year 2000 on (CONTRACT.md 4.1, time bounds). What a pattern
-# cannot say (the days of each month; no later than a day after arrival) the server checks.
-RFC3339 = (r"^(2[0-9]{3}|[3-9][0-9]{3})-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])[Tt ]"
-           r"([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]{1,9})?"
-           r"([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$")
+# An RFC 3339 time from the year 2000 on (CONTRACT.md 4.1, time bounds), exactly as the server
+# reads one (seedline_contracts.times.parse_rfc3339): a day the month has (29 February only in
+# a leap year), hours to 23, seconds to 59, up to nine digits of a second, and an offset. The
+# one bound a pattern cannot say, an entry's time no later than a day after it arrives, moves
+# with the clock: the server answers it 409 (publishing.py), never 400.
+_YEAR = "(?:2[0-9]{3}|[3-9][0-9]{3})"
+_LEAP_YEAR = "(?:[2-9][0-9](?:0[48]|[2468][048]|[13579][26])|(?:[2468][048]|[3579][26])00)"
+_DATE = (f"(?:{_YEAR}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12][0-9]|3[01])"
+         "|(?:0[469]|11)-(?:0[1-9]|[12][0-9]|30)|02-(?:0[1-9]|1[0-9]|2[0-8]))"
+         f"|{_LEAP_YEAR}-02-29)")
+RFC3339 = (f"^{_DATE}[Tt ]([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\\.[0-9]{{1,9}})?"
+           "([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$")
 MAX_NAME_CHARS = 255
 # Stream sequences and ids: far beyond any stream, and inside Postgres' bigint.
 MAX_SEQ = 2**62
@@ -56,7 +64,8 @@ At = Annotated[str, Meta(
     pattern=RFC3339, extra_json_schema={"format": "date-time"},
     description="When it was written: an RFC 3339 time with any offset (stored in UTC), "
     "between 2000-01-01T00:00:00Z and one day after it arrives; the time it arrives when "
-    "absent.")]
+    "absent. A time outside that window is answered 409 (it depends on when the entry "
+    "arrives); one that is no time at all, 400.")]
 Engine = Annotated[str, Meta(min_length=1, max_length=MAX_ENGINE_CHARS, pattern=NO_CONTROL,
                              description="The engine to run, as the machine offers it: "
                              "claude, codex, scripted, ...")]

@@ -4,6 +4,7 @@ ask the Tenant, encode."""
 
 from __future__ import annotations
 
+from datetime import datetime, timezone
 from typing import Any
 
 import msgspec
@@ -26,6 +27,7 @@ from .auth import bearer
 from .errors import WebError
 from .notifications import notification_stream
 from .publishing import AppendReceipt, BatchBody, EntryBody, PublishReply
+from .tokens import digest
 from .wire import (
     MachineOut,
     MachinesReply,
@@ -62,7 +64,7 @@ async def _tenant(request: Request, instance_id: str | None = None):
 
 
 @router.post(INSTANCE + "/entries", status_code=202, response_class=Response,
-             openapi_extra=request_body(EntryBody), responses=replies(PublishReply, 202, 408, 413, 507),
+             openapi_extra=request_body(EntryBody), responses=replies(PublishReply, 202, 408, 409, 413, 507),
              summary="Publish one entry for ingest (seedline.ingest.timeline)")
 async def publish_one(instance_id: str, request: Request) -> Response:
     tenant = await _tenant(request, instance_id)
@@ -71,7 +73,7 @@ async def publish_one(instance_id: str, request: Request) -> Response:
 
 
 @router.post(INSTANCE + "/entries/batch", status_code=202, response_class=Response,
-             openapi_extra=request_body(BatchBody), responses=replies(PublishReply, 202, 408, 413, 507),
+             openapi_extra=request_body(BatchBody), responses=replies(PublishReply, 202, 408, 409, 413, 507),
              summary="Publish up to 1,000 entries for ingest, in order")
 async def publish_batch(instance_id: str, request: Request) -> Response:
     tenant = await _tenant(request, instance_id)
@@ -89,7 +91,7 @@ async def _publish(tenant, entries) -> Response:
 
 @router.post(INSTANCE + "/timeline/append", response_class=Response,
              openapi_extra=request_body(EntryBody),
-             responses=replies(AppendReceipt, 200, 408, 413, 504, 507),
+             responses=replies(AppendReceipt, 200, 408, 409, 413, 504, 507),
              summary="Append one entry and wait for its seq (seedline.api.timeline.append)")
 async def append(instance_id: str, request: Request) -> Response:
     tenant = await _tenant(request, instance_id)
@@ -204,7 +206,7 @@ async def notifications(instance_id: str, request: Request) -> StreamingResponse
     tenant = await _tenant(request, instance_id)
     gate, token = _web(request).gate, bearer(request)
     stream = await notification_stream(
-        _web(request), tenant, request,
+        _web(request), tenant, request, digest(token or ""),
         lambda: gate.still_allowed(token or "", tenant.instance_id))
     return StreamingResponse(stream, media_type="text/event-stream",
                              headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
@@ -224,8 +226,14 @@ async def past_notices(
     limit: int = Query(100, ge=1, le=1000, description="At most this many, oldest first"),
 ) -> Response:
     tenant = await _tenant(request, instance_id)
-    found, more = await tenant.notices(after_id, _since(since), limit)
+    since_at = _since(since)
+    if after_id is None and since_at is AFTER_EVERYTHING:
+        return json_response(NoticesReply([], False))
+    found, more = await tenant.notices(after_id, since_at, limit)
     return json_response(NoticesReply([NoticeOut(n.seq, n.notice) for n in found], more))
+
+
+AFTER_EVERYTHING = datetime.max.replace(tzinfo=timezone.utc)
 
 
 def _since(text: str | None):
@@ -233,6 +241,8 @@ def _since(text: str | None):
         return None
     try:
         return parse_rfc3339(text)
+    except OverflowError:  # after the year 9999 once in UTC: nothing is kept that late
+        return AFTER_EVERYTHING
     except ValueError:
         raise WebError("invalid_request", f"since {text[:40]!r} is not an RFC 3339 time; send "
                        "one like 2026-12-01T10:00:00Z.") from None

@@ -121,12 +121,13 @@ class TokenFirst:
             return
         from .auth import bearer
 
-        token = bearer(HTTPConnection(scope))
         try:
+            token = bearer(HTTPConnection(scope))
             instance = await check(token)
         except WebError as exc:
             await drain(receive)
-            await send_error(send, exc, headers=[(b"www-authenticate", b"Bearer")])
+            challenge = [(b"www-authenticate", b"Bearer")] if exc.status == 401 else []
+            await send_error(send, exc, headers=challenge)
             return
         except Exception as exc:  # the token table cannot be read: say so, never 500
             log.warning("token_check_failed", error=f"{type(exc).__name__}: {exc}")

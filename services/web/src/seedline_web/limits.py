@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from seedline_platform.logging import get_logger
+
 from .errors import WebError
+
+log = get_logger(__name__)
 
 
 def body_too_large(limit: int) -> WebError:
@@ -20,8 +24,9 @@ def body_too_large(limit: int) -> WebError:
 DRAIN_LIMIT_BYTES = 64 * 1024 * 1024
 
 
-class _TooLarge(Exception):
-    pass
+class BodyTooLarge(Exception):
+    """Raised into the app when a body grows past the limit; the 413 below is the answer,
+    so whatever the app makes of it is neither sent nor logged as a failure."""
 
 
 class BodyLimit:
@@ -35,7 +40,7 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await self._refuse(receive, send, more=True)
+            await self._refuse(scope, receive, send, more=True)
             return
         seen = 0
         over = False
@@ -50,7 +55,7 @@ class BodyLimit:
                 more = message.get("more_body", False)
                 if seen > self.limit:
                     over = True
-                    raise _TooLarge()
+                    raise BodyTooLarge()
             return message
 
         async def guarded_send(message: Message) -> None:
@@ -63,12 +68,14 @@ class BodyLimit:
 
         try:
             await self.app(scope, limited_receive, guarded_send)
-        except _TooLarge:
+        except BodyTooLarge:
             pass
         if over and not started:
-            await self._refuse(receive, send, more)
+            await self._refuse(scope, receive, send, more)
 
-    async def _refuse(self, receive: Receive, send: Send, more: bool) -> None:
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, more: bool) -> None:
+        # A limit doing its work, not a failure: info, like every other limit.
+        log.info("request_body_too_large", path=scope.get("path"), limit=self.limit)
         # The rest of the body is read and dropped (up to a bound) before answering: a
         # client still sending when the connection closes would not see the 413 at all.
         dropped = 0

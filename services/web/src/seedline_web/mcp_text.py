@@ -7,8 +7,8 @@ from typing import Iterable, Sequence
 
 from seedline_contracts.sessions import BriefGetReply, BriefStats, LiveConversation, OpenReply
 from seedline_contracts.timeline import MAX_CONTENT_CHARS, TimelineRow
-from seedline_core.notices import BRIEF_GIVEN
-from seedline_platform.lifecycle_events import brief_receipt
+from seedline_core.notices import BRIEF_GIVEN, next_message_text, no_brief_receipt
+from seedline_platform.lifecycle_events import brief_receipt, no_brief_of
 
 from .tenant import Machine
 
@@ -22,15 +22,20 @@ def machine_name(node_id: str, machines: Iterable[Machine]) -> str:
     return node_id
 
 
-def receipt(brief: BriefStats | BriefGetReply | None, told: str | None = None) -> str:
-    """`told`: whether the engine was given it, or why not (CONTRACT.md 3.2)."""
+def receipt(brief: BriefStats | BriefGetReply | None, told: str | None = None,
+            no_brief: str | None = None) -> str:
+    """`told`: whether the engine was given it, or why not (CONTRACT.md 3.2);
+    `no_brief`: why none was offered, as recorded."""
     if brief is None:
-        return "Brief: none was offered."
+        return no_brief_receipt(no_brief)
     label = f" ({told})" if told and told != BRIEF_GIVEN else ""
+    redacted = getattr(brief, "redacted", 0) or 0
+    secrets = (f", {redacted} secret{'' if redacted == 1 else 's'} left out"
+               if redacted else "")
     return (
         f"Brief receipt{label}: {brief.rows} {'entry' if brief.rows == 1 else 'entries'}, "
         f"{brief.chars:,} characters of entry text, "
-        f"{brief.omitted_rows} earlier entries left out, up to seq {brief.until_seq}, "
+        f"{brief.omitted_rows} earlier entries left out{secrets}, up to seq {brief.until_seq}, "
         f"sha256 {brief.sha256}."
     )
 
@@ -49,7 +54,7 @@ def open_text(reply: OpenReply, repo: str, machines: Sequence[Machine], moved: b
     if decided.resume_from:
         lines.append(f"Continuing from: conversation {decided.resume_from}.")
     lines.append(f"Outcome, as the machine confirmed it: {reply.outcome}.")
-    lines.append(receipt(reply.brief, brief_receipt(reply) if reply.brief else None))
+    lines.append(receipt(reply.brief, brief_receipt(reply) if reply.brief else None, no_brief_of(reply)))
     return "\n".join(lines)
 
 
@@ -119,8 +124,7 @@ def machines_text(machines: Sequence[Machine]) -> str:
 def stop_text(session_id: str, stopped: bool) -> str:
     if not stopped:
         return f"Conversation {session_id} was not running, so nothing changed."
-    return (f"Stopped conversation {session_id}. The next message sent to its repo wakes a "
-            "conversation again, with a brief of what happened so far.")
+    return f"Stopped conversation {session_id}. {next_message_text()}"
 
 
 def message_text(repo: str, seq: int, effect: str) -> str:
@@ -167,3 +171,51 @@ def notices_text(notices: Sequence, has_more: bool) -> str:
     if has_more:
         lines.append(f"More notices follow; read again with after_id {notices[-1].seq}.")
     return "\n".join(lines)
+
+
+def _kind(spec: dict) -> str:
+    """What an argument takes, from its JSON Schema: its kind and bounds."""
+    kinds = []
+    for choice in spec.get("anyOf") or [spec]:
+        kind = {"string": "text", "integer": "a whole number", "number": "a number",
+                "boolean": "true or false", "null": "null"}.get(choice.get("type"), "a value")
+        low, high = choice.get("minimum"), choice.get("maximum")
+        if kind == "a whole number" and low is not None and high is not None:
+            kind += f" from {low:,} to {high:,}"
+        elif kind == "a whole number" and low is not None:
+            kind += f" of at least {low:,}"
+        kinds.append(kind)
+    return " or ".join(dict.fromkeys(kinds))
+
+
+def _about(spec: dict) -> str:
+    about = str(spec.get("description") or "").rstrip(".")
+    return f"{about[:1].lower()}{about[1:]}"
+
+
+def argument_problem(tool: str, errors: list[dict], schema: dict) -> str:
+    """One sentence for arguments a tool cannot take, naming each and what it takes (the
+    SDK's own text is a validation report, not a sentence); values sent are not repeated."""
+    properties = schema.get("properties") or {}
+    missing, wrong = [], []
+    for error in errors:
+        name = str(error["loc"][0]) if error.get("loc") else ""
+        spec = properties.get(name)
+        if spec is None:
+            continue
+        about = _about(spec)
+        if error.get("type") == "missing":
+            missing.append(f"{name} ({_kind(spec)}{': ' + about if about else ''})")
+        else:
+            wrong.append(f"{_kind(spec)} for {name}" + (f" ({about})" if about else ""))
+    parts = []
+    if missing:
+        parts.append("needs " + " and ".join(missing))
+    if wrong:
+        parts.append("takes " + " and ".join(wrong))
+    if not parts:
+        return (f"The tool {tool} cannot take these arguments; its input schema lists the "
+                "ones it takes.")
+    again = "it" if len(missing) == 1 and not wrong else "one" if len(wrong) == 1 and not \
+        missing else "them"
+    return f"The tool {tool} {', and '.join(parts)}; call it again with {again}."

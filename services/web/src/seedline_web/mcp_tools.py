@@ -15,9 +15,11 @@ from typing import Any, Awaitable, Callable
 import msgspec
 from mcp.server.mcpserver import MCPServer
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import BaseModel, Field, ValidationError
 from typing_extensions import Annotated
 
+from seedline_contracts import CONTRACT_VERSION
 from seedline_contracts.sessions import OpenRequest
 from seedline_contracts.timeline import MAX_CONTENT_CHARS, TimelineEntryIn
 from seedline_contracts.times import now_text
@@ -33,7 +35,7 @@ log = get_logger(__name__)
 
 TenantOf = Callable[[], Awaitable[Tenant]]
 RECENT_ENTRIES = 200
-SERVER_VERSION = "1.2"  # the wire contract this server speaks (CONTRACT.md)
+SERVER_VERSION = CONTRACT_VERSION  # the wire contract this server speaks (CONTRACT.md)
 JUST_OPENED_SECONDS = 10.0
 
 INSTRUCTIONS = (
@@ -109,9 +111,25 @@ async def _live_on(tenant: Tenant, repo: str) -> Previous | None:
     return None
 
 
+class _Server(MCPServer):
+    """Arguments a tool cannot take are told in one sentence naming each and what it
+    takes, like every other error, never as the SDK's validation report."""
+
+    async def call_tool(self, name, arguments, context=None):  # type: ignore[override]
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            tool = self._tool_manager.get_tool(name)
+            schema = tool.parameters if tool is not None else {}
+            return _text(mcp_text.argument_problem(name, exc.__cause__.errors(), schema),
+                         error=True)
+
+
 def build_server(tenant_of: TenantOf) -> MCPServer:
-    server = MCPServer("seedline", instructions=INSTRUCTIONS, log_level="WARNING",
-                       version=SERVER_VERSION)
+    server = _Server("seedline", instructions=INSTRUCTIONS, log_level="WARNING",
+                     version=SERVER_VERSION)
 
     def tool(description: str, hints: ToolAnnotations = READS):
         def register(fn):
@@ -167,8 +185,9 @@ def build_server(tenant_of: TenantOf) -> MCPServer:
         return mcp_text.open_text(reply, repo, online), reply
 
     @tool("Send the person's next message to a repo. It reaches the conversation live there as "
-          "its next turn; when none is live, it wakes one on the machine and engine that last "
-          "worked on the repo, with a brief of what happened so far.", WRITES)
+          "its next turn; when none is live, it starts a new conversation on the machine and "
+          "engine that last worked on the repo, where the engine continues its own earlier "
+          "conversation or starts fresh with a brief, as decided then.", WRITES)
     async def send_message(
         tenant: Tenant, repo: Repo,
         text: Annotated[str, Field(description="The message, as the person wrote it.")],
@@ -249,14 +268,16 @@ def build_server(tenant_of: TenantOf) -> MCPServer:
         return mcp_text.notices_text(found, more), {
             "notices": [{"id": n.seq, "notice": n.notice} for n in found], "has_more": more}
 
-    @tool("Stop a live conversation. Its timeline stays; the next message to its repo wakes a "
-          "conversation again.", STOPS)
+    @tool("Stop a live conversation. Its timeline stays; the next message to its repo starts "
+          "a new conversation on the machine and engine that last worked on it.", STOPS)
     async def stop_conversation(tenant: Tenant, conversation_id: ConversationId) -> str:
         reply = await tenant.stop(conversation_id, "requested")
         return mcp_text.stop_text(conversation_id, reply.stopped), reply
 
-    @tool("Move a conversation to another machine. The engine there starts fresh with a brief "
-          "of what happened so far, and the reply says what it was given.", STARTS)
+    @tool("Move a conversation to another machine; it keeps its id. Its working tree and the "
+          "engine's own record come along when they were saved; the reply says whether the "
+          "engine there continued its own conversation or started fresh with a brief, and what "
+          "came along.", STARTS)
     async def move_conversation(
         tenant: Tenant, conversation_id: ConversationId,
         machine: Annotated[str, Field(description="The machine (node id) to move it to.")],

@@ -6,7 +6,9 @@ the rest as they come, so nothing is missed across a dropped connection or a res
 of this process. Without it the stream starts now. The reading consumer is in place
 before the first byte goes out (a `: ready` comment). A comment every 15 seconds keeps
 proxies from closing a quiet stream. The token is checked again every 2 seconds: a
-stream ends within 5 seconds of its token's revocation.
+stream ends within 5 seconds of its token's revocation. How many streams one token and
+one address may hold is capped (stream_slots.py); the console's live pages are streams
+of the same kind (console/live.py).
 """
 
 from __future__ import annotations
@@ -28,12 +30,11 @@ log = get_logger(__name__)
 
 KEEPALIVE_SECONDS = 15.0
 RECHECK_SECONDS = 2.0
-MAX_STREAMS = 200
 
 StillAllowed = Callable[[], Awaitable[bool]]
 
 
-def sse_event(kind: str, body: dict, event_id: int | None = None) -> str:
+def sse_event(kind: str, body: dict, event_id: int | str | None = None) -> str:
     """One event; json.dumps keeps `data` on one line whatever the notice says, and the
     event name keeps only the characters a kind has."""
     name = "".join(c for c in kind if c.isascii() and (c.isalnum() or c == "_"))[:64]
@@ -52,34 +53,41 @@ def last_event_id(request: Request) -> int | None:
     return int(raw)
 
 
-async def notification_stream(web, tenant: Tenant, request: Request,
-                              still_allowed: StillAllowed) -> AsyncIterator[str]:
-    if web.open_streams >= MAX_STREAMS:
-        raise WebError("unavailable", f"This web process already serves {MAX_STREAMS} "
-                       "notification streams; close one or try again later.")
-    after = last_event_id(request)
-    notices = follow_notices(tenant.backend.js, tenant.instance_id, after_seq=after,
-                             tick=RECHECK_SECONDS)
+Source = AsyncIterator[str | None]
+
+
+def client_of(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
+
+
+async def sse_stream(web, request: Request, holder: str, still_allowed: StillAllowed,
+                     source: Callable[[], Awaitable[Source]]) -> AsyncIterator[str]:
+    """A stream of Server-Sent Events from `source` (each item an event's text, or None
+    when there is nothing new), within the stream caps (stream_slots.py): `holder` is a
+    digest of the token it counts against. `source()` returns once its consumers are in
+    place, so nothing published after the `: ready` comment is missed."""
+    slot = web.streams.take(holder, client_of(request))
     try:
-        await notices.__anext__()  # the consumer is in place
+        items = await source()
     except Exception as exc:
-        await notices.aclose()
+        web.streams.give_back(slot)
+        if isinstance(exc, WebError):
+            raise
         raise WebError("unavailable", "The notices cannot be read right now; try again in a "
                        "moment.") from exc
-    web.open_streams += 1
 
     async def events() -> AsyncIterator[str]:
         loop = asyncio.get_running_loop()
         checked = quiet_since = loop.time()
         try:
             yield ": ready\n\n"
-            async for notice in _until_broken(notices):
+            async for item in _until_broken(items):
                 now = loop.time()
                 if now - checked >= RECHECK_SECONDS:
                     checked = now
                     if not await _allowed(still_allowed):
                         return
-                if notice is None:
+                if item is None:
                     if now - quiet_since >= KEEPALIVE_SECONDS:
                         if await request.is_disconnected():
                             return
@@ -87,13 +95,38 @@ async def notification_stream(web, tenant: Tenant, request: Request,
                         yield ": keepalive\n\n"
                     continue
                 quiet_since = now
-                yield sse_event(str(notice.notice.get("kind") or "notice"), notice.notice,
-                                notice.seq)
+                yield item
         finally:
-            web.open_streams -= 1
-            await notices.aclose()
+            web.streams.give_back(slot)
+            await items.aclose()
 
     return events()
+
+
+async def notification_stream(web, tenant: Tenant, request: Request, holder: str,
+                              still_allowed: StillAllowed) -> AsyncIterator[str]:
+    after = last_event_id(request)
+
+    async def notices() -> Source:
+        followed = follow_notices(tenant.backend.js, tenant.instance_id, after_seq=after,
+                                  tick=RECHECK_SECONDS)
+        try:
+            await followed.__anext__()  # the consumer is in place
+        except BaseException:
+            await followed.aclose()
+            raise
+        return _as_events(followed)
+
+    return await sse_stream(web, request, holder, still_allowed, notices)
+
+
+async def _as_events(notices: AsyncIterator) -> Source:
+    try:
+        async for notice in notices:
+            yield None if notice is None else sse_event(
+                str(notice.notice.get("kind") or "notice"), notice.notice, notice.seq)
+    finally:
+        await notices.aclose()
 
 
 async def _until_broken(notices: AsyncIterator) -> AsyncIterator:

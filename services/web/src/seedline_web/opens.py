@@ -76,6 +76,16 @@ class OpenRecord:
     ended: bool = False  # stopped, or opened again, since
 
 
+@dataclass(frozen=True)
+class RepoOpen:
+    """A repo's newest open: the overview's machine and time of each repo."""
+
+    session_id: str
+    node_id: str
+    engine: str
+    at: str
+
+
 _views = msgspec.json.Decoder(OpenView)
 
 
@@ -148,15 +158,23 @@ class OpensProjection:
             rows = await cur.fetchall()
         return [record_of(_views.decode(row[0])) for row in rows]
 
-    async def repos(self, instance_id: str) -> list[tuple[str, int]]:
-        """Repos of the instance the platform opened conversations on, with how many opens."""
+    async def repos(self, instance_id: str) -> dict[str, RepoOpen]:
+        """Repos of the instance the platform opened conversations on, each with its newest
+        answered open (where and when it ran)."""
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                "SELECT repo, count(*) FROM web_open_views WHERE instance_id = %s"
-                " AND answered_seq IS NOT NULL GROUP BY repo ORDER BY repo",
+                "SELECT DISTINCT ON (repo) repo, view FROM web_open_views"
+                " WHERE instance_id = %s AND answered_seq IS NOT NULL"
+                " ORDER BY repo, answered_seq DESC",
                 (instance_id,),
             )
-            return [(r, int(n)) for r, n in await cur.fetchall()]
+            rows = await cur.fetchall()
+        found = {}
+        for repo, text in rows:
+            view = _views.decode(text)
+            found[repo] = RepoOpen(view.session_id, view.node_id, view.engine,
+                                   view.answered_at or view.at)
+        return found
 
 
 def record_of(view: OpenView) -> OpenRecord:

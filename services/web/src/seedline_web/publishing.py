@@ -8,6 +8,7 @@ when it will be cut, and to how many characters.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Literal, Sequence
 
 import msgspec
@@ -16,7 +17,7 @@ from msgspec import Meta
 from seedline_contracts.codec import encode
 from seedline_contracts.normalise import Refusal, normalise
 from seedline_contracts.timeline import MAX_CONTENT_CHARS, Kind, TimelineEntryIn
-from seedline_contracts.times import now_text
+from seedline_contracts.times import EARLIEST_AT, LATEST_AT_AHEAD, now_text, parse_rfc3339
 
 from . import fields
 from .errors import WebError
@@ -83,12 +84,28 @@ def to_entry(body: EntryBody, instance_id: str, index: int | None = None) -> Tim
     entry = TimelineEntryIn(entry_id=body.entry_id, instance_id=instance_id, repo=body.repo,
                             session_id=body.session_id, kind=body.kind, content=body.content,
                             at=body.at, engine=body.engine, origin=body.origin)
-    checked = normalise(encode(entry), now_text())
+    arrived = now_text()
+    checked = normalise(encode(entry), arrived)
     if isinstance(checked, Refusal):
         raise WebError(checked.reason_code,
                        f"{which} was not accepted: {checked.message}; correct it and publish it "
-                       "again.")
+                       "again.", status=409 if _outside_window(body.at, arrived) else None)
     return entry
+
+
+def _outside_window(at: str | None, arrived: str) -> bool:
+    """An `at` that is a time the document allows, but outside 2000-01-01T00:00:00Z to a
+    day after it arrived (CONTRACT.md 4.1): the request is well formed, and whether it
+    fits depends on when it arrives, so it is a 409, not a 400."""
+    if at is None or re.search(fields.RFC3339, at) is None:
+        return False
+    try:
+        moment = parse_rfc3339(at)
+    except OverflowError:  # past the year 9999 once in UTC: far later than a day ahead
+        return True
+    except ValueError:
+        return False
+    return not EARLIEST_AT <= moment <= parse_rfc3339(arrived) + LATEST_AT_AHEAD
 
 
 def check_payload(entries: Sequence[TimelineEntryIn], max_payload: int) -> None:

@@ -34,12 +34,13 @@ from seedline_contracts.timeline import (
     TimelineReadRequest,
 )
 from seedline_contracts.tokens import name_problem
+from seedline_core.notices import no_brief_text, no_such_conversation_text
 
 from seedline_platform.notices import StoredNotice
 
 from .backend import Backend, Owner
 from .disk_guard import new_work, refuse_new_work
-from .errors import WebError, not_found
+from .errors import WebError
 
 
 def check_name(field: str, value: object) -> str:
@@ -70,18 +71,26 @@ class Tenant:
     async def owner(self, session_id: str) -> Owner:
         """The conversation's repo, when it is this instance's; else not_found."""
         if name_problem(session_id) is not None:
-            raise not_found()
+            raise WebError("not_found", no_such_conversation_text(session_id[:80]))
         owner = await self.backend.owner(session_id)
         if owner is None or owner.instance_id != self.instance_id:
-            raise not_found()
+            raise WebError("not_found", no_such_conversation_text(session_id))
         return owner
 
     async def relocate(self, session_id: str, node_id: str) -> OpenReply:
         await self.owner(session_id)
         check_name("machine", node_id)
         refuse_new_work()
-        return await new_work(
-            self.backend.relocate(RelocateRequest(session_id=session_id, node_id=node_id)))
+        try:
+            return await new_work(
+                self.backend.relocate(RelocateRequest(session_id=session_id, node_id=node_id)))
+        except WebError as exc:
+            if exc.code != "invalid_request":
+                raise
+            # The request was checked above; what the resolver refuses is the conversation's
+            # state now (a newer one on its repo, one still opening): a conflict, not a
+            # malformed request (CONTRACT.md 4.1).
+            raise WebError(exc.code, exc.message, status=409) from None
 
     async def stop(self, session_id: str, reason: str = "requested") -> StopReply:
         await self.owner(session_id)
@@ -92,9 +101,17 @@ class Tenant:
         return (await self.brief_and_receipt(session_id))[0]
 
     async def brief_and_receipt(self, session_id: str) -> tuple[BriefGetReply, str | None]:
-        """That, and the receipt in words: given, or why not (None: no open offered it)."""
+        """That, and the receipt in words: given, or why not (None: no open offered it).
+        When no brief was offered, why, as recorded (CONTRACT.md 3.1), told apart from an
+        unknown id."""
         await self.owner(session_id)
-        brief = await self.backend.brief(session_id)
+        try:
+            brief = await self.backend.brief(session_id)
+        except WebError as exc:
+            if exc.code != "not_found":
+                raise
+            record = await self.backend.conversation(session_id)
+            raise WebError("not_found", no_brief_text(session_id, record.why_no_brief())) from None
         record = await self.backend.conversation(session_id)
         spent = record.brief_given(brief.sha256)
         return msgspec.structs.replace(brief, spent=spent), record.brief_receipt(brief.sha256)

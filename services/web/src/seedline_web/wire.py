@@ -125,7 +125,10 @@ ERROR_WORDS = {
     403: "The address names another instance than the token's",
     404: "No such conversation on this instance",
     408: "The body did not arrive in time (SEEDLINE_WEB_BODY_TIMEOUT_SECONDS)",
-    409: "The machine is offline or refused, or the read is not yet visible",
+    409: "The machine is offline or refused, the read is not yet visible, the conversation "
+         "is not the one to move now (a newer one on its repo, or one still opening), or an "
+         "entry's time lies outside 2000-01-01T00:00:00Z to a day after it arrives (which "
+         "depends on when it arrives)",
     413: "The body is over a size limit, which the message names",
     503: "A part of Seedline is not answering now; try again in a moment",
     507: "The disk of Seedline's data is full: the message names it and how much room "

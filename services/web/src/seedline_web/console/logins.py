@@ -41,6 +41,7 @@ CREATE INDEX IF NOT EXISTS web_console_logins_expiry ON web_console_logins (expi
 class ConsoleLogin:
     instance_id: str
     csrf: str
+    token_sha256: str  # whose streams it holds count against (stream_slots.py)
 
 
 def _hash(secret: str) -> str:
@@ -78,13 +79,13 @@ class ConsoleLogins:
             return None
         async with self._pool.connection() as conn:
             cur = await conn.execute(
-                "SELECT t.instance_id, l.csrf FROM web_console_logins l JOIN web_tokens t"
+                "SELECT t.instance_id, l.csrf, l.token_sha256 FROM web_console_logins l JOIN web_tokens t"
                 " ON t.token_sha256 = l.token_sha256 WHERE l.login_sha256 = %s"
                 " AND l.expires_at > %s AND t.revoked_at IS NULL",
                 (_hash(reference), utc_now()),
             )
             row = await cur.fetchone()
-        return ConsoleLogin(row[0], row[1]) if row else None
+        return ConsoleLogin(row[0], row[1], row[2]) if row else None
 
     async def end(self, reference: str | None) -> None:
         if reference and len(reference) <= MAX_COOKIE_CHARS:

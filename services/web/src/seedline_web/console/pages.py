@@ -1,5 +1,5 @@
-"""The console's routes. A token arrives once, by the login form or `?token=`, and is
-exchanged for a login kept on the server (logins.py): the cookie holds only its random
+"""The console's routes. A token arrives once, by the login form only, and is exchanged
+for a login kept on the server (logins.py): the cookie holds only its random
 reference (HttpOnly, SameSite=Strict, Secure over TLS). Every form carries the login's
 CSRF token, the login form a pre-login one, and a post from another origin is refused.
 Every page shows only that token's instance."""
@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from datetime import datetime, timezone
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
@@ -19,7 +20,7 @@ from seedline_contracts.timeline import MAX_READ_LIMIT
 from ..auth import COOKIE
 from ..errors import WebError
 from ..tenant import Tenant
-from . import render
+from . import overview as overview_page, render
 from .logins import LOGIN_DAYS, ConsoleLogin, same_secret
 
 router = APIRouter(prefix="/console", include_in_schema=False)
@@ -38,6 +39,8 @@ SECURITY_HEADERS = {
     "Cache-Control": "no-store",
 }
 NOT_KNOWN = "That token is not known or was revoked."
+BY_LINK = ("A token in a link does not log in (a link on any site could log you into "
+           "someone else's instance); paste the token here instead.")
 FORM_EXPIRED = ("This form came from another page or has expired; reload the page and send it "
                 "again.")
 
@@ -59,6 +62,16 @@ def login_page(request: Request, message: str | None = None, status: int = 200) 
     return response
 
 
+def not_here(status: int, allowed: str) -> Response:
+    """The page for an address or method the console does not serve."""
+    message = ("This page takes forms sent from the console itself; go back and use them."
+               if status == 405 else "The console has no page at this address.")
+    response = html(render.error_page(None, message), status)
+    if status == 405:
+        response.headers["Allow"] = allowed
+    return response
+
+
 def same_origin(request: Request) -> bool:
     """A browser names the page a form was posted from; it must be this server. A
     client that sends no Origin is not a browser, and still needs the CSRF token."""
@@ -76,11 +89,6 @@ async def _start_login(request: Request, token: str, to: str) -> Response:
     return response
 
 
-def _without_token(request: Request) -> str:
-    rest = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-    return request.url.path + (f"?{urlencode(rest)}" if rest else "")
-
-
 async def _login(request: Request) -> ConsoleLogin | None:
     return await request.app.state.web.gate.console_login(request)
 
@@ -89,15 +97,14 @@ def _tenant_of(request: Request, login: ConsoleLogin) -> Tenant:
     return Tenant(request.app.state.web.backend, login.instance_id)
 
 
-async def _with_token(request: Request) -> Response | None:
-    """`?token=` logs in and redirects to the same page without it in the address."""
-    token = request.query_params.get("token")
-    if token is None:
+def _with_token(request: Request) -> Response | None:
+    """A token in the address never logs in: a link on any site could log a browser into
+    that token's instance (login CSRF) with none of the form's checks. The address is
+    left at once (the token goes out of the page's history) for the form, which says why."""
+    if "token" not in request.query_params:
         return None
-    gate = request.app.state.web.gate
-    if not token or await gate.tokens.instance_of(token) is None:
-        return login_page(request, NOT_KNOWN, 401)
-    return await _start_login(request, token, _without_token(request))
+    return RedirectResponse("/console/login?from=link", status_code=303,
+                            headers={"Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
 
 
 async def _form(request: Request) -> dict[str, str]:
@@ -105,10 +112,25 @@ async def _form(request: Request) -> dict[str, str]:
     return {k: v[0] for k, v in form.items()}
 
 
+@router.get("/static/icon.svg")
+async def icon() -> FileResponse:
+    return FileResponse(STATIC / "icon.svg", media_type="image/svg+xml",
+                        headers={"Cache-Control": "max-age=86400"})
+
+
 @router.get("/static/console.css")
 async def stylesheet() -> FileResponse:
     return FileResponse(STATIC / "console.css", media_type="text/css",
                         headers={"Cache-Control": "max-age=300"})
+
+
+@router.get("/login")
+async def login_form(request: Request, source: str = Query("", alias="from", max_length=20)
+                     ) -> Response:
+    """The form on its own address, so reloading after a refused login shows it again."""
+    if await _login(request) is not None:
+        return RedirectResponse("/console", status_code=303)
+    return login_page(request, BY_LINK if source == "link" else None)
 
 
 @router.post("/login")
@@ -139,46 +161,10 @@ async def logout(request: Request) -> Response:
 
 @router.get("")
 async def overview(request: Request, q: str = Query("", max_length=300),
-                   state: str = Query("all", pattern="^(all|live|idle)$")) -> Response:
-    redirect = await _with_token(request)
-    if redirect is not None:
-        return redirect
-    login_now = await _login(request)
-    if login_now is None:
-        return login_page(request)
-    tenant = _tenant_of(request, login_now)
-    csrf = login_now.csrf
-    try:
-        machines, live, repos, rejected = await asyncio.gather(
-            tenant.machines(), tenant.live(), _repos(request, tenant), tenant.rejected())
-    except WebError as exc:
-        return html(render.error_page(tenant.instance_id, exc.message, csrf), exc.status)
-    labels = {m.node_id: m.label for m in machines}
-    found = q.strip().lower()
-    live_repos = {c.repo for c in live}
-    live = [c for c in live if found in c.repo.lower() or found in c.session_id.lower()]
-    repos = {r: n for r, n in repos.items() if found in r.lower()
-             and (state == "all" or (state == "live") == (r in live_repos))}
-    if state == "idle":
-        live = []
-    body = (f"<h1>Instance {render.escape(tenant.instance_id)}</h1>"
-            + render.filter_form(q, state)
-            + render.machines_section(machines) + render.live_section(live, labels)
-            + render.repos_section(repos) + render.rejected_section(rejected))
-    return html(render.page("Overview", body, tenant.instance_id, csrf))
-
-
-async def _repos(request: Request, tenant: Tenant) -> dict[str, int]:
-    counts = await tenant.repos()
-    for repo, _opens in await request.app.state.web.opens.repos(tenant.instance_id):
-        counts.setdefault(repo, 0)
-    return counts
-
-
-@router.get("/repo")
-async def repo_page(request: Request, repo: str = Query(..., max_length=1000),
-                    before_seq: int | None = Query(None, ge=1)) -> Response:
-    redirect = await _with_token(request)
+                   machine: str = Query("", max_length=300),
+                   state: str = Query("all", pattern="^(all|live|idle)$"),
+                   page: int = Query(1, ge=1, le=100_000)) -> Response:
+    redirect = _with_token(request)
     if redirect is not None:
         return redirect
     login_now = await _login(request)
@@ -188,6 +174,36 @@ async def repo_page(request: Request, repo: str = Query(..., max_length=1000),
     csrf = login_now.csrf
     web = request.app.state.web
     try:
+        machines, live, counts, opened, rejected = await asyncio.gather(
+            tenant.machines(), tenant.live(), tenant.repos(),
+            web.opens.repos(tenant.instance_id), tenant.rejected())
+    except WebError as exc:
+        return html(render.error_page(tenant.instance_id, exc.message, csrf), exc.status)
+    labels = {o.node_id: o.node_id for o in opened.values()}
+    labels.update({m.node_id: m.label for m in machines})
+    rows = overview_page.repo_rows(counts, opened, live)
+    body = overview_page.overview(
+        tenant.instance_id, machines, live, rows, rejected,
+        overview_page.Filters(q, machine, state, page), labels, datetime.now(timezone.utc))
+    return html(render.page("Overview", body, tenant.instance_id, csrf))
+
+
+@router.get("/repo")
+async def repo_page(request: Request, repo: str = Query(..., max_length=1000),
+                    before_seq: int | None = Query(None, ge=1)) -> Response:
+    redirect = _with_token(request)
+    if redirect is not None:
+        return redirect
+    login_now = await _login(request)
+    if login_now is None:
+        return login_page(request)
+    tenant = _tenant_of(request, login_now)
+    csrf = login_now.csrf
+    web = request.app.state.web
+    try:
+        # Where the page's live stream takes over: read before the page, so nothing that
+        # comes meanwhile is missed (what is both shown and sent is shown once).
+        sessions_seq, notices_seq = await tenant.backend.stream_ends()
         page = await tenant.read(repo, before_seq=before_seq, limit=min(PAGE_ENTRIES,
                                                                         MAX_READ_LIMIT))
         machines = await tenant.machines()
@@ -202,10 +218,17 @@ async def repo_page(request: Request, repo: str = Query(..., max_length=1000),
              and (high is None or (r.until_seq or 0) < high)]
     views = [render.OpenView(r, await _brief_text(tenant, r)) for r in shown]
     labels = {m.node_id: m.label for m in machines}
-    body = render.timeline(rows, views, labels)
+    body = render.timeline(rows, views, labels, datetime.now(timezone.utc))
     older = rows[0].seq if rows and page.has_more else None
+    feed = None if before_seq else live_url(
+        repo=repo, after=(sessions_seq, rows[-1].seq if rows else 0, notices_seq))
     return html(render.repo_page(tenant.instance_id, repo, body, older, csrf,
-                                 before=open_form(login_now, repo, machines)))
+                                 before=open_form(login_now, repo, machines), feed=feed))
+
+
+def live_url(after: tuple[int, int, int], **which: str) -> str:
+    """A page's live stream (live.py), starting after what the page shows."""
+    return "/console/live?" + urlencode({**which, "after": ".".join(map(str, after))})
 
 
 async def _brief_text(tenant: Tenant, record) -> str | None:
@@ -233,11 +256,13 @@ def open_form(login: ConsoleLogin, repo: str, machines) -> str:
     engines = sorted({e for m in machines for e in m.engines})
     engine_options = "".join(f'<option value="{esc(e)}">{esc(e)}</option>' for e in engines)
     return ('<section id="open"><h2>Open a conversation</h2>'
-            '<form method="post" action="/console/open" class="action">'
+            '<form method="post" action="/console/open" class="action" data-confirm="Open a '
+            'conversation on this repo? A conversation live on it is stopped for it.">'
             f'{render.csrf_field(login.csrf)}<input type="hidden" name="repo" '
             f'value="{esc(repo)}"><label for="open-node">Machine</label>'
             f'<select id="open-node" name="node_id">{options}</select>'
             f'<label for="open-engine">Engine</label><select id="open-engine" name="engine">'
             f'{engine_options}</select><label for="open-text">First message</label>'
             '<textarea id="open-text" name="instruction" rows="2"></textarea>'
-            '<button type="submit">Open…</button></form></section>')
+            '<button type="submit">Open…</button></form>'
+            '<p class="action-result" role="status" aria-live="polite"></p></section>')

@@ -4,17 +4,19 @@ through html.escape; nothing here does I/O."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from html import escape
 from typing import Iterable, Sequence
 from urllib.parse import urlencode
 
-from seedline_contracts.sessions import BriefStats, LiveConversation
-from seedline_contracts.timeline import RejectedInput, TimelineRow
-from seedline_core.notices import BRIEF_GIVEN
-from seedline_platform.lifecycle_events import brief_receipt
+from seedline_contracts.sessions import BriefStats
+from seedline_contracts.timeline import TimelineRow
+from seedline_core.notices import BRIEF_GIVEN, no_brief_receipt
+from seedline_platform.lifecycle_events import brief_receipt, no_brief_of
 
 from ..opens import OpenRecord
 from ..tenant import Machine
+from .history import ago
 
 ENTRY_CHARS = 4000
 RAW_CHARS = 400
@@ -25,19 +27,25 @@ def csrf_field(csrf: str | None) -> str:
 
 
 def page(title: str, body: str, instance_id: str | None = None, csrf: str | None = None,
-         live: bool = False) -> str:
+         feed: str | None = None) -> str:
+    """A page of the console. Logged in, its script follows `feed` (a page's own live
+    stream, console/live.py) or the instance's notices, and shows each as it comes."""
     who = ""
     if instance_id is not None:
         who = (f'<span class="who">instance <code>{escape(instance_id)}</code></span>'
+               '<span id="live-status" class="live-status" role="status"></span>'
                '<form method="post" action="/console/logout" class="logout">'
                f'{csrf_field(csrf)}<button type="submit">Log out</button></form>')
+    body_tag = (f'<body data-feed="{escape(feed or "/console/notifications")}">'
+                if instance_id is not None else "<body>")
     return (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
         f"<title>{escape(title)} · Seedline</title>"
+        '<link rel="icon" href="/console/static/icon.svg" type="image/svg+xml">'
         '<link rel="stylesheet" href="/console/static/console.css">'
         + ('<script src="/console/static/console.js" defer></script>' if instance_id else "")
-        + '</head><body>'
+        + f"</head>{body_tag}"
         f'<header><a class="brand" href="/console">Seedline</a>{who}</header>'
         + ('<div id="live-notices" aria-live="polite"></div>' if instance_id else "")
         + f"<main>{body}</main></body></html>\n"
@@ -64,7 +72,7 @@ def error_page(instance_id: str | None, message: str, csrf: str | None = None) -
                 '</p><p><a href="/console">Back to the overview</a></p>', instance_id, csrf)
 
 
-def _table(head: Sequence[str], rows: Iterable[Sequence[str]], empty: str) -> str:
+def table(head: Sequence[str], rows: Iterable[Sequence[str]], empty: str) -> str:
     body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>"
                    for row in rows)
     if not body:
@@ -78,19 +86,6 @@ def conversation_link(session_id: str) -> str:
             f"<code>{escape(session_id)}</code></a>")
 
 
-def filter_form(query: str, state: str) -> str:
-    """Search and filter of the overview: by repo or conversation, and by state."""
-    chosen = {s: " selected" if s == state else "" for s in ("all", "live", "idle")}
-    return ('<form method="get" action="/console" class="inline filter" role="search">'
-            '<label for="q">Find</label>'
-            f'<input id="q" name="q" value="{escape(query)}" placeholder="repo or conversation">'
-            '<label for="state">State</label><select id="state" name="state">'
-            f'<option value="all"{chosen["all"]}>all</option>'
-            f'<option value="live"{chosen["live"]}>live</option>'
-            f'<option value="idle"{chosen["idle"]}>no live conversation</option></select>'
-            '<button type="submit">Filter</button></form>')
-
-
 def repo_link(repo: str) -> str:
     return f'<a href="/console/repo?{urlencode({"repo": repo})}">{escape(repo)}</a>'
 
@@ -102,50 +97,23 @@ def machines_section(machines: Sequence[Machine]) -> str:
              "every instance" if m.serves_every_instance else "this instance among others")
             for m in machines]
     return ('<section id="machines"><h2>Machines online</h2>'
-            + _table(("machine", "node id", "engines", "hosts now", "serves"), rows,
+            + table(("machine", "node id", "engines", "hosts now", "serves"), rows,
                      "No machine is online for this instance.") + "</section>")
 
 
-def live_section(live: Sequence[LiveConversation], labels: dict[str, str]) -> str:
-    rows = [(repo_link(c.repo), conversation_link(c.session_id), escape(c.engine),
-             escape(labels.get(c.node_id, c.node_id)), escape(c.outcome or "-"),
-             escape(c.last_activity_at)) for c in live]
-    return ('<section id="live"><h2>Live conversations</h2>'
-            + _table(("repo", "conversation", "engine", "machine", "outcome", "last activity"),
-                     rows,
-                     "No conversation is live on this instance.") + "</section>")
-
-
-def repos_section(repos: dict[str, int]) -> str:
-    rows = [(repo_link(r), f"{n:,}") for r, n in sorted(repos.items())]
-    form = ('<form method="get" action="/console/repo" class="inline">'
-            '<label for="repo">Repo</label><input id="repo" name="repo" required '
-            'placeholder="apps/chess-academy"><button type="submit">Show</button></form>')
-    return ('<section id="repos"><h2>Repos</h2>' + _table(("repo", "entries"), rows,
-            "No entries on this instance yet.") + form + "</section>")
-
-
-def rejected_section(rejected: Sequence[tuple[int, RejectedInput]]) -> str:
-    rows = [(str(seq), f"<code>{escape(r.reason_code)}</code>", escape(r.message),
-             escape(r.received_at), f"<pre>{escape(_cut(r.raw, RAW_CHARS))}</pre>")
-            for seq, r in reversed(rejected)]
-    return ('<section id="rejected"><h2>Rejected entries</h2>'
-            "<p>Entries naming this instance that the timeline was given but could not "
-            "accept, newest first, with the reason.</p>"
-            + _table(("#", "reason", "what was wrong", "received", "as sent"), rows,
-                     "Nothing was rejected.") + "</section>")
-
-
-def _cut(text: str, limit: int) -> str:
+def cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else f"{text[:limit]} … ({len(text) - limit:,} more)"
 
 
-def receipt(brief: BriefStats | None, given: str | None) -> str:
+def receipt(brief: BriefStats | None, given: str | None, no_brief: str | None = None) -> str:
+    """The brief's receipt as a table: whether the engine was given it (the machine's
+    word, CONTRACT.md 3.2), its numbers and digest; or why none was offered."""
     if brief is None:
-        return '<p class="receipt none">No brief was offered.</p>'
+        return f'<p class="receipt none">{escape(no_brief_receipt(no_brief))}</p>'
     cells = (("given", escape(given or "offered")),
              ("entries", f"{brief.rows}"), ("characters", f"{brief.chars:,}"),
              ("earlier entries left out", f"{brief.omitted_rows}"),
+             ("secrets left out", f"{brief.redacted}"),
              ("up to seq", f"{brief.until_seq}"),
              ("sha256", f"<code>{escape(brief.sha256)}</code>"))
     return ('<table class="receipt"><caption>Brief receipt</caption><tbody>'
@@ -161,7 +129,9 @@ class OpenView:
     brief_text: str | None
 
 
-def open_card(view: OpenView, labels: dict[str, str]) -> str:
+def open_card(view: OpenView, labels: dict[str, str], now: datetime) -> str:
+    """One open as decided and as the machine confirmed it; `id` and `data-until` let the
+    page's live updates replace it or put it where its decision was taken."""
     o = view.record
     where = escape(labels.get(o.node_id, o.node_id))
     if o.relocation_from is not None:
@@ -169,40 +139,44 @@ def open_card(view: OpenView, labels: dict[str, str]) -> str:
         verb = f"Moved to {where}" + (f" from {escape(left)}" if left else "")
     else:
         verb = f"Opened on {where}" if o.reply is not None else f"Tried to open on {where}"
-    head = (f'<p class="open-head">{verb} with <code>{escape(o.engine)}</code> at '
-            f'{escape(o.at)} · conversation <code>{escape(o.session_id)}</code></p>')
+    head = (f'<p class="open-head">{verb} with <code>{escape(o.engine)}</code> '
+            f'{ago(o.at, now)} · conversation {conversation_link(o.session_id)}</p>')
+    attributes = (f'id="open-{o.event_seq}" data-conversation="{escape(o.session_id)}" '
+                  f'data-until="{o.until_seq or 0}"')
     if o.reply is None:
-        return (f'<article class="open failed" data-conversation="{escape(o.session_id)}">{head}'
+        return (f'<article class="open failed" {attributes}>{head}'
                 f'<p class="notice warning">The open failed: {escape(o.error_message or "")}</p>'
                 "</article>")
     r = o.reply
     decided = r.continuity
     text = ""
+    given = brief_receipt(r, o.ended) if r.brief is not None else None
     if r.brief is not None:
-        given = brief_receipt(r, o.ended)
         inner = (f'<pre class="brief-text">{escape(view.brief_text)}</pre>' if view.brief_text
                  is not None else "<p>A later brief of this conversation replaced this one, so "
                  "its exact text is no longer served; the receipt is what was offered.</p>")
         label = "" if given == BRIEF_GIVEN else f" ({escape(given)})"
         text = f"<details><summary>The brief's exact text{label}</summary>{inner}</details>"
     return (
-        f'<article class="open" data-conversation="{escape(o.session_id)}">{head}'
+        f'<article class="open" {attributes}>{head}'
         f'<p class="notice {escape(r.notice.tone)}">{escape(r.notice.console)}</p>'
         '<dl class="decision">'
         f'<dt>Decision</dt><dd>{escape(decided.mode)} (<code>{escape(decided.reason_code)}</code>)'
         f'</dd><dt>Reason</dt><dd class="reason">{escape(decided.reason)}</dd>'
         f'<dt>Outcome</dt><dd class="outcome">{escape(r.outcome)}</dd></dl>'
-        f"{receipt(r.brief, brief_receipt(r, o.ended) if r.brief else None)}{text}</article>"
+        f"{receipt(r.brief, given, no_brief_of(r))}{text}</article>"
     )
 
 
-def entry_row(row: TimelineRow) -> str:
-    cut = (f' <span class="cut">cut from {row.truncated_from:,} characters</span>'
-           if row.truncated_from else "")
-    return (f'<div class="entry kind-{escape(row.kind)}"><p class="meta">#{row.seq} · '
-            f'{escape(row.at)} · <span class="kind">{escape(row.kind)}</span>'
-            f'{" · " + escape(row.engine) if row.engine else ""}{cut}</p>'
-            f"<pre>{escape(_cut(row.content, ENTRY_CHARS))}</pre></div>")
+def entry_row(row: TimelineRow, now: datetime) -> str:
+    shortened = (f' <span class="cut">cut from {row.truncated_from:,} characters</span>'
+                 if row.truncated_from else "")
+    return (f'<div class="entry kind-{escape(row.kind)}" id="entry-{row.seq}" '
+            f'data-seq="{row.seq}" data-conversation="{escape(row.session_id)}">'
+            f'<p class="meta">#{row.seq} · {ago(row.at, now)} · '
+            f'<span class="kind">{escape(row.kind)}</span>'
+            f'{" · " + escape(row.engine) if row.engine else ""}{shortened}</p>'
+            f"<pre>{escape(cut(row.content, ENTRY_CHARS))}</pre></div>")
 
 
 def boundary(session_id: str, opened_by_platform: bool) -> str:
@@ -213,8 +187,8 @@ def boundary(session_id: str, opened_by_platform: bool) -> str:
             f"{name} <small>{how}</small></h3>")
 
 
-def timeline(rows: Sequence[TimelineRow], opens: Sequence[OpenView], labels: dict[str, str]
-             ) -> str:
+def timeline(rows: Sequence[TimelineRow], opens: Sequence[OpenView], labels: dict[str, str],
+             now: datetime) -> str:
     """Entries oldest first; each open placed where it was decided (after the newest entry
     its decision considered), so an open shows the decision made at that point."""
     platform = {v.record.session_id for v in opens}
@@ -227,23 +201,25 @@ def timeline(rows: Sequence[TimelineRow], opens: Sequence[OpenView], labels: dic
             out.append(boundary(view.record.session_id, True)
                        if view.record.session_id != current else "")
             current = view.record.session_id
-            out.append(open_card(view, labels))
+            out.append(open_card(view, labels, now))
         if row.session_id != current:
             current = row.session_id
             out.append(boundary(current, current in platform))
-        out.append(entry_row(row))
+        out.append(entry_row(row, now))
     for view in pending:
         if view.record.session_id != current:
             current = view.record.session_id
             out.append(boundary(current, True))
-        out.append(open_card(view, labels))
+        out.append(open_card(view, labels, now))
     return "".join(out) or '<p class="empty">This repo has no entries yet.</p>'
 
 
 def repo_page(instance_id: str, repo: str, body: str, older: int | None,
-              csrf: str | None = None, before: str = "") -> str:
+              csrf: str | None = None, before: str = "", feed: str | None = None) -> str:
+    """`feed`: the live stream of the newest page (None on an older page, which stays put)."""
     query = urlencode({"repo": repo, "before_seq": older})
     more = (f'<p class="older"><a href="/console/repo?{query}">Older entries</a></p>'
             if older else "")
     return page(repo, f'<p><a href="/console">Overview</a></p><h1>{escape(repo)}</h1>{before}'
-                f'<section id="timeline">{more}{body}</section>', instance_id, csrf)
+                f'<section id="timeline" aria-live="polite">{more}{body}</section>',
+                instance_id, csrf, feed=feed)
