@@ -100,8 +100,13 @@ test: install engines chromium
 	echo "make test took $$(( $$(date +%s) - started )) s"; \
 	if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
 
+# The slow tests; the model-based test draws a fresh seed (printed; SEEDLINE_MODEL_SEED=<seed>
+# replays it) and runs two copies of every service with pauses (SEEDLINE_MODEL_COPIES=1 or
+# SEEDLINE_MODEL_PAUSES=0 to leave them out).
 test-faults: install
-	$(TEST_ENV) $(RUN) pytest -q -p no:cacheprovider -m "slow or exhaustive"
+	$(TEST_ENV) SEEDLINE_MODEL_COPIES=$${SEEDLINE_MODEL_COPIES:-2} \
+		SEEDLINE_MODEL_PAUSES=$${SEEDLINE_MODEL_PAUSES:-1} \
+		$(RUN) pytest -q -p no:cacheprovider -m "slow or exhaustive"
 
 # docker-compose.yml run for real on podman (needs root and Debian's packages): builds the
 # images, starts the stack gated by its health checks, drives it from the host, kills and
