@@ -629,6 +629,32 @@ async def test_run_runner_serves_until_cancelled_and_then_goes_offline(
     assert (tmp_path / "state" / "runner.lock").exists()
 
 
+async def test_run_runner_takes_a_clusters_list_of_servers(nats_url, js, tmp_path):
+    """SEEDLINE_NATS_URL names every server of a cluster, separated by commas, as the
+    services take it: the runner connects through whichever answers."""
+    from seedline_devtools.embedded import free_port
+
+    serving = asyncio.create_task(
+        run_runner(f"nats://127.0.0.1:{free_port()}, {nats_url}", "node-listed", "Listed",
+                   ["scripted"], presence_interval=1, stop_signals=False,
+                   state_dir=tmp_path / "state")
+    )
+
+    async def present() -> bool:
+        try:
+            kv = await js.key_value(RUNNERS_BUCKET)
+            return (await kv.get(presence_key("node-listed"))).value is not None
+        except Exception:
+            return False
+
+    try:
+        await eventually(present)
+        assert await present(), "the runner never put its presence through the listed servers"
+    finally:
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+
+
 async def test_a_warm_conversation_in_the_store_is_not_seeded_again(
     nc, js, start_runner, chat_standin
 ):

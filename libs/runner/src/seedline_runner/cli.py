@@ -64,7 +64,7 @@ async def run_runner(
     # Credentials ride in the URL (nats://user:password@host:4222); the inbox
     # prefix is the one a least-privilege runner user may subscribe to.
     nc = await nats.connect(
-        nats_url,
+        servers_of(nats_url),
         name=f"seedline-runner:{node_id}",
         inbox_prefix=runner_inbox_prefix(node_id).encode(),
         max_reconnect_attempts=-1,
@@ -91,6 +91,11 @@ async def run_runner(
         await _let_go(nc)
         if tracing is not None:
             tracing.shutdown()
+
+
+def servers_of(nats_url: str) -> list[str]:
+    """SEEDLINE_NATS_URL's servers: one URL, or a cluster's, separated by commas."""
+    return [url.strip() for url in nats_url.split(",") if url.strip()]
 
 
 def default_state_dir(node_id: str) -> Path:
