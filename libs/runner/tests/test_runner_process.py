@@ -712,6 +712,35 @@ async def test_presence_lists_a_conversation_from_its_launch_until_its_stop(
     assert seen[-1].live == [] and seen[-1].protocol == 2
 
 
+async def test_the_presence_no_longer_lists_a_stopped_conversation_when_the_stop_is_answered(
+    nc, js, start_runner, monkeypatch
+):
+    """Once the platform has a stop's reply it may launch the repo elsewhere: the machine's
+    own word must not still list the conversation then, however slow its put (fault
+    harness, seed 6)."""
+    from seedline_runner.presence import PresenceHeartbeat
+
+    await start_runner({"scripted": ScriptedEngine()}, presence_interval=10)
+    kv = await js.key_value(RUNNERS_BUCKET)
+    await ask(nc, "launch", launch_body("csess_1"))
+    await eventually(lambda: _lists(kv, "csess_1"))
+    beat = PresenceHeartbeat.beat
+
+    async def slow_beat(self):
+        await asyncio.sleep(0.3)  # a put through a busy cluster
+        return await beat(self)
+
+    monkeypatch.setattr(PresenceHeartbeat, "beat", slow_beat)
+
+    await ask(nc, "stop", {"session_id": "csess_1", "reason": "relocated"})
+
+    assert not await _lists(kv, "csess_1")
+
+
+async def _lists(kv, session_id: str) -> bool:
+    return session_id in decode((await kv.get(presence_key(NODE))).value, RunnerPresence).live
+
+
 async def test_a_machine_for_some_instances_says_so_and_refuses_the_others(
     nc, js, start_runner
 ):

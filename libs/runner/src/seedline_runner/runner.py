@@ -70,6 +70,10 @@ RESUME_PROOF_SECONDS_VARIABLE = "SEEDLINE_RESUME_PROOF_SECONDS"
 DEFAULT_RESUME_PROOF_SECONDS = 5.0
 
 
+# Longest a stop's reply waits for the presence that no longer lists the conversation.
+STOP_PRESENCE_SECONDS = 2.0
+
+
 def resume_proof_seconds_setting(environ: Mapping[str, str] = os.environ) -> float:
     """How long a launch reply waits for an engine to accept a resume (a setting)."""
     configured = environ.get(RESUME_PROOF_SECONDS_VARIABLE, "").strip()
@@ -398,11 +402,17 @@ class Runner:
             await _answer(msg, {"stopped": False, "reason": reason})
             return
         ended = await self._end(request.session_id)
+        if ended is not None:
+            # The presence before the reply: with the reply the platform may launch the repo
+            # on another machine, and this one's own word must not list it then (a
+            # relocation once showed both machines hosting one repo for 100 ms).
+            try:
+                await asyncio.wait_for(self._presence.beat(), STOP_PRESENCE_SECONDS)
+            except asyncio.TimeoutError:
+                log.warning("presence_not_put_before_stop_reply", session_id=request.session_id)
         # `worktree` null: it did not run in a checkout, or was not running here.
         await _answer(msg, {"stopped": ended is not None,
                             "worktree": ended.worktree if ended else None})
-        if ended is not None:
-            await self._presence.beat()
 
     async def _end(self, session_id: str) -> Ended | None:
         """End the conversation, every process of it, and save what its checkout holds;
