@@ -144,7 +144,7 @@ async def platform(postgres_server):
                            database_url=database_url, logs=workdir)
         running.nats_process = nats_proc
         try:
-            await running.start(MACHINES)
+            await running.start(MACHINES, repos=("apps/one", "apps/two"))
             yield running
         finally:
             running.close()

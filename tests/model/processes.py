@@ -269,6 +269,7 @@ class Platform:
     async def start_machine(self, node_id: str) -> None:
         machine = self.machines[node_id]
         before = await self._presence_revision(node_id)
+        self.checkouts.folder(node_id).mkdir(parents=True, exist_ok=True)  # no repo in it, too
         machine.proc = self._spawn(
             [str(BIN / "seedline"), "runner", "--node-id", node_id, "--label", machine.label,
              "--engine", "scripted", "--repos-dir", str(self.checkouts.folder(node_id))],

@@ -737,6 +737,57 @@ async def test_the_presence_no_longer_lists_a_stopped_conversation_when_the_stop
     assert not await _lists(kv, "csess_1")
 
 
+async def test_a_launch_is_answered_once_the_presence_lists_it(nc, js, start_runner, monkeypatch):
+    """From the platform's view the machine's own word never leaves out a conversation it
+    was told runs there, however slow its put."""
+    from seedline_runner.presence import PresenceHeartbeat
+
+    await start_runner({"scripted": ScriptedEngine()}, presence_interval=10)
+    kv = await js.key_value(RUNNERS_BUCKET)
+    beat = PresenceHeartbeat.beat
+
+    async def slow_beat(self):
+        await asyncio.sleep(0.3)
+        return await beat(self)
+
+    monkeypatch.setattr(PresenceHeartbeat, "beat", slow_beat)
+
+    reply = await ask(nc, "launch", launch_body("csess_1"))
+
+    assert reply["accepted"] is True
+    assert await _lists(kv, "csess_1")
+
+
+async def test_a_runner_out_of_touch_ends_its_conversations_within_its_lease_and_takes_no_launch(
+    nc, js, start_runner, monkeypatch
+):
+    """Cut off, a machine cannot be told to stop anything, and once its presence expires
+    the platform may start its conversations elsewhere: it ends them first, and refuses a
+    launch the network held up until it is back in touch (fault harness, seed 7)."""
+    from seedline_runner.presence import PresenceHeartbeat
+
+    runner = await start_runner({"scripted": ScriptedEngine()}, presence_interval=0.5,
+                                lease_seconds=1.5)
+    await ask(nc, "launch", launch_body("csess_1"))
+    assert runner.live_conversations == ["csess_1"]
+    beat = PresenceHeartbeat.beat
+
+    async def cut_off(self):
+        return False  # no put lands
+
+    monkeypatch.setattr(PresenceHeartbeat, "beat", cut_off)
+    await eventually(lambda: runner.live_conversations == [])
+    assert runner.live_conversations == []
+
+    late = await ask(nc, "launch", launch_body("csess_2"))
+    assert late["accepted"] is False and "out of touch" in late["reason"]
+
+    monkeypatch.setattr(PresenceHeartbeat, "beat", beat)
+    await eventually(lambda: runner._presence.out_of_touch_for() < 1.0)
+    again = await ask(nc, "launch", launch_body("csess_2"))
+    assert again["accepted"] is True
+
+
 async def _lists(kv, session_id: str) -> bool:
     return session_id in decode((await kv.get(presence_key(NODE))).value, RunnerPresence).live
 
