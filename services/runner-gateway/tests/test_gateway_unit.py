@@ -189,6 +189,8 @@ async def test_a_machine_that_no_longer_hosts_it_stops_it_and_the_message_wakes_
     gw.machines.hosting["mac"].clear()  # the runner restarted
     await handle(gw, person_message(10, "next step"))
     assert [e["reason"] for e in gw.events("stopped")] == ["runner_restarted"]
+    # Told, as when its presence says so (fault harness, seed 16).
+    assert gw.notifier.kinds() == ["runner_restarted"]
     (wake,) = gw.events("wake_requested")
     assert (wake["node_id"], wake["engine"], wake["wake_seq"]) == ("mac", "scripted", 10)
     assert wake["session_id"] == "csess_woken" and wake["request_id"] == "wake:e-10"
