@@ -94,7 +94,7 @@ def run_once(seed: int, seconds: float, root: Path, kind: str | None = None,
         loop.run(_run(cluster, network, plan, seconds, template, report, say), timeout=900)
     finally:
         network.heal()
-        cluster.stop_all()
+        cluster.kill_all()
         loop.close()
         network.remove()
         report.wall_seconds = time.monotonic() - began
@@ -124,9 +124,14 @@ async def _run(cluster: Cluster, network: Network, plan: Plan, seconds: float, t
             network.heal()
             history.op("everything healed")
         await workload.stop()
+        t1 = time.monotonic()
         await nemesis.settle()
+        t2 = time.monotonic()
         problems = await caught_up(cluster, workload, history)
+        t3 = time.monotonic()
         streams = await gather(cluster, world, workload)
+        say(f"hosts: recovered {t2 - t1:.0f} s, caught up {t3 - t2:.0f} s, read and rebuilt "
+            f"{time.monotonic() - t3:.0f} s")
         history.dump(Path(report.folder) / "history.jsonl")
         _dump_events(Path(report.folder) / "events.jsonl", streams)
         report.problems = {"caught up": problems, **checker.check(history, streams),
@@ -151,15 +156,16 @@ async def start_system(cluster: Cluster, template: Path) -> None:
     try:
         await _until(lambda: _jetstream_ready(nc), 60, "the cluster's JetStream leader")
         seen: dict[str, set[str]] = {}
+        # The first writer alone: it makes the streams the others bind to.
+        cluster.add_service(SERVICES[0], SERVICE_HOSTS[0]).start()
+        await _until(lambda: _new_copy(nc, SERVICES[0], seen), READY_SECONDS,
+                     f"{SERVICES[0]} on {SERVICE_HOSTS[0]}")
         for host in SERVICE_HOSTS:
-            first = cluster.add_service(SERVICES[0], host)
-            first.start()  # the writer first: it makes the streams the others bind to
-            await _until(lambda: _new_copy(nc, SERVICES[0], seen), READY_SECONDS,
-                         f"{SERVICES[0]} on {host}")
-            for name in SERVICES[1:]:
-                cluster.add_service(name, host).start()
-            cluster.add_service(WEB, host).start()
-            for name in SERVICES[1:]:
+            for name in (*SERVICES, WEB):
+                if f"{name}@{host}" not in cluster.procs:
+                    cluster.add_service(name, host).start()
+        for name in SERVICES:
+            for host in SERVICE_HOSTS[1 if name == SERVICES[0] else 0:]:
                 await _until(lambda n=name: _new_copy(nc, n, seen), READY_SECONDS,
                              f"{name} on {host}")
         for host in SERVICE_HOSTS:
@@ -216,12 +222,12 @@ async def _new_copy(nc, name: str, seen: dict[str, set[str]]) -> bool:
 
 
 async def _copies_answering(nc, name: str) -> int:
-    """How many copies of a service answer a discovery ping within a second."""
+    """How many copies of a service answer a discovery ping within half a second."""
     inbox = nc.new_inbox()
     ids: set[str] = set()
     sub = await nc.subscribe(inbox, cb=None)
     await nc.publish(f"$SRV.PING.{name}", b"", reply=inbox)
-    deadline = time.monotonic() + 1.0
+    deadline = time.monotonic() + 0.5
     try:
         while time.monotonic() < deadline:
             try:
