@@ -159,8 +159,7 @@ class Cluster:
         return dict(
             os.environ,
             SEEDLINE_NATS_URL=",".join(self.nats_urls),
-            SEEDLINE_NATS_MONITOR_URL=self.monitor_url(NODES[SERVICE_HOSTS.index(host) % 3]
-                                                       if host in SERVICE_HOSTS else "n1"),
+            SEEDLINE_NATS_MONITOR_URL=",".join(self.monitor_url(n) for n in NODES),
             SEEDLINE_DATABASE_URL=self.database_url,
             SEEDLINE_STREAM_REPLICAS="3",
             SEEDLINE_STRICT_DURABILITY="1",

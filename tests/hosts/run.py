@@ -50,6 +50,7 @@ class Report:
     duplicates: int = 0
     live_twice: int = 0
     opens_without_reply: int = 0
+    requests_unanswered: int = 0  # requests that got no answer in time (asked again)
     longest_recovery: float = 0.0
     recoveries: list[float] = field(default_factory=list)
     problems: dict[str, list[str]] = field(default_factory=dict)
@@ -65,7 +66,9 @@ class Report:
         lines = [f"seed {self.seed} ({self.kind}): {self.operations} operations, "
                  f"{self.acknowledged} entries acknowledged, {self.lost} lost, "
                  f"{self.duplicates} twice, {self.live_twice} repos live twice, "
-                 f"{self.opens_without_reply} opens without a reply, longest recovery "
+                 f"{self.opens_without_reply} opens without a reply "
+                 f"({self.requests_unanswered} requests asked again after no answer), "
+                 f"longest recovery "
                  f"{self.longest_recovery:.1f} s after a heal; {self.wall_seconds:.0f} s "
                  f"in all; history and logs in {self.folder}"]
         for name, found in self.problems.items():
@@ -502,5 +505,9 @@ def _figures(report: Report, history: History, streams: checker.Streams) -> None
     report.operations = (sum(len(s) for s in history.sent.values()) + len(history.ops)
                          + sum(len(o["attempts"]) for o in history.opens.values()))
     report.opens_without_reply = sum(1 for o in history.opens.values() if "final" not in o)
+    report.requests_unanswered = (
+        sum(1 for o in history.opens.values() for a in o["attempts"] if "error" in a)
+        + sum(len(op.get("errors", [])) for op in history.ops)
+        + sum(1 for op in history.ops if op["op"] in ("relocate", "stop") and "error" in op))
     twice = report.problems.get("one live engine", [])
     report.live_twice = sum(1 for p in twice if "sessions.list" not in p)
