@@ -35,6 +35,7 @@ from .workload import History, World, Workload, connect
 READY_SECONDS = 90.0
 CATCH_UP_SECONDS = 150.0
 RECOVERY_CAP_SECONDS = 150.0
+MIN_QUIET = 3.0  # seconds of a serving system between a recovery and the next fault
 CONSUMER_STREAMS = (subjects.INGEST_STREAM, subjects.TIMELINE_STREAM, subjects.SESSIONS_STREAM)
 
 
@@ -275,13 +276,24 @@ class Nemesis:
         self._probe_n = 0
 
     async def play(self, faults: tuple[Fault, ...], seconds: float) -> None:
+        """Each fault at its time, or once the system serves again after the last heal if
+        that is later (a fault is never laid over an unfinished recovery, so each recovery
+        is measured alone); one that would outlast the run is left out, and says so."""
         start = self.h.began
+        end = start + seconds
         for fault in faults:
-            await asyncio.sleep(max(0.0, start + fault.at - time.monotonic()))
+            if self.probes:
+                await asyncio.wait([self.probes[-1]], timeout=max(0.0, end - time.monotonic()))
+            begin = max(start + fault.at, time.monotonic() + (MIN_QUIET if self.probes else 0))
+            if begin + fault.lasts > end - 2:
+                self.h.op("fault left out", kind=fault.kind, target=fault.target,
+                          why="it would outlast the run")
+                break
+            await asyncio.sleep(begin - time.monotonic())
             await self.apply(fault)
-            await asyncio.sleep(max(0.0, start + fault.at + fault.lasts - time.monotonic()))
+            await asyncio.sleep(fault.lasts)
             await self.heal(fault)
-        await asyncio.sleep(max(0.0, start + seconds - time.monotonic()))
+        await asyncio.sleep(max(0.0, end - time.monotonic()))
 
     async def apply(self, fault: Fault) -> None:
         self.h.op("fault", kind=fault.kind, target=fault.target, lasts=fault.lasts)
@@ -339,40 +351,56 @@ class Nemesis:
         self._probe_n += 1
         n = self._probe_n
         deadline = healed + RECOVERY_CAP_SECONDS
+        failures: list[str] = []  # why each try failed, in order, repeats left out
         while time.monotonic() < deadline:
             try:
-                if await self._serves(w, world, n):
-                    took = round(time.monotonic() - healed, 1)
-                    self.report.recoveries.append(took)
-                    self.h.op("recovered", kind=fault.kind, target=fault.target, seconds=took)
-                    return
-            except Exception:
-                pass
+                why = await self._why_not_serving(w, world, n)
+            except Exception as exc:
+                why = type(exc).__name__
+            if why is None:
+                took = round(time.monotonic() - healed, 1)
+                self.report.recoveries.append(took)
+                self.h.op("recovered", kind=fault.kind, target=fault.target, seconds=took,
+                          failed_first=failures)
+                return
+            if not failures or failures[-1] != why:
+                failures.append(why)
             await asyncio.sleep(0.5)
         self.problems.append(f"{fault.describe()}: not serving {RECOVERY_CAP_SECONDS:.0f} s "
-                             f"after the heal")
+                             f"after the heal ({'; '.join(failures)})")
 
-    async def _serves(self, w: Workload, world: World, n: int) -> bool:
+    async def _why_not_serving(self, w: Workload, world: World, n: int) -> str | None:
+        """None when an entry is appended and read back and an open succeeds on each
+        machine; else the step that failed, and how."""
         entry = {"entry_id": f"probe-{world.token}-{n}-{time.monotonic_ns()}",
                  "instance_id": world.probe_instance, "repo": "probe/reads",
                  "session_id": "probe", "kind": "terminal", "content": "probe"}
-        appended = await w.request(subjects.API_TIMELINE_APPEND, entry, 5.0)
+        try:
+            appended = await w.request(subjects.API_TIMELINE_APPEND, entry, 5.0)
+        except Exception as exc:
+            return f"append: {type(exc).__name__}"
         if not appended.get("ok"):
-            return False
+            return f"append: {appended['error']['code']}"
         w.h.acked[entry["entry_id"]] = {"producer": None, "instance": world.probe_instance,
                                         "t": w.h.now(), "seq": appended["seq"]}
-        read = await w.request(subjects.API_TIMELINE_READ, {
-            "instance_id": world.probe_instance, "repo": "probe/reads", "limit": 1,
-            "min_seq": appended["seq"]}, 8.0)
+        try:
+            read = await w.request(subjects.API_TIMELINE_READ, {
+                "instance_id": world.probe_instance, "repo": "probe/reads", "limit": 1,
+                "min_seq": appended["seq"]}, 8.0)
+        except Exception as exc:
+            return f"read: {type(exc).__name__}"
         if not read.get("ok") or read["entries"][-1]["entry_id"] != entry["entry_id"]:
-            return False
+            return f"read: {read.get('error', {}).get('code', 'another entry')}"
         for node_id in ("m1", "m2"):
-            reply = await w.open(world.probe_instance, f"probe/{node_id}", node_id,
-                                 f"probe-{world.token}-{n}-{node_id}-{time.monotonic_ns()}",
+            request_id = f"probe-{world.token}-{n}-{node_id}-{time.monotonic_ns()}"
+            reply = await w.open(world.probe_instance, f"probe/{node_id}", node_id, request_id,
                                  stopping=_SET)
-            if not reply or not reply.get("ok"):
-                return False
-        return True
+            if not reply:
+                attempt = w.h.opens[request_id]["attempts"][-1]
+                return f"open on {node_id}: {attempt.get('error', 'no reply')}"
+            if not reply.get("ok"):
+                return f"open on {node_id}: {reply['error']['code']}"
+        return None
 
     async def settle(self) -> None:
         """Every fault healed: each process running and going, every probe done."""

@@ -296,8 +296,8 @@ class Workload:
         while not self.stopping.is_set():
             try:
                 kv = kv or await self.nc.jetstream().key_value(subjects.RUNNERS_BUCKET)
-                hosted = {node: await _presence_live(kv, node) for node in MACHINES}
-                if hosted != last:
+                hosted = await _presence_at_once(kv)
+                if hosted is not None and hosted != last:
                     last = hosted
                     self.h.presence.append((self.h.now(), hosted))
             except Exception:
@@ -305,12 +305,27 @@ class Workload:
             await self._pause(0.1)
 
 
-async def _presence_live(kv, node: str) -> tuple[str, ...] | None:
+async def _presence_at_once(kv) -> dict[str, tuple[str, ...]] | None:
+    """What every machine's presence said at one moment: the keys are read one after the
+    other, so the first is read again at the end, and the reads count only when it had not
+    changed meanwhile (a stop and a launch elsewhere between two reads would otherwise show
+    a repo on both machines). None when no such moment was caught."""
+    for _ in range(5):
+        first = await _presence_live(kv, MACHINES[0])
+        rest = [await _presence_live(kv, node) for node in MACHINES[1:]]
+        if await _presence_live(kv, MACHINES[0]) == first:
+            return {node: live for node, (_, live) in zip(MACHINES, [first, *rest])}
+    return None
+
+
+async def _presence_live(kv, node: str) -> tuple[int, tuple[str, ...]]:
+    """(revision, what it hosts) of a machine's presence; (0, ()) when it has none."""
     try:
         entry = await asyncio.wait_for(kv.get(subjects.presence_key(node)), 2.0)
     except (KeyNotFoundError, KeyDeletedError, NotFoundError):
-        return ()
-    return tuple(sorted(json.loads(entry.value).get("live") or ())) if entry.value else ()
+        return 0, ()
+    live = tuple(sorted(json.loads(entry.value).get("live") or ())) if entry.value else ()
+    return int(entry.revision or 0), live
 
 
 def _final(reply: dict) -> bool:
