@@ -12,7 +12,8 @@ in sentences that name the entries, requests and conversations concerned:
   same request_id was asked again; one request_id never opened two conversations;
 - each repo's conversations, folded from the session events in stream order, are never two
   live at once, and no sample of the machines' own presence shows two machines (or two
-  entries on one) hosting conversations of the same repo;
+  entries on one) hosting conversations of the same repo (a listing the machine had already
+  reported ended, `exited`, is one its next put has not yet caught up with);
 - every stop that must tell the person (a machine gone offline or restarted, an idle stop,
   a lost resume) was told exactly once, and no notice was told twice;
 - `sessions.list` shows exactly the conversations the session events leave live.
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+
+from seedline_contracts.times import parse_rfc3339
 
 TOLD = {"runner_offline": "runner_offline", "runner_restarted": "runner_restarted",
         "idle": "stopped_idle"}
@@ -130,14 +133,39 @@ def fold_live(events: list[dict]) -> tuple[dict[str, str], list[str]]:
     return live, problems
 
 
+def launches_on(events: list[dict]) -> dict[tuple[str, str], list[float]]:
+    """When each conversation was launched on each machine (opened, relocated there), in
+    seconds of the wall clock."""
+    out = defaultdict(list)
+    for e in events:
+        if e["type"] in ("opened", "relocated"):
+            node = e.get("to_node_id") or (e.get("reply") or {}).get("node_id")
+            out[(node, e["session_id"])].append(parse_rfc3339(e["at"]).timestamp())
+    return out
+
+
+def ended_before(history, launches, node: str, session_id: str, t: float) -> bool:
+    """Whether the machine had reported the conversation ended (`exited`) by run time t,
+    with no launch of it there since: a presence still listing it is one not yet put again
+    (the machine's put may wait on the cluster), not an engine that runs."""
+    ends = [te for te, n, sid in history.exited if (n, sid) == (node, session_id) and te <= t]
+    if not ends:
+        return False
+    ended = history.wall + max(ends)
+    return not any(ended < at <= history.wall + t for at in launches.get((node, session_id), ()))
+
+
 def check_one_live(history, streams: Streams) -> list[str]:
     live, problems = fold_live(streams.events)
     repos = repo_of(streams.events)
+    launches = launches_on(streams.events)
     seen_twice: set = set()
     for t, hosted in history.presence:
         by_repo = defaultdict(list)
         for n, ids in hosted.items():
             for sid in ids:
+                if ended_before(history, launches, n, sid, t):
+                    continue
                 by_repo[repos.get(sid, ("?", sid))].append((n, sid))
         for repo, where in by_repo.items():
             if len(where) > 1 and repo[0] != "?" and (repo, tuple(where)) not in seen_twice:

@@ -38,6 +38,7 @@ class History:
     """Everything the clients did and saw, with times (seconds since the run began)."""
 
     began: float = field(default_factory=time.monotonic)
+    wall: float = field(default_factory=time.time)  # the wall clock when the run began
     ops: list[dict] = field(default_factory=list)
     acked: dict[str, dict] = field(default_factory=dict)  # entry_id -> how it was acknowledged
     sent: dict[str, list[str]] = field(default_factory=dict)  # producer -> entry ids in order
@@ -45,6 +46,8 @@ class History:
     # What both machines' presence said, read one after the other: (time, {node: live}),
     # kept when it changed.
     presence: list[tuple[float, dict[str, tuple[str, ...]]]] = field(default_factory=list)
+    # The machines' own reports that a conversation ended there: (time, node, session_id).
+    exited: list[tuple[float, str, str]] = field(default_factory=list)
 
     def now(self) -> float:
         return round(time.monotonic() - self.began, 3)
@@ -60,6 +63,9 @@ class History:
                 out.write(json.dumps(record, default=str) + "\n")
             for t, hosted in self.presence:
                 out.write(json.dumps({"t": t, "op": "presence", "hosted": hosted}) + "\n")
+            for t, node, session_id in self.exited:
+                out.write(json.dumps({"t": t, "op": "exited", "node": node,
+                                      "session_id": session_id}) + "\n")
 
 
 @dataclass(frozen=True)
@@ -118,6 +124,7 @@ class Workload:
             self.tasks.append(asyncio.create_task(self._open_and_move(k)))
         self.tasks.append(asyncio.create_task(self._people()))
         self.tasks.append(asyncio.create_task(self._sample_presence()))
+        await self.nc.subscribe("seedline.runner.*.events", cb=self._on_runner_event)
 
     async def stop(self) -> None:
         self.stopping.set()
@@ -289,6 +296,14 @@ class Workload:
         return json.loads(msg.data)
 
     # -- what the machines say ------------------------------------------------------------
+
+    async def _on_runner_event(self, msg) -> None:
+        try:
+            event = json.loads(msg.data)
+        except ValueError:
+            return
+        if event.get("type") == "exited":
+            self.h.exited.append((self.h.now(), msg.subject.split(".")[2], event["session_id"]))
 
     async def _sample_presence(self) -> None:
         kv = None
