@@ -107,6 +107,7 @@ def plan(seed: int, seconds: float, kind: str | None = None) -> Plan:
         lasts = round(draw.uniform(shortest, longest), 1)
         if faults and at + lasts > seconds - 3:
             break
-        faults.append(Fault(kind, _target(kind, draw), round(at, 1), min(lasts, max(3.0, seconds - at - 3))))
+        lasts = min(lasts, max(3.0, seconds - at - 3))  # a short run's one fault fits
+        faults.append(Fault(kind, _target(kind, draw), round(at, 1), lasts))
         at += faults[-1].lasts + draw.uniform(*QUIET)
     return Plan(seed, kind, tuple(faults), links)
