@@ -23,7 +23,7 @@ CHECK_ARGS := -m "not servers and not slow" --ignore=tests/engines -n $(TEST_WOR
 TEST_TMPDIR := $(shell d=/dev/shm/seedline-tests; mkdir -p $$d 2>/dev/null && [ -w $$d ] && echo $$d)
 TEST_ENV := $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR))
 
-.PHONY: run check test test-faults test-containers bench install lint clean schema engines chromium dist
+.PHONY: run check test test-faults test-cluster test-containers bench install lint clean schema engines chromium nftables dist
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -90,6 +90,17 @@ chromium:
 		else echo "chromium is missing and needs root with apt-get: the browser test will be skipped"; fi; \
 	fi
 
+# Debian's nftables drops a share of packets on a lossy link where the kernel has no netem
+# (tests/hosts/network.py); installed with apt-get when this runs as root, otherwise such
+# links are only slowed, and each run says which it used.
+nftables:
+	@if ! command -v nft >/dev/null 2>&1 && [ ! -x /usr/sbin/nft ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+				nftables >/dev/null; } || echo "nftables did not install: lossy links are only slowed"; \
+		else echo "nft is missing and needs root with apt-get: lossy links are only slowed"; fi; \
+	fi
+
 check: install
 	@started=$$(date +%s); \
 	$(TEST_ENV) $(RUN) pytest -q -p no:cacheprovider $(CHECK_ARGS); rc=$$?; \
@@ -106,8 +117,22 @@ test: install engines chromium
 	echo "make test took $$(( $$(date +%s) - started )) s"; \
 	if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
 
+# The slow tests; the model-based test draws a fresh seed (printed; SEEDLINE_MODEL_SEED=<seed>
+# replays it) and runs two copies of every service with pauses (SEEDLINE_MODEL_COPIES=1 or
+# SEEDLINE_MODEL_PAUSES=0 to leave them out).
 test-faults: install
-	$(TEST_ENV) $(RUN) pytest -q -p no:cacheprovider -m "slow or exhaustive"
+	$(TEST_ENV) SEEDLINE_MODEL_COPIES=$${SEEDLINE_MODEL_COPIES:-2} \
+		SEEDLINE_MODEL_PAUSES=$${SEEDLINE_MODEL_PAUSES:-1} \
+		$(RUN) pytest -q -p no:cacheprovider -m "slow or exhaustive"
+
+# The fault harness (tests/hosts, README: Faults across hosts): HOSTS_RUNS runs of
+# HOSTS_SECONDS on fresh seeds, each fault kind in turn, then the table RELIABILITY.md keeps;
+# SEEDLINE_HOSTS_SEED=<seed> replays one run. Needs root and `ip` (says so and skips without).
+HOSTS_RUNS ?= 20
+HOSTS_SECONDS ?= 60
+test-cluster: install nftables
+	$(TEST_ENV) $(RUN) python tests/hosts/campaign.py --seconds $(HOSTS_SECONDS) \
+		$(if $(SEEDLINE_HOSTS_SEED),--seed $(SEEDLINE_HOSTS_SEED),--runs $(HOSTS_RUNS))
 
 # docker-compose.yml run for real on podman (needs root and Debian's packages): builds the
 # images, starts the stack gated by its health checks, drives it from the host, kills and

@@ -144,7 +144,7 @@ async def platform(postgres_server):
                            database_url=database_url, logs=workdir)
         running.nats_process = nats_proc
         try:
-            await running.start(MACHINES)
+            await running.start(MACHINES, repos=("apps/one", "apps/two"))
             yield running
         finally:
             running.close()
@@ -232,6 +232,66 @@ async def test_after_a_restart_no_conversation_is_listed_live_that_no_machine_ho
     assert [n["kind"] for n in platform.seen.notices["inst-a"]] == ["runner_restarted"]
     assert await hosts(platform, "m2") == [kept]
 
+
+
+@pytest.mark.timeout(60)
+async def test_a_fold_waits_for_a_stream_it_cannot_read_rather_than_apply_out_of_order(
+    nats_server, monkeypatch
+):
+    """Another copy holds the older messages and is paused (it neither acknowledges nor
+    extends them), and the stream cannot be read for longer than twice ack_wait (a server
+    paused, a stream without a leader): the running copy applies nothing ahead of them,
+    then everything in stream order once the stream can be read (fault harness, seed 3)."""
+    import seedline_platform.consumer as consumer_module
+
+    nc = await nats.connect(nats_server.url)
+    js = nc.jetstream()
+    await js.add_stream(name="FOLD_WAIT", subjects=["wait.>"])
+    applied: list[int] = []
+
+    async def fold(msgs) -> None:  # idempotent, as the consumers that read ahead are
+        applied.extend(m.metadata.sequence.stream for m in msgs
+                       if m.metadata.sequence.stream > max(applied, default=0))
+
+    async def park(msg, reason) -> None:
+        raise AssertionError(reason)
+
+    loop = asyncio.get_running_loop()
+    readable_at = loop.time() + 1_000.0
+    real_replay = consumer_module.replay
+
+    async def replay_when_readable(*args, **kwargs):
+        if loop.time() < readable_at:
+            raise TimeoutError("the stream has no leader")
+        async for batch in real_replay(*args, **kwargs):
+            yield batch
+
+    monkeypatch.setattr(consumer_module, "replay", replay_when_readable)
+    copy = BatchConsumer(js, Consumption("FOLD_WAIT", "wait", ("wait.>",), batch_size=8,
+                                         ack_wait=1, idempotent=True),
+                         handle=fold, park=park)
+    await copy.start()
+    for n in (1, 2, 3):
+        await js.publish(f"wait.{n}", b"event")
+    paused = await js.pull_subscribe_bind("wait", stream="FOLD_WAIT")
+    assert len(await paused.fetch(8, timeout=2)) == 3  # held, never acknowledged
+    readable_at = loop.time() + 4.0  # past twice ack_wait
+    running_copy = asyncio.create_task(copy.run())
+    try:
+        for n in (4, 5):
+            await js.publish(f"wait.{n}", b"event")
+        await asyncio.sleep(3.0)
+        assert applied == [], "applied ahead of messages another copy holds"
+        for _ in range(100):
+            if applied == [1, 2, 3, 4, 5]:
+                break
+            await asyncio.sleep(0.1)
+        assert applied == [1, 2, 3, 4, 5]
+    finally:
+        running_copy.cancel()
+        await asyncio.gather(running_copy, return_exceptions=True)
+        await paused.unsubscribe()
+        await nc.close()
 
 
 @pytest.mark.parametrize("ack_all", [False, True], ids=["explicit acks", "one ack per batch"])

@@ -10,8 +10,11 @@
 #   5. drives the stack from the host (deploy/containers/drive.py): a conversation opened,
 #      briefed, stopped and woken; the timeline-writer killed with SIGKILL and restarted by its
 #      restart policy, with nothing lost;
-#   6. tears everything down, on failure too, and checks that no container, network or volume
-#      of the project is left.
+#   6. tears it down, then does the same with docker-compose.cluster.yml (three NATS nodes, two
+#      copies of every service and the web) and drives it with one node killed under load
+#      (deploy/containers/drive_cluster.py);
+#   7. tears everything down, on failure too, and checks that no container, network or volume
+#      of either project is left.
 #
 # Prints the time each step took; logs of the builds and of compose go to a folder under
 # /var/tmp, named on failure. `test.sh --can-run` prints why it cannot run here, if it cannot,
@@ -24,12 +27,15 @@ here=$PWD/deploy/containers
 export CONTAINERS_CONF=$here/containers.conf
 
 PROJECT=seedline
+CLUSTER_PROJECT=seedline-cluster
+CLUSTER_FILE=docker-compose.cluster.yml
 BASE_IMAGE=localhost/seedline-base:bookworm
 PODMAN_COMPOSE_VERSION=1.6.0
 COMPOSE_VENV=.tools/podman-compose
 # The host ports docker-compose.yml publishes, by the variable that moves each one.
 declare -A HOST_PORTS=([SEEDLINE_HOST_NATS_PORT]=4222 [SEEDLINE_HOST_NATS_MONITOR_PORT]=8222
-                       [SEEDLINE_HOST_POSTGRES_PORT]=5432 [SEEDLINE_HOST_WEB_PORT]=8080)
+                       [SEEDLINE_HOST_POSTGRES_PORT]=5432 [SEEDLINE_HOST_WEB_PORT]=8080
+                       [SEEDLINE_HOST_NATS_PORT_2]=4223 [SEEDLINE_HOST_NATS_PORT_3]=4224)
 # Builds reach PyPI with the host's CA bundle (it may hold a TLS-inspecting proxy's CA).
 HOST_CA=/etc/ssl/certs/ca-certificates.crt
 
@@ -244,23 +250,36 @@ up() {
         --format '{{.Names}}  {{.Status}}  {{.Image}}'
 }
 
-leftovers() {
-    local filter=(--filter "label=io.podman.compose.project=$PROJECT")
+leftovers() {  # leftovers [PROJECT]
+    local filter=(--filter "label=io.podman.compose.project=${1:-$PROJECT}")
     podman ps -a -q "${filter[@]}"
     podman network ls -q "${filter[@]}"
     podman volume ls -q "${filter[@]}"
 }
 
-tear_down() {
-    compose 300 down -v -t 20 > "$logs/compose-down.log" 2>&1 \
-        || tail -20 "$logs/compose-down.log" >&2
+tear_down() {  # tear_down [PROJECT COMPOSE-ARGS...]
+    local project=${1:-$PROJECT}
+    shift || true
+    compose 300 "$@" down -v -t 20 > "$logs/compose-down-$project.log" 2>&1 \
+        || tail -20 "$logs/compose-down-$project.log" >&2
     local left
-    left=$(leftovers)
+    left=$(leftovers "$project")
     if [ -n "$left" ]; then
         echo "left behind by compose down:" $left >&2
         return 1
     fi
-    echo "no container, network or volume of project $PROJECT is left"
+    echo "no container, network or volume of project $project is left"
+}
+
+cluster_up() {
+    # The same images; the first node's ports and the web's as docker-compose.yml's, the
+    # other two nodes' client ports beside them.
+    compose 300 -f "$CLUSTER_FILE" up -d --wait --no-build > "$logs/cluster-up.log" 2>&1 \
+        || { echo "compose up of the cluster failed ($?; 124: not up within 300 s)" >&2
+             tail -40 "$logs/cluster-up.log" >&2; return 1; }
+    grep -iE "warn|error" "$logs/cluster-up.log" | grep -v "systemd connection" || true
+    podman ps --filter "label=io.podman.compose.project=$CLUSTER_PROJECT" \
+        --format '{{.Names}}  {{.Status}}  {{.Image}}'
 }
 
 on_exit() {
@@ -271,13 +290,19 @@ on_exit() {
     local name filter=(--filter "label=io.podman.compose.project=$PROJECT")
     if [ "$rc" -ne 0 ]; then
         podman ps -a "${filter[@]}" --format '{{.Names}}  {{.Status}}' >&2 2>/dev/null
-        for name in $(podman ps -a "${filter[@]}" --format '{{.Names}}' 2>/dev/null); do
+        for name in $(podman ps -a "${filter[@]}" --format '{{.Names}}' 2>/dev/null) \
+            $(podman ps -a --filter "label=io.podman.compose.project=$CLUSTER_PROJECT" \
+                --format '{{.Names}}' 2>/dev/null); do
             echo "--- the last lines $name logged" >&2
             podman logs --tail 25 "$name" >&2 2>&1
         done
     fi
     if [ "${brought_up:-0}" = 1 ]; then
         step "tear down (compose down -v)" tear_down || rc=1
+    fi
+    if [ "${cluster_brought_up:-0}" = 1 ]; then
+        step "tear down the cluster (compose down -v)" \
+            tear_down "$CLUSTER_PROJECT" -f "$CLUSTER_FILE" || rc=1
     fi
     summary
     if [ "$rc" -eq 0 ]; then
@@ -306,3 +331,11 @@ step "service images from deploy/Dockerfile" service_images
 brought_up=1
 step "compose up (health checks gate each depends_on)" up
 step "drive it from the host" .venv/bin/python "$here/drive.py"
+# The compose stack gives way to the cluster: the same host ports.
+step "tear down (compose down -v)" tear_down
+brought_up=0
+[ -z "$(leftovers "$CLUSTER_PROJECT")" ] \
+    || compose 300 -f "$CLUSTER_FILE" down -v -t 5 >/dev/null 2>&1 || true
+cluster_brought_up=1
+step "cluster: compose up $CLUSTER_FILE (three nodes, two copies of everything)" cluster_up
+step "cluster: drive it with the leading node killed" .venv/bin/python "$here/drive_cluster.py"

@@ -38,6 +38,33 @@ async def test_without_sync_always_the_check_names_it_and_strict_mode_refuses(tm
         server.stop()
 
 
+async def test_a_clusters_monitoring_list_checks_every_server_that_answers(
+    nats_server, tmp_path: Path
+):
+    """One server of a cluster down does not keep a service from starting; a server that
+    answers without fsync on every write is named."""
+    from seedline_devtools.embedded import free_port
+
+    down = f"http://127.0.0.1:{free_port()}"
+    nc = await nats.connect(nats_server.url)
+    js = nc.jetstream()
+    await natsio.ensure_streams(js)
+    report = await natsio.check_durability(nc, js, f"{down},{nats_server.monitor_url}")
+    assert report.ok, report.problems
+    weak = start_nats(tmp_path / "weak", sync_always=False)
+    try:
+        report = await natsio.check_durability(
+            nc, js, f"{nats_server.monitor_url}, {weak.monitor_url}")
+        assert [p for p in report.problems if "sync_interval" in p] == [
+            f"nats-server at {weak.monitor_url} is not configured with jetstream "
+            "{ sync_interval: always }; acknowledged writes can be lost on a crash"]
+        report = await natsio.check_durability(nc, js, down)
+        assert any(p.startswith(f"cannot read {down}/varz") for p in report.problems)
+    finally:
+        weak.stop()
+        await nc.close()
+
+
 def test_settings_errors_name_the_variable():
     with pytest.raises(SettingsError, match="SEEDLINE_MAX_DELIVER"):
         Settings.from_env({"SEEDLINE_MAX_DELIVER": "lots"})

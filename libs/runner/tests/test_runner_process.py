@@ -631,6 +631,32 @@ async def test_run_runner_serves_until_cancelled_and_then_goes_offline(
     assert (tmp_path / "state" / "runner.lock").exists()
 
 
+async def test_run_runner_takes_a_clusters_list_of_servers(nats_url, js, tmp_path):
+    """SEEDLINE_NATS_URL names every server of a cluster, separated by commas, as the
+    services take it: the runner connects through whichever answers."""
+    from seedline_devtools.embedded import free_port
+
+    serving = asyncio.create_task(
+        run_runner(f"nats://127.0.0.1:{free_port()}, {nats_url}", "node-listed", "Listed",
+                   ["scripted"], presence_interval=1, stop_signals=False,
+                   state_dir=tmp_path / "state")
+    )
+
+    async def present() -> bool:
+        try:
+            kv = await js.key_value(RUNNERS_BUCKET)
+            return (await kv.get(presence_key("node-listed"))).value is not None
+        except Exception:
+            return False
+
+    try:
+        await eventually(present)
+        assert await present(), "the runner never put its presence through the listed servers"
+    finally:
+        serving.cancel()
+        await asyncio.gather(serving, return_exceptions=True)
+
+
 async def test_a_warm_conversation_in_the_store_is_not_seeded_again(
     nc, js, start_runner, chat_standin
 ):
@@ -686,6 +712,86 @@ async def test_presence_lists_a_conversation_from_its_launch_until_its_stop(
     assert runner.live_conversations == []
     assert [p.live for p in listed][-1] == ["csess_1"]
     assert seen[-1].live == [] and seen[-1].protocol == 3
+
+
+async def test_the_presence_no_longer_lists_a_stopped_conversation_when_the_stop_is_answered(
+    nc, js, start_runner, monkeypatch
+):
+    """Once the platform has a stop's reply it may launch the repo elsewhere: the machine's
+    own word must not still list the conversation then, however slow its put (fault
+    harness, seed 6)."""
+    from seedline_runner.presence import PresenceHeartbeat
+
+    await start_runner({"scripted": ScriptedEngine()}, presence_interval=10)
+    kv = await js.key_value(RUNNERS_BUCKET)
+    await ask(nc, "launch", launch_body("csess_1"))
+    await eventually(lambda: _lists(kv, "csess_1"))
+    beat = PresenceHeartbeat.beat
+
+    async def slow_beat(self):
+        await asyncio.sleep(0.3)  # a put through a busy cluster
+        return await beat(self)
+
+    monkeypatch.setattr(PresenceHeartbeat, "beat", slow_beat)
+
+    await ask(nc, "stop", {"session_id": "csess_1", "reason": "relocated"})
+
+    assert not await _lists(kv, "csess_1")
+
+
+async def test_a_launch_is_answered_once_the_presence_lists_it(nc, js, start_runner, monkeypatch):
+    """From the platform's view the machine's own word never leaves out a conversation it
+    was told runs there, however slow its put."""
+    from seedline_runner.presence import PresenceHeartbeat
+
+    await start_runner({"scripted": ScriptedEngine()}, presence_interval=10)
+    kv = await js.key_value(RUNNERS_BUCKET)
+    beat = PresenceHeartbeat.beat
+
+    async def slow_beat(self):
+        await asyncio.sleep(0.3)
+        return await beat(self)
+
+    monkeypatch.setattr(PresenceHeartbeat, "beat", slow_beat)
+
+    reply = await ask(nc, "launch", launch_body("csess_1"))
+
+    assert reply["accepted"] is True
+    assert await _lists(kv, "csess_1")
+
+
+async def test_a_runner_out_of_touch_ends_its_conversations_within_its_lease_and_takes_no_launch(
+    nc, js, start_runner, monkeypatch
+):
+    """Cut off, a machine cannot be told to stop anything, and once its presence expires
+    the platform may start its conversations elsewhere: it ends them first, and refuses a
+    launch the network held up until it is back in touch (fault harness, seed 7)."""
+    from seedline_runner.presence import PresenceHeartbeat
+
+    runner = await start_runner({"scripted": ScriptedEngine()}, presence_interval=0.5,
+                                lease_seconds=1.5)
+    await ask(nc, "launch", launch_body("csess_1"))
+    assert runner.live_conversations == ["csess_1"]
+    beat = PresenceHeartbeat.beat
+
+    async def cut_off(self):
+        return False  # no put lands
+
+    monkeypatch.setattr(PresenceHeartbeat, "beat", cut_off)
+    await eventually(lambda: runner.live_conversations == [])
+    assert runner.live_conversations == []
+
+    late = await ask(nc, "launch", launch_body("csess_2"))
+    assert late["accepted"] is False and "out of touch" in late["reason"]
+
+    monkeypatch.setattr(PresenceHeartbeat, "beat", beat)
+    await eventually(lambda: runner._presence.out_of_touch_for() < 1.0)
+    again = await ask(nc, "launch", launch_body("csess_2"))
+    assert again["accepted"] is True
+
+
+async def _lists(kv, session_id: str) -> bool:
+    return session_id in decode((await kv.get(presence_key(NODE))).value, RunnerPresence).live
 
 
 async def test_a_machine_for_some_instances_says_so_and_refuses_the_others(

@@ -97,3 +97,21 @@ async def test_it_resumes_only_when_its_store_holds_the_expected_turn(emitted):
     elsewhere = await engine.start("c4", key, expect=never_given)
 
     assert (by_reply.resumed, by_prompt.resumed, elsewhere.resumed) == (True, True, False)
+
+
+async def test_a_message_that_asks_for_time_makes_a_slow_turn(emitted, monkeypatch):
+    slept = []
+
+    async def sleep(seconds):
+        slept.append(seconds)
+
+    monkeypatch.setattr("seedline_runner.engines.scripted.asyncio.sleep", sleep)
+    engine = ScriptedEngine()
+    await engine.start("c1", None)
+    out = emitted()
+
+    await engine.run_turn(Conversation("c1"), "Refactor it (take 7 seconds)", out)
+
+    assert slept == [7]
+    assert [o.kind for o in out] == ["terminal", "chat_assistant"]
+    assert out[0].content == "working for 7 s"

@@ -52,6 +52,9 @@ class FakePresence:
     async def get(self, node_id: str) -> Sighting | None:
         return self.machines.get(node_id)
 
+    def known(self) -> list[str]:
+        return sorted(self.machines)
+
     async def latest_revision(self, node_id: str) -> int:
         s = self.machines.get(node_id)
         return max(self.stored.get(node_id, 0), s.revision if s else 0)

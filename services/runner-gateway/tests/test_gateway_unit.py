@@ -213,6 +213,8 @@ async def test_a_machine_that_no_longer_hosts_it_stops_it_and_the_message_wakes_
     gw.machines.hosting["mac"].clear()  # the runner restarted
     await handle(gw, person_message(10, "next step"))
     assert [e["reason"] for e in gw.events("stopped")] == ["runner_restarted"]
+    # Told, as when its presence says so (fault harness, seed 16).
+    assert gw.notifier.kinds() == ["runner_restarted"]
     (wake,) = gw.events("wake_requested")
     assert (wake["node_id"], wake["engine"], wake["wake_seq"]) == ("mac", "scripted", 10)
     assert wake["session_id"] == "csess_woken" and wake["request_id"] == "wake:e-10"
@@ -467,3 +469,56 @@ async def test_a_put_that_repeats_the_last_one_reads_nothing_until_something_is_
     await gw.fold()
     (stopped,) = gw.events("stopped")  # a put that differs is held against the state again
     assert stopped["reason"] == "runner_restarted" and reads == ["mac"] * 3
+
+
+# One live engine per repo across a network that fails (fault harness, seed 7) ------------
+
+
+async def test_a_relocation_waits_for_a_machine_cut_off_while_it_may_run_the_conversation(gw):
+    gw.online("mac", live=["csess_a"])
+    gw.online("pc", label="PC")
+    await gw.open("csess_a")
+    gw.machines.online.discard("mac")  # cut off: it answers nothing, its presence stays
+    await gw.launcher.launch(gw.composed("csess_a", "pc", relocation=True, relocation_from="mac"))
+    await gw.fold()
+    (failed,) = gw.events("open_failed")
+    assert failed["error"]["code"] == "runner_unreachable"
+    assert failed["error"]["message"].startswith("Your Mac mini may still run this repo's")
+    assert [node for node, _ in gw.machines.launches] == ["mac"]  # never sent to the PC
+
+
+async def test_an_open_elsewhere_waits_when_the_machine_it_replaces_did_not_answer_the_stop(gw):
+    gw.online("mac", live=["csess_a"])
+    gw.online("pc", label="PC")
+    await gw.open("csess_a", decided_seq=2)
+    gw.machines.online.discard("mac")
+    await gw.requested("csess_b", "pc")
+    await gw.launcher.launch(gw.composed("csess_b", "pc", decided_seq=5))
+    await gw.fold()
+    assert gw.events("open_failed")[0]["error"]["code"] == "runner_unreachable"
+    assert [node for node, _ in gw.machines.launches] == ["mac"]
+    # Once that machine's presence is gone (it counts as offline: it has ended its engines
+    # by then), the repo can move.
+    del gw.presence.machines["mac"]
+    await gw.requested("csess_c", "pc")
+    await gw.launcher.launch(gw.composed("csess_c", "pc", decided_seq=9))
+    await gw.fold()
+    assert [node for node, _ in gw.machines.launches] == ["mac", "pc"]
+
+
+async def test_a_machine_that_lists_one_of_the_repos_conversations_stops_it_before_a_launch_elsewhere(
+    gw,
+):
+    gw.online("mac")
+    gw.online("pc", label="PC")
+    await gw.open("csess_a")
+    await gw.launcher.launch(gw.composed("csess_a", "pc", relocation=True, relocation_from="mac"))
+    await gw.fold()
+    gw.machines.hosting["mac"] = {"csess_a"}  # a launch it took late, say: it says so
+    gw.presence.put("mac", "Mac mini", ["csess_a"], 7)
+    await gw.requested("csess_b", "pc")
+    await gw.launcher.launch(gw.composed("csess_b", "pc", decided_seq=9))
+    await gw.fold()
+    assert ("mac", "csess_a", "superseded") in gw.machines.stops
+    assert gw.machines.hosting["mac"] == set()
+    assert [h.session_id for h in await gw.state.all_live()] == ["csess_b"]

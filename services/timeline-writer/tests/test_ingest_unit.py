@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from seedline_contracts import subjects
+from seedline_contracts.timeline import TimelineEntry
 from seedline_devtools.fakes import FakeMsg
 from seedline_platform.publishing import RecordingPublisher
 from seedline_platform.settings import Settings
@@ -12,6 +14,7 @@ from seedline_timeline_writer.bootstrap import Ports, bootstrap
 from seedline_timeline_writer.launches import InMemoryLaunchFeed, InMemoryLaunchRegistry, Launch
 from seedline_timeline_writer.store import InMemoryTimelineStore
 from seedline_timeline_writer.stream import InMemoryTimelineStream
+from seedline_timeline_writer.writer import TimelineWriter
 
 NOW = "2026-12-01T10:00:00Z"
 MAC = subjects.ingest_runner_subject("mac-mini-1")
@@ -135,3 +138,52 @@ async def test_an_append_that_failed_after_reaching_the_stream_is_projected_on_r
     await h.feed_msgs(FakeMsg(body(1)), FakeMsg(body(2)))
     assert h.stored_ids() == ["e-1", "e-2"]
     assert [s for s in sorted(h.store.entries)] == [1, 2]
+
+
+class HeldStore:
+    """The projection, with one copy's writes held back until released."""
+
+    def __init__(self, store: InMemoryTimelineStore) -> None:
+        self.store, self.waiting, self.release = store, asyncio.Event(), asyncio.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.store, name)
+
+    async def append(self, stored) -> None:
+        if stored:
+            self.waiting.set()
+            await self.release.wait()
+        await self.store.append(stored)
+
+
+def entry(n: int) -> TimelineEntry:
+    return TimelineEntry(f"e-{n}", "inst-a", "apps/x", "csess_1", "terminal", f"line {n}",
+                         NOW, None, None)
+
+
+async def test_two_copies_appending_at_once_leave_no_entry_out_of_the_projection():
+    """Copy A's entries reach the stream first, copy B's after them and are projected
+    first: A's must not be skipped as below the projection's offset (fault harness, seed 9)."""
+    stream, store = InMemoryTimelineStream(), InMemoryTimelineStore()
+    held = HeldStore(store)
+    a, b = TimelineWriter(stream, held), TimelineWriter(stream, store)
+
+    first = asyncio.create_task(a.append_entries([entry(1), entry(2)]))
+    await held.waiting.wait()
+    await b.append_entries([entry(3)])
+    held.release.set()
+    await first
+
+    assert sorted(store.entries) == [1, 2, 3]
+    assert [e.entry_id for _, e in sorted(store.entries.items())] == ["e-1", "e-2", "e-3"]
+
+
+async def test_a_copy_told_its_entries_are_duplicates_projects_what_the_other_stored():
+    """Copy A stored entries and died before projecting them; copy B, handed the same
+    entries, gets duplicate acks: it projects them from the stream."""
+    stream, store = InMemoryTimelineStream(), InMemoryTimelineStore()
+    await stream.append([entry(1), entry(2)])  # A's append, never projected
+
+    await TimelineWriter(stream, store).append_entries([entry(1), entry(2)])
+
+    assert sorted(store.entries) == [1, 2]

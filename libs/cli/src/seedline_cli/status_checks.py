@@ -265,7 +265,9 @@ async def postgres(settings: Settings, explicit: bool) -> dict:
 
 
 async def collect(nc: Client, settings: Settings, database_explicit: bool) -> Status:
-    varz = await asyncio.to_thread(_varz, settings.nats_monitor_url)
+    # A cluster's several monitoring addresses: the first is read for the connections.
+    monitor = settings.nats_monitor_url.split(",")[0].strip()
+    varz = await asyncio.to_thread(_varz, monitor)
     stream_rows, consumer_rows = await streams_and_consumers(nc)
     existing = {s["name"] for s in stream_rows if s["exists"]}
     # A missing stream is down, not weak: its own row says so.
@@ -274,7 +276,7 @@ async def collect(nc: Client, settings: Settings, database_explicit: bool) -> St
     supervised = up_state.read(settings.home)
     expected = frozenset(SERVICES) | (
         {WEB} if any(p["name"] == WEB for p in supervised or []) else set())
-    service_rows = await services(nc, settings.nats_monitor_url, expected)
+    service_rows = await services(nc, monitor, expected)
     hosted = await live_by_node(nc)
     status = Status(
         nats_url=settings.nats_url,

@@ -484,6 +484,12 @@ def error_message(code: str, **details: object) -> str:
                 "A later open of this repo replaced this one before it reached the machine, "
                 "so nothing was started for it; the later one is the conversation to use."
             )
+        case "runner_unreachable" if details.get("still_runs"):
+            return (
+                f"{machine} may still run this repo's conversation and did not answer the "
+                "stop, so nothing was started elsewhere; open it again once that machine "
+                "answers, or in a minute, when it counts as offline."
+            )
         case "runner_unreachable":
             return (
                 f"{machine} did not answer the launch in time; check that Seedline is running "

@@ -186,24 +186,32 @@ def _fetch_varz(monitor_url: str) -> dict | None:
 async def check_durability(
     nc: Client, js: JetStreamContext, monitor_url: str, specs: Iterable[StreamSpec] = ALL_STREAMS
 ) -> DurabilityReport:
-    """Name everything weaker than required: server version, fsync policy, stream settings."""
+    """Name everything weaker than required: server version, fsync policy, stream settings.
+
+    `monitor_url` is one monitoring address or a cluster's, separated by commas: every
+    server that answers must fsync every write, and one server of a cluster that is down
+    (a service starting again while it is away) does not stop the check."""
     problems: list[str] = []
     server_version = _parse_version(str(nc._server_info.get("version", "0.0.0")))
     if server_version < MIN_SERVER_VERSION:
         problems.append(
             f"nats-server {'.'.join(map(str, server_version))} is older than 2.12; upgrade it"
         )
-    varz = await asyncio.to_thread(_fetch_varz, monitor_url)
-    if varz is None:
+    urls = [u.strip() for u in monitor_url.split(",") if u.strip()]
+    answers = [(u, await asyncio.to_thread(_fetch_varz, u)) for u in urls]
+    if not any(varz is not None for _, varz in answers):
         problems.append(
-            f"cannot read {monitor_url}/varz to confirm sync_interval: always; "
-            "set SEEDLINE_NATS_MONITOR_URL to the server's monitoring address"
+            f"cannot read {' or '.join(f'{u}/varz' for u in urls)} to confirm sync_interval: "
+            "always; set SEEDLINE_NATS_MONITOR_URL to the server's monitoring address"
         )
-    elif not varz.get("jetstream", {}).get("config", {}).get("sync_always", False):
-        problems.append(
-            "nats-server is not configured with jetstream { sync_interval: always }; "
-            "acknowledged writes can be lost on a crash"
-        )
+    for url, varz in answers:
+        if varz is not None and not varz.get("jetstream", {}).get("config", {}).get(
+                "sync_always", False):
+            where = f" at {url}" if len(urls) > 1 else ""
+            problems.append(
+                f"nats-server{where} is not configured with jetstream {{ sync_interval: "
+                "always }; acknowledged writes can be lost on a crash"
+            )
     for spec in specs:
         try:
             info = await js.stream_info(spec.name)

@@ -22,7 +22,8 @@ SETTINGS_DOC: dict[str, tuple[str, str]] = {
     "SEEDLINE_NATS_URL": ("nats://127.0.0.1:4222", "NATS server(s), comma-separated"),
     "SEEDLINE_NATS_MONITOR_URL": (
         "http://127.0.0.1:8222",
-        "nats-server monitoring endpoint, used to check sync_interval: always at start",
+        "nats-server monitoring endpoint(s), comma-separated, used to check sync_interval: "
+        "always at start (on a cluster, every node's: each that answers is checked)",
     ),
     "SEEDLINE_DATABASE_URL": (
         "embedded Postgres under SEEDLINE_HOME",

@@ -76,7 +76,7 @@ async def run_runner(
     refused = asyncio.Event()
     # The inbox prefix is the one a least-privilege runner user may subscribe to.
     nc = await nats.connect(
-        servers=[nats_url] if isinstance(nats_url, str) else list(nats_url),
+        servers_of(nats_url),
         name=f"seedline-runner:{node_id}",
         inbox_prefix=runner_inbox_prefix(node_id).encode(),
         max_reconnect_attempts=-1,
@@ -104,6 +104,13 @@ async def run_runner(
         await _let_go(nc)
         if tracing is not None:
             tracing.shutdown()
+
+
+def servers_of(nats_url: str | Sequence[str]) -> list[str]:
+    """SEEDLINE_NATS_URL's servers: one URL, or a cluster's, separated by commas (a joined
+    machine's configuration holds them as a list)."""
+    urls = nats_url.split(",") if isinstance(nats_url, str) else nats_url
+    return [url.strip() for url in urls if url.strip()]
 
 
 def default_state_dir(node_id: str) -> Path:

@@ -10,6 +10,7 @@ what the machine really hosts without waiting for the timer.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from importlib import metadata
@@ -111,12 +112,16 @@ class PresenceHeartbeat:
         # land after a later put and undo what that one said.
         self._putting = asyncio.Lock()
         self._stopped = False
+        # When the newest put that landed was started (monotonic): the platform has heard
+        # from this machine since at least then.
+        self._renewed_at: float | None = None
 
     async def beat(self) -> bool:
         """Put the presence as it is now; False (and logged) when it could not be put."""
         async with self._putting:
             if self._stopped:
                 return False
+            started = time.monotonic()
             try:
                 if self._kv is None:
                     self._kv = await bind_runners_bucket(self._js)
@@ -124,7 +129,14 @@ class PresenceHeartbeat:
             except Exception as error:
                 log.warning("presence_not_put", key=self._key, error=str(error))
                 return False
+            self._renewed_at = started
             return True
+
+    def out_of_touch_for(self) -> float:
+        """Seconds since the newest put that landed was started (infinite before one)."""
+        if self._renewed_at is None:
+            return float("inf")
+        return time.monotonic() - self._renewed_at
 
     async def start(self) -> None:
         self._stopped = False

@@ -6,8 +6,17 @@ before the first instruction runs. A resume the engine's record proved that its
 command line has yet to accept, with an instruction to run, waits for the first line
 of that run (it tells), but never longer than ``SEEDLINE_RESUME_PROOF_SECONDS``; not
 told by then, the reply says "not resumed" and the brief goes with the instruction.
-Right after an accepted launch and after each stop, the presence is put again with
-the conversations this machine now hosts.
+Before a launch or a stop is answered, the presence is put again with the conversations
+this machine now hosts: from the platform's view, the machine's own word never leaves out
+a conversation it was told runs here, nor lists one it was told ended. A launch whose
+presence cannot be put is refused (and ended).
+
+A machine cut off from the platform cannot be told to stop anything, and the platform takes
+it for offline once its presence key expires (RUNNERS_TTL_SECONDS after its last put) and
+may then start its conversations elsewhere. So a runner whose presence has not been renewed
+for LEASE_SECONDS, well inside that TTL, ends every conversation it hosts (it is fenced
+off), and one out of touch for two presence intervals refuses launches (a launch that was
+held up by the network reaches it after the platform gave up on it) until a put lands.
 """
 
 from __future__ import annotations
@@ -70,6 +79,13 @@ RESUME_PROOF_SECONDS_VARIABLE = "SEEDLINE_RESUME_PROOF_SECONDS"
 DEFAULT_RESUME_PROOF_SECONDS = 5.0
 
 
+# Longest a launch's or a stop's reply waits for the presence that says it.
+REPLY_PRESENCE_SECONDS = 2.0
+# Out of touch this long, a runner ends its conversations: well inside the presence TTL
+# (30 s), after which the platform may start them elsewhere.
+LEASE_SECONDS = 20.0
+
+
 def resume_proof_seconds_setting(environ: Mapping[str, str] = os.environ) -> float:
     """How long a launch reply waits for an engine to accept a resume (a setting)."""
     configured = environ.get(RESUME_PROOF_SECONDS_VARIABLE, "").strip()
@@ -105,6 +121,7 @@ class Runner:
         containment: Containment | None = None,
         state_dir: Path | None = None,
         worktree_limits: Limits = Limits(),
+        lease_seconds: float = LEASE_SECONDS,
     ) -> None:
         """``state_dir``: where this runner keeps what a run started again must know
         (None: nothing; then a restart cannot find what a dead run left)."""
@@ -148,6 +165,9 @@ class Runner:
             ),
             presence_interval,
         )
+        self._presence_interval = presence_interval
+        self._lease_seconds = lease_seconds
+        self._fencing: asyncio.Task[None] | None = None
         self._subscriptions: list[Subscription] = []
         self._started = False
 
@@ -174,6 +194,7 @@ class Runner:
             self._subscriptions.append(subscription)
         await self._nc.flush()
         await self._presence.start()
+        self._fencing = asyncio.create_task(self._fence_when_out_of_touch(), name="fencing")
         log.info(
             "runner_started",
             node_id=self.node_id,
@@ -199,6 +220,10 @@ class Runner:
             except Exception as error:
                 log.warning("unsubscribe_failed", error=str(error))
         self._subscriptions.clear()
+        if self._fencing is not None:
+            self._fencing.cancel()
+            await asyncio.gather(self._fencing, return_exceptions=True)
+            self._fencing = None
         for session_id in list(self._live):
             await self._end(session_id)
         await self._pens.stop()
@@ -219,6 +244,11 @@ class Runner:
             except Exception as error:
                 log.exception("launch_failed")
                 reply = _launch_refused(f"This machine could not take the launch: {error}.")
+            if launched is not None and not await self._say_hosted():
+                await self._end(launched.session_id)
+                launched, reply = None, _launch_refused(
+                    "This machine could not tell the platform it runs the conversation; "
+                    "ask again in a moment.")
             await _answer(msg, reply)
         if launched is None:
             return
@@ -232,7 +262,23 @@ class Runner:
         # Usually only now does the first instruction start: the reply goes out before
         # any engine work (a resume check started it already).
         self._start_worker(launched)
-        await self._presence.beat()
+
+    async def _say_hosted(self) -> bool:
+        """The presence put as it is now, before a reply; whether it landed in time."""
+        try:
+            return await asyncio.wait_for(self._presence.beat(), REPLY_PRESENCE_SECONDS)
+        except asyncio.TimeoutError:
+            return False
+
+    async def _fence_when_out_of_touch(self) -> None:
+        while True:
+            await asyncio.sleep(min(1.0, self._lease_seconds / 4))
+            out = self._presence.out_of_touch_for()
+            if self._live and out > self._lease_seconds:
+                log.warning("fenced_off", out_of_touch_seconds=round(out, 1),
+                            ending=list(self._live))
+                for session_id in list(self._live):
+                    await self._end(session_id)
 
     async def _launch(self, msg: Msg) -> tuple[LaunchReply, LiveConversation | None]:
         try:
@@ -244,6 +290,11 @@ class Runner:
         ) or self.checkouts.refusal(request.repo, self.label)
         if refusal is not None:
             return _launch_refused(refusal), None
+        out = self._presence.out_of_touch_for()
+        if out > 2 * self._presence_interval:
+            return _launch_refused(
+                f"This machine has been out of touch with the platform for {int(out)} "
+                "seconds; ask again once it shows it is online."), None
         already = self._live.get(request.session_id)
         if already is not None:
             # A repeated launch (the first reply got lost) must not start or instruct twice.
@@ -404,11 +455,13 @@ class Runner:
             await _answer(msg, {"stopped": False, "reason": reason})
             return
         ended = await self._end(request.session_id)
+        # With the reply the platform may launch the repo on another machine: this one's
+        # own word must not list it then (a relocation showed both hosting one repo).
+        if ended is not None and not await self._say_hosted():
+            log.warning("presence_not_put_before_stop_reply", session_id=request.session_id)
         # `worktree` null: it did not run in a checkout, or was not running here.
         await _answer(msg, {"stopped": ended is not None,
                             "worktree": ended.worktree if ended else None})
-        if ended is not None:
-            await self._presence.beat()
 
     async def _end(self, session_id: str) -> Ended | None:
         """End the conversation, every process of it, and save what its checkout holds;

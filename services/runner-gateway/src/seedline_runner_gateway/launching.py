@@ -13,6 +13,15 @@ since its decision is never sent (`superseded`); otherwise the conversations it
 replaces are stopped before it reaches its machine (a relocation's own engine on the
 machine it leaves, too), and the machine is given the fence so that it refuses anything
 older it may still be sent.
+
+Across machines that a network cuts off the same holds: a launch goes out only when no
+other machine may still run a conversation of its repo. A machine that did not answer the
+stop of one, or whose own presence still lists one and that does not answer its stop, keeps
+the launch from going out (`runner_unreachable`, naming it): it may be cut off with the
+engine running. A runner ends its engines once it has been out of touch longer than its
+lease (seedline_runner.runner.LEASE_SECONDS, shorter than the presence TTL), and it counts
+as offline only after the TTL; from then on, or once it answers, the repo can move. (The
+fault harness found a relocation landing while the machine it left was cut off mid-turn.)
 """
 
 from __future__ import annotations
@@ -163,7 +172,9 @@ class Launcher:
                 NEEDS[needed]))
         if replaced is not None and plan.engine in presence.engines:
             # The machine can take it: what it replaces ends first, so no moment has two.
-            replaced += await self._stop_replaced(composed, held)
+            stopped, unanswered = await self._stop_replaced(composed, held)
+            replaced += stopped
+            await self._not_running_elsewhere(plan, stopped, unanswered)
         try:
             launch = await self._machines.launch(plan.node_id, request)
         except NatsAway:
@@ -213,29 +224,67 @@ class Launcher:
         return Carry(from_node=work.node_id, from_label=work.label, worktree=tree,
                      engine_record=tree.engine_record if same_engine else None, key=key)
 
-    async def _stop_replaced(self, composed: SeedComposed, held: Held | None) -> list[Held]:
+    async def _stop_replaced(
+        self, composed: SeedComposed, held: Held | None
+    ) -> tuple[list[Held], list[Held]]:
         """Stop the repo's other live conversations (`superseded`) before the launch; a
-        relocation stops its own engine on the machine it leaves (`relocated`) first."""
+        relocation stops its own engine on the machine it leaves (`relocated`) first.
+        Returns what was stopped, and those of them whose machine, another than the
+        launch's, did not answer the stop."""
         plan = composed.plan
         if plan.relocation:
             if held is None or held.state is not lc.State.LIVE or held.node_id == plan.node_id:
-                return []
-            await self._stopper.tell_machine(held, "relocated")
-            return [held]
+                return [], []
+            answered = await self._stopper.tell_machine(held, "relocated")
+            return [held], ([] if answered else [held])
         if composed.decided_seq is None:
-            return []
+            return [], []
         replaced = [
             previous for previous in await self._state.live_in_repo(plan.instance_id, plan.repo)
             if previous.session_id != composed.session_id
         ]
         if not replaced:
-            return []
+            return [], []
         now = self._clock()
         await self._publisher.publish(
             [self._stopper.record(previous, "superseded", now) for previous in replaced])
+        unanswered = []
         for previous in replaced:
-            await self._stopper.tell_machine(previous, "superseded")
-        return replaced
+            if not await self._stopper.tell_machine(previous, "superseded") \
+                    and previous.node_id != plan.node_id:
+                unanswered.append(previous)
+        return replaced, unanswered
+
+    async def _not_running_elsewhere(
+        self, plan: LaunchPlan, stopped: list[Held], unanswered: list[Held]
+    ) -> None:
+        """Raise unless no machine but the launch's may still run a conversation of its
+        repo: a stop just made that its machine did not answer, or a machine whose own
+        presence lists one of the repo's conversations and does not answer its stop.
+        (The launch's own machine ends them itself: the launch's fence.)"""
+        if unanswered:
+            raise await self._still_runs(unanswered[0].node_id)
+        just_stopped = {(h.node_id, h.session_id) for h in stopped}
+        for node_id in self._presence.known():
+            if node_id == plan.node_id:
+                continue
+            try:
+                sighting = await self._presence.get(node_id)
+            except Exception:  # unread only when not renewed past its TTL: it has fenced
+                continue
+            for session_id in (sighting.presence.live or []) if sighting else []:
+                other = await self._state.held(session_id)
+                if (node_id, session_id) in just_stopped or other is None or (
+                        other.conversation.instance_id, other.conversation.repo) != (
+                        plan.instance_id, plan.repo):
+                    continue
+                if not await self._stopper.tell_machine(other, "superseded", node_id=node_id):
+                    raise await self._still_runs(node_id)
+
+    async def _still_runs(self, node_id: str | None) -> LaunchFailed:
+        label = await self._state.label(node_id) if node_id else None
+        return LaunchFailed("runner_unreachable", error_message(
+            "runner_unreachable", label=label, node_id=node_id, still_runs=True))
 
 
 def _moved(composed: SeedComposed, held: Held | None, replaced: list[Held]) -> Held | None:

@@ -8,8 +8,12 @@ from nats.aio.client import Client
 
 from seedline_contracts import subjects
 from seedline_contracts.codec import encode
-from seedline_contracts.sessions import Notification, RunnerOfflineNotification
-from seedline_core.notices import runner_offline_notice_text
+from seedline_contracts.sessions import (
+    Notification,
+    RunnerOfflineNotification,
+    RunnerRestartedNotification,
+)
+from seedline_core.notices import runner_offline_notice_text, runner_restarted_text
 from seedline_platform.sending import check_send
 
 
@@ -18,6 +22,15 @@ def machine_offline(session_id: str, node_id: str, label: str | None):
     return lambda at: RunnerOfflineNotification(
         session_id=session_id, node_id=node_id,
         text=runner_offline_notice_text(label, node_id), at=at,
+    )
+
+
+def machine_restarted(session_id: str, node_id: str, label: str | None):
+    """The notice for a conversation its machine no longer runs (it restarted, or ended it
+    when cut off from the platform)."""
+    return lambda at: RunnerRestartedNotification(
+        session_id=session_id, node_id=node_id, text=runner_restarted_text(label, node_id),
+        at=at,
     )
 
 

@@ -57,6 +57,10 @@ class PresenceView(Protocol):
         included (0 when none)."""
         ...
 
+    def known(self) -> list[str]:
+        """Every machine seen online (`get` says whether it still is)."""
+        ...
+
 
 class KvPresence:
     def __init__(
@@ -87,6 +91,9 @@ class KvPresence:
         except Exception:  # deleted, or the read failed: what the watch saw is all there is
             stored = 0
         return max(stored, seen.revision if seen else 0)
+
+    def known(self) -> list[str]:
+        return sorted(self._online)
 
     async def get(self, node_id: str) -> Sighting | None:
         sighting = self._online.get(node_id)

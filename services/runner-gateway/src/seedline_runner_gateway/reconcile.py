@@ -10,13 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from seedline_contracts.sessions import RunnerRestartedNotification
-from seedline_core.notices import runner_restarted_text
 from seedline_core import lifecycle as lc
 from seedline_core.presence import PresencePut, reconcile
 from seedline_platform.logging import get_logger
 
-from .notify import machine_offline
+from .notify import machine_offline, machine_restarted
 from .presence import Sighting
 from .state import GatewayState, Held
 from .stopping import Stopper
@@ -72,13 +70,8 @@ class Reconciler:
             if held.session_id not in gone or not (held := await self._still_live(held)):
                 continue
             log.info("not_hosted_any_more", session_id=held.session_id, node_id=node_id)
-            await self._stopper.end(
-                held, "runner_restarted", ask_machine=False,
-                notice=lambda at, h=held: RunnerRestartedNotification(
-                    session_id=h.session_id, node_id=node_id,
-                    text=runner_restarted_text(label, node_id), at=at,
-                ),
-            )
+            await self._stopper.end(held, "runner_restarted", ask_machine=False,
+                                    notice=machine_restarted(held.session_id, node_id, label))
             self._accepted.pop(held.session_id, None)
 
     async def gone(self, node_id: str) -> None:

@@ -71,15 +71,22 @@ class Stopper:
         # One stop per live period: a redelivered cause records it once.
         return event_message(event, f"stopped:{c.session_id}:{c.confirmed_at}")
 
-    async def tell_machine(self, held: Held, reason: str, ask_machine: bool = True) -> None:
-        """After the record: the machine is asked to stop the engine, and what it saved of
-        the checkout as it stopped is recorded."""
+    async def tell_machine(
+        self, held: Held, reason: str, ask_machine: bool = True, node_id: str | None = None,
+    ) -> bool:
+        """After the record: the machine (`node_id`, or the one it is held on) is asked to
+        stop the engine, and what it saved of the checkout as it stopped is recorded.
+        Whether the machine answered (True when it was not asked)."""
         c = held.conversation
-        if ask_machine and c.node_id:
-            reply = await self._machines.stop(c.node_id, c.session_id, reason)
+        node_id = node_id or c.node_id
+        answered = True
+        if ask_machine and node_id:
+            reply = await self._machines.stop(node_id, c.session_id, reason)
+            answered = reply is not None
             if reply is not None and reply.worktree is not None:
-                await self.saved(c, c.node_id, reply.worktree)
+                await self.saved(c, node_id, reply.worktree)
         log.info("conversation_stopped", session_id=c.session_id, reason=reason)
+        return answered
 
     async def saved(self, c: lc.Conversation, node_id: str, tree: SavedTree) -> None:
         """Record what a machine saved of a conversation's checkout (CONTRACT.md 6): told in

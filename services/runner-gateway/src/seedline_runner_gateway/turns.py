@@ -31,7 +31,7 @@ from seedline_platform.publishing import event_message
 
 from .fold import LifecycleFold
 from .machine_calls import MachineUnreachable
-from .notify import machine_offline
+from .notify import machine_offline, machine_restarted
 from .presence import PresenceView
 from .state import Held
 from .stopping import Stopper
@@ -135,8 +135,12 @@ class TimelineFollower:
             return False
         if reply.accepted:
             return True
-        # The machine no longer runs it (it restarted): the message wakes a new one.
-        await self._stopper.end(held, "runner_restarted", ask_machine=False)
+        # The machine no longer runs it (it restarted, or ended it cut off from the
+        # platform): the person is told, as when its presence says so, and the message
+        # wakes a new one (found by the fault harness, seed 16: a stop never told).
+        label = await self._state.label(held.node_id)
+        await self._stopper.end(held, "runner_restarted", ask_machine=False,
+                                notice=machine_restarted(held.session_id, held.node_id, label))
         return False
 
     async def _wake(self, entry: TimelineEntry, seq: int) -> None:

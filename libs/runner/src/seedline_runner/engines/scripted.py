@@ -8,11 +8,17 @@ observable from the timeline alone.
 Its own store is its record: it resumes a conversation only when that store holds it
 and holds the launch's expected turn (CONTRACT.md 3.2). A conversation it was
 started on but never given a message is an empty record, and no resume.
+
+A message that says "(take N seconds)" makes a slow turn: the engine says at once that it is
+working, and replies N seconds later (at most a minute), so a test can act on a machine in
+the middle of a turn.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
+import re
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,6 +31,7 @@ from .base import Emit, EngineError, EngineOutput, StartResult, TurnResult
 from .resume_proof import RecordMessage, holds_turn
 
 _QUOTED_CHARS = 60
+_SLOW = re.compile(r"\(take (\d{1,2}) seconds?\)")
 
 
 @dataclass
@@ -83,6 +90,9 @@ class ScriptedEngine:
         own.messages.append(RecordMessage("user", prompt))
         seed_sha256 = _latest_seed_sha256(own.texts)
         _, instruction = split_background(prompt)
+        if slow := _SLOW.search(instruction):
+            await emit(EngineOutput(kind="terminal", content=f"working for {slow[1]} s"))
+            await asyncio.sleep(int(slow[1]))
         reply = scripted_reply(instruction, sum(len(t) for t in own.texts), seed_sha256)
         own.messages.append(RecordMessage("assistant", reply))
         # Its one reply is the whole turn: the reply ends it.
