@@ -59,6 +59,8 @@ STREAMS = ("SEEDLINE_INGEST", "SEEDLINE_TIMELINE", "SEEDLINE_SESSIONS", "SEEDLIN
 TARGETS = {"storm_statements": 20, "storm_transactions": 8, "storm_deliveries": 10,
            "single_fsyncs": 15, "idle_cpu_ms_per_s": 10.0}
 _STATEMENT = re.compile(r"LOG:  (statement|execute [^:]*): ")
+_LITERAL = re.compile(r"'[^']*'|\b\d+\b")
+STATEMENT_CHARS = 120
 
 
 @dataclass
@@ -71,6 +73,10 @@ class Counts:
     statements: int = 0
     transactions: int = 0
     cpu: dict[str, float] = field(default_factory=dict)
+    # Statements per service and per statement (its text, literals aside), where the
+    # statements go.
+    by_service: dict[str, int] = field(default_factory=dict)
+    by_statement: dict[str, int] = field(default_factory=dict)
 
     def minus(self, before: "Counts") -> dict:
         return {
@@ -87,7 +93,15 @@ class Counts:
             "statements": self.statements - before.statements,
             "transactions": self.transactions - before.transactions,
             "cpu_ms": {p: (self.cpu[p] - before.cpu[p]) * 1000 for p in self.cpu},
+            "statements_by_service": _difference(self.by_service, before.by_service),
+            "statements_by_text": _difference(self.by_statement, before.by_statement),
         }
+
+
+def _difference(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
+    """What was added to each count, largest first."""
+    added = {k: n - before.get(k, 0) for k, n in after.items() if n - before.get(k, 0)}
+    return dict(sorted(added.items(), key=lambda kv: -kv[1]))
 
 
 class Counter:
@@ -102,6 +116,8 @@ class Counter:
         self._offset = 0
         self._statements = self._transactions = 0
         self._open: set[str] = set()  # backends inside an explicit transaction
+        self._by_service: dict[str, int] = {}
+        self._by_statement: dict[str, int] = {}
 
     async def start(self) -> None:
         async def ack(_msg) -> None:
@@ -110,11 +126,13 @@ class Counter:
         await self.nc.flush()
         pg = self.system["postgres"]
         for sql in ("ALTER SYSTEM SET log_statement = 'all'",
-                    "ALTER SYSTEM SET log_line_prefix = '%m [%p] %d '",
+                    "ALTER SYSTEM SET log_line_prefix = '%m [%p] %d <%a> '",
                     "SELECT pg_reload_conf()"):
             await asyncio.to_thread(pg.admin_sql, sql)
         await asyncio.to_thread(self._read_log)  # what came before is not counted
         self._statements = self._transactions = 0
+        self._by_service.clear()
+        self._by_statement.clear()
 
     async def now(self) -> Counts:
         streams: dict[str, int] = {}
@@ -125,7 +143,8 @@ class Counter:
             for consumer in await self.js.consumers_info(stream):
                 delivered[consumer.name] = consumer.delivered.consumer_seq or 0
         statements, transactions = await asyncio.to_thread(self._read_log)
-        return Counts(streams, delivered, self.acks, statements, transactions, self._cpu())
+        return Counts(streams, delivered, self.acks, statements, transactions, self._cpu(),
+                      dict(self._by_service), dict(self._by_statement))
 
     async def settled(self, timeout: float = 120.0) -> None:
         """Every consumer has caught up and nothing new came for SETTLE_SECONDS."""
@@ -165,6 +184,10 @@ class Counter:
             pid = line.split("[", 1)[1].split("]", 1)[0]
             sql = line[match.end():].strip().rstrip(";").upper()
             self._statements += 1
+            service = line.split("<", 1)[1].split(">", 1)[0]
+            self._by_service[service] = self._by_service.get(service, 0) + 1
+            text = _LITERAL.sub("?", " ".join(sql.split()))[:STATEMENT_CHARS]
+            self._by_statement[text] = self._by_statement.get(text, 0) + 1
             if sql in ("BEGIN", "START TRANSACTION") or sql.startswith("BEGIN "):
                 self._open.add(pid)
             elif sql in ("COMMIT", "ROLLBACK", "END"):
@@ -332,6 +355,8 @@ def per_operation(counts: dict) -> dict:
     out["deliveries_by_consumer"] = {
         c: round(v / n, 2) for c, v in sorted(counts["deliveries_by_consumer"].items())}
     out["cpu_ms_total"] = round(sum(counts["cpu_ms"].values()) / n, 2)
+    for key in ("statements_by_service", "statements_by_text"):
+        out[key] = {k: round(v / n, 2) for k, v in counts[key].items()}
     return out
 
 
@@ -434,7 +459,14 @@ def markdown(result: dict) -> str:
             f"{per['cpu_ms'][p]:.1f}" for p in result["idle_cpu_ms_per_s"]) + " |")
     by_process.append("| idle, per second | " + " | ".join(
         f"{v:.1f}" for v in result["idle_cpu_ms_per_s"].values()) + " |")
-    return "\n".join(lines + by_process) + "\n"
+    storm = result["per_operation"].get("wake, in a storm", {})
+    where = ["", "Postgres statements per storm wake, by service and by statement (the 15 most):",
+             "", "| statements | by |", "|---|---|"]
+    where += [f"| {n:g} | {service} |" for service, n in storm.get(
+        "statements_by_service", {}).items()]
+    where += [f"| {n:g} | `{text}` |" for text, n in list(storm.get(
+        "statements_by_text", {}).items())[:15]]
+    return "\n".join(lines + by_process + where) + "\n"
 
 
 def main() -> None:
