@@ -269,11 +269,11 @@ class Platform:
     async def start_machine(self, node_id: str) -> None:
         machine = self.machines[node_id]
         before = await self._presence_revision(node_id)
-        argv = [str(BIN / "seedline"), "runner", "--node-id", node_id, "--label", machine.label,
-                "--engine", "scripted"]
-        if self.checkouts.repos:  # without repos of its own, engines run where it starts
-            argv += ["--repos-dir", str(self.checkouts.folder(node_id))]
-        machine.proc = self._spawn(argv, f"runner-{node_id}")
+        self.checkouts.folder(node_id).mkdir(parents=True, exist_ok=True)  # no repo in it, too
+        machine.proc = self._spawn(
+            [str(BIN / "seedline"), "runner", "--node-id", node_id, "--label", machine.label,
+             "--engine", "scripted", "--repos-dir", str(self.checkouts.folder(node_id))],
+            f"runner-{node_id}")
         machine.generation += 1
 
         async def put_by_the_new_process() -> bool:
