@@ -177,12 +177,15 @@ class Counter:
             return self._statements, self._transactions
         complete = chunk.rfind(b"\n") + 1
         self._offset += complete
-        for line in chunk[:complete].decode(errors="replace").splitlines():
+        lines = chunk[:complete].decode(errors="replace").splitlines()
+        for n, line in enumerate(lines):
             match = _STATEMENT.search(line)
             if match is None or " seedline_bench " not in line:
                 continue
             pid = line.split("[", 1)[1].split("]", 1)[0]
             sql = line[match.end():].strip().rstrip(";").upper()
+            if not sql and n + 1 < len(lines):  # a statement that starts on its next line
+                sql = lines[n + 1].strip().upper()
             self._statements += 1
             service = line.split("<", 1)[1].split(">", 1)[0]
             self._by_service[service] = self._by_service.get(service, 0) + 1

@@ -101,36 +101,46 @@ class PostgresGatewayState:
             return
         async with self._pool.connection() as conn, conn.transaction():
             applied = await OFFSETS.lock(conn, PROJECTION)
-            for step in steps:
-                seq, session_id = step[0], step[1]
-                if seq <= applied:
-                    continue
-                cur = await conn.execute(
-                    f"SELECT {_COLUMNS} FROM gateway_conversations WHERE session_id = %s"
-                    " FOR UPDATE",
-                    (session_id,),
-                )
-                found = await cur.fetchone()
-                before = _held(found) if found else None
+            fresh = [step for step in steps if step[0] > applied]
+            # Each row the batch touches is read once and written once: a storm's batch
+            # holds several events of one conversation.
+            rows = await self._for_update(conn, {step[1] for step in fresh})
+            changed: dict[str, Held] = {}
+            for step in fresh:
+                before = rows.get(step[1])
                 held = fold(before, step)
                 if held is None or held == before:
                     continue
-                c = held.conversation
-                await conn.execute(_WRITE, (
-                    c.session_id, c.instance_id, c.repo, c.state.value, c.created_seq, c.node_id,
-                    c.engine, c.confirmed_at, held.last_activity, c.outcome, c.resume_key,
-                    c.resume_node_id,
-                ))
+                rows[step[1]] = changed[step[1]] = held
                 where = opened_where(step, held)
                 if where:
+                    c = held.conversation
                     await conn.execute(
                         "INSERT INTO last_opens VALUES (%s, %s, %s, %s) ON CONFLICT"
                         " (instance_id, repo) DO UPDATE SET node_id = EXCLUDED.node_id,"
                         " engine = EXCLUDED.engine",
                         (c.instance_id, c.repo, *where),
                     )
+            for held in changed.values():
+                c = held.conversation
+                await conn.execute(_WRITE, (
+                    c.session_id, c.instance_id, c.repo, c.state.value, c.created_seq, c.node_id,
+                    c.engine, c.confirmed_at, held.last_activity, c.outcome, c.resume_key,
+                    c.resume_node_id,
+                ))
             if last_seq > applied:
                 await OFFSETS.set(conn, PROJECTION, last_seq)
+
+    @staticmethod
+    async def _for_update(conn, session_ids: set[str]) -> dict[str, Held]:
+        if not session_ids:
+            return {}
+        cur = await conn.execute(
+            f"SELECT {_COLUMNS} FROM gateway_conversations WHERE session_id = ANY(%s)"
+            " FOR UPDATE",
+            (sorted(session_ids),),
+        )
+        return {held.session_id: held for held in map(_held, await cur.fetchall())}
 
     async def applied(self) -> int:
         async with self._pool.connection() as conn:
