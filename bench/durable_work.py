@@ -77,6 +77,7 @@ class Counts:
     # statements go.
     by_service: dict[str, int] = field(default_factory=dict)
     by_statement: dict[str, int] = field(default_factory=dict)
+    transactions_by_service: dict[str, int] = field(default_factory=dict)
 
     def minus(self, before: "Counts") -> dict:
         return {
@@ -95,6 +96,8 @@ class Counts:
             "cpu_ms": {p: (self.cpu[p] - before.cpu[p]) * 1000 for p in self.cpu},
             "statements_by_service": _difference(self.by_service, before.by_service),
             "statements_by_text": _difference(self.by_statement, before.by_statement),
+            "transactions_by_service": _difference(self.transactions_by_service,
+                                                   before.transactions_by_service),
         }
 
 
@@ -118,6 +121,7 @@ class Counter:
         self._open: set[str] = set()  # backends inside an explicit transaction
         self._by_service: dict[str, int] = {}
         self._by_statement: dict[str, int] = {}
+        self._transactions_by_service: dict[str, int] = {}
 
     async def start(self) -> None:
         async def ack(_msg) -> None:
@@ -133,6 +137,7 @@ class Counter:
         self._statements = self._transactions = 0
         self._by_service.clear()
         self._by_statement.clear()
+        self._transactions_by_service.clear()
 
     async def now(self) -> Counts:
         streams: dict[str, int] = {}
@@ -144,7 +149,8 @@ class Counter:
                 delivered[consumer.name] = consumer.delivered.consumer_seq or 0
         statements, transactions = await asyncio.to_thread(self._read_log)
         return Counts(streams, delivered, self.acks, statements, transactions, self._cpu(),
-                      dict(self._by_service), dict(self._by_statement))
+                      dict(self._by_service), dict(self._by_statement),
+                      dict(self._transactions_by_service))
 
     async def settled(self, timeout: float = 120.0) -> None:
         """Every consumer has caught up and nothing new came for SETTLE_SECONDS."""
@@ -193,10 +199,14 @@ class Counter:
             elif sql in ("COMMIT", "ROLLBACK", "END"):
                 if pid in self._open:
                     self._open.discard(pid)
-                    self._transactions += 1
+                    self._transaction(service)
             elif pid not in self._open:
-                self._transactions += 1
+                self._transaction(service)
         return self._statements, self._transactions
+
+    def _transaction(self, service: str) -> None:
+        self._transactions += 1
+        self._transactions_by_service[service] = self._transactions_by_service.get(service, 0) + 1
 
     def _cpu(self) -> dict[str, float]:
         parts: dict[str, float] = {}
@@ -355,7 +365,7 @@ def per_operation(counts: dict) -> dict:
     out["deliveries_by_consumer"] = {
         c: round(v / n, 2) for c, v in sorted(counts["deliveries_by_consumer"].items())}
     out["cpu_ms_total"] = round(sum(counts["cpu_ms"].values()) / n, 2)
-    for key in ("statements_by_service", "statements_by_text"):
+    for key in ("statements_by_service", "statements_by_text", "transactions_by_service"):
         out[key] = {k: round(v / n, 2) for k, v in counts[key].items()}
     return out
 
