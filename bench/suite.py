@@ -587,8 +587,10 @@ def _durable_rows(r: dict, figures: list[dict]) -> list[dict]:
             "acks / statements / transactions / CPU ms",
             " / ".join(f"{counts[k]:g}" for k in counted)))
     if "floor" in r:  # the same work with nats-py and psycopg alone, right after
+        from bench import durable_work
+
         floor, limit = r["floor"], r["floor_ratio_max"]
-        ratio = storm["cpu_ms_total"] / floor["cpu_ms_per_wake"]
+        ratio = durable_work.floor_ratio(r)
         out.append(_row("15 durable work", "CPU ms per storm wake, all processes, vs the lean "
                         "floor (the same durable work with nats-py and psycopg alone)",
                         f"{storm['cpu_ms_total']:g}", f"{floor['cpu_ms_per_wake']:g} (floor)",
