@@ -5,7 +5,6 @@ deliveries, acks, Postgres statements and transactions from the server's log); n
 from __future__ import annotations
 
 import asyncio
-import copy
 import sys
 from pathlib import Path
 
@@ -54,7 +53,7 @@ def test_the_floor_does_the_work_of_its_table_and_no_more():
     seedline = {"wake, in a storm": dict(storm, cpu_ms_total=storm["cpu_ms_total"] * 2),
                 "open, one at a time": result["per_operation"]["open, one at a time"],
                 "wake, one at a time": dict(storm, fsyncs=10)}
-    r = {"targets": durable_work.TARGETS, "per_operation": copy.deepcopy(seedline),
+    r = {"targets": durable_work.TARGETS, "per_operation": seedline,
          "idle_cpu_ms_per_s_total": 5.0, "conditions": {"runners": 2},
          "storm_wakes_per_s": 10.0, "open_p50_ms": 20.0, "floor": result,
          "floor_ratio_max": durable_work.FLOOR_RATIO_MAX}
