@@ -21,8 +21,12 @@ for before the next), opens one at a time (an instruction, on a stopped repo), a
 of wakes published at once. Idle: the same counts per second with nothing sent, ten
 runner machines keeping their presence.
 
+Then, back to back on the same machine, the lean floor (bench.lean_floor): the same durable
+work per storm wake and per open done with nats-py and psycopg alone, so Seedline's CPU per
+wake has a baseline of the same run (target: at most FLOOR_RATIO_MAX times the floor's).
+
     python -m bench.durable_work [--wakes 10] [--opens 10] [--storm 100] [--idle 10]
-                                 [--runners 10]
+                                 [--runners 10] [--no-floor]
 
 Writes bench/results/durable_work.json and .md and prints the markdown table.
 """
@@ -35,6 +39,7 @@ import contextlib
 import json
 import re
 import signal
+import statistics
 import subprocess
 import tempfile
 import time
@@ -58,6 +63,7 @@ STREAMS = ("SEEDLINE_INGEST", "SEEDLINE_TIMELINE", "SEEDLINE_SESSIONS", "SEEDLIN
 # The issue's targets, per storm wake and per one-at-a-time wake.
 TARGETS = {"storm_statements": 20, "storm_transactions": 8, "storm_deliveries": 10,
            "single_fsyncs": 15, "idle_cpu_ms_per_s": 10.0}
+FLOOR_RATIO_MAX = 1.3  # Seedline's CPU per storm wake against the lean floor's
 _STATEMENT = re.compile(r"LOG:  (statement|execute [^:]*): ")
 _LITERAL = re.compile(r"'[^']*'|\b\d+\b")
 STATEMENT_CHARS = 120
@@ -77,6 +83,7 @@ class Counts:
     # statements go.
     by_service: dict[str, int] = field(default_factory=dict)
     by_statement: dict[str, int] = field(default_factory=dict)
+    transactions_by_service: dict[str, int] = field(default_factory=dict)
 
     def minus(self, before: "Counts") -> dict:
         return {
@@ -95,6 +102,8 @@ class Counts:
             "cpu_ms": {p: (self.cpu[p] - before.cpu[p]) * 1000 for p in self.cpu},
             "statements_by_service": _difference(self.by_service, before.by_service),
             "statements_by_text": _difference(self.by_statement, before.by_statement),
+            "transactions_by_service": _difference(self.transactions_by_service,
+                                                   before.transactions_by_service),
         }
 
 
@@ -118,6 +127,7 @@ class Counter:
         self._open: set[str] = set()  # backends inside an explicit transaction
         self._by_service: dict[str, int] = {}
         self._by_statement: dict[str, int] = {}
+        self._transactions_by_service: dict[str, int] = {}
 
     async def start(self) -> None:
         async def ack(_msg) -> None:
@@ -133,6 +143,7 @@ class Counter:
         self._statements = self._transactions = 0
         self._by_service.clear()
         self._by_statement.clear()
+        self._transactions_by_service.clear()
 
     async def now(self) -> Counts:
         streams: dict[str, int] = {}
@@ -144,7 +155,8 @@ class Counter:
                 delivered[consumer.name] = consumer.delivered.consumer_seq or 0
         statements, transactions = await asyncio.to_thread(self._read_log)
         return Counts(streams, delivered, self.acks, statements, transactions, self._cpu(),
-                      dict(self._by_service), dict(self._by_statement))
+                      dict(self._by_service), dict(self._by_statement),
+                      dict(self._transactions_by_service))
 
     async def settled(self, timeout: float = 120.0) -> None:
         """Every consumer has caught up and nothing new came for SETTLE_SECONDS."""
@@ -196,10 +208,14 @@ class Counter:
             elif sql in ("COMMIT", "ROLLBACK", "END"):
                 if pid in self._open:
                     self._open.discard(pid)
-                    self._transactions += 1
+                    self._transaction(service)
             elif pid not in self._open:
-                self._transactions += 1
+                self._transaction(service)
         return self._statements, self._transactions
+
+    def _transaction(self, service: str) -> None:
+        self._transactions += 1
+        self._transactions_by_service[service] = self._transactions_by_service.get(service, 0) + 1
 
     def _cpu(self) -> dict[str, float]:
         parts: dict[str, float] = {}
@@ -358,12 +374,13 @@ def per_operation(counts: dict) -> dict:
     out["deliveries_by_consumer"] = {
         c: round(v / n, 2) for c, v in sorted(counts["deliveries_by_consumer"].items())}
     out["cpu_ms_total"] = round(sum(counts["cpu_ms"].values()) / n, 2)
-    for key in ("statements_by_service", "statements_by_text"):
+    for key in ("statements_by_service", "statements_by_text", "transactions_by_service"):
         out[key] = {k: round(v / n, 2) for k, v in counts[key].items()}
     return out
 
 
-async def run(wakes: int, opens: int, storm: int, idle: float, runners: int) -> dict:
+async def run(wakes: int, opens: int, storm: int, idle: float, runners: int,
+              floor: bool = True) -> dict:
     from seedline_contracts import subjects
 
     with tempfile.TemporaryDirectory(prefix="seedline-dw-") as folder:
@@ -397,9 +414,13 @@ async def run(wakes: int, opens: int, storm: int, idle: float, runners: int) -> 
                 counter, tmp, "single", lambda: _wake(js, launched, single, at_once=False))
             await _stop_all(nc, single)
 
+            latencies: list[float] = []
+
             async def open_each() -> int:
                 for repo in to_open:
+                    began = time.perf_counter()
                     await _open(nc, repo, instruction=MESSAGE)
+                    latencies.append((time.perf_counter() - began) * 1000)
                 return len(to_open)
 
             windows["open, one at a time"] = await _window(counter, tmp, "open", open_each)
@@ -437,6 +458,14 @@ async def run(wakes: int, opens: int, storm: int, idle: float, runners: int) -> 
     }
     result["idle_cpu_ms_per_s_total"] = round(sum(result["idle_cpu_ms_per_s"].values()), 2)
     result["idle_per_second"]["fsyncs"] = round(idle_fsyncs, 2)
+    stormed = windows["wake, in a storm"]
+    result["storm_wakes_per_s"] = round(stormed["operations"] / stormed["seconds"], 1)
+    result["open_p50_ms"] = round(statistics.median(latencies), 2)
+    if floor:  # right after, on the same machine in the same state
+        from bench import lean_floor
+
+        result["floor"] = await lean_floor.run(storm, opens)
+        result["floor_ratio_max"] = FLOOR_RATIO_MAX
     return result
 
 
@@ -469,7 +498,32 @@ def markdown(result: dict) -> str:
         "statements_by_service", {}).items()]
     where += [f"| {n:g} | `{text}` |" for text, n in list(storm.get(
         "statements_by_text", {}).items())[:15]]
-    return "\n".join(lines + by_process + where) + "\n"
+    return "\n".join(lines + by_process + where + _floor_lines(result)) + "\n"
+
+
+def floor_ratio(result: dict) -> float:
+    """Seedline's CPU per storm wake against the lean floor's of the same run."""
+    return (result["per_operation"]["wake, in a storm"]["cpu_ms_total"]
+            / result["floor"]["cpu_ms_per_wake"])
+
+
+def _floor_lines(result: dict) -> list[str]:
+    if "floor" not in result:
+        return []
+    from bench import lean_floor
+
+    floor = result["floor"]
+    return ["", "The lean floor (bench.lean_floor), run right after: the same durable work "
+            "with nats-py and psycopg alone.", "",
+            "| | CPU ms per storm wake | CPU ms per open | storm wakes/s | open p50 ms |",
+            "|---|---|---|---|---|",
+            f"| Seedline | {result['per_operation']['wake, in a storm']['cpu_ms_total']:g} | "
+            f"{result['per_operation']['open, one at a time']['cpu_ms_total']:g} | "
+            f"{result['storm_wakes_per_s']:g} | {result['open_p50_ms']:g} |",
+            f"| floor | {floor['cpu_ms_per_wake']:g} | {floor['cpu_ms_per_open']:g} | "
+            f"{floor['storm_wakes_per_s']:g} | {floor['open_p50_ms']:g} |",
+            "", f"Seedline / floor, CPU per storm wake: {floor_ratio(result):.2f} (target <= "
+            f"{result['floor_ratio_max']:g}).", "", lean_floor.markdown(floor).rstrip()]
 
 
 def main() -> None:
@@ -480,8 +534,10 @@ def main() -> None:
     parser.add_argument("--idle", type=float, default=10.0)
     parser.add_argument("--runners", type=int, default=10,
                         help="runner machines; one hosts the conversations, all keep presence")
+    parser.add_argument("--no-floor", action="store_true", help="leave out the lean floor")
     args = parser.parse_args()
-    result = asyncio.run(run(args.wakes, args.opens, args.storm, args.idle, args.runners))
+    result = asyncio.run(run(args.wakes, args.opens, args.storm, args.idle, args.runners,
+                             floor=not args.no_floor))
     text = markdown(result)
     report.write(NAME, result, text)
     print(text)

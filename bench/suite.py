@@ -29,7 +29,9 @@ Runs, each on its own real servers in a temporary folder:
     (bench.runner_install).
 15. durable work per operation: events, entries, deliveries, acks, nats-server fsyncs,
     Postgres statements and transactions and CPU per open and per wake (one at a time and in
-    a storm), and CPU per second at idle with ten machines (bench.durable_work).
+    a storm), and CPU per second at idle with ten machines (bench.durable_work); then the
+    same durable work with nats-py and psycopg alone, the lean floor Seedline's CPU per storm
+    wake is held to (bench.lean_floor).
 
 Every figure is the median of several runs, with min and max; every ratio is
 against a baseline measured in this run. Writes bench/results/summary.md and
@@ -577,13 +579,32 @@ def _durable_rows(r: dict, figures: list[dict]) -> list[dict]:
     out.append(_row("15 durable work", f"idle CPU ms/s, all processes, "
                     f"{r['conditions']['runners']} machines", f"{idle:g}",
                     f"{limit:g} (target)", idle / limit, f"<= {limit:g}", idle <= limit))
+    counted = ("events", "ingest_entries", "timeline_entries", "deliveries", "acks",
+               "statements", "transactions", "cpu_ms_total")
     for kind, counts in per.items():
         figures.append(_figure(
             "15 durable work", f"{kind}: events / ingest / timeline entries / deliveries / "
             "acks / statements / transactions / CPU ms",
-            " / ".join(f"{counts[k]:g}" for k in (
-                "events", "ingest_entries", "timeline_entries", "deliveries", "acks",
-                "statements", "transactions", "cpu_ms_total"))))
+            " / ".join(f"{counts[k]:g}" for k in counted)))
+    if "floor" in r:  # the same work with nats-py and psycopg alone, right after
+        from bench import durable_work
+
+        floor, limit = r["floor"], r["floor_ratio_max"]
+        ratio = durable_work.floor_ratio(r)
+        out.append(_row("15 durable work", "CPU ms per storm wake, all processes, vs the lean "
+                        "floor (the same durable work with nats-py and psycopg alone)",
+                        f"{storm['cpu_ms_total']:g}", f"{floor['cpu_ms_per_wake']:g} (floor)",
+                        ratio, f"<= {limit:g}x floor", ratio <= limit))
+        fstorm = floor["per_operation"]["wake, in a storm"]
+        figures.append(_figure(
+            "15 durable work", "lean floor, storm wake: events / ingest / timeline entries / "
+            "deliveries / acks / statements / transactions / CPU ms; per open CPU ms; storm "
+            "wakes/s and open p50 ms (Seedline's beside it)",
+            " / ".join(f"{fstorm[k]:g}" for k in counted)
+            + f"; open {floor['cpu_ms_per_open']:g} ms; {floor['storm_wakes_per_s']:g}/s, "
+            f"p50 {floor['open_p50_ms']:g} ms",
+            f"Seedline: open {per['open, one at a time']['cpu_ms_total']:g} ms; "
+            f"{r['storm_wakes_per_s']:g}/s, p50 {r['open_p50_ms']:g} ms"))
     return out
 
 
