@@ -522,3 +522,23 @@ async def test_a_machine_that_lists_one_of_the_repos_conversations_stops_it_befo
     assert ("mac", "csess_a", "superseded") in gw.machines.stops
     assert gw.machines.hosting["mac"] == set()
     assert [h.session_id for h in await gw.state.all_live()] == ["csess_b"]
+
+
+async def test_a_move_decided_after_a_newer_conversation_was_asked_for_is_refused(gw):
+    """Fault harness, seed 50704078: a conversation moved while the repo's next one was
+    opening, and both ran."""
+    gw.online("mac")
+    gw.online("pc", label="PC")
+    await gw.open("csess_a", decided_seq=1)
+    await gw.requested("csess_b", "mac")  # the repo's newer conversation, still opening
+    await gw.launcher.launch(gw.composed("csess_a", "pc", relocation=True,
+                                         relocation_from="mac", decided_seq=99))
+    await gw.fold()
+    (failed,) = gw.events("open_failed")
+    assert (failed["session_id"], failed["error"]["code"]) == ("csess_a", "superseded")
+    assert [node for node, _ in gw.machines.launches] == ["mac"]  # never sent to the PC
+    assert not gw.events("relocated")
+    # The repo's own conversation still opens.
+    await gw.launcher.launch(gw.composed("csess_b", "mac", decided_seq=99))
+    await gw.fold()
+    assert [h.session_id for h in await gw.state.all_live()] == ["csess_b"]

@@ -143,11 +143,26 @@ class BatchConsumer:
         return config
 
     async def start(self) -> None:
-        config = self.consumer_config()
-        if self._applied is not None:
-            config = await self._from_stored_offset(config)
-        await self._js.add_consumer(self.stream, config)
-        self._sub = await self._js.pull_subscribe_bind(self.durable, stream=self.stream)
+        """Make or find the durable and bind to it; through an outage (a cluster electing a
+        leader after losing a node answers nothing for seconds) it waits and asks again:
+        a copy that died of it would leave its share of the work to the others for good
+        (fault harness, seed 50704079)."""
+        waits = 0
+        while True:
+            try:
+                config = self.consumer_config()
+                if self._applied is not None:
+                    config = await self._from_stored_offset(config)
+                await self._js.add_consumer(self.stream, config)
+                self._sub = await self._js.pull_subscribe_bind(self.durable, stream=self.stream)
+                return
+            except Exception as exc:
+                if not is_outage(exc) or self._stopping:
+                    raise
+                log.warning("consumer_waiting_for_outage", stream=self.stream,
+                            durable=self.durable, error=str(exc) or type(exc).__name__)
+                await asyncio.sleep(outage_pause(waits))
+                waits += 1
 
     async def _from_stored_offset(self, config: js_api.ConsumerConfig) -> js_api.ConsumerConfig:
         """The durable as the stored offset says: kept where it has not acknowledged past

@@ -107,7 +107,7 @@ class Launcher:
                 return
             replaced: list[Held] = []
             try:
-                await self._fence(composed, seq)
+                await self._fence(composed, seq, held)
                 reply = await self._deliver(composed, replaced, held)
             except LaunchFailed as failure:
                 await self._outcomes.failed(composed, failure,
@@ -115,8 +115,9 @@ class Launcher:
                 return
             await self._outcomes.confirmed(composed, held, reply, seq, replaced)
 
-    async def _fence(self, composed: SeedComposed, seq: int | None) -> None:
-        """Refuse a launch whose repo was opened again after its decision.
+    async def _fence(self, composed: SeedComposed, seq: int | None, held: Held | None) -> None:
+        """Refuse a launch whose repo was opened again after its decision, and a
+        relocation of a conversation the repo has a newer one than.
 
         The fold is waited for up to this seed_composed (`seq`), not to the stream's end:
         it has almost always got that far, so no launch waits for its own event's fold.
@@ -132,6 +133,12 @@ class Launcher:
         plan = composed.plan
         newest = await self._state.newest_requested(plan.instance_id, plan.repo)
         if newest is not None and newest > fence:
+            raise LaunchFailed("superseded", error_message("superseded"))
+        if plan.relocation and held is not None and newest is not None \
+                and newest > held.conversation.created_seq:
+            # A move decided after a newer conversation of the repo was asked for would run
+            # both once that one opens: the newer one is the repo's (fault harness, seed
+            # 50704078: a stopped conversation moved while the next was opening).
             raise LaunchFailed("superseded", error_message("superseded"))
 
     async def _deliver(

@@ -79,14 +79,8 @@
     if (!list) return;
     var empty = document.getElementById("nothing-yet");
     if (empty) empty.remove();
-    var made = fromHtml(data.html).firstElementChild;
+    var made = replacedOrNew(data);
     if (!made) return;
-    var old = document.getElementById(data.id);
-    if (old) {
-      keepOpen(old, made);
-      old.replaceWith(made);
-      return;
-    }
     arrived(made);
     var items = list.children;
     for (var i = 0; i < items.length; i++) {
@@ -136,17 +130,22 @@
     arrived(made);
     insertWithBoundary(timeline, made, data.boundary, data.session_id, null);
   }
+  // The item the page already shows under this id is replaced in place (its folds kept
+  // open); an item it does not show yet is returned, for its caller to put in place.
+  function replacedOrNew(data) {
+    var made = fromHtml(data.html).firstElementChild;
+    if (!made) return null;
+    var old = document.getElementById(data.id);
+    if (!old) return made;
+    keepOpen(old, made);
+    old.replaceWith(made);
+    return null;
+  }
   function placeOpen(data) {
     var timeline = document.getElementById("timeline");
     if (!timeline) return;
-    var made = fromHtml(data.html).firstElementChild;
+    var made = replacedOrNew(data);
     if (!made) return;
-    var old = document.getElementById(data.id);
-    if (old) {
-      keepOpen(old, made);
-      old.replaceWith(made);
-      return;
-    }
     var empty = timeline.querySelector("p.empty");
     if (empty) empty.remove();
     arrived(made);

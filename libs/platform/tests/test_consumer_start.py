@@ -1,0 +1,78 @@
+"""A batch consumer started while the cluster answers nothing (a leader being elected after
+a node is lost) waits and asks again, and then consumes; an error that is no outage still
+fails the start at once."""
+
+from __future__ import annotations
+
+import asyncio
+
+import nats
+import pytest
+from nats.errors import TimeoutError as NatsTimeout
+
+from seedline_platform.consumer import BatchConsumer, Consumption
+
+pytestmark = pytest.mark.servers
+
+
+class Unanswered:
+    """The JetStream context, whose first `silent` consumer creations go unanswered."""
+
+    def __init__(self, js, silent: int, error: Exception) -> None:
+        self._js, self.silent, self.error, self.asked = js, silent, error, 0
+
+    async def add_consumer(self, *args, **kwargs):
+        self.asked += 1
+        if self.asked <= self.silent:
+            raise self.error
+        return await self._js.add_consumer(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._js, name)
+
+
+async def _started(nats_server, silent: int, error: Exception):
+    nc = await nats.connect(nats_server.url)
+    js = nc.jetstream()
+    await js.add_stream(name="STARTS", subjects=["starts.>"])
+    await js.publish("starts.x", b"one")
+    given: list[list] = []
+
+    async def handle(msgs) -> None:
+        given.append(msgs)
+
+    async def park(msg, reason: str) -> None:
+        raise AssertionError(reason)
+
+    wrapped = Unanswered(js, silent, error)
+    consumer = BatchConsumer(wrapped, Consumption("STARTS", "starts", ("starts.>",)),
+                             handle=handle, park=park)
+    return nc, consumer, wrapped, given
+
+
+async def test_a_start_through_an_outage_asks_again_and_then_consumes(nats_server):
+    nc, consumer, wrapped, given = await _started(nats_server, 2, NatsTimeout())
+    try:
+        await asyncio.wait_for(consumer.start(), 10)
+        assert wrapped.asked == 3
+        running = asyncio.create_task(consumer.run())
+        for _ in range(100):
+            if given:
+                break
+            await asyncio.sleep(0.05)
+        assert [m.data for m in given[0]] == [b"one"]
+        await consumer.stop(timeout=5)
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
+    finally:
+        await nc.close()
+
+
+async def test_an_error_that_is_no_outage_fails_the_start_at_once(nats_server):
+    nc, consumer, wrapped, _ = await _started(nats_server, 5, ValueError("bad config"))
+    try:
+        with pytest.raises(ValueError, match="bad config"):
+            await consumer.start()
+        assert wrapped.asked == 1
+    finally:
+        await nc.close()
