@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import replace
 from datetime import datetime, timezone
 
 from psycopg import AsyncConnection
@@ -115,22 +114,6 @@ def _utc(moment: datetime | None) -> datetime | None:
     return moment.astimezone(timezone.utc) if moment else None
 
 
-async def _platform_rows_for_update(conn: AsyncConnection,
-                                    session_ids: set[str]) -> dict[str, Row]:
-    """The conversations the platform has recorded among `session_ids`, locked."""
-    if not session_ids:
-        return {}
-    cur = await conn.execute(
-        f"SELECT {_COLUMNS} FROM conversations WHERE session_id = ANY(%s)"
-        " AND state IS NOT NULL FOR UPDATE",
-        (sorted(session_ids),),
-    )
-    rows: dict[str, Row] = {}
-    for found in await cur.fetchall():
-        rows.setdefault(found[2], _row(found))
-    return rows
-
-
 def _row(values: Sequence) -> Row:
     (instance_id, repo, session_id, last_entry_at, activity_seq, entry_engine, state,
      created_seq, node_id, engine, resume_key, resume_node_id, confirmed_at, last_reply,
@@ -188,12 +171,16 @@ class PostgresConversationRepository:
             return
         async with self._connection() as conn, conn.transaction():
             applied = await OFFSETS.lock(conn, SESSIONS)
-            fresh = [step for step in steps if step[0] > applied]
-            # Each conversation the batch touches is read once: a storm's batch holds
-            # several events of one conversation.
-            rows = await _platform_rows_for_update(conn, {step[1] for step in fresh})
-            for seq, session_id, event, reply, request_id in fresh:
-                row = rows.get(session_id)
+            for seq, session_id, event, reply, request_id in steps:
+                if seq <= applied:
+                    continue
+                cur = await conn.execute(
+                    f"SELECT {_COLUMNS} FROM conversations WHERE session_id = %s"
+                    " AND state IS NOT NULL FOR UPDATE",
+                    (session_id,),
+                )
+                found = await cur.fetchone()
+                row = _row(found) if found else None
                 if row is None and isinstance(event, lc.Requested):
                     row = Row(event.instance_id, event.repo, session_id)
                 if row is None:
@@ -206,7 +193,6 @@ class PostgresConversationRepository:
                         after.created_seq, after.node_id, after.engine, after.resume_key,
                         after.resume_node_id, after.confirmed_at, kept, after.saved,
                     ))
-                    rows[session_id] = replace(row, platform=after)
                 if reply is not None and corrects(event):
                     await conn.execute(
                         "UPDATE open_requests SET reply = %s WHERE session_id = %s"
