@@ -101,8 +101,19 @@ def formed() -> str:
 
 
 def opened_and_answered(repo: str, question: str) -> str:
-    opened = seedline("open", "--instance", INSTANCE, "--repo", repo, "--engine", "scripted",
-                      "--node", "demo-runner", question)
+    """Asked again with the same request id while the answer is `unavailable` or `timeout`,
+    as the contract says to: right after a node is lost the cluster elects new leaders for a
+    few seconds, and an open asked then cannot be stored yet."""
+    request_id = f"drive-{repo.rsplit('/', 1)[-1]}-{len(question)}-{time.time_ns()}"
+
+    def open_once():
+        reply = seedline("open", "--instance", INSTANCE, "--repo", repo, "--engine", "scripted",
+                         "--node", "demo-runner", "--request-id", request_id, question,
+                         ok=False)
+        code = (reply.get("error") or {}).get("code")
+        return None if code in ("unavailable", "timeout") else reply
+
+    opened = wait_for("an answer to the open", open_once, timeout=60, every=1.0)
     check(opened.get("ok") is True, f"open: {opened}")
 
     def answered():
