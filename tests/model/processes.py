@@ -288,7 +288,13 @@ class Platform:
         machine.proc.terminate()
         # A clean stop ends the keeper and flushes NATS; on two cores shared with another
         # test's platform that has taken most of 30 s (seen twice in full runs).
-        await asyncio.to_thread(machine.proc.wait, 90)
+        try:
+            await asyncio.to_thread(machine.proc.wait, 90)
+        except subprocess.TimeoutExpired:
+            # Seen once in a full run: say what the runner was doing.
+            log = (self.logs / f"runner-{node_id}.log").read_text(errors="replace")
+            raise NotSettled(f"runner {node_id} still running 90 s after SIGTERM; the end of "
+                             f"its log:\n{log[-4000:]}") from None
 
         async def key_gone() -> bool:
             return await self._presence_revision(node_id) is None
