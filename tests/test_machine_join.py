@@ -31,6 +31,7 @@ from seedline_devtools import nats_auth
 from seedline_devtools.certificates import make_certificates
 from seedline_devtools.embedded import NatsProcess, free_port, start_nats
 from seedline_devtools.testing import request, running
+from seedline_devtools.testing_load import wait_until
 from seedline_platform.notices import read_notices
 from seedline_platform.settings import Settings
 from seedline_runner.machine import config as machine_config
@@ -140,16 +141,6 @@ def one_sentence(result: subprocess.CompletedProcess) -> str:
     return text
 
 
-async def wait_for(probe, timeout: float = 30.0):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        found = await probe()
-        if found:
-            return found
-        assert asyncio.get_running_loop().time() < deadline, "gave up waiting"
-        await asyncio.sleep(0.2)
-
-
 async def test_a_machine_joins_with_one_line_serves_an_open_and_once_removed_is_refused(
         runner_tool, platform, database_url, tmp_path):
     seedline, tool = runner_tool
@@ -219,7 +210,7 @@ async def test_a_machine_joins_with_one_line_serves_an_open_and_once_removed_is_
             except Exception:
                 return None
 
-        said = await wait_for(presence)
+        said = await wait_until(presence, 30, "the machine's presence")
         assert (said["label"], said["protocol"], said["version"]) == (LABEL, 3, "0.2.0")
         listed = await platform.operator("machines", "list", "--json")
         ((row,),) = [json.loads(listed.stdout)["machines"]]
@@ -236,7 +227,7 @@ async def test_a_machine_joins_with_one_line_serves_an_open_and_once_removed_is_
                 "instance_id": INSTANCE, "repo": REPO, "session_id": opened["session_id"]})
             return [r for r in rows["entries"] if r["kind"] == "chat_assistant"]
 
-        await wait_for(answered)
+        await wait_until(answered, 30, "the engine's answer")
 
         removed = await platform.operator("machines", "remove", NODE)
         assert removed.returncode == 0, removed.stderr

@@ -178,3 +178,15 @@ def codex(tmp_path: Path, responses) -> CodexSetup:
         "STANDIN_API_KEY": "sk-stand-in",
     }
     return CodexSetup(executable=executable, standin=responses, home=home, env=env)
+
+
+@pytest.fixture
+async def nc(nats_server):
+    """A client with a stream that takes what a runner publishes, as the platform's ingest
+    stream would."""
+    import nats
+
+    client = await nats.connect(nats_server.url)
+    await client.jetstream().add_stream(name="OBSERVED_INGEST", subjects=["seedline.ingest.>"])
+    yield client
+    await client.close()

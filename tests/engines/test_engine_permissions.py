@@ -10,7 +10,6 @@ import json
 import uuid
 from pathlib import Path
 
-import nats
 import pytest
 
 from seedline_contracts import subjects
@@ -22,14 +21,6 @@ from .conftest import REPO
 pytestmark = pytest.mark.servers
 
 NODE = "linux-box-1"
-
-
-@pytest.fixture
-async def nc(nats_server):
-    client = await nats.connect(nats_server.url)
-    await client.jetstream().add_stream(name="OBSERVED_INGEST", subjects=["seedline.ingest.>"])
-    yield client
-    await client.close()
 
 
 @pytest.fixture

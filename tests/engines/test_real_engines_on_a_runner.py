@@ -12,7 +12,6 @@ import hashlib
 import json
 import shutil
 
-import nats
 import pytest
 
 from seedline_contracts import subjects
@@ -26,15 +25,6 @@ NODE = "linux-box-1"
 REPO = "apps/chess-academy"
 BRIEF = "The previous conversation has ended and is not available. We were adding castling."
 SEED = {"text": BRIEF, "sha256": hashlib.sha256(BRIEF.encode()).hexdigest()}
-
-
-@pytest.fixture
-async def nc(nats_server):
-    client = await nats.connect(nats_server.url)
-    # Takes what the runner publishes, as the platform's ingest stream would.
-    await client.jetstream().add_stream(name="OBSERVED_INGEST", subjects=["seedline.ingest.>"])
-    yield client
-    await client.close()
 
 
 @pytest.fixture(params=["claude", "codex"])
