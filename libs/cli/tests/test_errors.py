@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 
 import pytest
@@ -172,6 +173,24 @@ def test_runner_with_an_unknown_engine_is_a_usage_error(seedline, nats_server, t
     result = seedline("runner", "--node-id", "mac-mini-1", "--engine", "nope", env=env)
     assert result.exit_code == 2
     assert "Unknown engine 'nope'" in result.stderr
+
+
+def test_a_second_runner_with_the_same_node_id_is_told_so_and_what_to_do(
+        seedline, nats_server, tmp_path, monkeypatch):
+    from seedline_runner.cli import default_state_dir
+    from seedline_runner.pens import _lock_folder
+
+    monkeypatch.setenv("SEEDLINE_HOME", str(tmp_path))
+    held = _lock_folder(default_state_dir("mac-mini-1"))  # the first copy, running
+    try:
+        result = seedline("runner", "--node-id", "mac-mini-1", "--engine", "scripted",
+                          env={"SEEDLINE_NATS_URL": nats_server.url,
+                               "SEEDLINE_HOME": str(tmp_path)})
+    finally:
+        os.close(held)
+    assert result.exit_code == 1
+    assert "Another runner is using" in result.stderr and "another node id" in result.stderr
+    assert "unexpected" not in result.stderr
 
 
 def test_runner_with_an_acp_agent_without_its_command_is_a_usage_error(seedline, tmp_path):

@@ -118,6 +118,7 @@ def runner(
     runs in its repo's checkout, and a repo this machine does not have is refused.
     """
     from seedline_runner.cli import CredentialsRefused
+    from seedline_runner.pens import NodeInUse
     from seedline_runner.worktree.snapshot import Limits
 
     if node_id is not None:
@@ -175,6 +176,8 @@ def runner(
             f"NATS refused this machine's credentials while it ran, so the runner {node_id} "
             "stopped: an operator removed it (`seedline machines remove`) or gave it a new "
             "line; join again with a new line to bring it back.") from None
+    except NodeInUse as exc:  # a second copy of the same machine: it says which and what to do
+        raise OperationFailed(str(exc)) from None
     except ValueError as exc:
         # The runner checks its engines before it connects: an unknown name, a missing setting.
         raise UsageProblem(str(exc)) from None

@@ -128,6 +128,10 @@ class Pens:
             self._ledger.discard(pen.name)
 
 
+class NodeInUse(RuntimeError):
+    """Another runner with the same node id holds this machine's state folder."""
+
+
 def _lock_folder(state_dir: Path) -> int:
     state_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(state_dir / "runner.lock", os.O_RDWR | os.O_CREAT, 0o600)
@@ -135,7 +139,7 @@ def _lock_folder(state_dir: Path) -> int:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         os.close(fd)
-        raise RuntimeError(
+        raise NodeInUse(
             f"Another runner is using {state_dir} (the same node id on this machine); "
             "stop it first, or give this one another node id."
         ) from None
