@@ -31,7 +31,8 @@ class Resolver:
         self.publisher = RecordingPublisher()
         ids = iter(f"csess_{n:03d}" for n in range(1, 1000))
         parts = bootstrap(Settings(open_timeout_seconds=0.2), Ports(
-            repo=self.repo, view=self.view, publisher=self.publisher, clock=lambda: NOW,
+            repo=self.repo, view=self.view, publisher=self.publisher,
+            decision_recorded=self.decision_recorded, clock=lambda: NOW,
             new_id=lambda: next(ids)))
         self.parts = parts
         self.pending, self.catch_up = parts.pending, parts.catch_up
@@ -41,6 +42,9 @@ class Resolver:
         self._timeline_seq = 0
         self.ingest_lands = True  # False: the writer is slow, land_ingest() lands it later
         self._unlanded: list[bytes] = []
+
+    async def decision_recorded(self, session_id: str) -> bool:
+        return any(e["session_id"] == session_id for e in self.published("continuity_decided"))
 
     async def entry(self, session_id: str, instance_id: str = "inst-a", repo: str = "apps/x",
                     kind: str = "chat_assistant", at: str = "2026-12-01T11:00:00Z",

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from seedline_contracts.events import LaunchPlan, Opened, OpenFailed, Stopped, WakeRequested
 from seedline_contracts.errors import ErrorBody
 from seedline_contracts.sessions import Continuity, NoticeBody, OpenReply
 from seedline_core.notices import wording_violations
 from seedline_continuity_resolver.opening_api import OpeningApi
+from seedline_platform.outage import StreamsUnavailable
 
 AT = "2026-12-01T11:30:00Z"
 
@@ -290,6 +293,58 @@ async def test_a_timed_out_open_names_its_request_id_and_asking_again_returns_th
     assert len(resolver.published("open_requested")) == 1
     unknown = await resolver.ask(OpeningApi.open, {"instance_id": "inst-a", "request_id": "never"})
     assert unknown["error"]["code"] == "not_found"
+
+
+def streams_away_once(resolver) -> None:
+    """The next publish finds the streams away (a cluster electing leaders): nothing of it
+    is stored, as JetStream refuses it."""
+    publish = resolver.publisher.publish
+
+    async def away(messages):
+        resolver.publisher.publish = publish
+        raise StreamsUnavailable("no responders")
+
+    resolver.publisher.publish = away
+
+
+async def test_an_open_whose_first_ask_recorded_nothing_is_decided_when_asked_again(resolver):
+    streams_away_once(resolver)
+    first = await resolver.open(request_id="r-away", instruction="Go on")
+    assert first["error"]["code"] == "unavailable"
+    assert resolver.published("open_requested") == []
+    # Only the instance and the request_id: nothing to decide with, so it says what to send.
+    by_id = await resolver.ask(OpeningApi.open, {"instance_id": "inst-a", "request_id": "r-away"})
+    assert by_id["error"]["code"] == "unavailable" and "whole open request" in by_id[
+        "error"]["message"]
+    # The whole request again: decided now, as the conversation the first ask claimed.
+    asked = await resolver.open(request_id="r-away", instruction="Go on")
+    (requested,) = resolver.published("open_requested")
+    (decision,) = resolver.published("continuity_decided")
+    assert requested["session_id"] == decision["session_id"] == "csess_001"
+    assert asked["error"]["code"] == "timeout" and "r-away" in asked["error"]["message"]
+    await confirm(resolver, "csess_001", request_id="r-away")
+    again = await resolver.open(request_id="r-away", instruction="Go on")
+    assert again["session_id"] == "csess_001"
+    assert len(resolver.published("continuity_decided")) == 1
+
+
+async def test_a_wake_whose_decision_found_the_streams_away_is_decided_when_redelivered(resolver):
+    seq = await resolver.entry("csess_person", kind="chat_user", content="Where were we?")
+    wake = WakeRequested(session_id="csess_w", at=AT, instance_id="inst-a", repo="apps/x",
+                         engine="claude", node_id="mac", wake_seq=seq, request_id="wake:e-9")
+    streams_away_once(resolver)
+    with pytest.raises(StreamsUnavailable):
+        await resolver.opener.wake(wake)
+    await resolver.opener.wake(wake)  # the consumer delivers it again after the outage
+    await resolver.opener.wake(wake)  # and a redelivery after that wakes nothing twice
+    (event,) = resolver.published("continuity_decided")
+    assert event["session_id"] == "csess_w"
+
+
+async def test_the_open_s_events_carry_ids_the_stream_keeps_once(resolver):
+    await resolver.open(request_id="r-ids")
+    ids = [(h or {}).get("Nats-Msg-Id") for _, _, h in resolver.publisher.messages]
+    assert ids == ["csess_001:open_requested", "csess_001:open_decided"]
 
 
 async def test_an_open_without_a_request_id_that_times_out_is_given_one(resolver):

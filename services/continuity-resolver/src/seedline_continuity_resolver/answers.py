@@ -43,11 +43,12 @@ class Answers:
         future = self._pending.expect(session_id)
         try:
             await record
-            return msgspec.Raw(await asyncio.wait_for(future, self._open_timeout))
-        except TimeoutError:
-            stored = await self._repo.reply_for_request(session_id)
-            return msgspec.Raw(stored) if stored else await self._still_going(
-                session_id, request)
+            try:
+                return msgspec.Raw(await asyncio.wait_for(future, self._open_timeout))
+            except TimeoutError:
+                stored = await self._repo.reply_for_request(session_id)
+                return msgspec.Raw(stored) if stored else await self._still_going(
+                    session_id, request)
         finally:
             self._pending.forget(session_id)
 

@@ -11,12 +11,15 @@ import asyncio
 
 from seedline_client import ClientError, SeedlineClient
 from seedline_contracts import channels, subjects
+from seedline_contracts.events import ContinuityDecided
 from seedline_contracts.sessions import StopRequest
 from seedline_platform import erasure
 from seedline_platform.app_base import ServiceApp
 from seedline_platform.publishing import JetStreamPublisher
 from seedline_platform.logging import get_logger
+from seedline_platform.outage import NATS_AWAY, StreamsUnavailable
 from seedline_platform.replay import last_seq
+from seedline_platform.session_reads import newest_event
 from seedline_platform.sending import check_send
 from seedline_platform.sealing import sealer_for
 from seedline_platform.settings import Settings
@@ -30,6 +33,8 @@ from .routes import routes
 
 log = get_logger(__name__)
 
+STREAM_ENDS_PATIENCE = 12.0  # past a cluster's election of a stream's new leader
+
 
 class ResolverApp(ServiceApp):
     name = NAME
@@ -42,7 +47,8 @@ class ResolverApp(ServiceApp):
         sealer = sealer_for(self.js, self.settings)
         return bootstrap(self.settings, Ports(
             repo=repo, view=PostgresTimelineView(self.pool, sealer),
-            publisher=JetStreamPublisher(self.js), machines=PresenceDirectory(self.js),
+            publisher=JetStreamPublisher(self.js), decision_recorded=self._decision_recorded,
+            machines=PresenceDirectory(self.js),
             stream_ends=self._stream_ends, stop=self._stop, sealer=sealer, metrics=self.metrics,
             js=self.js,
             drop_forgotten=erasure.dropping(self.pool, FORGET_STATEMENTS, sealer),
@@ -59,10 +65,27 @@ class ResolverApp(ServiceApp):
             log.warning("relocation_stop_failed", session_id=session_id, error=str(error))
 
     async def _stream_ends(self) -> dict[str, int]:
-        timeline, sessions = await asyncio.gather(
-            last_seq(self.js, subjects.TIMELINE_STREAM), last_seq(self.js, subjects.SESSIONS_STREAM)
-        )
-        return {TIMELINE: timeline, SESSIONS: sessions}
+        """Where both streams end now. A stream that lost its leader answers again once the
+        others elect one (about 5 s in a cluster): waited out up to STREAM_ENDS_PATIENCE,
+        then the request is answered `unavailable`, to be asked again."""
+        loop = asyncio.get_running_loop()
+        give_up = loop.time() + STREAM_ENDS_PATIENCE
+        while True:
+            try:
+                timeline, sessions = await asyncio.gather(
+                    last_seq(self.js, subjects.TIMELINE_STREAM),
+                    last_seq(self.js, subjects.SESSIONS_STREAM))
+                return {TIMELINE: timeline, SESSIONS: sessions}
+            except NATS_AWAY as exc:
+                if loop.time() >= give_up:
+                    raise StreamsUnavailable(f"the streams' ends: {type(exc).__name__}") from exc
+                await asyncio.sleep(0.5)
+
+    async def _decision_recorded(self, session_id: str) -> bool:
+        try:
+            return await newest_event(self.js, session_id, ContinuityDecided) is not None
+        except NATS_AWAY as exc:
+            raise StreamsUnavailable(f"{session_id}'s decision: {type(exc).__name__}") from exc
 
 
 def create_app(settings: Settings) -> ResolverApp:

@@ -41,6 +41,9 @@ class Ports:
     repo: ConversationRepository
     view: TimelineView
     publisher: Publisher
+    # Whether a conversation's open decision is in SEEDLINE_SESSIONS: an open asked again
+    # whose first ask recorded none (the streams were away) is decided then.
+    decision_recorded: Callable[[str], Awaitable[bool]]
     machines: MachineDirectory = field(default_factory=StaticDirectory)
     # Where each stream ends now (a decision reads up to there); None: its projection
     # is fed by hand (tests).

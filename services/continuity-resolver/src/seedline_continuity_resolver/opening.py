@@ -87,6 +87,8 @@ class Opener:
         self._answers = answers
         self._decision = decision
         self._stop = ports.stop
+        self._decision_recorded = ports.decision_recorded
+        self._deciding: set[str] = set()  # conversations this copy is deciding now
         self._decisions = ports.metrics.counter(
             "seedline_continuity_decided_total", "Continuity decisions, by reason_code.",
             ["reason_code"])
@@ -101,9 +103,13 @@ class Opener:
                 request.instance_id, request.request_id, session_id
             )
             if first is not None:
-                return await self._answers.first(first, request.request_id)
-        messages = await self._decision_events(request, session_id)
-        return await self._answers.after(session_id, self._record(messages), request)
+                if await self._decided_or_deciding(first):
+                    return await self._answers.first(first, request.request_id)
+                # The first ask recorded no decision (the streams were away while it read
+                # them): this one makes it, for the same conversation.
+                session_id = first
+        return await self._answers.after(session_id, self._decide_and_record(request, session_id),
+                                         request)
 
     async def answer_again(self, again: OpenAnswerRequest) -> Answer:
         """An open's answer asked for again: the first reply, never a second open."""
@@ -112,6 +118,12 @@ class Opener:
             return refused("not_found", (
                 "No open with that request_id is known on this instance; check the id, or "
                 "send the whole open request to start one."
+            ))
+        if not await self._decided_or_deciding(first):
+            return refused("unavailable", (
+                "No decision is recorded yet for the open with that request_id; if its first "
+                "ask was answered `unavailable`, send the whole open request again with the "
+                "same request_id."
             ))
         return await self._answers.first(first, again.request_id)
 
@@ -126,10 +138,29 @@ class Opener:
         if validate_open(request) is not None:
             log.warning("wake_not_valid", session_id=event.session_id)
             return
-        if await self._repo.claim_request(event.instance_id, event.request_id, event.session_id):
+        claimed = await self._repo.claim_request(event.instance_id, event.request_id,
+                                                 event.session_id)
+        if claimed is not None and (claimed != event.session_id
+                                    or await self._decided_or_deciding(claimed)):
             return  # woken before (a redelivered message)
         ends = None if event_seq is None else {TIMELINE: event.wake_seq, SESSIONS: event_seq - 1}
-        await self._record(await self._decision_events(request, event.session_id, ends))
+        await self._decide_and_record(request, event.session_id, ends)
+
+    async def _decided_or_deciding(self, session_id: str) -> bool:
+        return session_id in self._deciding or await self._decision_recorded(session_id)
+
+    async def _decide_and_record(self, request: OpenRequest, session_id: str,
+                                 ends: dict[str, int] | None = None) -> None:
+        """Decide and record an open. Its request_id is claimed before, so that two asks
+        make one decision; when this fails (an outage), the claim stays with nothing
+        recorded, and the next ask of the request_id (or the wake, redelivered) decides it
+        for the same conversation. Were the first ask still deciding on another copy, the
+        events' Nats-Msg-Ids have the stream keep one of each."""
+        self._deciding.add(session_id)
+        try:
+            await self._record(await self._decision_events(request, session_id, ends))
+        finally:
+            self._deciding.discard(session_id)
 
     async def _decision_events(self, request: OpenRequest, session_id: str,
                                ends: dict[str, int] | None = None) -> list[Outgoing]:
@@ -174,8 +205,9 @@ class Opener:
             engine=request.engine, node_id=request.node_id, request_id=request.request_id,
             force_fresh=request.force_fresh, clean_slate=request.clean_slate,
             has_instruction=instruction is not None, wake_seq=request.wake_seq,
-        )))
-        messages.append(event_message(_decided(session_id, at, plan, decided.seed, head)))
+        ), msg_id=f"{session_id}:open_requested"))
+        messages.append(event_message(_decided(session_id, at, plan, decided.seed, head),
+                                      msg_id=f"{session_id}:open_decided"))
         self._decisions.labels(plan.continuity.reason_code).inc()
         log.info("continuity_decided", session_id=session_id, request_id=request.request_id,
                  reason_code=plan.continuity.reason_code)
