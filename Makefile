@@ -23,7 +23,7 @@ CHECK_ARGS := -m "not servers and not slow" --ignore=tests/engines -n $(TEST_WOR
 TEST_TMPDIR := $(shell d=/dev/shm/seedline-tests; mkdir -p $$d 2>/dev/null && [ -w $$d ] && echo $$d)
 TEST_ENV := $(if $(TEST_TMPDIR),TMPDIR=$(TEST_TMPDIR))
 
-.PHONY: run check test test-faults test-cluster test-containers test-containers-cluster bench install lint clean schema engines chromium nftables dist
+.PHONY: run check test test-faults test-cluster test-containers bench install lint clean schema engines chromium nftables dist
 
 $(UV):
 	$(PYTHON) -m venv .tools
@@ -139,10 +139,6 @@ test-cluster: install nftables
 # restarts the timeline-writer, tears it all down (deploy/containers/test.sh; README: Docker).
 test-containers: install
 	bash deploy/containers/test.sh
-
-# The same, then docker-compose.cluster.yml with the node leading the timeline killed under load.
-test-containers-cluster: install
-	SEEDLINE_CONTAINERS_CLUSTER=1 bash deploy/containers/test.sh
 
 bench: install engines
 	$(UV) sync --frozen --all-packages --extra bench --python $(PYTHON)

@@ -105,16 +105,21 @@ def opened_and_answered(repo: str, question: str) -> str:
     as the contract says to: right after a node is lost the cluster elects new leaders for a
     few seconds, and an open asked then cannot be stored yet."""
     request_id = f"drive-{repo.rsplit('/', 1)[-1]}-{len(question)}-{time.time_ns()}"
+    answers: list[str] = []
+    began = time.monotonic()
 
     def open_once():
         reply = seedline("open", "--instance", INSTANCE, "--repo", repo, "--engine", "scripted",
                          "--node", "demo-runner", "--request-id", request_id, question,
                          ok=False)
         code = (reply.get("error") or {}).get("code")
+        answers.append(code or "ok")
         return None if code in ("unavailable", "timeout") else reply
 
     opened = wait_for("an answer to the open", open_once, timeout=60, every=1.0)
     check(opened.get("ok") is True, f"open: {opened}")
+    print(f"   opened in {time.monotonic() - began:.1f} s, asked {len(answers)} time(s): "
+          f"{', '.join(answers)}")
 
     def answered():
         return [e for e in timeline(repo, session_id=opened["session_id"])
