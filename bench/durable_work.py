@@ -65,6 +65,17 @@ TARGETS = {"storm_statements": 20, "storm_transactions": 8, "storm_deliveries": 
            "single_fsyncs": 15, "idle_cpu_ms_per_s": 10.0}
 FLOOR_RATIO_MAX = 1.3  # Seedline's CPU per storm wake against the lean floor's
 _STATEMENT = re.compile(r"LOG:  (statement|execute [^:]*): ")
+
+
+def _short(sql: str) -> str:
+    """A statement's text to count it by: its start and, when long, its WHERE clause (the
+    columns a SELECT reads are alike; what it reads by tells the statements apart)."""
+    if len(sql) <= STATEMENT_CHARS:
+        return sql
+    where = sql.find(" WHERE ")
+    if where < 0:
+        return sql[:STATEMENT_CHARS]
+    return f"{sql[:STATEMENT_CHARS // 2]} …{sql[where:where + STATEMENT_CHARS]}"
 _LITERAL = re.compile(r"'[^']*'|\b\d+\b")
 STATEMENT_CHARS = 120
 
@@ -201,7 +212,7 @@ class Counter:
             self._statements += 1
             service = line.split("<", 1)[1].split(">", 1)[0]
             self._by_service[service] = self._by_service.get(service, 0) + 1
-            text = _LITERAL.sub("?", " ".join(sql.split()))[:STATEMENT_CHARS]
+            text = _short(_LITERAL.sub("?", " ".join(sql.split())))
             self._by_statement[text] = self._by_statement.get(text, 0) + 1
             if sql in ("BEGIN", "START TRANSACTION") or sql.startswith("BEGIN "):
                 self._open.add(pid)

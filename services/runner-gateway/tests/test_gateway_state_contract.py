@@ -40,6 +40,17 @@ class GatewayStateContract:
         await self.state.apply_lifecycle([(5, "csess_b", lc.Stopped("again"))], 6)
         assert (await self.state.held("csess_b")).state is lc.State.LIVE  # already applied
 
+    async def test_of_the_conversations_named_those_of_the_repo_in_one_read(self):
+        await self.state.apply_lifecycle([
+            requested(1, "csess_a"), opened(2, "csess_a"),
+            requested(3, "csess_b", repo="apps/y"), opened(4, "csess_b"),
+            requested(5, "csess_c"), (6, "csess_a", lc.Stopped("requested")),
+        ], 6)
+        found = await self.state.of_repo("inst-a", "apps/x", {"csess_a", "csess_b", "csess_z"})
+        assert [(h.session_id, h.state) for h in found] == [("csess_a", lc.State.STOPPED)]
+        assert await self.state.of_repo("inst-b", "apps/x", {"csess_a"}) == []
+        assert await self.state.of_repo("inst-a", "apps/x", set()) == []
+
     async def test_a_batch_with_no_step_moves_only_the_offset(self):
         assert await self.state.applied() == 0
         await self.state.apply_lifecycle([], 3)  # a fresh projection: decisions, receipts
@@ -86,11 +97,18 @@ class GatewayStateContract:
         assert await self.state.newest_requested("inst-b", "apps/x") is None
 
     async def test_activity_and_idleness(self):
-        await self.state.apply_lifecycle([requested(1, "csess_a"), opened(2, "csess_a")], 2)
+        await self.state.apply_lifecycle([
+            requested(1, "csess_a"), opened(2, "csess_a"),
+            requested(3, "csess_b", repo="apps/y"), opened(4, "csess_b"),
+            (5, "csess_b", lc.Stopped("requested")),
+        ], 5)
         later = datetime(2026, 12, 1, 15, 0, tzinfo=timezone.utc)
-        await self.state.touch({"csess_a": later, "csess_unknown": later})
+        # One batch: a live one moves, a stopped one and an unknown one do not.
+        await self.state.touch({"csess_a": later, "csess_b": later, "csess_unknown": later})
+        await self.state.touch({"csess_a": later - timedelta(hours=1)})  # never back
         held = await self.state.held("csess_a")
         assert held.last_activity == later
+        assert (await self.state.held("csess_b")).last_activity != later
         cutoff = datetime(2026, 12, 1, 16, 0, tzinfo=timezone.utc)
         assert [h.session_id for h in await self.state.idle_since(cutoff)] == ["csess_a"]
         assert await self.state.idle_since(later) == []

@@ -272,6 +272,7 @@ class Launcher:
         if unanswered:
             raise await self._still_runs(unanswered[0].node_id)
         just_stopped = {(h.node_id, h.session_id) for h in stopped}
+        listed: list[tuple[str, str]] = []  # (machine, conversation) its presence lists
         for node_id in self._presence.known():
             if node_id == plan.node_id:
                 continue
@@ -279,14 +280,14 @@ class Launcher:
                 sighting = await self._presence.get(node_id)
             except Exception:  # unread only when not renewed past its TTL: it has fenced
                 continue
-            for session_id in (sighting.presence.live or []) if sighting else []:
-                other = await self._state.held(session_id)
-                if (node_id, session_id) in just_stopped or other is None or (
-                        other.conversation.instance_id, other.conversation.repo) != (
-                        plan.instance_id, plan.repo):
-                    continue
-                if not await self._stopper.tell_machine(other, "superseded", node_id=node_id):
-                    raise await self._still_runs(node_id)
+            listed += [(node_id, s) for s in (sighting.presence.live or []) if sighting]
+        of_repo = {h.session_id: h for h in await self._state.of_repo(
+            plan.instance_id, plan.repo, {s for n, s in listed if (n, s) not in just_stopped})}
+        for node_id, session_id in listed:
+            other = of_repo.get(session_id)
+            if other is not None and (node_id, session_id) not in just_stopped and \
+                    not await self._stopper.tell_machine(other, "superseded", node_id=node_id):
+                raise await self._still_runs(node_id)
 
     async def _still_runs(self, node_id: str | None) -> LaunchFailed:
         label = await self._state.label(node_id) if node_id else None

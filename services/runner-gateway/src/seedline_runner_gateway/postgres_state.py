@@ -157,6 +157,13 @@ class PostgresGatewayState:
         found = await self._some("session_id = %s", (session_id,))
         return found[0] if found else None
 
+    async def of_repo(self, instance_id: str, repo: str, session_ids: set[str]) -> list[Held]:
+        if not session_ids:
+            return []
+        return await self._some(
+            "session_id = ANY(%s) AND instance_id = %s AND repo = %s ORDER BY session_id",
+            (sorted(session_ids), instance_id, repo))
+
     async def current_for_repo(self, instance_id: str, repo: str) -> Held | None:
         found = await self._some(
             "instance_id = %s AND repo = %s AND state IN ('live', 'opening')"
@@ -201,11 +208,13 @@ class PostgresGatewayState:
     async def touch(self, activity: dict[str, datetime]) -> None:
         if not activity:
             return
-        async with self._pool.connection() as conn, conn.cursor() as cur:
-            await cur.executemany(
-                "UPDATE gateway_conversations SET last_activity ="
-                " GREATEST(last_activity, %s) WHERE session_id = %s AND state = 'live'",
-                [(at, session_id) for session_id, at in activity.items()],
+        async with self._pool.connection() as conn:
+            await conn.execute(  # one statement for the batch, however many it touches
+                "UPDATE gateway_conversations AS g SET last_activity ="
+                " GREATEST(g.last_activity, a.at)"
+                " FROM unnest(%s::text[], %s::timestamptz[]) AS a(session_id, at)"
+                " WHERE g.session_id = a.session_id AND g.state = 'live'",
+                (list(activity), list(activity.values())),
             )
 
     async def idle_since(self, cutoff: datetime) -> list[Held]:

@@ -47,6 +47,10 @@ class GatewayState(Protocol):
 
     async def held(self, session_id: str) -> Held | None: ...
 
+    async def of_repo(self, instance_id: str, repo: str, session_ids: set[str]) -> list[Held]:
+        """Those of `session_ids` that are conversations of the repo, in one read."""
+        ...
+
     async def current_for_repo(self, instance_id: str, repo: str) -> Held | None:
         """The repo's newest conversation that is live or still opening."""
         ...
@@ -150,6 +154,10 @@ class InMemoryGatewayState:
 
     async def held(self, session_id: str) -> Held | None:
         return self.conversations.get(session_id)
+
+    async def of_repo(self, instance_id: str, repo: str, session_ids: set[str]) -> list[Held]:
+        return [h for s in sorted(session_ids) if (h := self.conversations.get(s)) is not None
+                and (h.conversation.instance_id, h.conversation.repo) == (instance_id, repo)]
 
     async def current_for_repo(self, instance_id: str, repo: str) -> Held | None:
         current = [
