@@ -167,6 +167,27 @@ class Offsets:
             row = await (await conn.execute(select, (projection,))).fetchone()
         return int(row[0])
 
+    async def take(self, conn: psycopg.AsyncConnection, projection: str, upto: int) -> int:
+        """Lock the projection's offset until the transaction ends, move it to at least
+        `upto`, and return where it was: `lock` and `set` in one round trip. The batch then
+        applies only what lies past the returned seq; rolled back, nothing moved.
+
+        The CTE's FOR UPDATE waits for a copy folding at the same moment and then reads the
+        offset that copy committed, so two copies never apply the same step."""
+        take = (f"WITH was AS (SELECT applied_seq FROM {self.table} WHERE projection = %s"
+                " FOR UPDATE)"
+                f" UPDATE {self.table} AS o SET applied_seq = GREATEST(o.applied_seq, %s)"
+                " FROM was WHERE o.projection = %s RETURNING was.applied_seq")
+        row = await (await conn.execute(take, (projection, upto, projection))).fetchone()
+        if row is None:  # a projection's first batch: its row is made once
+            await conn.execute(
+                f"INSERT INTO {self.table} (projection, applied_seq) VALUES (%s, 0)"
+                " ON CONFLICT (projection) DO NOTHING",
+                (projection,),
+            )
+            row = await (await conn.execute(take, (projection, upto, projection))).fetchone()
+        return int(row[0])
+
     async def set(self, conn: psycopg.AsyncConnection, projection: str, seq: int) -> None:
         await conn.execute(
             f"UPDATE {self.table} SET applied_seq = GREATEST(applied_seq, %s) WHERE projection = %s",

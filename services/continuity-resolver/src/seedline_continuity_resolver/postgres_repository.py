@@ -151,8 +151,9 @@ class PostgresConversationRepository:
 
     async def apply_timeline(self, facts: Sequence[TimelineFact]) -> None:
         async with self._connection() as conn, conn.transaction():
-            applied = await OFFSETS.lock(conn, TIMELINE)
-            fresh = [f for f in map(as_fact, facts) if f.seq > applied]
+            facts = list(map(as_fact, facts))
+            applied = await OFFSETS.take(conn, TIMELINE, max((f.seq for f in facts), default=0))
+            fresh = [f for f in facts if f.seq > applied]
             if not fresh:
                 return
             async with conn.cursor() as cur:
@@ -162,7 +163,6 @@ class PostgresConversationRepository:
                      *((f.seq, f.kind, f.excerpt) if f.kind in TURN_KINDS else (None,) * 3))
                     for f in fresh
                 ])
-            await OFFSETS.set(conn, TIMELINE, max(f[0] for f in fresh))
 
     async def apply_lifecycle(self, steps: Sequence[LifecycleStep], last_seq: int) -> None:
         if not steps:
@@ -170,7 +170,7 @@ class PostgresConversationRepository:
                 await OFFSETS.advance(conn, SESSIONS, last_seq)
             return
         async with self._connection() as conn, conn.transaction():
-            applied = await OFFSETS.lock(conn, SESSIONS)
+            applied = await OFFSETS.take(conn, SESSIONS, last_seq)
             for seq, session_id, event, reply, request_id in steps:
                 if seq <= applied:
                     continue
@@ -205,8 +205,6 @@ class PostgresConversationRepository:
                         " AND request_id = %s AND reply IS NULL",
                         (reply, row.instance_id, request_id),
                     )
-            if last_seq > applied:
-                await OFFSETS.set(conn, SESSIONS, last_seq)
 
     async def applied(self, projection: str) -> int:
         async with self._connection() as conn:

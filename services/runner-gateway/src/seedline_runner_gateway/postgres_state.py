@@ -100,7 +100,7 @@ class PostgresGatewayState:
                 await OFFSETS.advance(conn, PROJECTION, last_seq)
             return
         async with self._pool.connection() as conn, conn.transaction():
-            applied = await OFFSETS.lock(conn, PROJECTION)
+            applied = await OFFSETS.take(conn, PROJECTION, last_seq)
             fresh = [step for step in steps if step[0] > applied]
             # Each row the batch touches is read once and written once: a storm's batch
             # holds several events of one conversation.
@@ -128,8 +128,6 @@ class PostgresGatewayState:
                     c.engine, c.confirmed_at, held.last_activity, c.outcome, c.resume_key,
                     c.resume_node_id,
                 ))
-            if last_seq > applied:
-                await OFFSETS.set(conn, PROJECTION, last_seq)
 
     @staticmethod
     async def _for_update(conn, session_ids: set[str]) -> dict[str, Held]:

@@ -95,12 +95,11 @@ class PostgresTimelineStore(PostgresTimelineView):
 
     async def append(self, stored: Sequence[Stored]) -> None:
         async with self._pool.connection() as conn, conn.transaction():
-            applied = await OFFSETS.lock(conn, self._projection)
+            applied = await OFFSETS.take(conn, self._projection,
+                                         max((p[0] for p in stored), default=0))
             fresh = sorted((p for p in stored if p[0] > applied), key=lambda p: p[0])
-            if not fresh:
-                return
-            await copy_entries(conn, fresh)
-            await OFFSETS.set(conn, self._projection, fresh[-1][0])
+            if fresh:
+                await copy_entries(conn, fresh)
 
     async def read(self, request: TimelineReadRequest, limit: int) -> tuple[list[TimelineRow], bool]:
         clauses = ["instance_id = %s", "repo = %s"]
