@@ -104,9 +104,21 @@ async def test_a_launch_not_yet_recorded_is_read_from_the_sessions_stream_before
     h.feed.events = [None, Launch("mac-mini-1", "inst-a", "apps/x", "csess_1")]
     await h.feed_msgs(FakeMsg(body(1), subject=MAC))
     assert h.stored_ids() == ["e-1"] and h.reasons() == []
-    assert h.registry.mark == 2
+    # Its conversation's newest launch, read directly: the stream was not read through.
+    assert h.registry.mark == 0
     await h.feed_msgs(FakeMsg(body(2), subject=MAC))  # now known without reading again
     assert h.stored_ids() == ["e-1", "e-2"]
+
+
+async def test_a_launch_older_than_its_conversations_newest_is_found_by_reading_the_stream():
+    h = Harness()
+    # Launched on this machine, then moved: its newest launch is elsewhere, and this
+    # machine's output from before the move still counts.
+    h.feed.events = [Launch("mac-mini-1", "inst-a", "apps/x", "csess_1"),
+                     Launch("pc-2", "inst-a", "apps/x", "csess_1")]
+    await h.feed_msgs(FakeMsg(body(1), subject=MAC))
+    assert h.stored_ids() == ["e-1"] and h.reasons() == []
+    assert h.registry.mark == 2
 
 
 async def test_bad_input_is_rejected_with_its_reason_and_nothing_else_is_lost():

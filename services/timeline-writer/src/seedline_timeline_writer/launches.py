@@ -3,8 +3,10 @@
 Runner-scoped ingest is accepted only for a conversation launched on that node. The
 launch is known from its ``seed_composed`` event, recorded in SEEDLINE_SESSIONS before
 the gateway sends the launch request, so a machine's first output is never early:
-when an entry names a launch the registry does not hold yet, the writer first reads
-SEEDLINE_SESSIONS up to its end (``LaunchFeed``) and only then refuses.
+when an entry names a launch the registry does not hold yet (the machine answered before
+the writer's consumer recorded it), the writer reads that conversation's newest
+``seed_composed`` (one direct get), and failing that SEEDLINE_SESSIONS up to its end
+(``LaunchFeed``), and only then refuses.
 
 Launches are a set (inserting one twice changes nothing), so the durable consumer may
 apply them in any order; the catch-up keeps its own mark of how far it has read.
@@ -23,6 +25,7 @@ from seedline_contracts.channels import event_tag
 from seedline_contracts.codec import decode
 from seedline_contracts.events import SeedComposed
 from seedline_platform.replay import last_seq, replay
+from seedline_platform.session_reads import newest_event
 
 from .schema import LAUNCHES_PROJECTION, OFFSETS
 
@@ -65,6 +68,10 @@ class LaunchRegistry(Protocol):
 
 
 class LaunchFeed(Protocol):
+    async def newest(self, session_id: str) -> Launch | None:
+        """The conversation's newest launch (its last `seed_composed`), if any."""
+        ...
+
     async def since(self, seq: int) -> tuple[list[Launch], int]:
         """Launches recorded after stream seq `seq`, and the stream's end."""
         ...
@@ -133,6 +140,10 @@ class SessionsLaunchFeed:
     def __init__(self, js: JetStreamContext) -> None:
         self._js = js
 
+    async def newest(self, session_id: str) -> Launch | None:
+        composed = await newest_event(self._js, session_id, SeedComposed)
+        return launch_of(composed) if composed is not None else None
+
     async def since(self, seq: int) -> tuple[list[Launch], int]:
         end = await last_seq(self._js, subjects.SESSIONS_STREAM)
         found: list[Launch] = []
@@ -147,6 +158,10 @@ class SessionsLaunchFeed:
 class InMemoryLaunchFeed:
     def __init__(self) -> None:
         self.events: list[Launch | None] = []  # index + 1 is the stream seq
+
+    async def newest(self, session_id: str) -> Launch | None:
+        return next((launch for launch in reversed(self.events)
+                     if launch is not None and launch.session_id == session_id), None)
 
     async def since(self, seq: int) -> tuple[list[Launch], int]:
         later = self.events[seq:]
@@ -164,7 +179,15 @@ class LaunchCheck:
         known = await self._registry.permitted(launches)
         if known == launches:
             return known
-        # Not known yet: read SEEDLINE_SESSIONS to its end before refusing anything.
+        # Not recorded yet: most often the launch just made, its conversation's newest.
+        newest = {launch for launch in launches - known
+                  if await self._feed.newest(launch.session_id) == launch}
+        if newest:
+            await self._registry.record(newest)
+            known |= newest
+            if known == launches:
+                return known
+        # Still not known: read SEEDLINE_SESSIONS to its end before refusing anything.
         found, end = await self._feed.since(await self._registry.read_mark())
         await self._registry.record(found)
         await self._registry.set_mark(end)
