@@ -55,3 +55,17 @@ def test_service_connections_plan_with_real_values(database_url):
         plan = _plan_of_prepared_repo_head(conn)
         assert "timeline_entries_repo" in plan, plan
         assert "Rows Removed by Filter" not in plan, plan
+
+
+def test_the_writers_read_of_a_batchs_repo_ordinals_keeps_to_the_repo_index(database_url):
+    from seedline_timeline_writer.store import REPO_ORDINALS_SQL
+
+    with psycopg.connect(database_url, autocommit=True, options=pg.CONNECTION_OPTIONS) as conn:
+        _busy_and_quiet_repos(conn)
+        params = (["i", "i", "i"], ["quiet", "busy", "new"])
+        found = conn.execute(REPO_ORDINALS_SQL, params).fetchall()
+        assert sorted(found) == [("i", "busy", 59000), ("i", "new", None), ("i", "quiet", 500)]
+        rows = conn.execute(f"EXPLAIN (ANALYZE, COSTS OFF) {REPO_ORDINALS_SQL}", params)
+        plan = "\n".join(r[0] for r in rows.fetchall())
+        assert "timeline_entries_repo" in plan, plan
+        assert "Rows Removed by Filter" not in plan, plan

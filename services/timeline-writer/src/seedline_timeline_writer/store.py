@@ -17,9 +17,16 @@ from seedline_platform import pg
 from seedline_platform.sealing import Sealer
 from seedline_timeline_view import InMemoryTimelineView, PostgresTimelineView
 from seedline_timeline_view.memory import row_of
-from seedline_timeline_view.postgres import REPO_HEAD_SQL, ROW_COLUMNS, TABLE
+from seedline_timeline_view.postgres import ROW_COLUMNS, TABLE
 
 from .schema import COLUMNS, DDL, OFFSETS, timeline_projection
+
+# Each repo's last ordinal, for every repo of a batch at once (its newest row by seq).
+REPO_ORDINALS_SQL = (
+    "SELECT k.instance_id, k.repo, (SELECT t.repo_ordinal FROM " + TABLE + " t"
+    " WHERE t.instance_id = k.instance_id AND t.repo = k.repo ORDER BY t.seq DESC LIMIT 1)"
+    " FROM unnest(%s::text[], %s::text[]) AS k(instance_id, repo)"
+)
 
 Stored = tuple[int, TimelineEntry]  # (seq, entry)
 
@@ -136,10 +143,12 @@ async def copy_entries(
     (a rebuild); repos it lacks are looked up in the table.
     """
     ordinals = {} if ordinals is None else ordinals
-    for key in {(e.instance_id, e.repo) for _, e in fresh} - ordinals.keys():
-        cur = await conn.execute(REPO_HEAD_SQL, (*key, 2**63 - 1))
-        head = await cur.fetchone()
-        ordinals[key] = int(head[1]) if head else 0
+    unknown = sorted({(e.instance_id, e.repo) for _, e in fresh} - ordinals.keys())
+    if unknown:  # every repo of the batch in one statement
+        cur = await conn.execute(REPO_ORDINALS_SQL, ([i for i, _ in unknown],
+                                                     [r for _, r in unknown]))
+        for instance_id, repo, last in await cur.fetchall():
+            ordinals[(instance_id, repo)] = int(last) if last is not None else 0
     async with conn.cursor() as cur:
         async with cur.copy(f"COPY {TABLE} ({', '.join(COLUMNS)}) FROM STDIN") as copy:
             for seq, e in fresh:
