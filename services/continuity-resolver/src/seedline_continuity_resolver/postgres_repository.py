@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from datetime import datetime, timezone
 
 from psycopg import AsyncConnection
@@ -171,16 +172,22 @@ class PostgresConversationRepository:
             return
         async with self._connection() as conn, conn.transaction():
             applied = await OFFSETS.take(conn, SESSIONS, last_seq)
+            # Each conversation is read (and locked) once, at its first step: a storm's
+            # batch holds several events of one. Rows are still locked and written in
+            # step order, as the timeline fold expects of this one.
+            rows: dict[str, Row | None] = {}
             for seq, session_id, event, reply, request_id in steps:
                 if seq <= applied:
                     continue
-                cur = await conn.execute(
-                    f"SELECT {_COLUMNS} FROM conversations WHERE session_id = %s"
-                    " AND state IS NOT NULL FOR UPDATE",
-                    (session_id,),
-                )
-                found = await cur.fetchone()
-                row = _row(found) if found else None
+                if session_id not in rows:
+                    cur = await conn.execute(
+                        f"SELECT {_COLUMNS} FROM conversations WHERE session_id = %s"
+                        " AND state IS NOT NULL FOR UPDATE",
+                        (session_id,),
+                    )
+                    found = await cur.fetchone()
+                    rows[session_id] = _row(found) if found else None
+                row = rows[session_id]
                 if row is None and isinstance(event, lc.Requested):
                     row = Row(event.instance_id, event.repo, session_id)
                 if row is None:
@@ -193,6 +200,7 @@ class PostgresConversationRepository:
                         after.created_seq, after.node_id, after.engine, after.resume_key,
                         after.resume_node_id, after.confirmed_at, kept, after.saved,
                     ))
+                    rows[session_id] = replace(row, platform=after)
                 if reply is not None and corrects(event):
                     await conn.execute(
                         "UPDATE open_requests SET reply = %s WHERE session_id = %s"
