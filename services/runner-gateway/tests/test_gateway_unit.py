@@ -152,6 +152,28 @@ async def test_two_presence_puts_after_the_launch_without_it_stop_it_as_restarte
     assert await gw.state.all_live() == []
 
 
+async def test_a_put_repeating_the_last_is_read_against_the_state_only_after_a_launch_there(gw):
+    gw.online("mac", revision=5)
+    gw.online("pc", label="PC", revision=5)
+    reads = []
+    live_on = gw.state.live_on
+
+    async def counted(node_id):
+        reads.append(node_id)
+        return await live_on(node_id)
+
+    gw.state.live_on = counted
+    for revision in (6, 7):
+        await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", [], revision))
+    assert reads == ["mac"]  # the second put says what the first said
+    await gw.open("csess_p", node_id="pc")  # live on another machine: no news for this one
+    await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", [], 8))
+    assert reads == ["mac"]
+    await gw.open("csess_m")  # live here now: a repeated put is news
+    await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", [], 9))
+    assert reads == ["mac", "mac"]
+
+
 async def test_puts_made_before_the_launch_and_seen_after_it_stop_nothing(gw):
     # Under load the watch lags: the machine had put revisions 6 and 7 (both without the
     # conversation, made before it took the launch) when the launch was accepted.

@@ -79,7 +79,7 @@ class Parts:
 def bootstrap(settings: Settings, ports: Ports) -> Parts:
     fold = LifecycleFold(ports.state, ports.stream_end)
     stopper = Stopper(ports, ports.saved_objects)
-    reconciler = Reconciler(ports.state, stopper, fold.caught_up, lambda: fold.folded.seq)
+    reconciler = Reconciler(ports.state, stopper, fold.caught_up, fold.went_live_on)
     presence = ports.presence(reconciler)
     outcomes = LaunchOutcomes(ports, stopper, fold.caught_up)
     resume_lost = ResumeLostRecorder(ports)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from seedline_contracts.events import SessionEvent
+from seedline_core import lifecycle as lc
 from seedline_platform.consumer import Batch
 from seedline_platform.lifecycle_events import lifecycle_steps
 from seedline_platform.logging import get_logger
@@ -16,6 +17,14 @@ from .state import GatewayState
 
 log = get_logger(__name__)
 
+
+def _made_live_on(event: lc.Event) -> str | None:
+    if isinstance(event, lc.Opened):
+        return event.node_id
+    if isinstance(event, lc.Relocated):
+        return event.to_node_id
+    return None
+
 CATCH_UP_SECONDS = 5.0
 
 
@@ -24,10 +33,21 @@ class LifecycleFold:
         self._state = state
         self._stream_end = stream_end
         self.folded = Watermark(state.applied)
+        # How many times this copy's fold made a conversation live on each machine: a
+        # presence put that repeats a machine's last one is news only after that.
+        self._went_live: dict[str, int] = {}
 
     async def apply_sessions(self, batch: Batch[SessionEvent]) -> None:
-        await self._state.apply_lifecycle(lifecycle_steps(batch.items), batch.last_seq)
+        steps = lifecycle_steps(batch.items)
+        await self._state.apply_lifecycle(steps, batch.last_seq)
+        for step in steps:
+            node_id = _made_live_on(step.event)
+            if node_id is not None:
+                self._went_live[node_id] = self._went_live.get(node_id, 0) + 1
         await self.folded.advance(batch.last_seq)
+
+    def went_live_on(self, node_id: str) -> int:
+        return self._went_live.get(node_id, 0)
 
     async def caught_up(self, upto: int | None = None) -> None:
         """Wait until the fold holds every event up to `upto` (default: recorded so far)."""

@@ -25,7 +25,7 @@ log = get_logger(__name__)
 class Reconciler:
     def __init__(
         self, state: GatewayState, stopper: Stopper, caught_up: Callable[[], Awaitable[None]],
-        folded: Callable[[], int] = lambda: -1,
+        went_live_on: Callable[[str], int] | None = None,
     ) -> None:
         self._state = state
         self._stopper = stopper
@@ -37,9 +37,11 @@ class Reconciler:
         self._accepted: dict[str, int] = {}
         self._misses: dict[str, dict[str, int]] = {}
         # A put that repeats a machine's last one, which hosted all the gateway holds live
-        # there, changes nothing while nothing is folded since: each such machine's last
-        # (hosted set, fold seq). A machine puts every few seconds; most puts are such.
-        self._folded = folded
+        # there, changes nothing until the fold makes another conversation live there
+        # (one that stopped only shrinks what the machine must host): each such machine's
+        # last (hosted set, how often the fold made one live there). A machine puts every
+        # few seconds; most puts are such. None: every put is read against the state.
+        self._went_live_on = went_live_on
         self._unchanged: dict[str, tuple[frozenset[str], int]] = {}
 
     def launched(self, session_id: str, revision: int) -> None:
@@ -49,8 +51,8 @@ class Reconciler:
         live = sighting.presence.live
         if live is None:
             return  # protocol 1: says nothing about what it hosts
-        folded = self._folded()
-        if self._unchanged.get(node_id) == (frozenset(live), folded) and folded >= 0:
+        went_live = self._went_live_on(node_id) if self._went_live_on is not None else -1
+        if went_live >= 0 and self._unchanged.get(node_id) == (frozenset(live), went_live):
             return
         here = await self._state.live_on(node_id)
         # A conversation first met on this put (the gateway restarted) starts counting
@@ -62,7 +64,7 @@ class Reconciler:
         )
         self._misses[node_id] = counts
         if set(hosted) <= set(live):  # the machine and the gateway agree
-            self._unchanged[node_id] = (frozenset(live), folded)
+            self._unchanged[node_id] = (frozenset(live), went_live)
         else:
             self._unchanged.pop(node_id, None)
         label = sighting.presence.label
