@@ -33,6 +33,29 @@ class ConversationRepositoryContract:
         assert await self.repo.previous("inst-b", "apps/x") is None
         assert await self.repo.applied("timeline") == 3
 
+    async def test_a_batch_of_one_conversations_entries_leaves_its_newest_of_each(self):
+        await self.repo.apply_timeline([
+            (1, "inst-a", "apps/x", "s1", "2026-12-01T09:00:00Z", None, "chat_user", "Go"),
+            (2, "inst-a", "apps/x", "s1", "2026-12-01T09:05:00.5Z", "claude", "chat_assistant",
+             "Done"),
+            (3, "inst-a", "apps/x", "s2", "2026-12-01T08:00:00Z", "codex", "terminal", ""),
+            (4, "inst-a", "apps/x", "s1", "2026-12-01T09:01:00Z", None, "terminal", ""),
+        ])
+        rows = {r.session_id: r for r in await self.repo.rows()}
+        one = rows["s1"]
+        assert (one.activity_seq, one.entry_engine) == (4, "claude")
+        assert one.last_entry_at.minute == 5 and one.last_entry_at.microsecond == 500000
+        assert (one.newest_turn.seq, one.newest_turn.kind, one.newest_turn.excerpt) == (
+            2, "chat_assistant", "Done")
+        assert (rows["s2"].entry_engine, rows["s2"].newest_turn) == ("codex", None)
+        # A later batch: an older time moves nothing back, a newer turn replaces the turn.
+        await self.repo.apply_timeline([
+            (5, "inst-a", "apps/x", "s1", "2026-12-01T08:00:00Z", None, "chat_user", "More"),
+        ])
+        one = {r.session_id: r for r in await self.repo.rows()}["s1"]
+        assert one.last_entry_at.minute == 5 and one.newest_turn.seq == 5
+        assert one.entry_engine == "claude"
+
     async def test_the_lifecycle_is_folded_and_a_confirmed_open_counts_as_activity(self):
         await self.repo.apply_lifecycle([
             requested(1, "csess_a"),

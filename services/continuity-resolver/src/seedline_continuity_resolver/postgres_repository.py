@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from seedline_contracts.times import format_utc
+from seedline_contracts.times import format_utc, parse_rfc3339
 from seedline_core import lifecycle as lc
 from seedline_core.decision import TURN_KINDS, PreviousConversation, Turn
 from seedline_platform import pg
@@ -85,10 +85,12 @@ _COLUMNS = (
     "turn_seq, turn_kind, turn_excerpt, saved"
 )
 
-_UPSERT_ENTRY = """
+# One row per conversation a batch of entries touches (_per_conversation), in one statement.
+_UPSERT_ENTRIES = """
 INSERT INTO conversations (instance_id, repo, session_id, last_entry_at, activity_seq, entry_engine,
                            turn_seq, turn_kind, turn_excerpt)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)
+SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::timestamptz[], %s::bigint[],
+                     %s::text[], %s::bigint[], %s::text[], %s::text[])
 ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
     last_entry_at = GREATEST(conversations.last_entry_at, EXCLUDED.last_entry_at),
     activity_seq = GREATEST(conversations.activity_seq, EXCLUDED.activity_seq),
@@ -109,6 +111,27 @@ ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
     last_reply = COALESCE(EXCLUDED.last_reply, conversations.last_reply),
     saved = EXCLUDED.saved
 """
+
+
+def _per_conversation(facts: Sequence[TimelineFact]) -> list[tuple]:
+    """Each conversation's row as upserting its facts one by one in seq order would leave it
+    (the newest time and seq, the newest engine and turn named), in the order each was first
+    touched: one statement for the batch, its rows locked in the order they were before."""
+    rows: dict[tuple[str, str, str], list] = {}
+    for f in sorted(facts, key=lambda fact: fact.seq):
+        turn = [f.seq, f.kind, f.excerpt] if f.kind in TURN_KINDS else [None, None, None]
+        key = (f.instance_id, f.repo, f.session_id)
+        row = rows.get(key)
+        if row is None:
+            rows[key] = [*key, f.at, f.seq, f.engine, *turn]
+            continue
+        if parse_rfc3339(f.at) > parse_rfc3339(row[3]):
+            row[3] = f.at
+        row[4] = max(row[4], f.seq)
+        row[5] = f.engine if f.engine is not None else row[5]
+        if turn[0] is not None:
+            row[6:9] = turn
+    return [tuple(row) for row in rows.values()]
 
 
 def _utc(moment: datetime | None) -> datetime | None:
@@ -157,13 +180,7 @@ class PostgresConversationRepository:
             fresh = [f for f in facts if f.seq > applied]
             if not fresh:
                 return
-            async with conn.cursor() as cur:
-                # In seq order, so a turn always replaces an older one.
-                await cur.executemany(_UPSERT_ENTRY, [
-                    (f.instance_id, f.repo, f.session_id, f.at, f.seq, f.engine,
-                     *((f.seq, f.kind, f.excerpt) if f.kind in TURN_KINDS else (None,) * 3))
-                    for f in fresh
-                ])
+            await conn.execute(_UPSERT_ENTRIES, [list(c) for c in zip(*_per_conversation(fresh))])
 
     async def apply_lifecycle(self, steps: Sequence[LifecycleStep], last_seq: int) -> None:
         if not steps:
