@@ -16,6 +16,7 @@ own, so nothing else can hold them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -85,9 +86,12 @@ class Proc:
         self.paused = False
 
     def kill(self) -> None:
+        """kill -9 of the process and all it started (Postgres runs under `runuser`, which
+        a kill of its own pid would leave running): each starts a session of its own."""
         if self.running:
             self.resume()
-            self.popen.kill()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.popen.pid, signal.SIGKILL)
             self.popen.wait()
 
     def stop(self, timeout: float = 10.0) -> None:
