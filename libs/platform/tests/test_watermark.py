@@ -43,26 +43,3 @@ async def test_a_sibling_copys_fold_is_seen_through_the_stored_offset():
 async def test_a_seq_never_folded_is_answered_false_after_the_timeout():
     mark = Watermark(Stored().read, recheck_seconds=0.01)
     assert await mark.reached(1, timeout=0.05) is False
-
-
-async def test_moved_returns_at_the_next_fold():
-    mark = Watermark(Stored().read)
-    seen = mark.seq
-    waiting = asyncio.create_task(mark.moved(seen, timeout=30.0))
-    await asyncio.sleep(0.01)
-    assert not waiting.done()
-    await mark.advance(seen + 1)
-    await asyncio.wait_for(waiting, 1.0)
-
-
-async def test_moved_past_a_fold_already_made_does_not_wait():
-    mark = Watermark(Stored().read)
-    await mark.advance(4)
-    await asyncio.wait_for(mark.moved(3, timeout=30.0), 0.5)
-
-
-async def test_moved_gives_up_after_its_timeout_so_the_caller_looks_again():
-    waiting = asyncio.create_task(Watermark.unfed().moved(0, timeout=0.3))
-    await asyncio.sleep(0.01)
-    assert not waiting.done()  # it waits for a fold...
-    await asyncio.wait_for(waiting, 5.0)  # ...and returns without one

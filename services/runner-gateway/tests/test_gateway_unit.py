@@ -174,6 +174,20 @@ async def test_a_put_repeating_the_last_is_read_against_the_state_only_after_a_l
     assert reads == ["mac", "mac"]
 
 
+async def test_a_wait_on_one_conversation_wakes_at_its_fold_not_at_anothers(gw):
+    gw.online("mac")
+    await gw.requested("csess_b", "mac")
+    waiting = asyncio.create_task(gw.parts.fold.touched("csess_a", timeout=30.0))
+    await gw.fold()  # csess_b's open_requested: not this one
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    await gw.requested("csess_a", "mac")
+    await gw.fold()
+    await asyncio.wait_for(waiting, 1.0)
+    # Folded by another copy, it is never told: it looks again after its timeout.
+    await asyncio.wait_for(gw.parts.fold.touched("csess_z", timeout=0.05), 1.0)
+
+
 async def test_puts_made_before_the_launch_and_seen_after_it_stop_nothing(gw):
     # Under load the watch lags: the machine had put revisions 6 and 7 (both without the
     # conversation, made before it took the launch) when the launch was accepted.

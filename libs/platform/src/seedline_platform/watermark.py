@@ -39,21 +39,6 @@ class Watermark:
         async with self._changed:
             self._changed.notify_all()
 
-    async def moved(self, since: int, timeout: float | None = None) -> None:
-        """Return once this copy's fold passes `since` (its `seq` when the caller last
-        looked at the projection), or after `timeout` seconds (the recheck by default): a
-        sibling copy's fold does not advance this one, so the caller looks again either
-        way. For a wait on a fact another actor records (the machine's launch confirmed,
-        say), which no seq names."""
-        if self._seq > since:
-            return
-        async with self._changed:
-            try:
-                await asyncio.wait_for(self._changed.wait_for(lambda: self._seq > since),
-                                       self._recheck if timeout is None else timeout)
-            except TimeoutError:
-                pass
-
     async def reached(self, seq: int, timeout: float) -> bool:
         """Whether the projection holds `seq` within `timeout` seconds."""
         if self._seq >= seq:

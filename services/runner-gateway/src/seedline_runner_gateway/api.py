@@ -60,8 +60,8 @@ class GatewayApi:
         self._resume_lost = resume_lost
         # Answers reflect every event recorded before the request (read your own writes).
         self._caught_up = fold.caught_up
-        # How far the lifecycle fold has got: a wait for a launch to be folded wakes on it.
-        self._folded = fold.folded
+        # A wait for a launch to be folded wakes when that conversation's events are.
+        self._fold = fold
 
     async def stop(self, request: StopRequest) -> StopReply | ErrorReply:
         if name_problem(request.session_id):
@@ -123,7 +123,6 @@ class GatewayApi:
         """
         deadline = asyncio.get_running_loop().time() + SETTLE_SECONDS
         while True:
-            seen = self._folded.seq
             held = await self._state.held(session_id)
             if held is not None and held.state is lc.State.LIVE and held.node_id == node_id:
                 return held
@@ -131,7 +130,7 @@ class GatewayApi:
                 return held
             if asyncio.get_running_loop().time() >= deadline:
                 return held
-            await self._folded.moved(seen)
+            await self._fold.touched(session_id)
 
     async def on_runner_event(self, event: RunnerEvent, msg: Msg) -> None:
         """engine_bound, resume_lost and brief_given from the machine a conversation is live

@@ -4,6 +4,7 @@ SEEDLINE_SESSIONS as it was when asked, or up to a seq the caller knows."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 from seedline_contracts.events import SessionEvent
@@ -26,6 +27,7 @@ def _made_live_on(event: lc.Event) -> str | None:
     return None
 
 CATCH_UP_SECONDS = 5.0
+RECHECK_SECONDS = 0.25  # how soon a wait on one conversation reads it again regardless
 
 
 class LifecycleFold:
@@ -36,6 +38,8 @@ class LifecycleFold:
         # How many times this copy's fold made a conversation live on each machine: a
         # presence put that repeats a machine's last one is news only after that.
         self._went_live: dict[str, int] = {}
+        # Waits for an event of one conversation to be folded, by its session_id.
+        self._touched: dict[str, asyncio.Event] = {}
 
     async def apply_sessions(self, batch: Batch[SessionEvent]) -> None:
         steps = lifecycle_steps(batch.items)
@@ -44,7 +48,20 @@ class LifecycleFold:
             node_id = _made_live_on(step.event)
             if node_id is not None:
                 self._went_live[node_id] = self._went_live.get(node_id, 0) + 1
+            if (touched := self._touched.pop(step.session_id, None)) is not None:
+                touched.set()
         await self.folded.advance(batch.last_seq)
+
+    async def touched(self, session_id: str, timeout: float = RECHECK_SECONDS) -> None:
+        """Return once this copy's fold applies an event of the conversation, or after
+        `timeout`: a sibling copy may have folded it, so the caller looks again either way.
+        Folds of other conversations do not wake it (a read of the row each would)."""
+        touched = self._touched.setdefault(session_id, asyncio.Event())
+        try:
+            await asyncio.wait_for(touched.wait(), timeout)
+        except TimeoutError:
+            if self._touched.get(session_id) is touched:
+                del self._touched[session_id]
 
     def went_live_on(self, node_id: str) -> int:
         return self._went_live.get(node_id, 0)

@@ -68,8 +68,8 @@ class TimelineFollower:
         self._presence = presence
         self._stopper = stopper
         self._caught_up = fold.caught_up
-        # How far the lifecycle fold has got: a wait for an opening to settle wakes on it.
-        self._folded = fold.folded
+        # A wait for an opening to settle wakes when that conversation's events are folded.
+        self._fold = fold
 
     async def handle(self, batch: Batch[TimelineEntry]) -> None:
         activity: dict[str, datetime] = {}
@@ -102,7 +102,6 @@ class TimelineFollower:
 
     async def _current(self, msg: Msg, entry: TimelineEntry) -> Held | None:
         """The repo's live conversation, once any that is opening has settled."""
-        seen = self._folded.seq
         current = await self._state.current_for_repo(entry.instance_id, entry.repo)
         if current is None:
             # Read the events recorded so far before concluding nothing is live.
@@ -114,8 +113,7 @@ class TimelineFollower:
             if loop.time() > deadline:
                 return None
             await _extend(msg)
-            await self._folded.moved(seen)  # the next fold, or a recheck
-            seen = self._folded.seq
+            await self._fold.touched(current.session_id)
             current = await self._state.held(current.session_id)
         return current
 
