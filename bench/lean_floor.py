@@ -112,24 +112,24 @@ class Statements:
 
 
 # Per role and operation (durable_work: statements_by_service, transactions_by_service,
-# BEGINs and writes from statements_by_text), rounded to whole statements. Per storm wake:
-# writer 10.5 statements in 4.74 transactions (0.94 BEGIN; COPY, offsets UPDATE, launches
-# INSERT), resolver 26.2 in 11 (2.4 BEGIN; offsets UPDATE 2.4, 4 projection upserts, the open
-# request's INSERT and UPDATE), gateway 30.4 in 16.8 (2.9 BEGIN; offsets UPDATE 1.9,
-# last_activity UPDATE 2, 2 upserts, last_opens INSERT). Per open: writer 18 in 8 (2 BEGIN),
-# resolver 28.4 in 9.4 (4 BEGIN), gateway 29.8 in 16.8 (3 BEGIN). The seed-composer and the
-# runner run none.
+# BEGINs and writes from statements_by_text), rounded to whole statements, at commit 516ee83.
+# Per storm wake: writer 8.0 statements in 4.6 transactions (0.9 BEGIN; COPY, the offset's
+# take, launches INSERT), resolver 22.5 in 11 (2.4 BEGIN; the offset's take 2.4, 2.9
+# projection upserts, the open request's INSERT and UPDATE), gateway 24.6 in 14.3 (2.8 BEGIN;
+# the offset's take 1.8, 2 upserts, last_opens INSERT). Per open: writer 10.9 in 6.1 (1.2
+# BEGIN), resolver 20.8 in 8.2 (3.2 BEGIN), gateway 24.1 in 13.1 (3 BEGIN). The seed-composer
+# and the runner run none.
 STATEMENTS = {
     "wake": {
-        "timeline-writer": Statements("timeline-writer message", 10, 5, 1, 3),
+        "timeline-writer": Statements("timeline-writer message", 8, 5, 1, 3),
         "continuity-resolver": Statements("continuity-resolver-wakes wake_requested",
-                                          26, 11, 2, 8),
-        "runner-gateway": Statements(LAUNCH_ON, 30, 17, 3, 7),
+                                          22, 11, 2, 7),
+        "runner-gateway": Statements(LAUNCH_ON, 25, 14, 3, 5),
     },
     "open": {
-        "timeline-writer": Statements("timeline-writer instruction", 18, 8, 2, 5),
-        "continuity-resolver": Statements("open", 28, 9, 4, 11),
-        "runner-gateway": Statements(LAUNCH_ON, 30, 17, 3, 8),
+        "timeline-writer": Statements("timeline-writer instruction", 11, 6, 1, 4),
+        "continuity-resolver": Statements("open", 21, 8, 3, 9),
+        "runner-gateway": Statements(LAUNCH_ON, 24, 13, 3, 7),
     },
 }
 
