@@ -176,16 +176,21 @@ async def test_a_put_repeating_the_last_is_read_against_the_state_only_after_a_l
 
 async def test_a_wait_on_one_conversation_wakes_at_its_fold_not_at_anothers(gw):
     gw.online("mac")
-    await gw.requested("csess_b", "mac")
-    waiting = asyncio.create_task(gw.parts.fold.touched("csess_a", timeout=30.0))
-    await gw.fold()  # csess_b's open_requested: not this one
-    await asyncio.sleep(0.01)
-    assert not waiting.done()
-    await gw.requested("csess_a", "mac")
-    await gw.fold()
-    await asyncio.wait_for(waiting, 1.0)
+    fold = gw.parts.fold
+    with fold.watching("csess_a", timeout=30.0) as next_fold:
+        await gw.requested("csess_a")  # folded after the watch began, before the wait
+        await asyncio.wait_for(next_fold(), 1.0)  # not missed
+    with fold.watching("csess_a", timeout=30.0) as next_fold:
+        waiting = asyncio.create_task(next_fold())
+        await gw.requested("csess_c")  # another conversation's event, folded
+        await asyncio.sleep(0.01)
+        assert not waiting.done()
+        await gw.requested("csess_a")  # asked again: an event of this one
+        await asyncio.wait_for(waiting, 1.0)
     # Folded by another copy, it is never told: it looks again after its timeout.
-    await asyncio.wait_for(gw.parts.fold.touched("csess_z", timeout=0.05), 1.0)
+    with fold.watching("csess_z", timeout=0.05) as next_fold:
+        await asyncio.wait_for(next_fold(), 1.0)
+    assert fold._touched == {}  # nothing left behind
 
 
 async def test_puts_made_before_the_launch_and_seen_after_it_stop_nothing(gw):

@@ -123,14 +123,15 @@ class GatewayApi:
         """
         deadline = asyncio.get_running_loop().time() + SETTLE_SECONDS
         while True:
-            held = await self._state.held(session_id)
-            if held is not None and held.state is lc.State.LIVE and held.node_id == node_id:
-                return held
-            if held is not None and held.state is lc.State.FAILED:
-                return held
-            if asyncio.get_running_loop().time() >= deadline:
-                return held
-            await self._fold.touched(session_id)
+            with self._fold.watching(session_id) as next_fold:
+                held = await self._state.held(session_id)
+                if held is not None and held.state is lc.State.LIVE and held.node_id == node_id:
+                    return held
+                if held is not None and held.state is lc.State.FAILED:
+                    return held
+                if asyncio.get_running_loop().time() >= deadline:
+                    return held
+                await next_fold()
 
     async def on_runner_event(self, event: RunnerEvent, msg: Msg) -> None:
         """engine_bound, resume_lost and brief_given from the machine a conversation is live

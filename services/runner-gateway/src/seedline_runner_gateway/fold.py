@@ -5,7 +5,8 @@ SEEDLINE_SESSIONS as it was when asked, or up to a seq the caller knows."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
 
 from seedline_contracts.events import SessionEvent
 from seedline_core import lifecycle as lc
@@ -17,14 +18,6 @@ from seedline_platform.watermark import Watermark
 from .state import GatewayState
 
 log = get_logger(__name__)
-
-
-def _made_live_on(event: lc.Event) -> str | None:
-    if isinstance(event, lc.Opened):
-        return event.node_id
-    if isinstance(event, lc.Relocated):
-        return event.to_node_id
-    return None
 
 CATCH_UP_SECONDS = 5.0
 RECHECK_SECONDS = 0.25  # how soon a wait on one conversation reads it again regardless
@@ -52,14 +45,22 @@ class LifecycleFold:
                 touched.set()
         await self.folded.advance(batch.last_seq)
 
-    async def touched(self, session_id: str, timeout: float = RECHECK_SECONDS) -> None:
-        """Return once this copy's fold applies an event of the conversation, or after
-        `timeout`: a sibling copy may have folded it, so the caller looks again either way.
-        Folds of other conversations do not wake it (a read of the row each would)."""
+    @contextlib.contextmanager
+    def watching(self, session_id: str,
+                 timeout: float = RECHECK_SECONDS) -> Iterator[Callable[[], Awaitable[None]]]:
+        """Inside it, `await next_fold()` returns once this copy's fold applies an event of
+        the conversation, or after `timeout` (a sibling copy may have folded it: the caller
+        reads the row again either way). Entered before the row is read, so a fold between
+        the read and the wait is not missed; folds of other conversations do not wake it."""
         touched = self._touched.setdefault(session_id, asyncio.Event())
+
+        async def next_fold() -> None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(touched.wait(), timeout)
+
         try:
-            await asyncio.wait_for(touched.wait(), timeout)
-        except TimeoutError:
+            yield next_fold
+        finally:
             if self._touched.get(session_id) is touched:
                 del self._touched[session_id]
 
@@ -71,3 +72,11 @@ class LifecycleFold:
         target = upto if upto is not None else await self._stream_end()
         if not await self.folded.reached(target, CATCH_UP_SECONDS):
             log.warning("fold_behind", target=target, applied=self.folded.seq)
+
+
+def _made_live_on(event: lc.Event) -> str | None:
+    if isinstance(event, lc.Opened):
+        return event.node_id
+    if isinstance(event, lc.Relocated):
+        return event.to_node_id
+    return None

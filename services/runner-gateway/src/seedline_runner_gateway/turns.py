@@ -113,8 +113,10 @@ class TimelineFollower:
             if loop.time() > deadline:
                 return None
             await _extend(msg)
-            await self._fold.touched(current.session_id)
-            current = await self._state.held(current.session_id)
+            with self._fold.watching(current.session_id) as next_fold:
+                current = await self._state.held(current.session_id)
+                if current is not None and current.state is lc.State.OPENING:
+                    await next_fold()
         return current
 
     async def _deliver_turn(self, held: Held, seq: int, content: str) -> bool:
