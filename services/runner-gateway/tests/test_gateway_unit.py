@@ -174,6 +174,19 @@ async def test_a_put_repeating_the_last_is_read_against_the_state_only_after_a_l
     assert reads == ["mac", "mac"]
 
 
+async def test_a_launch_goes_out_while_a_machine_seen_before_has_no_presence_left(gw):
+    gw.online("mac")
+    gw.online("pc", label="PC")
+    read = gw.presence.get
+
+    async def expired(node_id):  # its key gone past its TTL, still among the machines seen
+        return None if node_id == "pc" else await read(node_id)
+
+    gw.presence.get = expired
+    await gw.open("csess_a")
+    assert (await gw.state.held("csess_a")).state is lc.State.LIVE
+
+
 async def test_a_wait_on_one_conversation_wakes_at_its_fold_not_at_anothers(gw):
     gw.online("mac")
     fold = gw.parts.fold

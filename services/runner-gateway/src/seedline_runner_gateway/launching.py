@@ -280,7 +280,8 @@ class Launcher:
                 sighting = await self._presence.get(node_id)
             except Exception:  # unread only when not renewed past its TTL: it has fenced
                 continue
-            listed += [(node_id, s) for s in (sighting.presence.live or []) if sighting]
+            if sighting is not None:
+                listed += [(node_id, s) for s in sighting.presence.live or []]
         of_repo = {h.session_id: h for h in await self._state.of_repo(
             plan.instance_id, plan.repo, {s for n, s in listed if (n, s) not in just_stopped})}
         for node_id, session_id in listed:
