@@ -169,7 +169,7 @@ class Offsets:
 
     async def take(self, conn: psycopg.AsyncConnection, projection: str, upto: int) -> int:
         """Lock the projection's offset until the transaction ends, move it to at least
-        `upto`, and return where it was: `lock` and `set` in one round trip. The batch then
+        `upto`, and return where it was: a lock and a move in one round trip. The batch then
         applies only what lies past the returned seq; rolled back, nothing moved.
 
         The CTE's FOR UPDATE waits for a copy folding at the same moment and then reads the
@@ -187,12 +187,6 @@ class Offsets:
             )
             row = await (await conn.execute(take, (projection, upto, projection))).fetchone()
         return int(row[0])
-
-    async def set(self, conn: psycopg.AsyncConnection, projection: str, seq: int) -> None:
-        await conn.execute(
-            f"UPDATE {self.table} SET applied_seq = GREATEST(applied_seq, %s) WHERE projection = %s",
-            (seq, projection),
-        )
 
     async def advance(self, conn: psycopg.AsyncConnection, projection: str, seq: int) -> None:
         """Move the offset past a batch that changes no row, in one statement of its own

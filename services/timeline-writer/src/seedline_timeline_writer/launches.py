@@ -112,8 +112,7 @@ class PostgresLaunchRegistry:
 
     async def set_mark(self, seq: int) -> None:
         async with self._pool.connection() as conn, conn.transaction():
-            await OFFSETS.lock(conn, LAUNCHES_PROJECTION)
-            await OFFSETS.set(conn, LAUNCHES_PROJECTION, seq)
+            await OFFSETS.take(conn, LAUNCHES_PROJECTION, seq)
 
 
 class InMemoryLaunchRegistry:

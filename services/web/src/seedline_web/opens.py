@@ -113,12 +113,11 @@ class OpensProjection:
 
     async def apply(self, batch: Batch[SessionEvent]) -> None:
         async with self._pool.connection() as conn, conn.transaction():
-            applied = await OFFSETS.lock(conn, PROJECTION)
+            applied = await OFFSETS.take(conn, PROJECTION, batch.last_seq)
             for event, msg in batch.items:
                 seq = msg.metadata.sequence.stream
                 if seq > applied:
                     await self._apply_one(conn, seq, event)
-            await OFFSETS.set(conn, PROJECTION, batch.last_seq)
         await self._mark.advance(batch.last_seq)
 
     async def _apply_one(self, conn, seq: int, event: SessionEvent) -> None:
