@@ -1,5 +1,5 @@
-"""Driver errors become the project's own Outage at the adapter, once: the Postgres pool and
-the JetStream publisher, against a real Postgres and a real nats-server. Every other error
+"""Driver errors become the project's own Outage at the adapter, once: the Postgres pool, the
+JetStream publisher and the streams' readers, against a real Postgres and a real nats-server. Every other error
 passes through unchanged, so a fault is never waited on as if it were an outage."""
 
 from __future__ import annotations
@@ -65,3 +65,19 @@ async def test_a_publish_no_stream_takes_is_streams_unavailable(nats_server):
 def test_a_plain_error_is_not_an_outage():
     assert not is_outage(ValueError("a bug"))
     assert not is_outage(psycopg.OperationalError("raw, not through a pool"))
+
+
+async def test_reads_of_a_stream_that_does_not_answer_are_streams_unavailable(nats_server):
+    from seedline_contracts.events import ContinuityDecided
+    from seedline_platform.replay import last_seq
+    from seedline_platform.session_reads import newest_event
+
+    nc = await nats.connect(nats_server.url)
+    try:
+        js = nc.jetstream(prefix="$JS.nowhere.API", timeout=0.5)  # nothing answers there
+        with pytest.raises(StreamsUnavailable):
+            await last_seq(js, "SEEDLINE_TIMELINE")
+        with pytest.raises(StreamsUnavailable):
+            await newest_event(js, "csess_a", ContinuityDecided)
+    finally:
+        await nc.close()

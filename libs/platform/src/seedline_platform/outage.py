@@ -1,7 +1,8 @@
 """The project's own word for "something this needs is away": an Outage.
 
 The adapters turn their driver's errors into it, once, where they call the driver: the
-Postgres pool (pg.OutagePool) for every query, the JetStream publisher for every publish.
+Postgres pool (pg.OutagePool) for every query, the JetStream publisher for every publish,
+the streams' readers for where a stream ends and a conversation's newest event.
 A handler never looks at a driver's exception; the consumers and the request edge (the
 platform's, not the handler's) wait an outage out or answer `unavailable`, and treat any
 other error as a fault of the message.

@@ -20,6 +20,7 @@ from nats.js import api as js_api
 from nats.js.errors import ServiceUnavailableError
 
 from .logging import get_logger
+from .outage import NATS_AWAY, StreamsUnavailable
 
 log = get_logger(__name__)
 
@@ -30,7 +31,11 @@ CREATE_BACKOFF = 0.5
 
 
 async def last_seq(js: JetStreamContext, stream: str) -> int:
-    info = await js.stream_info(stream)
+    """Where the stream ends now; StreamsUnavailable while it cannot say (no leader)."""
+    try:
+        info = await js.stream_info(stream)
+    except NATS_AWAY as exc:
+        raise StreamsUnavailable(f"{stream}'s end: {type(exc).__name__}") from exc
     return int(info.state.last_seq)
 
 

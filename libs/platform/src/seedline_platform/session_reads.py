@@ -22,6 +22,7 @@ from seedline_contracts.channels import event_tag
 from seedline_contracts.codec import decode, decoder
 from seedline_contracts.tokens import TokenError, escape_token
 
+from .outage import NATS_AWAY, StreamsUnavailable
 from .replay import stored
 from .sealing import Sealer
 
@@ -42,6 +43,8 @@ async def newest_event(js: JetStreamContext, session_id: str, event_type: type[E
         msg = await js.get_last_msg(subjects.SESSIONS_STREAM, subject)
     except NotFoundError:  # no such event yet (KeyNotFoundError is one too)
         return None
+    except NATS_AWAY as exc:
+        raise StreamsUnavailable(f"{subject}: {type(exc).__name__}") from exc
     try:
         event = decode(msg.data, event_type)
     except msgspec.MsgspecError:

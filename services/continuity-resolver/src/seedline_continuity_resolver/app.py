@@ -8,6 +8,7 @@ request/reply APIs, the wake subscriber and the settling subscriptions are FastS
 from __future__ import annotations
 
 import asyncio
+import functools
 
 from seedline_client import ClientError, SeedlineClient
 from seedline_contracts import channels, subjects
@@ -17,7 +18,7 @@ from seedline_platform import erasure
 from seedline_platform.app_base import ServiceApp
 from seedline_platform.publishing import JetStreamPublisher
 from seedline_platform.logging import get_logger
-from seedline_platform.outage import NATS_AWAY, StreamsUnavailable
+from seedline_platform.outage import StreamsUnavailable
 from seedline_platform.replay import last_seq
 from seedline_platform.session_reads import newest_event
 from seedline_platform.sending import check_send
@@ -47,7 +48,8 @@ class ResolverApp(ServiceApp):
         sealer = sealer_for(self.js, self.settings)
         return bootstrap(self.settings, Ports(
             repo=repo, view=PostgresTimelineView(self.pool, sealer),
-            publisher=JetStreamPublisher(self.js), decision_recorded=self._decision_recorded,
+            publisher=JetStreamPublisher(self.js),
+            decision_recorded=functools.partial(_decision_recorded, self.js),
             machines=PresenceDirectory(self.js),
             stream_ends=self._stream_ends, stop=self._stop, sealer=sealer, metrics=self.metrics,
             js=self.js,
@@ -76,16 +78,14 @@ class ResolverApp(ServiceApp):
                     last_seq(self.js, subjects.TIMELINE_STREAM),
                     last_seq(self.js, subjects.SESSIONS_STREAM))
                 return {TIMELINE: timeline, SESSIONS: sessions}
-            except NATS_AWAY as exc:
+            except StreamsUnavailable:
                 if loop.time() >= give_up:
-                    raise StreamsUnavailable(f"the streams' ends: {type(exc).__name__}") from exc
+                    raise
                 await asyncio.sleep(0.5)
 
-    async def _decision_recorded(self, session_id: str) -> bool:
-        try:
-            return await newest_event(self.js, session_id, ContinuityDecided) is not None
-        except NATS_AWAY as exc:
-            raise StreamsUnavailable(f"{session_id}'s decision: {type(exc).__name__}") from exc
+
+async def _decision_recorded(js, session_id: str) -> bool:
+    return await newest_event(js, session_id, ContinuityDecided) is not None
 
 
 def create_app(settings: Settings) -> ResolverApp:
