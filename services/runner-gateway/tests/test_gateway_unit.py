@@ -136,6 +136,19 @@ async def test_a_relocation_refused_after_its_engine_was_stopped_records_the_sto
     assert (await gw.state.held("csess_a")).state is lc.State.STOPPED
 
 
+def reads_of_live_on(gw) -> list[str]:
+    """The machines the gateway reads its live conversations of, from now on, in order."""
+    reads: list[str] = []
+    live_on = gw.state.live_on
+
+    async def counted(node_id):
+        reads.append(node_id)
+        return await live_on(node_id)
+
+    gw.state.live_on = counted
+    return reads
+
+
 async def test_two_presence_puts_after_the_launch_without_it_stop_it_as_restarted(gw):
     gw.online("mac", revision=5)
     await gw.open("csess_a")
@@ -155,14 +168,7 @@ async def test_two_presence_puts_after_the_launch_without_it_stop_it_as_restarte
 async def test_a_put_repeating_the_last_is_read_against_the_state_only_after_a_launch_there(gw):
     gw.online("mac", revision=5)
     gw.online("pc", label="PC", revision=5)
-    reads = []
-    live_on = gw.state.live_on
-
-    async def counted(node_id):
-        reads.append(node_id)
-        return await live_on(node_id)
-
-    gw.state.live_on = counted
+    reads = reads_of_live_on(gw)
     for revision in (6, 7):
         await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", [], revision))
     assert reads == ["mac"]  # the second put says what the first said
@@ -508,13 +514,7 @@ async def test_a_stop_two_copies_record_at_once_tells_the_machine_and_the_person
 async def test_a_put_that_repeats_the_last_one_reads_nothing_until_something_is_folded(gw):
     gw.online("mac", revision=5)
     await gw.open("csess_a")
-    reads = []
-    live_on = gw.state.live_on
-
-    async def counted(node_id):
-        reads.append(node_id)
-        return await live_on(node_id)
-    gw.state.live_on = counted
+    reads = reads_of_live_on(gw)
     for revision in (6, 7, 8):
         await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", ["csess_a"], revision))
     assert reads == ["mac"]  # the machine hosts what the gateway holds: the rest repeat it

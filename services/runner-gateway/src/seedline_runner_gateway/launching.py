@@ -281,12 +281,13 @@ class Launcher:
             except Exception:  # unread only when not renewed past its TTL: it has fenced
                 continue
             if sighting is not None:
-                listed += [(node_id, s) for s in sighting.presence.live or []]
+                listed += [(node_id, s) for s in sighting.presence.live or []
+                           if (node_id, s) not in just_stopped]
         of_repo = {h.session_id: h for h in await self._state.of_repo(
-            plan.instance_id, plan.repo, {s for n, s in listed if (n, s) not in just_stopped})}
+            plan.instance_id, plan.repo, {s for _, s in listed})}
         for node_id, session_id in listed:
             other = of_repo.get(session_id)
-            if other is not None and (node_id, session_id) not in just_stopped and \
+            if other is not None and \
                     not await self._stopper.tell_machine(other, "superseded", node_id=node_id):
                 raise await self._still_runs(node_id)
 
