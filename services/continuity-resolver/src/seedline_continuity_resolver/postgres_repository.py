@@ -5,15 +5,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import replace
+from dataclasses import astuple, replace
 from datetime import datetime, timezone
 
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from seedline_contracts.times import format_utc, parse_rfc3339
+from seedline_contracts.times import format_utc
 from seedline_core import lifecycle as lc
-from seedline_core.decision import TURN_KINDS, PreviousConversation, Turn
+from seedline_core.decision import PreviousConversation, Turn
 from seedline_platform import pg
 
 from .repository import (
@@ -25,6 +25,7 @@ from .repository import (
     as_fact,
     confirms,
     corrects,
+    with_entry,
 )
 
 OFFSETS = pg.Offsets("resolver_offsets")
@@ -114,24 +115,17 @@ ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
 
 
 def _per_conversation(facts: Sequence[TimelineFact]) -> list[tuple]:
-    """Each conversation's row as upserting its facts one by one in seq order would leave it
-    (the newest time and seq, the newest engine and turn named), in the order each was first
-    touched: one statement for the batch, its rows locked in the order they were before."""
-    rows: dict[tuple[str, str, str], list] = {}
+    """The batch folded per conversation as the in-memory repository folds it (with_entry),
+    as the upsert's columns, in the order each was first touched: one statement for the
+    batch, its rows locked in the order they were before. What the rows already hold the
+    upsert keeps where the batch says nothing newer."""
+    rows: dict[tuple[str, str, str], Row] = {}
     for f in sorted(facts, key=lambda fact: fact.seq):
-        turn = [f.seq, f.kind, f.excerpt] if f.kind in TURN_KINDS else [None, None, None]
         key = (f.instance_id, f.repo, f.session_id)
-        row = rows.get(key)
-        if row is None:
-            rows[key] = [*key, f.at, f.seq, f.engine, *turn]
-            continue
-        if parse_rfc3339(f.at) > parse_rfc3339(row[3]):
-            row[3] = f.at
-        row[4] = max(row[4], f.seq)
-        row[5] = f.engine if f.engine is not None else row[5]
-        if turn[0] is not None:
-            row[6:9] = turn
-    return [tuple(row) for row in rows.values()]
+        rows[key] = with_entry(rows.get(key) or Row(*key), f)
+    return [(r.instance_id, r.repo, r.session_id, r.last_entry_at, r.activity_seq,
+             r.entry_engine, *(astuple(r.newest_turn) if r.newest_turn else (None,) * 3))
+            for r in rows.values()]
 
 
 def _utc(moment: datetime | None) -> datetime | None:

@@ -39,6 +39,19 @@ def as_fact(fact: tuple) -> TimelineFact:
     return fact if isinstance(fact, TimelineFact) else TimelineFact(*fact)
 
 
+def with_entry(row: Row, fact: TimelineFact) -> Row:
+    """The conversation's row after one more of its entries (entries come in seq order): its
+    newest time and seq, the newest engine named, its newest turn."""
+    moment = parse_rfc3339(fact.at)
+    return replace(
+        row,
+        last_entry_at=max(moment, row.last_entry_at) if row.last_entry_at else moment,
+        activity_seq=max(fact.seq, row.activity_seq),
+        entry_engine=fact.engine or row.entry_engine,
+        newest_turn=newest_turn(row.newest_turn, fact.seq, fact.kind or "", fact.excerpt),
+    )
+
+
 # (seq, session_id, event, reply to keep, request_id of that reply): the one reading of
 # the stream, seedline_platform.lifecycle_events.Step.
 LifecycleStep = tuple[int, str, lc.Event, bytes | None, str | None]
@@ -163,20 +176,11 @@ class InMemoryConversationRepository:
 
     async def apply_timeline(self, facts: Sequence[TimelineFact]) -> None:
         for fact in map(as_fact, facts):
-            seq, instance_id, repo, session_id, at, engine, kind, excerpt = fact
-            if seq <= self.offsets[TIMELINE]:
+            if fact.seq <= self.offsets[TIMELINE]:
                 continue
-            key = (instance_id, repo, session_id)
-            row = self.by_key.get(key) or Row(instance_id, repo, session_id)
-            moment = parse_rfc3339(at)
-            self.by_key[key] = replace(
-                row,
-                last_entry_at=max(moment, row.last_entry_at) if row.last_entry_at else moment,
-                activity_seq=max(seq, row.activity_seq),
-                entry_engine=engine or row.entry_engine,
-                newest_turn=newest_turn(row.newest_turn, seq, kind or "", excerpt),
-            )
-            self.offsets[TIMELINE] = seq
+            key = (fact.instance_id, fact.repo, fact.session_id)
+            self.by_key[key] = with_entry(self.by_key.get(key) or Row(*key), fact)
+            self.offsets[TIMELINE] = fact.seq
 
     async def apply_lifecycle(self, steps: Sequence[LifecycleStep], last_seq: int) -> None:
         for seq, session_id, event, reply, request_id in steps:
