@@ -152,20 +152,9 @@ class Offsets:
         )
 
     async def lock(self, conn: psycopg.AsyncConnection, projection: str) -> int:
-        """The projection's applied sequence, locked until the transaction ends.
-
-        One query once the row exists (every batch but a projection's first): each
-        batch's fold pays this round trip."""
-        select = f"SELECT applied_seq FROM {self.table} WHERE projection = %s FOR UPDATE"
-        row = await (await conn.execute(select, (projection,))).fetchone()
-        if row is None:
-            await conn.execute(
-                f"INSERT INTO {self.table} (projection, applied_seq) VALUES (%s, 0)"
-                " ON CONFLICT (projection) DO NOTHING",
-                (projection,),
-            )
-            row = await (await conn.execute(select, (projection,))).fetchone()
-        return int(row[0])
+        """The projection's applied sequence, locked until the transaction ends, unmoved (a
+        rebuild's, a reset's)."""
+        return await self.take(conn, projection, 0)
 
     async def take(self, conn: psycopg.AsyncConnection, projection: str, upto: int) -> int:
         """Lock the projection's offset until the transaction ends, move it to at least
