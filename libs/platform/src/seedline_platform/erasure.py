@@ -15,7 +15,8 @@ from seedline_contracts.codec import decode, encode
 from seedline_contracts.instances import Erasure
 from seedline_platform.logging import get_logger
 from seedline_contracts.channels import ERASURES
-from seedline_platform.replay import newest_values
+from seedline_platform.outage import NATS_AWAY
+from seedline_platform.replay import BucketWatch, WatchBroken, newest_values
 from seedline_platform.routing import Kind, Route
 from seedline_platform.sending import check_send
 from seedline_platform.sealing import key_name
@@ -69,17 +70,24 @@ class ErasureFollower:
 
     async def follow(self) -> None:
         while True:
+            watch = BucketWatch(self._js, FORGOTTEN_BUCKET)
             try:
-                kv = await forgotten_bucket(self._js, self._replicas)
-                watcher = await kv.watchall()
-                async for entry in watcher:
-                    if entry is not None and entry.value:
-                        await self._on_forgotten(decode(entry.value, Erasure))
+                await forgotten_bucket(self._js, self._replicas)
+                async for change in watch.changes():
+                    if change.operation == "PUT" and change.value:
+                        await self._on_forgotten(decode(change.value, Erasure))
             except asyncio.CancelledError:
                 raise
+            except (WatchBroken, *NATS_AWAY) as exc:
+                # A server that restarted took the watch with it: a new one reads every
+                # erasure again (on_forgotten is idempotent).
+                log.warning("forgotten_follow_restarting", error=str(exc) or type(exc).__name__)
+                await asyncio.sleep(1.0)
             except Exception:
                 log.exception("forgotten_follow_failed")
                 await asyncio.sleep(1.0)
+            finally:
+                await watch.stop()
 
 
 def route(what: str, sends: tuple = ()) -> Route:

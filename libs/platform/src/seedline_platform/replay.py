@@ -1,6 +1,7 @@
 """The one way Seedline reads a stream without a durable consumer: a range in order
 (catch-up, rebuilds, scrubs), what is stored now (a conversation's events, stored
-notices), what comes next (notices followed), and a KV bucket's live values.
+notices), what comes next (notices followed), and a KV bucket's live values, once
+(`newest_values`) or watched (`BucketWatch`).
 
 Each is an ephemeral consumer with no acks, in memory, removed when idle (`reader`):
 the read leaves nothing behind on the server and costs no fsync.
@@ -9,7 +10,9 @@ the read leaves nothing behind on the server and costs no fsync.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import AsyncIterator, Sequence
 
 from nats.aio.msg import Msg
@@ -108,6 +111,83 @@ async def stored(js: JetStreamContext, stream: str, subject: str, *, limit: int 
             pending = msgs[-1].metadata.num_pending
 
 
+# How long a watch's fetch waits for a change before it asks again: a pull lost with a
+# server that restarted is noticed (the next fetch fails) within this.
+WATCH_TICK_SECONDS = 5.0
+
+
+class WatchBroken(Exception):
+    """A watch can no longer vouch that it delivered every change: start a new one."""
+
+
+@dataclass(frozen=True)
+class KvChange:
+    key: str
+    value: bytes
+    revision: int  # the message's stream sequence, as a KV entry's revision
+    operation: str  # "PUT", or "DEL" / "PURGE" for a key that went
+
+
+class BucketWatch:
+    """Every key's newest value in a KV bucket, then each put and delete as it lands.
+
+    nats-py's `KeyValue.watch` is an ordered push consumer whose flow-control check wakes
+    four times a second for as long as it lives: about 0.8 ms of CPU a second per watch,
+    which every idle service paid once per watch (measured with ten machines online). This
+    is the same read as an ephemeral pull consumer, asked again every `tick` seconds when
+    nothing comes. It does not mend what it cannot vouch for: a message it did not get (the
+    consumer's delivery count skipped) or a consumer gone with its server raises, and the
+    caller starts a new watch, which reads every key's newest value again.
+    """
+
+    def __init__(self, js: JetStreamContext, bucket: str,
+                 tick: float = WATCH_TICK_SECONDS) -> None:
+        self._js = js
+        self._prefix = f"$KV.{bucket}."
+        self._stream = f"KV_{bucket}"
+        self._tick = tick
+        self._sub: JetStreamContext.PullSubscription | None = None
+
+    async def start(self) -> None:
+        """Make the consumer: no change after this returns is missed."""
+        self._sub = await _subscribe(self._js, f"{self._prefix}>", self._stream, _reader_config(
+            deliver_policy=js_api.DeliverPolicy.LAST_PER_SUBJECT))
+
+    async def stop(self) -> None:
+        if self._sub is not None:
+            sub, self._sub = self._sub, None
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def changes(self) -> AsyncIterator[KvChange]:
+        if self._sub is None:
+            await self.start()
+        delivered, pending = 0, 0
+        while True:
+            try:
+                # One at a time while waiting (a batch fetch waits to fill its batch).
+                msgs = await self._sub.fetch(min(pending, FOLLOW_BATCH) or 1,
+                                             timeout=self._tick)
+            except NatsTimeout:
+                pending = 0
+                continue
+            for msg in msgs:
+                delivered += 1
+                if msg.metadata.sequence.consumer != delivered:
+                    raise WatchBroken(f"{self._stream}: a change was not delivered")
+                change = self._change(msg)
+                if change is not None:
+                    yield change
+            pending = msgs[-1].metadata.num_pending
+
+    def _change(self, msg: Msg) -> KvChange | None:
+        headers = msg.headers or {}
+        if "Nats-Marker-Reason" in headers:
+            return None  # the server's note of a key it removed (TTL): not a delete
+        return KvChange(msg.subject[len(self._prefix):], msg.data or b"",
+                        msg.metadata.sequence.stream, headers.get("KV-Operation", "PUT"))
+
+
 FOLLOW_BATCH = 256
 
 
@@ -141,15 +221,7 @@ async def follow(js: JetStreamContext, stream: str, subject: str, *,
 async def reader(js: JetStreamContext, stream: str, subject: str, **policy):
     """The ephemeral pull consumer every read uses, unsubscribed when it ends; `policy` is
     its deliver policy (default: all)."""
-    policy.setdefault("deliver_policy", js_api.DeliverPolicy.ALL)
-    config = js_api.ConsumerConfig(
-        ack_policy=js_api.AckPolicy.NONE,
-        inactive_threshold=30.0,
-        mem_storage=True,
-        max_ack_pending=-1,
-        **policy,
-    )
-    sub = await _subscribe(js, subject, stream, config)
+    sub = await _subscribe(js, subject, stream, _reader_config(**policy))
     try:
         yield sub
     finally:
@@ -157,6 +229,12 @@ async def reader(js: JetStreamContext, stream: str, subject: str, **policy):
             await sub.unsubscribe()
         except Exception:
             pass
+
+
+def _reader_config(**policy) -> js_api.ConsumerConfig:
+    policy.setdefault("deliver_policy", js_api.DeliverPolicy.ALL)
+    return js_api.ConsumerConfig(ack_policy=js_api.AckPolicy.NONE, inactive_threshold=30.0,
+                                 mem_storage=True, max_ack_pending=-1, **policy)
 
 
 async def _subscribe(js: JetStreamContext, subject: str, stream: str,

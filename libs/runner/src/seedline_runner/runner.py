@@ -168,6 +168,7 @@ class Runner:
         self._presence_interval = presence_interval
         self._lease_seconds = lease_seconds
         self._fencing: asyncio.Task[None] | None = None
+        self._hosting = asyncio.Event()  # set when a conversation goes live here
         self._subscriptions: list[Subscription] = []
         self._started = False
 
@@ -272,6 +273,10 @@ class Runner:
 
     async def _fence_when_out_of_touch(self) -> None:
         while True:
+            if not self._live:
+                # Nothing to fence: an idle machine does not wake every second for it.
+                self._hosting.clear()
+                await self._hosting.wait()
             await asyncio.sleep(min(1.0, self._lease_seconds / 4))
             out = self._presence.out_of_touch_for()
             if self._live and out > self._lease_seconds:
@@ -364,6 +369,7 @@ class Runner:
             awaiting_acceptance=plan.resumed and started.acceptance_pending,
         )
         self._live[request.session_id] = live
+        self._hosting.set()
         if request.instruction:
             # Queued ahead of any turn that arrives before the worker starts.
             live.queue.put_nowait(Step(LAUNCH_STEP, request.instruction))

@@ -1,4 +1,5 @@
-"""Which machines are online, seen on a watch of the seedline_runners bucket (CONTRACT.md 4.1).
+"""Which machines are online, seen on a watch of the seedline_runners bucket (CONTRACT.md 4.1,
+seedline_platform.replay.BucketWatch).
 
 A machine is offline only when its key is deleted (a clean stop, seen on the watch)
 or when two direct reads 10 s apart both find no key (it expired: the bucket's TTL
@@ -22,6 +23,7 @@ from seedline_contracts.codec import decode
 from seedline_contracts.runner import RunnerPresence
 from seedline_core.presence import Absence
 from seedline_platform.logging import get_logger
+from seedline_platform.replay import BucketWatch
 
 from .state import GatewayState
 
@@ -108,21 +110,23 @@ class KvPresence:
             entry = await kv.get(subjects.presence_key(node_id))
         except (KeyNotFoundError, KeyDeletedError):
             return None
-        sighting = self._sighting(entry)
+        sighting = self._sighting(entry.value or b"", int(entry.revision or 0))
         if sighting is not None:
             self._online[node_id] = sighting
         return sighting
 
-    def _sighting(self, entry) -> Sighting | None:
+    def _sighting(self, value: bytes, revision: int) -> Sighting | None:
         try:
-            presence = decode(entry.value or b"", RunnerPresence)
+            presence = decode(value, RunnerPresence)
         except Exception:
             return None
-        return Sighting(presence, int(entry.revision or 0), self._clock())
+        return Sighting(presence, revision, self._clock())
 
     async def start(self) -> None:
         """Subscribe before the service is ready, so no put or delete after it is missed."""
-        self._updates = await (await self._bucket()).watchall()
+        await self._bucket()
+        self._updates = BucketWatch(self._js, subjects.RUNNERS_BUCKET)
+        await self._updates.start()
 
     async def watch(self) -> None:
         while True:
@@ -133,22 +137,22 @@ class KvPresence:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                log.warning("presence_watch_restarting", error=str(exc))
+                log.warning("presence_watch_restarting", error=str(exc) or type(exc).__name__)
+                if self._updates is not None:
+                    await self._updates.stop()
                 self._updates = None
                 await asyncio.sleep(1.0)
 
-    async def _follow(self, updates) -> None:
-        async for entry in updates:
-            if entry is None:
-                continue  # the end of the current values
+    async def _follow(self, updates: BucketWatch) -> None:
+        async for change in updates.changes():
             try:
-                node_id = subjects.node_from_presence_key(entry.key)
+                node_id = subjects.node_from_presence_key(change.key)
             except Exception:
                 continue
-            if entry.operation in ("DEL", "PURGE"):
+            if change.operation in ("DEL", "PURGE"):
                 await self._gone(node_id)
                 continue
-            sighting = self._sighting(entry)
+            sighting = self._sighting(change.value, change.revision)
             if sighting is None:
                 continue
             previous = self._online.get(node_id)
