@@ -78,11 +78,11 @@ LAUNCH_ON = "runner-gateway-launch seed_composed"
 # Durable pull consumers: name -> (role, stream, the messages it takes; None: all of the
 # stream). Seedline's deliveries per storm wake (durable_work: deliveries_by_consumer):
 # resolver-sessions 5, gateway-sessions 5, writer 2, resolver-timeline 2, gateway-timeline 2,
-# resolver-wakes 1, composer 1, gateway-launch 1, writer-launches 1: 20; per open the same
-# without resolver-wakes and with 4 session events: 17.
+# resolver-wakes 1, composer 1, gateway-launch 1: 19; per open the same without
+# resolver-wakes and with 4 session events: 16. (The writer learns a launch from the
+# machine's first output; it no longer has a consumer of seed_composed.)
 CONSUMERS = {
     "timeline-writer": ("timeline-writer", INGEST, None),
-    "timeline-writer-launches": ("timeline-writer", SESSIONS, ("seed_composed",)),
     "continuity-resolver-wakes": ("continuity-resolver", SESSIONS, ("wake_requested",)),
     "continuity-resolver-timeline": ("continuity-resolver", TIMELINE, None),
     "continuity-resolver-sessions": ("continuity-resolver", SESSIONS, None),

@@ -302,3 +302,21 @@ async def test_an_ingest_stream_made_as_a_work_queue_is_still_taken_message_by_m
         info = await js.stream_info(subjects.INGEST_STREAM)
         assert info.config.retention == "workqueue" and info.state.messages == 0
     await nc.close()
+
+
+async def test_the_launches_consumer_an_earlier_writer_read_is_removed_at_start(settings):
+    from nats.js.api import ConsumerConfig
+    from nats.js.errors import NotFoundError
+
+    from seedline_platform import natsio
+
+    nc = await nats.connect(settings.nats_url)
+    js = nc.jetstream()
+    await natsio.ensure_streams(js)
+    await js.add_consumer(subjects.SESSIONS_STREAM, ConsumerConfig(
+        durable_name="timeline-writer-launches",
+        filter_subject=subjects.session_event_filter("seed_composed")))
+    async with running(create_app(settings)):
+        with pytest.raises(NotFoundError):
+            await js.consumer_info(subjects.SESSIONS_STREAM, "timeline-writer-launches")
+    await nc.close()

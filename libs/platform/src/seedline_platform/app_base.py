@@ -26,6 +26,7 @@ from faststream.security import BaseSecurity
 from faststream.nats import ConsumerConfig, JStream, NatsBroker, PullSub
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
 from nats.aio.msg import Msg
+from nats.js.errors import NotFoundError
 
 from seedline_contracts import CONTRACT_VERSION, subjects
 from seedline_contracts.channels import Api
@@ -130,6 +131,9 @@ class ServiceApp:
     pool_size = 8  # Postgres connections of one copy
     # The service's routing table: settings -> its routes (each service's routes.py).
     route_table = staticmethod(no_routes)
+    # Durable consumers (stream, name) an earlier release of this service read and this one
+    # does not: removed at start, so the server neither keeps nor writes state for them.
+    retired_durables: tuple[tuple[str, str], ...] = ()
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -314,6 +318,9 @@ class ServiceApp:
         self.js = self.nc.jetstream()
         await natsio.ensure_streams(self.js, replicas=s.stream_replicas)
         await natsio.enforce_durability(self.nc, self.js, s.nats_monitor_url, s.strict_durability)
+        for stream, durable in self.retired_durables:
+            with contextlib.suppress(NotFoundError):
+                await self.js.delete_consumer(stream, durable)
         if self.uses_database:
             self.pool = await pg.open_pool(s.database_url, self.name, self.pool_size)
         self.parts = await self.build()

@@ -34,6 +34,8 @@ class TimelineWriterApp(ServiceApp):
     name = NAME
     description = "Appends the timeline once per entry, projects it, serves reads."
     route_table = staticmethod(routes)
+    # Launches are learnt from the machine's first output now (launches.py).
+    retired_durables = ((subjects.SESSIONS_STREAM, "timeline-writer-launches"),)
 
     async def build(self) -> Parts:
         s = self.settings

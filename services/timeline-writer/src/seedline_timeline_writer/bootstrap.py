@@ -23,7 +23,6 @@ from .launches import (
     InMemoryLaunchRegistry,
     LaunchCheck,
     LaunchFeed,
-    LaunchRecorder,
     LaunchRegistry,
 )
 from .store import TimelineStore
@@ -59,7 +58,6 @@ class Parts:
     writer: TimelineWriter
     ingest: IngestHandler
     api: TimelineApi
-    launches: LaunchRecorder
     forgetter: object | None
     forgetting: ErasureFollower
 
@@ -71,7 +69,6 @@ def bootstrap(settings: Settings, ports: Ports) -> Parts:
         writer=writer,
         ingest=IngestHandler(writer, LaunchCheck(ports.launches, ports.feed), ports),
         api=TimelineApi(ports.store, ports.publisher),
-        launches=LaunchRecorder(ports.launches),
         forgetter=ports.forgetter,
         forgetting=ErasureFollower(ports.js, drop, settings.stream_replicas),
     )

@@ -2,14 +2,16 @@
 
 Runner-scoped ingest is accepted only for a conversation launched on that node. The
 launch is known from its ``seed_composed`` event, recorded in SEEDLINE_SESSIONS before
-the gateway sends the launch request, so a machine's first output is never early:
-when an entry names a launch the registry does not hold yet (the machine answered before
-the writer's consumer recorded it), the writer reads that conversation's newest
-``seed_composed`` (one direct get), and failing that SEEDLINE_SESSIONS up to its end
-(``LaunchFeed``), and only then refuses.
+the gateway sends the launch request, so a machine's first output is never early. The
+writer learns a launch when a machine's output first names it, not from a consumer of
+its own (a delivery and an ack per launch, for rows read only then): an entry naming a
+launch the registry does not hold yet makes the writer read that conversation's newest
+``seed_composed`` (one direct get), and failing that the ``seed_composed`` events of
+SEEDLINE_SESSIONS after its mark up to the end (``LaunchFeed``: a launch older than its
+conversation's newest, e.g. output of a machine it moved away from), and only then refuse.
 
-Launches are a set (inserting one twice changes nothing), so the durable consumer may
-apply them in any order; the catch-up keeps its own mark of how far it has read.
+Launches are a set (inserting one twice changes nothing); every launch at or before the
+mark is in the registry, since a read records what it found before it moves the mark.
 """
 
 from __future__ import annotations
@@ -40,17 +42,6 @@ class Launch(NamedTuple):
 def launch_of(event: SeedComposed) -> Launch:
     plan = event.plan
     return Launch(plan.node_id, plan.instance_id, plan.repo, event.session_id)
-
-
-class LaunchRecorder:
-    """Each composed open is a launch of its conversation on its machine, known to the
-    writer before the launch request reaches the machine (CONTRACT.md 6)."""
-
-    def __init__(self, registry: LaunchRegistry) -> None:
-        self._registry = registry
-
-    async def record(self, composed: SeedComposed, msg) -> None:
-        await self._registry.record([launch_of(composed)])
 
 
 class LaunchRegistry(Protocol):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from seedline_contracts import channels, subjects
-from seedline_contracts.events import SeedComposed
 from seedline_platform import erasure
 from seedline_platform.routing import Kind, Route
 from seedline_platform.settings import Settings
@@ -11,7 +10,6 @@ from seedline_platform.settings import Settings
 from .api import TimelineApi, read_append
 from .forget import Forgetter
 from .ingest import IngestHandler
-from .launches import LaunchRecorder
 
 
 def routes(settings: Settings) -> tuple[Route, ...]:
@@ -41,8 +39,5 @@ def routes(settings: Settings) -> tuple[Route, ...]:
                       # Its live conversations are stopped first, through the gateway.
                       sends=(channels.SESSIONS_LIST, channels.SESSIONS_STOP, channels.ERASURES,
                              channels.KEY_RINGS, channels.WORKTREES)),
-        Route.event(SeedComposed, LaunchRecorder.record, durable="timeline-writer-launches",
-                    description="Which conversation was launched on which machine "
-                                "(CONTRACT.md 6)."),
         erasure.route("its rows and cached key"),
     )
