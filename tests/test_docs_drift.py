@@ -209,7 +209,7 @@ def test_every_route_of_every_service_is_an_operation_and_every_api_is_served():
         "seedline-web"}
     operations = asyncapi_document()["operations"]
     for receive in found:
-        op = operations[f"{receive['service']}:{receive['subject']}"]
+        op = operations[receive["key"]]
         assert op["action"] == "receive" and op["x-service"] == receive["service"]
         assert op["summary"] == receive["route"].description  # written in the table
     for send in sends():

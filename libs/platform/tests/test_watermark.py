@@ -17,6 +17,7 @@ class Stored:
 
     async def read(self) -> int:
         self.reads += 1
+        await asyncio.sleep(0)  # a round trip: other waits go on meanwhile
         return self.seq
 
 
@@ -43,3 +44,61 @@ async def test_a_sibling_copys_fold_is_seen_through_the_stored_offset():
 async def test_a_seq_never_folded_is_answered_false_after_the_timeout():
     mark = Watermark(Stored().read, recheck_seconds=0.01)
     assert await mark.reached(1, timeout=0.05) is False
+
+
+class Consumer:
+    """Whether a fold's consumer has anything left, as consumer_drained asks the server."""
+
+    def __init__(self, drained: bool = False) -> None:
+        self.drained = drained
+        self.asks = 0
+        self.release = asyncio.Event()
+        self.release.set()
+
+    async def ask(self) -> bool:
+        self.asks += 1
+        answer = self.drained  # the server's answer is as things were when asked
+        await self.release.wait()
+        return answer
+
+
+async def test_a_fold_of_some_events_reaches_a_seq_it_never_takes_once_its_consumer_is_drained():
+    # The stream ends at 9 in an event the fold does not take: its offset stays at 7.
+    stored, consumer = Stored(), Consumer(drained=False)
+    stored.seq = 7
+    mark = Watermark(stored.read, recheck_seconds=0.01, drained=consumer.ask)
+    waiting = asyncio.create_task(mark.reached(9, timeout=5.0))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()  # an event it takes is still on its way
+    consumer.drained = True
+    assert await asyncio.wait_for(waiting, 1.0) is True
+    # Without the probe, the same wait lasts its timeout.
+    assert await Watermark(stored.read, recheck_seconds=0.01).reached(9, timeout=0.05) is False
+
+
+async def test_waits_share_one_ask_and_an_ask_begun_before_a_wait_does_not_answer_it():
+    stored, consumer = Stored(), Consumer(drained=False)
+    mark = Watermark(stored.read, recheck_seconds=30.0, drained=consumer.ask)
+    consumer.release.clear()
+    first = asyncio.create_task(mark.reached(5, timeout=5.0))
+    await asyncio.sleep(0.01)
+    assert consumer.asks == 1
+    # A wait that began after that ask was sent cannot take its answer: the event it waits
+    # for may have been recorded after the server answered.
+    consumer.drained = True
+    second = asyncio.create_task(mark.reached(5, timeout=5.0))
+    await asyncio.sleep(0.01)
+    assert consumer.asks == 2
+    consumer.release.set()
+    assert await asyncio.wait_for(second, 1.0) is True
+    assert not first.done()  # its own ask said "not drained": it waits on (30 s recheck)
+    # Waits that begin together (each reading the stored offset first) share one ask.
+    consumer.release.clear()
+    asks = consumer.asks
+    together = [asyncio.create_task(mark.reached(6, timeout=5.0)) for _ in range(20)]
+    await asyncio.sleep(0.01)
+    consumer.release.set()
+    assert await asyncio.wait_for(asyncio.gather(*together), 1.0) == [True] * 20
+    assert consumer.asks - asks == 1
+    await mark.advance(6)
+    assert await asyncio.wait_for(first, 1.0) is True

@@ -13,6 +13,7 @@ durable. A subject in a table that no channel of the contract carries is an erro
 from __future__ import annotations
 
 import re
+from collections import Counter
 from typing import Any
 
 from seedline_contracts import asyncapi as contract
@@ -65,11 +66,19 @@ def _event_messages(subject: str, messages: list[str]) -> list[str]:
 
 def receives() -> list[dict[str, Any]]:
     """Every subscription of every process's table, and every loop that follows a channel
-    (presence, erasures): service, subject, route."""
-    return [{"service": service, "subject": subject, "route": route}
-            for service, table in routing_tables().items() for route in table
-            if route.kind is not Kind.LOOP or channels.carrying(route.subject) is not None
-            for subject in route.filters if _documented(subject)]
+    (presence, erasures): service, subject, route, and the key of its operation
+    (service:subject, and @ the durable's name after it where two of a service's consumers
+    take the same subject, e.g. a fold and a handler of one event type)."""
+    found = [{"service": service, "subject": subject, "route": route}
+             for service, table in routing_tables().items() for route in table
+             if route.kind is not Kind.LOOP or channels.carrying(route.subject) is not None
+             for subject in route.filters if _documented(subject)]
+    taken = Counter((r["service"], r["subject"]) for r in found)
+    for r in found:
+        r["key"] = f"{r['service']}:{r['subject']}"
+        if taken[(r["service"], r["subject"])] > 1:
+            r["key"] += f"@{r['route'].durable}"
+    return found
 
 
 def sends() -> list[dict[str, Any]]:
@@ -123,7 +132,7 @@ def asyncapi_document() -> dict[str, Any]:
             op["x-sends"] = sent
         if route.kind is Kind.REQUEST:
             _with_reply(doc, op, receive["subject"])
-        operations[f"{receive['service']}:{receive['subject']}"] = op
+        operations[receive["key"]] = op
     for send in sends():
         route = send["route"]
         op = _operation(doc, "send", send["subject"], f"{send['service']} sends it "

@@ -95,6 +95,17 @@ class Consumption:
     message: type | None = None
 
 
+async def consumer_drained(js: JetStreamContext, stream: str, durable: str) -> bool:
+    """Whether a durable consumer has nothing left: every message it takes that the stream
+    holds now was delivered and acknowledged (by any copy). False when it cannot say."""
+    try:
+        info = await js.consumer_info(stream, durable)
+    except Exception as exc:
+        log.debug("consumer_info_failed", durable=durable, error=str(exc) or type(exc).__name__)
+        return False
+    return not info.num_pending and not info.num_ack_pending
+
+
 class BatchConsumer:
     def __init__(
         self, js: JetStreamContext, how: Consumption, *, handle: BatchHandler, park: Parker,

@@ -37,8 +37,20 @@ from seedline_core.outcome import Outcome, outcome_after_resume_lost
 from .sealing import sealed_instance
 
 
+# The events that move a conversation's lifecycle, each given its meaning below. The folds
+# of it (the resolver's, the gateway's) take only these from SEEDLINE_SESSIONS: a decision,
+# a brief and a receipt change no row of theirs, and would cost each fold a delivery and an
+# ack apiece (bench.durable_work).
+LIFECYCLE_EVENTS: tuple[type[ev.SessionEvent], ...] = (
+    ev.OpenRequested, ev.WakeRequested, ev.Opened, ev.OpenFailed, ev.Relocated, ev.Stopped,
+    ev.Reaped, ev.EngineBound, ev.ResumeLost, ev.WorktreeSaved,
+)
+
+
 def lifecycle_event(event: ev.SessionEvent, seq: int) -> lc.Event | None:
     """The lifecycle meaning of a recorded event (None: it changes no state)."""
+    if not isinstance(event, LIFECYCLE_EVENTS):
+        return None
     if isinstance(event, ev.OpenRequested):
         return lc.Requested(event.session_id, event.instance_id, event.repo, seq,
                             event.node_id, event.engine)

@@ -110,6 +110,16 @@ class Route:
                    park=subjects.REJECTED_SESSIONS, ack_wait=ack_wait, sends=sends,
                    message=event_type)
 
+    @classmethod
+    def fold(cls, event_types: tuple[type, ...], handler: Callable, *, durable: str,
+             message: type, description: str) -> Route:
+        """A projection's durable batch consumer of these session event types only, in
+        stream order, each handed as `message`; it skips what it applied (idempotent)."""
+        first, *also = (subjects.session_event_filter(event_tag(t)) for t in event_types)
+        return cls(Kind.BATCH, first, handler, description, stream=subjects.SESSIONS_STREAM,
+                   durable=durable, also=tuple(also), park=subjects.REJECTED_SESSIONS,
+                   idempotent=True, message=message)
+
     @property
     def filters(self) -> tuple[str, ...]:
         return (self.subject, *self.also)

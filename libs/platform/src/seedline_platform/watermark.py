@@ -5,6 +5,11 @@ that must see everything up to a seq awaits ``reached``. In one process that wak
 at the commit. Copies of a service share a durable consumer, so a copy may not see
 every batch itself: ``reached`` then asks the stored offset (``read``) as well, a few
 times a second, so the answer is right with any number of copies.
+
+A projection whose consumer takes only some of a stream's events (``drained`` given) may
+never fold the seq a wait names: the stream can end in events it does not take. Such a
+wait also asks whether the consumer has anything left to deliver or to hear acknowledged;
+when it has not, everything the projection takes up to the stream's end is applied.
 """
 
 from __future__ import annotations
@@ -14,11 +19,15 @@ from collections.abc import Awaitable, Callable
 
 
 class Watermark:
-    def __init__(self, read: Callable[[], Awaitable[int]], recheck_seconds: float = 0.05) -> None:
+    def __init__(self, read: Callable[[], Awaitable[int]], recheck_seconds: float = 0.05,
+                 drained: Callable[[], Awaitable[bool]] | None = None) -> None:
         self._read = read
         self._recheck = recheck_seconds
+        self._drained = drained
         self._seq = 0
         self._changed = asyncio.Condition()
+        # The newest ask of `drained`: when it began, and its answer.
+        self._probe: tuple[float, asyncio.Future[bool]] | None = None
 
     @classmethod
     def unfed(cls) -> "Watermark":
@@ -44,12 +53,16 @@ class Watermark:
         if self._seq >= seq:
             return True
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        began = loop.time()
+        deadline = began + timeout
+        ask_drained = self._drained is not None
         while True:
             stored = await self._read()
             if stored > self._seq:
                 self._seq = stored
             if self._seq >= seq:
+                return True
+            if ask_drained and await self._nothing_left(began):
                 return True
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -60,7 +73,20 @@ class Watermark:
                         self._changed.wait_for(lambda: self._seq >= seq),
                         min(remaining, self._recheck),
                     )
+                    # The fold moved: it will likely pass `seq` itself; no need to ask.
+                    ask_drained = False
                 except TimeoutError:
-                    pass
+                    ask_drained = self._drained is not None
             if self._seq >= seq:
                 return True
+
+    async def _nothing_left(self, since: float) -> bool:
+        """Whether the consumer had nothing left at some moment after `since`. One ask at a
+        time serves every wait that began before it did."""
+        assert self._drained is not None
+        probe = self._probe
+        if probe is None or probe[0] < since or (probe[1].done() and not probe[1].result()):
+            probe = (asyncio.get_running_loop().time(),
+                     asyncio.ensure_future(self._drained()))
+            self._probe = probe
+        return await asyncio.shield(probe[1])

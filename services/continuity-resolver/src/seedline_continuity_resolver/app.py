@@ -16,6 +16,7 @@ from seedline_contracts.events import ContinuityDecided
 from seedline_contracts.sessions import StopRequest
 from seedline_platform import erasure
 from seedline_platform.app_base import ServiceApp
+from seedline_platform.consumer import consumer_drained
 from seedline_platform.publishing import JetStreamPublisher
 from seedline_platform.logging import get_logger
 from seedline_platform.outage import StreamsUnavailable
@@ -28,6 +29,7 @@ from seedline_timeline_view import PostgresTimelineView
 
 from .bootstrap import NAME, Parts, Ports, bootstrap
 from .machines import PresenceDirectory
+from .projection import SESSIONS_DURABLE
 from .postgres_repository import FORGET_STATEMENTS, PostgresConversationRepository
 from .repository import SESSIONS, TIMELINE
 from .routes import routes
@@ -52,6 +54,8 @@ class ResolverApp(ServiceApp):
             decision_recorded=functools.partial(_decision_recorded, self.js),
             machines=PresenceDirectory(self.js),
             stream_ends=self._stream_ends, stop=self._stop, sealer=sealer, metrics=self.metrics,
+            sessions_drained=functools.partial(
+                consumer_drained, self.js, subjects.SESSIONS_STREAM, SESSIONS_DURABLE),
             js=self.js,
             drop_forgotten=erasure.dropping(self.pool, FORGET_STATEMENTS, sealer),
         ))

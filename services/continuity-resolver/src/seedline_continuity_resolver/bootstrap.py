@@ -48,6 +48,9 @@ class Ports:
     # Where each stream ends now (a decision reads up to there); None: its projection
     # is fed by hand (tests).
     stream_ends: StreamEnds | None = None
+    # Whether the lifecycle fold's consumer has nothing left (a stream may end in events it
+    # does not take); None in the unit tests, which fold by hand.
+    sessions_drained: Callable[[], Awaitable[bool]] | None = None
     sealer: Sealer = field(default_factory=unsealed)
     metrics: ServiceMetrics = field(default_factory=lambda: ServiceMetrics(NAME))
     clock: Callable[[], datetime] = utc_now
@@ -70,7 +73,7 @@ class Parts:
 
 
 def bootstrap(settings: Settings, ports: Ports) -> Parts:
-    projection = ResolverProjection(ports.repo)
+    projection = ResolverProjection(ports.repo, ports.sessions_drained)
     pending = PendingOpens()
     catch_up = CatchUp(ports.repo, ports.view, ports.stream_ends,
                        projection.reached if ports.stream_ends is not None else None)

@@ -5,7 +5,7 @@ decision waits on to read its own writes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from nats.aio.msg import Msg
 
@@ -21,12 +21,18 @@ from seedline_platform.watermark import Watermark
 from .repository import SESSIONS, TIMELINE, ConversationRepository, TimelineFact
 
 
+# The durable consumer of the lifecycle fold: it takes only the events that move a
+# lifecycle (seedline_platform.lifecycle_events.LIFECYCLE_EVENTS).
+SESSIONS_DURABLE = "continuity-resolver-sessions"
+
+
 class ResolverProjection:
-    def __init__(self, repo: ConversationRepository) -> None:
+    def __init__(self, repo: ConversationRepository,
+                 sessions_drained: Callable[[], Awaitable[bool]] | None = None) -> None:
         self._repo = repo
         self.marks = {
-            projection: Watermark(lambda projection=projection: repo.applied(projection))
-            for projection in (TIMELINE, SESSIONS)
+            TIMELINE: Watermark(lambda: repo.applied(TIMELINE)),
+            SESSIONS: Watermark(lambda: repo.applied(SESSIONS), drained=sessions_drained),
         }
 
     async def apply_timeline(self, batch: Batch[TimelineEntry]) -> None:

@@ -12,12 +12,13 @@ from seedline_contracts.events import (
 )
 from seedline_contracts.timeline import TimelineEntry
 from seedline_platform import erasure
+from seedline_platform.lifecycle_events import LIFECYCLE_EVENTS
 from seedline_platform.routing import Kind, Route
 from seedline_platform.settings import Settings
 
 from .opening_api import OpeningApi, read_open
 from .pending import SETTLING, PendingOpens
-from .projection import ResolverProjection
+from .projection import SESSIONS_DURABLE, ResolverProjection
 
 
 def routes(settings: Settings) -> tuple[Route, ...]:
@@ -46,9 +47,8 @@ def routes(settings: Settings) -> tuple[Route, ...]:
               stream=subjects.TIMELINE_STREAM, durable="continuity-resolver-timeline",
               park=subjects.REJECTED_SESSIONS, idempotent=True, message=TimelineEntry,
               description="Projects each repo's activity, for the decision's inputs."),
-        Route(Kind.BATCH, subjects.SESSION_EVENTS_ALL, ResolverProjection.apply_sessions,
-              stream=subjects.SESSIONS_STREAM, durable="continuity-resolver-sessions",
-              park=subjects.REJECTED_SESSIONS, idempotent=True, message=SessionEvent,
-              description="Folds each conversation's lifecycle (CONTRACT.md 4.1)."),
+        Route.fold(LIFECYCLE_EVENTS, ResolverProjection.apply_sessions,
+                   durable=SESSIONS_DURABLE, message=SessionEvent,
+                   description="Folds each conversation's lifecycle (CONTRACT.md 4.1)."),
         erasure.route("its rows"),
     )

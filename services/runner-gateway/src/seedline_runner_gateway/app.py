@@ -14,6 +14,7 @@ from seedline_contracts.events import Opened
 from seedline_contracts.sessions import OpenReply
 from seedline_platform import erasure, natsio
 from seedline_platform.app_base import ServiceApp
+from seedline_platform.consumer import consumer_drained
 from seedline_platform.publishing import JetStreamPublisher
 from seedline_platform.replay import last_seq
 from seedline_platform.sealing import sealer_for
@@ -24,6 +25,7 @@ from .bootstrap import NAME, Parts, Ports, bootstrap
 from .machine_calls import NatsMachines
 from .notify import NatsNotifier
 from .postgres_state import PostgresGatewayState
+from .fold import FOLD_DURABLE
 from .presence import KvPresence
 from .repo_turns import PostgresRepoTurns
 from .routes import routes
@@ -57,6 +59,8 @@ class GatewayApp(ServiceApp):
             publisher=JetStreamPublisher(self.js), notifier=NatsNotifier(self.nc),
             presence=functools.partial(KvPresence, self.js, state),
             stream_end=functools.partial(last_seq, self.js, subjects.SESSIONS_STREAM),
+            fold_drained=functools.partial(
+                consumer_drained, self.js, subjects.SESSIONS_STREAM, FOLD_DURABLE),
             recorded_reply=self._recorded_reply,
             repo_turns=PostgresRepoTurns(self.pool),  # shared by every copy
             saved_objects=ObjectStoreKept(self.js, functools.partial(_repo_of, state)),

@@ -59,6 +59,9 @@ class Ports:
     # Erasures followed (a JetStream context; none in tests) and what each drops here.
     js: object | None = None
     drop_forgotten: Callable[[Erasure], Awaitable[None]] | None = None
+    # Whether the fold's consumer has nothing left (SEEDLINE_SESSIONS may end in events it
+    # does not take); None in the unit tests, which fold by hand.
+    fold_drained: Callable[[], Awaitable[bool]] | None = None
 
 
 @dataclass
@@ -77,7 +80,7 @@ class Parts:
 
 
 def bootstrap(settings: Settings, ports: Ports) -> Parts:
-    fold = LifecycleFold(ports.state, ports.stream_end)
+    fold = LifecycleFold(ports.state, ports.stream_end, ports.fold_drained)
     stopper = Stopper(ports, ports.saved_objects)
     reconciler = Reconciler(ports.state, stopper, fold.caught_up, fold.went_live_on)
     presence = ports.presence(reconciler)

@@ -19,15 +19,19 @@ from .state import GatewayState
 
 log = get_logger(__name__)
 
+# The fold's durable consumer: it takes only the events that move a lifecycle
+# (seedline_platform.lifecycle_events.LIFECYCLE_EVENTS).
+FOLD_DURABLE = "runner-gateway-sessions"
 CATCH_UP_SECONDS = 5.0
 RECHECK_SECONDS = 0.25  # how soon a wait on one conversation reads it again regardless
 
 
 class LifecycleFold:
-    def __init__(self, state: GatewayState, stream_end: Callable[[], Awaitable[int]]) -> None:
+    def __init__(self, state: GatewayState, stream_end: Callable[[], Awaitable[int]],
+                 drained: Callable[[], Awaitable[bool]] | None = None) -> None:
         self._state = state
         self._stream_end = stream_end
-        self.folded = Watermark(state.applied)
+        self.folded = Watermark(state.applied, drained=drained)
         # How many times this copy's fold made a conversation live on each machine: a
         # presence put that repeats a machine's last one is news only after that.
         self._went_live: dict[str, int] = {}

@@ -21,11 +21,12 @@ from seedline_contracts.events import (
 from seedline_contracts.runner import RunnerEvent
 from seedline_contracts.timeline import TimelineEntry
 from seedline_platform import erasure
+from seedline_platform.lifecycle_events import LIFECYCLE_EVENTS
 from seedline_platform.routing import Kind, Route
 from seedline_platform.settings import Settings
 
 from .api import GatewayApi, read_list
-from .fold import LifecycleFold
+from .fold import FOLD_DURABLE, LifecycleFold
 from .launching import Launcher
 from .presence import KvPresence
 from .reaper import Reaper
@@ -60,10 +61,9 @@ def routes(settings: Settings) -> tuple[Route, ...]:
                       sends=ENDING),
         Route.request(channels.SESSIONS_LIST, GatewayApi.list_live, decode=read_list,
                       description="The conversations live now, optionally of one instance."),
-        Route(Kind.BATCH, subjects.SESSION_EVENTS_ALL, LifecycleFold.apply_sessions,
-              stream=subjects.SESSIONS_STREAM, durable="runner-gateway-sessions",
-              park=subjects.REJECTED_SESSIONS, idempotent=True, message=SessionEvent,
-              description="Folds each conversation's lifecycle: what runs where (4.1)."),
+        Route.fold(LIFECYCLE_EVENTS, LifecycleFold.apply_sessions, durable=FOLD_DURABLE,
+                   message=SessionEvent,
+                   description="Folds each conversation's lifecycle: what runs where (4.1)."),
         Route(Kind.BATCH, subjects.TIMELINE_ALL, TimelineFollower.handle,
               stream=subjects.TIMELINE_STREAM, durable="runner-gateway-timeline",
               park=subjects.REJECTED_TIMELINE, message=TimelineEntry,
