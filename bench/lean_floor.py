@@ -77,19 +77,21 @@ LAUNCH_ON = "runner-gateway-launch seed_composed"
 
 # Durable pull consumers: name -> (role, stream, the messages it takes; None: all of the
 # stream). Seedline's deliveries per storm wake (durable_work: deliveries_by_consumer):
-# resolver-sessions 5, gateway-sessions 5, writer 2, resolver-timeline 2, gateway-timeline 2,
-# resolver-wakes 1, composer 1, gateway-launch 1: 19; per open the same without
-# resolver-wakes and with 4 session events: 16. (The writer learns a launch from the
-# machine's first output; it no longer has a consumer of seed_composed.)
+# resolver-sessions 3, gateway-sessions 3, writer 2, resolver-timeline 2, gateway-timeline 2,
+# resolver-wakes 1, composer 1, gateway-launch 1: 15; per open the same without
+# resolver-wakes and with 2 lifecycle events: 12. The two lifecycle folds take only the
+# events that move a lifecycle (seedline_platform.lifecycle_events.LIFECYCLE_EVENTS; of an
+# operation's, these three), and the writer learns a launch from the machine's first output.
+LIFECYCLE = ("wake_requested", "open_requested", "opened")
 CONSUMERS = {
     "timeline-writer": ("timeline-writer", INGEST, None),
     "continuity-resolver-wakes": ("continuity-resolver", SESSIONS, ("wake_requested",)),
     "continuity-resolver-timeline": ("continuity-resolver", TIMELINE, None),
-    "continuity-resolver-sessions": ("continuity-resolver", SESSIONS, None),
+    "continuity-resolver-sessions": ("continuity-resolver", SESSIONS, LIFECYCLE),
     "seed-composer": ("seed-composer", SESSIONS, ("continuity_decided",)),
     "runner-gateway-launch": ("runner-gateway", SESSIONS, ("seed_composed",)),
     "runner-gateway-timeline": ("runner-gateway", TIMELINE, None),
-    "runner-gateway-sessions": ("runner-gateway", SESSIONS, None),
+    "runner-gateway-sessions": ("runner-gateway", SESSIONS, LIFECYCLE),
 }
 
 

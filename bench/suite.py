@@ -256,7 +256,7 @@ def run_suite(only: tuple[str, ...] = PARTS, profile_misses: bool = True, **opti
         from bench.durable_work import run as run_durable_work
 
         step("durable", lambda: asyncio.run(run_durable_work(
-            wakes=10, opens=10, storm=opts["durable_storm"], idle=10.0, runners=10)))
+            wakes=10, opens=10, storm=opts["durable_storm"], idle=30.0, runners=10)))
 
     measured_seconds = time.perf_counter() - started
     profiles = {
