@@ -76,3 +76,47 @@ async def test_an_error_that_is_no_outage_fails_the_start_at_once(nats_server):
         assert wrapped.asked == 1
     finally:
         await nc.close()
+
+
+async def test_a_durable_made_with_explicit_acks_is_made_again_with_one_ack_per_batch(nats_server):
+    from nats.js import api as js_api
+
+    nc = await nats.connect(nats_server.url)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(name="POLICY", subjects=["policy.>"])
+        for n in range(1, 6):
+            await js.publish(f"policy.{n}", str(n).encode())
+        # As an earlier release made it: explicit acks; the first two acknowledged.
+        await js.add_consumer("POLICY", js_api.ConsumerConfig(
+            durable_name="fold", ack_policy=js_api.AckPolicy.EXPLICIT, filter_subject="policy.>"))
+        earlier = await js.pull_subscribe_bind("fold", stream="POLICY")
+        for msg in await earlier.fetch(3, timeout=2):
+            if msg.data in (b"1", b"2"):
+                await msg.ack_sync()  # the third was delivered and never acknowledged
+        given: list[bytes] = []
+
+        async def handle(batch) -> None:
+            given.extend(msg.data for msg in batch)  # untyped: the messages themselves
+
+        async def park(msg, reason: str) -> None:
+            raise AssertionError(reason)
+
+        consumer = BatchConsumer(js, Consumption("POLICY", "fold", ("policy.>",), ack_all=True),
+                                 handle=handle, park=park)
+        await consumer.start()
+        info = await js.consumer_info("POLICY", "fold")
+        assert info.config.ack_policy == js_api.AckPolicy.ALL
+        running = asyncio.create_task(consumer.run())
+        try:
+            for _ in range(100):
+                if len(given) >= 3:
+                    break
+                await asyncio.sleep(0.05)
+            assert given == [b"3", b"4", b"5"]  # after what was acknowledged, nothing lost
+        finally:
+            await consumer.stop(timeout=2)
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+    finally:
+        await nc.close()

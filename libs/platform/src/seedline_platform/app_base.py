@@ -296,10 +296,14 @@ class ServiceApp:
     def _consume(self, route: Route, handle: BatchHandler, options: dict) -> None:
         """A batch row's consumer, as its row says (`options`: what only the connected
         service knows, `batch_options`)."""
+        # A projection that skips what it applied settles a batch with one ack (AckPolicy.ALL):
+        # a batch that follows another copy's folds that copy's messages first (consumer.py),
+        # so the ack never settles one nobody applied.
         how = Consumption(
             stream=route.stream, durable=route.durable, filter_subjects=route.filters,
             batch_size=self.settings.batch_size, max_deliver=self.settings.max_deliver,
-            message=route.message, **{"idempotent": route.idempotent, **options})
+            message=route.message,
+            **{"idempotent": route.idempotent, "ack_all": route.idempotent, **options})
         self.consumers.append(BatchConsumer(self.js, how, handle=handle,
                                             park=self.parker(route.park), metrics=self.metrics))
 

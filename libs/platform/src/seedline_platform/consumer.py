@@ -161,7 +161,7 @@ class BatchConsumer:
         waits = 0
         while True:
             try:
-                config = self.consumer_config()
+                config = await self._with_ack_policy_kept(self.consumer_config())
                 if self._applied is not None:
                     config = await self._from_stored_offset(config)
                 await self._js.add_consumer(self.stream, config)
@@ -174,6 +174,22 @@ class BatchConsumer:
                             durable=self.durable, error=str(exc) or type(exc).__name__)
                 await asyncio.sleep(outage_pause(waits))
                 waits += 1
+
+    async def _with_ack_policy_kept(self, config: js_api.ConsumerConfig) -> js_api.ConsumerConfig:
+        """A durable made with another ack policy (an earlier release) cannot be changed: it
+        is made again from just after what it had acknowledged."""
+        try:
+            info = await self._js.consumer_info(self.stream, self.durable)
+        except NotFoundError:
+            return config
+        if info.config.ack_policy == config.ack_policy:
+            return config
+        log.info("consumer_made_again", durable=self.durable, ack_policy=config.ack_policy,
+                 from_seq=info.ack_floor.stream_seq + 1)
+        await self._js.delete_consumer(self.stream, self.durable)
+        config.deliver_policy = js_api.DeliverPolicy.BY_START_SEQUENCE
+        config.opt_start_seq = info.ack_floor.stream_seq + 1
+        return config
 
     async def _from_stored_offset(self, config: js_api.ConsumerConfig) -> js_api.ConsumerConfig:
         """The durable as the stored offset says: kept where it has not acknowledged past
