@@ -6,8 +6,9 @@ Same stack and shape as bench.durable_work measures Seedline on: nats-server wit
 configurations, and five processes of its own (this module run as `--worker ROLE`) playing
 the four services and the runner. Each process does its part of an operation as the table
 below says, and nothing else: the messages it appends per stream, the durable pull consumers
-it takes them from (one ack per delivery), the Postgres statements and transactions it runs
-(simple tables, one key each), and the launch as a request the runner answers. No FastStream,
+it takes them from (one ack per delivery, or per batch where Seedline's does), the Postgres
+statements and transactions it runs (simple tables, one key each), and the launch as a
+request the runner answers. No FastStream,
 no project code on the way of a message: only the contract's stream configurations at set-up.
 
 Counted and timed as durable_work counts Seedline (its Counter and windows): a storm of wakes
@@ -93,6 +94,10 @@ CONSUMERS = {
     "runner-gateway-timeline": ("runner-gateway", TIMELINE, None),
     "runner-gateway-sessions": ("runner-gateway", SESSIONS, LIFECYCLE),
 }
+# The projections that skip what they applied settle a fetched batch with one ack
+# (AckPolicy.ALL), as Seedline's do; the others ack each delivery.
+ACK_ALL = ("continuity-resolver-timeline", "continuity-resolver-sessions",
+           "runner-gateway-sessions")
 
 
 @dataclass(frozen=True)
@@ -215,7 +220,10 @@ class Worker:
             for msg in batch:
                 body = json.loads(msg.data)
                 await self.handle(f"{durable} {msg.subject.rsplit('.', 1)[1]}", body)
-                await msg.ack()
+                if durable not in ACK_ALL:
+                    await msg.ack()
+            if durable in ACK_ALL:
+                await batch[-1].ack()
 
     async def handle(self, delivery: str, body: dict) -> None:
         """What the table says this delivery does: statements, appends, the launch."""
@@ -309,7 +317,8 @@ async def start_floor(tmp: Path, stack: AsyncExitStack) -> dict:
         await js.add_stream(stream_config(spec))
     for durable, (_, stream, takes) in CONSUMERS.items():
         await js.add_consumer(stream, api.ConsumerConfig(
-            durable_name=durable, ack_policy=api.AckPolicy.EXPLICIT,
+            durable_name=durable,
+            ack_policy=api.AckPolicy.ALL if durable in ACK_ALL else api.AckPolicy.EXPLICIT,
             deliver_policy=api.DeliverPolicy.ALL, max_ack_pending=1_000,
             filter_subjects=[subject(name, stream) for name in takes] if takes else None))
     logs = tmp / "logs"
