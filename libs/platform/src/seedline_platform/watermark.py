@@ -55,14 +55,13 @@ class Watermark:
         loop = asyncio.get_running_loop()
         began = loop.time()
         deadline = began + timeout
-        ask_drained = self._drained is not None
         while True:
             stored = await self._read()
             if stored > self._seq:
                 self._seq = stored
             if self._seq >= seq:
                 return True
-            if ask_drained and await self._nothing_left(began):
+            if self._drained is not None and await self._nothing_left(began):
                 return True
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -73,10 +72,8 @@ class Watermark:
                         self._changed.wait_for(lambda: self._seq >= seq),
                         min(remaining, self._recheck),
                     )
-                    # The fold moved: it will likely pass `seq` itself; no need to ask.
-                    ask_drained = False
                 except TimeoutError:
-                    ask_drained = self._drained is not None
+                    pass
             if self._seq >= seq:
                 return True
 
