@@ -102,3 +102,12 @@ async def test_waits_share_one_ask_and_an_ask_begun_before_a_wait_does_not_answe
     assert consumer.asks - asks == 1
     await mark.advance(6)
     assert await asyncio.wait_for(first, 1.0) is True
+
+
+async def test_a_drained_consumer_holds_everything_without_a_seq_and_an_unfed_mark_never_does():
+    consumer = Consumer(drained=True)
+    mark = Watermark(Stored().read, drained=consumer.ask)
+    assert await mark.holds_everything() is True and consumer.asks == 1
+    consumer.drained = False
+    assert await mark.holds_everything() is False
+    assert await Watermark(Stored().read).holds_everything() is False

@@ -77,6 +77,12 @@ class Watermark:
             if self._seq >= seq:
                 return True
 
+    async def holds_everything(self) -> bool:
+        """Whether the consumer has nothing left now (False without `drained`): everything
+        recorded so far is applied, with no read of where the stream ends."""
+        return self._drained is not None and await self._nothing_left(
+            asyncio.get_running_loop().time())
+
     async def _nothing_left(self, since: float) -> bool:
         """Whether the consumer had nothing left at some moment after `since`. One ask at a
         time serves every wait that began before it did."""

@@ -73,6 +73,8 @@ class LifecycleFold:
 
     async def caught_up(self, upto: int | None = None) -> None:
         """Wait until the fold holds every event up to `upto` (default: recorded so far)."""
+        if upto is None and await self.folded.holds_everything():
+            return
         target = upto if upto is not None else await self._stream_end()
         if not await self.folded.reached(target, CATCH_UP_SECONDS):
             log.warning("fold_behind", target=target, applied=self.folded.seq)
