@@ -118,5 +118,11 @@ async def test_a_durable_made_with_explicit_acks_is_made_again_with_one_ack_per_
             await consumer.stop(timeout=2)
             running.cancel()
             await asyncio.gather(running, return_exceptions=True)
+        # Started again (the service restarted), the durable made from a seq is taken as it
+        # was made: where it starts cannot be changed either.
+        again = BatchConsumer(js, Consumption("POLICY", "fold", ("policy.>",), ack_all=True),
+                              handle=handle, park=park)
+        await again.start()
+        assert (await js.consumer_info("POLICY", "fold")).config.opt_start_seq == 3
     finally:
         await nc.close()

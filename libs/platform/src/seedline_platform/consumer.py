@@ -176,13 +176,16 @@ class BatchConsumer:
                 waits += 1
 
     async def _with_ack_policy_kept(self, config: js_api.ConsumerConfig) -> js_api.ConsumerConfig:
-        """A durable made with another ack policy (an earlier release) cannot be changed: it
-        is made again from just after what it had acknowledged."""
+        """How a durable is acknowledged and where it starts are fixed when it is made: one
+        made with another ack policy (an earlier release) is made again from just after
+        what it had acknowledged; one with this policy is asked for as it was made."""
         try:
             info = await self._js.consumer_info(self.stream, self.durable)
         except NotFoundError:
             return config
         if info.config.ack_policy == config.ack_policy:
+            config.deliver_policy = info.config.deliver_policy
+            config.opt_start_seq = info.config.opt_start_seq
             return config
         log.info("consumer_made_again", durable=self.durable, ack_policy=config.ack_policy,
                  from_seq=info.ack_floor.stream_seq + 1)
