@@ -229,8 +229,10 @@ class Platform:
 
     async def start_copy(self, name: str) -> None:
         index = len(self.copies[name]) + 2
-        self.copies[name].append(self._spawn([str(BIN / name)], f"{name}-{index}"))
-        await self._until(lambda: self._new_service_id(name), 60, f"{name} copy {index} ready")
+        proc = self._spawn([str(BIN / name)], f"{name}-{index}")
+        self.copies[name].append(proc)
+        await self._until(lambda: self._ready(name, proc, f"{name}-{index}"), 60,
+                          f"{name} copy {index} ready")
 
     def every_copy(self, name: str) -> list[subprocess.Popen]:
         return [self.services[name], *self.copies[name]]
@@ -244,8 +246,16 @@ class Platform:
             proc.send_signal(signal.SIGCONT)
 
     async def start_service(self, name: str) -> None:
-        self.services[name] = self._spawn([str(BIN / name)], name)
-        await self._until(lambda: self._new_service_id(name), 60, f"{name} ready")
+        proc = self.services[name] = self._spawn([str(BIN / name)], name)
+        await self._until(lambda: self._ready(name, proc, name), 60, f"{name} ready")
+
+    async def _ready(self, name: str, proc: subprocess.Popen, log_name: str) -> bool:
+        """Whether the copy answers; a copy that exited while starting fails the run at
+        once, with why (a start that fails is a defect, not something to wait out)."""
+        if proc.poll() is not None:
+            tail = (self.logs / f"{log_name}.log").read_text(errors="replace")[-2000:]
+            raise NotSettled(f"{log_name} exited with {proc.returncode} while starting:\n{tail}")
+        return await self._new_service_id(name)
 
     async def _new_service_id(self, name: str) -> bool:
         """True once a copy of the service not seen before answers its discovery ping."""
