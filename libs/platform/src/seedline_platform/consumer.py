@@ -161,9 +161,7 @@ class BatchConsumer:
         waits = 0
         while True:
             try:
-                config = await self._with_ack_policy_kept(self.consumer_config())
-                if self._applied is not None:
-                    config = await self._from_stored_offset(config)
+                config = await self._as_made(self.consumer_config())
                 await self._js.add_consumer(self.stream, config)
                 self._sub = await self._js.pull_subscribe_bind(self.durable, stream=self.stream)
                 return
@@ -175,44 +173,36 @@ class BatchConsumer:
                 await asyncio.sleep(outage_pause(waits))
                 waits += 1
 
-    async def _with_ack_policy_kept(self, config: js_api.ConsumerConfig) -> js_api.ConsumerConfig:
+    async def _as_made(self, config: js_api.ConsumerConfig) -> js_api.ConsumerConfig:
         """How a durable is acknowledged and where it starts are fixed when it is made: one
-        made with another ack policy (an earlier release) is made again from just after
-        what it had acknowledged; one with this policy is asked for as it was made."""
-        try:
-            info = await self._js.consumer_info(self.stream, self.durable)
-        except NotFoundError:
-            return config
-        if info.config.ack_policy == config.ack_policy:
-            config.deliver_policy = info.config.deliver_policy
-            config.opt_start_seq = info.config.opt_start_seq
-            return config
-        log.info("consumer_made_again", durable=self.durable, ack_policy=config.ack_policy,
-                 from_seq=info.ack_floor.stream_seq + 1)
-        await self._js.delete_consumer(self.stream, self.durable)
-        config.deliver_policy = js_api.DeliverPolicy.BY_START_SEQUENCE
-        config.opt_start_seq = info.ack_floor.stream_seq + 1
-        return config
-
-    async def _from_stored_offset(self, config: js_api.ConsumerConfig) -> js_api.ConsumerConfig:
-        """The durable as the stored offset says: kept where it has not acknowledged past
-        it, made again from just after it where it has."""
-        applied = await self._applied()
+        that exists is asked for as it was made, unless it must be made again from a seq:
+        an earlier release made it with another ack policy (then from just after what it
+        acknowledged), or it acknowledged past the stored offset (`applied`, a projection
+        rebuilt or restored: from just after that offset)."""
+        applied = await self._applied() if self._applied is not None else None
         try:
             info = await self._js.consumer_info(self.stream, self.durable)
         except NotFoundError:
             info = None
-        if info is not None and info.ack_floor.stream_seq <= applied:
-            # Where it starts is fixed when it is made: say it as it was.
-            config.deliver_policy = info.config.deliver_policy
-            config.opt_start_seq = info.config.opt_start_seq
+        if info is None and applied is None:
             return config
+        start = None if applied is None else applied + 1
         if info is not None:
-            log.warning("projection_behind_its_consumer", durable=self.durable,
-                        applied=applied, acknowledged=info.ack_floor.stream_seq)
+            acknowledged = info.ack_floor.stream_seq
+            if info.config.ack_policy != config.ack_policy:
+                log.info("consumer_made_again", durable=self.durable,
+                         ack_policy=config.ack_policy, from_seq=start or acknowledged + 1)
+                start = start or acknowledged + 1
+            elif applied is not None and acknowledged > applied:
+                log.warning("projection_behind_its_consumer", durable=self.durable,
+                            applied=applied, acknowledged=acknowledged)
+            else:
+                config.deliver_policy = info.config.deliver_policy
+                config.opt_start_seq = info.config.opt_start_seq
+                return config
             await self._js.delete_consumer(self.stream, self.durable)
         config.deliver_policy = js_api.DeliverPolicy.BY_START_SEQUENCE
-        config.opt_start_seq = applied + 1
+        config.opt_start_seq = start
         return config
 
     async def stop(self, timeout: float) -> None:
