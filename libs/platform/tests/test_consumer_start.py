@@ -126,3 +126,38 @@ async def test_a_durable_made_with_explicit_acks_is_made_again_with_one_ack_per_
         assert (await js.consumer_info("POLICY", "fold")).config.opt_start_seq == 3
     finally:
         await nc.close()
+
+
+async def test_a_durable_that_acknowledged_past_the_stored_offset_is_made_again_from_it(
+        nats_server):
+    from nats.js import api as js_api
+
+    nc = await nats.connect(nats_server.url)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(name="BEHIND", subjects=["behind.>"])
+        for n in range(1, 5):
+            await js.publish(f"behind.{n}", str(n).encode())
+        await js.add_consumer("BEHIND", js_api.ConsumerConfig(
+            durable_name="fold", ack_policy=js_api.AckPolicy.ALL, filter_subject="behind.>"))
+        earlier = await js.pull_subscribe_bind("fold", stream="BEHIND")
+        (*_, third) = await earlier.fetch(3, timeout=2)
+        await third.ack_sync()  # acknowledged up to 3
+
+        async def applied() -> int:
+            return 1  # the projection was restored to an older copy: it holds only seq 1
+
+        async def ignore(batch) -> None: ...
+
+        async def park(msg, reason: str) -> None:
+            raise AssertionError(reason)
+
+        consumer = BatchConsumer(js, Consumption("BEHIND", "fold", ("behind.>",), ack_all=True),
+                                 handle=ignore, park=park, applied=applied)
+        await consumer.start()
+        info = await js.consumer_info("BEHIND", "fold")
+        assert (info.config.deliver_policy, info.config.opt_start_seq) == (
+            js_api.DeliverPolicy.BY_START_SEQUENCE, 2)
+        assert info.num_pending == 3  # 2, 3 and 4 are delivered again
+    finally:
+        await nc.close()
