@@ -111,3 +111,15 @@ async def test_a_drained_consumer_holds_everything_without_a_seq_and_an_unfed_ma
     consumer.drained = False
     assert await mark.holds_everything() is False
     assert await Watermark(Stored().read).holds_everything() is False
+
+
+async def test_a_fold_of_this_copy_has_a_drained_wait_ask_again_at_once_not_at_a_recheck():
+    stored, consumer = Stored(), Consumer(drained=False)
+    mark = Watermark(stored.read, recheck_seconds=30.0, drained=consumer.ask)
+    waiting = asyncio.create_task(mark.reached(9, timeout=30.0))
+    await asyncio.sleep(0.01)
+    assert consumer.asks == 1 and not waiting.done()
+    consumer.drained = True  # the fold takes the last event it had (seq 7)...
+    await mark.advance(7)
+    assert await asyncio.wait_for(waiting, 1.0) is True  # ...and the wait asks again then
+    assert consumer.asks == 2 and stored.reads == 1  # the stored offset was not read again

@@ -55,10 +55,12 @@ class Watermark:
         loop = asyncio.get_running_loop()
         began = loop.time()
         deadline = began + timeout
+        read_stored = True
         while True:
-            stored = await self._read()
-            if stored > self._seq:
-                self._seq = stored
+            if read_stored:
+                stored = await self._read()
+                if stored > self._seq:
+                    self._seq = stored
             if self._seq >= seq:
                 return True
             if self._drained is not None and await self._nothing_left(began):
@@ -66,16 +68,21 @@ class Watermark:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return False
+            before = self._seq
             async with self._changed:
                 try:
-                    await asyncio.wait_for(
-                        self._changed.wait_for(lambda: self._seq >= seq),
-                        min(remaining, self._recheck),
-                    )
+                    # With `drained`, any fold of this copy may have taken the last event
+                    # the consumer had: ask again then, not a recheck later.
+                    await asyncio.wait_for(self._changed.wait_for(
+                        lambda: self._seq >= seq or (self._drained is not None
+                                                     and self._seq != before)),
+                        min(remaining, self._recheck))
                 except TimeoutError:
                     pass
             if self._seq >= seq:
                 return True
+            # Woken by this copy's fold, the stored offset has nothing newer to say.
+            read_stored = self._seq == before
 
     async def holds_everything(self) -> bool:
         """Whether the consumer has nothing left now (False without `drained`): everything
