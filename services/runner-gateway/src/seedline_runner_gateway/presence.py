@@ -32,6 +32,9 @@ log = get_logger(__name__)
 # A key not refreshed for this long may have expired: read it directly.
 STALE_AFTER_SECONDS = subjects.RUNNERS_TTL_SECONDS + 2
 SWEEP_SECONDS = 2.0
+# Machines the state says hold conversations, unseen on the watch since this copy started
+# (their keys expired meanwhile): read from the state this often, not at every sweep.
+HOSTING_READ_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,8 @@ class KvPresence:
         self._kv = None
         self._online: dict[str, Sighting] = {}
         self._absent: dict[str, Absence] = {}
+        self._hosting: set[str] = set()
+        self._hosting_read_at: float | None = None
         self._updates = None
 
     async def _bucket(self):
@@ -165,13 +170,16 @@ class KvPresence:
     async def _gone(self, node_id: str) -> None:
         self._online.pop(node_id, None)
         self._absent.pop(node_id, None)
+        self._hosting.discard(node_id)  # what it held is stopped as it goes
         log.info("machine_offline", node_id=node_id)
         await self._watcher.gone(node_id)
 
     async def sweep(self) -> None:
         """Find keys that expired: machines not heard from, and those hosting conversations."""
         now = self._clock()
-        hosting = await self._state.hosting_nodes()
+        if self._hosting_read_at is None or now - self._hosting_read_at >= HOSTING_READ_SECONDS:
+            self._hosting, self._hosting_read_at = await self._state.hosting_nodes(), now
+        hosting = self._hosting
         candidates = {n for n, s in self._online.items() if now - s.seen_at > STALE_AFTER_SECONDS}
         candidates |= hosting - self._online.keys()
         for node_id in candidates:
