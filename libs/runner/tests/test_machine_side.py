@@ -186,3 +186,15 @@ def test_an_install_where_the_service_manager_is_missing_says_which_command_fail
     done = service.install(spec(tmp_path), "linux", tmp_path, run, {"HOME": str(tmp_path)})
     assert done.path.exists() and done.failed[0][0][0] == "systemctl"
 
+
+
+async def test_a_runner_closing_its_own_connection_does_not_say_it_lost_nats():
+    from structlog.testing import capture_logs
+
+    closing = False
+    callbacks = connection_callbacks("n", letting_go=lambda: closing)
+    with capture_logs() as logged:
+        await callbacks["disconnected_cb"]()  # the server went: said
+        closing = True
+        await callbacks["disconnected_cb"]()  # the runner let go of it (a stop): not said
+    assert [entry["event"] for entry in logged] == ["nats_disconnected"]

@@ -74,6 +74,7 @@ async def run_runner(
     engines = build_engines(engine_names, EngineOptions(**engine_options))
     tracing = configure_tracing(node_id)
     refused = asyncio.Event()
+    letting_go = asyncio.Event()
     # The inbox prefix is the one a least-privilege runner user may subscribe to.
     nc = await nats.connect(
         servers_of(nats_url),
@@ -81,7 +82,7 @@ async def run_runner(
         inbox_prefix=runner_inbox_prefix(node_id).encode(),
         max_reconnect_attempts=-1,
         tls=tls, user=user, password=password,
-        **connection_callbacks(node_id, on_refused=refused.set),
+        **connection_callbacks(node_id, on_refused=refused.set, letting_go=letting_go.is_set),
     )
     try:
         runner = Runner(
@@ -101,6 +102,7 @@ async def run_runner(
             close = getattr(engine, "aclose", None)
             if close is not None:
                 await close()
+        letting_go.set()
         await _let_go(nc)
         if tracing is not None:
             tracing.shutdown()

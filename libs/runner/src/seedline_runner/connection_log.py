@@ -30,10 +30,12 @@ def reason(error: BaseException) -> str:
 
 
 def connection_callbacks(node_id: str, wait: float = RECONNECT_WAIT_SECONDS,
-                         on_refused: Callable[[], None] = lambda: None) -> dict[str, Any]:
+                         on_refused: Callable[[], None] = lambda: None,
+                         letting_go: Callable[[], bool] = lambda: False) -> dict[str, Any]:
     """Keyword arguments for nats.connect: its reconnect pace and the callbacks that log it.
     `on_refused` is called once the server has refused the machine's credentials
-    REFUSALS_BEFORE_STOP times in a row."""
+    REFUSALS_BEFORE_STOP times in a row; `letting_go` says the runner is closing the
+    connection itself (a stop, or a refusal to start), which is no loss of NATS."""
     refusals = 0
 
     async def on_error(error: BaseException) -> None:
@@ -45,6 +47,8 @@ def connection_callbacks(node_id: str, wait: float = RECONNECT_WAIT_SECONDS,
             on_refused()
 
     async def on_disconnected() -> None:
+        if letting_go():
+            return
         log.warning("nats_disconnected", node_id=node_id,
                     message=f"lost NATS; trying again every {wait:g} s")
 
