@@ -146,6 +146,14 @@ def test_a_service_seedline_up_is_restarting_is_told_as_starting_again(
     assert f"NATS at {away} is starting again; try again in a few seconds." in no_nats.stderr
     for said in (opened.stderr, no_nats.stderr):
         assert "make run" not in said and "not running" not in said
+    # Running by the supervisor's word but not answering (paused, say): not "starting again".
+    (tmp_path / "up-processes.json").write_text(json.dumps({
+        "up_pid": os.getpid(), "updated_at": "2026-12-05T10:00:00Z", "processes": [
+            {"name": "nats-server", "state": "running", "pid": os.getpid()}]}))
+    silent = seedline("conversations", env={**env, "SEEDLINE_NATS_URL": away})
+    assert silent.exit_code == 3
+    assert (f"NATS at {away} did not answer in time, though `seedline up` here runs it; try "
+            "again in a few seconds") in " ".join(silent.stderr.split())
 
 
 def test_up_says_so_when_its_port_is_taken(seedline, tmp_path):

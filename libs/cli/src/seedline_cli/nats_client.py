@@ -26,9 +26,15 @@ T = TypeVar("T")
 
 
 def cannot_reach(settings: Settings) -> Unreachable:
-    if _restarting(settings.home, "nats-server"):
+    state = supervised.state_of(settings.home, "nats-server")
+    if state == supervised.RESTARTING:
         return Unreachable(f"NATS at {settings.nats_url} is starting again; try again in a few "
                            "seconds.")
+    if state == supervised.RUNNING:
+        # Running by `seedline up`'s word, yet not answering: busy, paused or just started.
+        return Unreachable(f"NATS at {settings.nats_url} did not answer in time, though "
+                           "`seedline up` here runs it; try again in a few seconds, and see "
+                           "`seedline status` if it goes on.")
     return Unreachable(
         f"Cannot reach NATS at {settings.nats_url}. {START_HINT}, or set SEEDLINE_NATS_URL."
     )
