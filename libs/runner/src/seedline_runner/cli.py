@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import nats
+import structlog
 
 from seedline_contracts.subjects import runner_inbox_prefix
 from seedline_contracts.tokens import escape_token
@@ -22,6 +23,8 @@ from .connection_log import connection_callbacks
 from .engines.registry import EngineOptions, build_engines
 from .tracing import configure_tracing
 from .runner import DEFAULT_PRESENCE_INTERVAL_SECONDS, Runner
+
+log = structlog.get_logger(__name__)
 
 CLOSE_SECONDS = 0.5
 
@@ -150,6 +153,8 @@ async def _serve_until_stopped(runner: Runner, stop_signals: bool,
     watching = asyncio.create_task(stop_when_refused(), name="credentials")
 
     def on_signal() -> None:
+        # Said, so that a stop that takes long can be told from a signal that never came.
+        log.info("runner_stopping", node_id=runner.node_id)
         signalled.set()
         serving.cancel()
 
