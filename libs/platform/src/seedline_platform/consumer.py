@@ -178,7 +178,7 @@ class BatchConsumer:
         that exists is asked for as it was made, unless it must be made again from a seq:
         an earlier release made it with another ack policy (then from just after what it
         acknowledged), or it acknowledged past the stored offset (`applied`, a projection
-        rebuilt or restored: from just after that offset)."""
+        rebuilt, or put back from an older copy: from just after that offset)."""
         applied = await self._applied() if self._applied is not None else None
         try:
             info = await self._js.consumer_info(self.stream, self.durable)
