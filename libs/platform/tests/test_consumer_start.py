@@ -41,12 +41,9 @@ async def _started(nats_server, silent: int, error: Exception):
     async def handle(msgs) -> None:
         given.append(msgs)
 
-    async def park(msg, reason: str) -> None:
-        raise AssertionError(reason)
-
     wrapped = Unanswered(js, silent, error)
     consumer = BatchConsumer(wrapped, Consumption("STARTS", "starts", ("starts.>",)),
-                             handle=handle, park=park)
+                             handle=handle, park=_never_parked)
     return nc, consumer, wrapped, given
 
 
@@ -78,32 +75,42 @@ async def test_an_error_that_is_no_outage_fails_the_start_at_once(nats_server):
         await nc.close()
 
 
+async def _left_by_an_earlier_run(js, stream: str, messages: int, policy,
+                                  acknowledged: int) -> None:
+    """`stream` with `messages` messages and its durable `fold` as an earlier run left it:
+    made with ack `policy`, three messages delivered, those up to `acknowledged` acked."""
+    from nats.js import api as js_api
+
+    await js.add_stream(name=stream, subjects=[f"{stream.lower()}.>"])
+    for n in range(1, messages + 1):
+        await js.publish(f"{stream.lower()}.{n}", str(n).encode())
+    await js.add_consumer(stream, js_api.ConsumerConfig(
+        durable_name="fold", ack_policy=policy, filter_subject=f"{stream.lower()}.>"))
+    earlier = await js.pull_subscribe_bind("fold", stream=stream)
+    for msg in await earlier.fetch(3, timeout=2):
+        if msg.metadata.sequence.stream <= acknowledged:
+            await msg.ack_sync()
+
+
+async def _never_parked(msg, reason: str) -> None:
+    raise AssertionError(reason)
+
+
 async def test_a_durable_made_with_explicit_acks_is_made_again_with_one_ack_per_batch(nats_server):
     from nats.js import api as js_api
 
     nc = await nats.connect(nats_server.url)
     try:
         js = nc.jetstream()
-        await js.add_stream(name="POLICY", subjects=["policy.>"])
-        for n in range(1, 6):
-            await js.publish(f"policy.{n}", str(n).encode())
-        # As an earlier release made it: explicit acks; the first two acknowledged.
-        await js.add_consumer("POLICY", js_api.ConsumerConfig(
-            durable_name="fold", ack_policy=js_api.AckPolicy.EXPLICIT, filter_subject="policy.>"))
-        earlier = await js.pull_subscribe_bind("fold", stream="POLICY")
-        for msg in await earlier.fetch(3, timeout=2):
-            if msg.data in (b"1", b"2"):
-                await msg.ack_sync()  # the third was delivered and never acknowledged
+        # As an earlier release made it: explicit acks; the third delivered, never acked.
+        await _left_by_an_earlier_run(js, "POLICY", 5, js_api.AckPolicy.EXPLICIT, 2)
         given: list[bytes] = []
 
         async def handle(batch) -> None:
             given.extend(msg.data for msg in batch)  # untyped: the messages themselves
 
-        async def park(msg, reason: str) -> None:
-            raise AssertionError(reason)
-
         consumer = BatchConsumer(js, Consumption("POLICY", "fold", ("policy.>",), ack_all=True),
-                                 handle=handle, park=park)
+                                 handle=handle, park=_never_parked)
         await consumer.start()
         info = await js.consumer_info("POLICY", "fold")
         assert info.config.ack_policy == js_api.AckPolicy.ALL
@@ -121,7 +128,7 @@ async def test_a_durable_made_with_explicit_acks_is_made_again_with_one_ack_per_
         # Started again (the service restarted), the durable made from a seq is taken as it
         # was made: where it starts cannot be changed either.
         again = BatchConsumer(js, Consumption("POLICY", "fold", ("policy.>",), ack_all=True),
-                              handle=handle, park=park)
+                              handle=handle, park=_never_parked)
         await again.start()
         assert (await js.consumer_info("POLICY", "fold")).config.opt_start_seq == 3
     finally:
@@ -135,25 +142,15 @@ async def test_a_durable_that_acknowledged_past_the_stored_offset_is_made_again_
     nc = await nats.connect(nats_server.url)
     try:
         js = nc.jetstream()
-        await js.add_stream(name="BEHIND", subjects=["behind.>"])
-        for n in range(1, 5):
-            await js.publish(f"behind.{n}", str(n).encode())
-        await js.add_consumer("BEHIND", js_api.ConsumerConfig(
-            durable_name="fold", ack_policy=js_api.AckPolicy.ALL, filter_subject="behind.>"))
-        earlier = await js.pull_subscribe_bind("fold", stream="BEHIND")
-        (*_, third) = await earlier.fetch(3, timeout=2)
-        await third.ack_sync()  # acknowledged up to 3
+        await _left_by_an_earlier_run(js, "BEHIND", 4, js_api.AckPolicy.ALL, 3)
 
         async def applied() -> int:
-            return 1  # the projection was restored to an older copy: it holds only seq 1
+            return 1  # the projection was put back from an older copy: it holds only seq 1
 
         async def ignore(batch) -> None: ...
 
-        async def park(msg, reason: str) -> None:
-            raise AssertionError(reason)
-
         consumer = BatchConsumer(js, Consumption("BEHIND", "fold", ("behind.>",), ack_all=True),
-                                 handle=ignore, park=park, applied=applied)
+                                 handle=ignore, park=_never_parked, applied=applied)
         await consumer.start()
         info = await js.consumer_info("BEHIND", "fold")
         assert (info.config.deliver_policy, info.config.opt_start_seq) == (
