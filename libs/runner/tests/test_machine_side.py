@@ -5,6 +5,7 @@ against launchd.plist(5)'s keys."""
 
 from __future__ import annotations
 
+import asyncio
 import plistlib
 import shutil
 import ssl
@@ -198,3 +199,58 @@ async def test_a_runner_closing_its_own_connection_does_not_say_it_lost_nats():
         closing = True
         await callbacks["disconnected_cb"]()  # the runner let go of it (a stop): not said
     assert [entry["event"] for entry in logged] == ["nats_disconnected"]
+
+
+class SwallowsOneCancel:
+    """A runner whose start loses the cancellation that lands in it, as Python 3.11's
+    wait_for does when the awaited reply arrives at the same moment (a stop signal right
+    after the first presence put did); then it serves until told to stop."""
+
+    node_id = "n"
+
+    def __init__(self) -> None:
+        self.starting = asyncio.Event()
+        self.stopped = False
+
+    async def run(self, stopping: asyncio.Event | None = None) -> None:
+        from seedline_runner.runner import Runner
+
+        self.start = self._start
+        self.stop = self._stop
+        await Runner.run(self, stopping)
+
+    async def _start(self) -> None:
+        self.starting.set()
+        try:
+            await asyncio.sleep(5)
+        except asyncio.CancelledError:
+            pass  # lost, as wait_for loses it
+
+    async def _stop(self) -> None:
+        self.stopped = True
+
+
+@pytest.mark.parametrize("how", ["signal", "refused"])
+async def test_a_runner_stops_when_the_cancel_of_its_stop_is_lost_while_it_starts(how):
+    import os
+    import signal
+
+    from seedline_runner.cli import CredentialsRefused, _serve_until_stopped
+
+    runner, refused = SwallowsOneCancel(), asyncio.Event()
+    serving = asyncio.ensure_future(
+        _serve_until_stopped(runner, stop_signals=how == "signal", refused=refused))
+    await asyncio.wait_for(runner.starting.wait(), 5)
+    if how == "signal":
+        os.kill(os.getpid(), signal.SIGTERM)  # handled by the loop while the runner serves
+    else:
+        refused.set()
+    # Waited on without cancelling it (a cancel from outside would end it either way).
+    done, _ = await asyncio.wait({serving}, timeout=5)
+    assert serving in done, "the runner served on after it was told to stop"
+    if how == "refused":
+        with pytest.raises(CredentialsRefused):
+            serving.result()
+    else:
+        serving.result()
+    assert runner.stopped  # a clean stop

@@ -143,12 +143,20 @@ async def _let_go(nc) -> None:
 
 async def _serve_until_stopped(runner: Runner, stop_signals: bool,
                                refused: asyncio.Event) -> None:
-    serving = asyncio.create_task(runner.run(), name="runner")
+    # What ends the runner, set as well as its task is cancelled: a cancellation can be lost
+    # (Python 3.11's wait_for drops one that lands as the awaited reply arrives, as a stop
+    # signal right after the first presence put did), and then the run sees this instead.
+    stopping = asyncio.Event()
+    serving = asyncio.create_task(runner.run(stopping), name="runner")
     signalled = asyncio.Event()
+
+    def stop() -> None:
+        stopping.set()
+        serving.cancel()
 
     async def stop_when_refused() -> None:
         await refused.wait()
-        serving.cancel()
+        stop()
 
     watching = asyncio.create_task(stop_when_refused(), name="credentials")
 
@@ -156,7 +164,7 @@ async def _serve_until_stopped(runner: Runner, stop_signals: bool,
         # Said, so that a stop that takes long can be told from a signal that never came.
         log.info("runner_stopping", node_id=runner.node_id)
         signalled.set()
-        serving.cancel()
+        stop()
 
     loop = asyncio.get_running_loop()
     installed: list[int] = []
@@ -173,11 +181,11 @@ async def _serve_until_stopped(runner: Runner, stop_signals: bool,
         # Let the runner finish its clean stop before the connection goes away.
         serving.cancel()
         await asyncio.gather(serving, return_exceptions=True)
-        if refused.is_set():
-            raise CredentialsRefused(runner.node_id) from None
-        if not signalled.is_set():
+        if not (signalled.is_set() or refused.is_set()):
             raise
     finally:
         watching.cancel()
         for signum in installed:
             loop.remove_signal_handler(signum)
+    if refused.is_set():
+        raise CredentialsRefused(runner.node_id)

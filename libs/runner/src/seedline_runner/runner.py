@@ -203,11 +203,11 @@ class Runner:
             containment=self.containment.name,
         )
 
-    async def run(self) -> None:
-        """Run until cancelled, then stop cleanly."""
+    async def run(self, stopping: asyncio.Event | None = None) -> None:
+        """Run until cancelled or `stopping` is set, then stop cleanly."""
         await self.start()
         try:
-            await asyncio.Event().wait()
+            await (stopping or asyncio.Event()).wait()
         finally:
             await asyncio.shield(self.stop())
 
