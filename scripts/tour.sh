@@ -44,13 +44,21 @@ step seedline brief show "$conversation"
 step seedline stop "$conversation" --reason "the person went home"
 step seedline publish --instance demo --repo apps/hello --conversation first-chat --kind chat_user \
   --content "Next: add a license file" --entry-id tour-3
-sleep 2
+# The message wakes the conversation: wait until it is live (not a fixed sleep, which a
+# busy machine outlasts), then show it.
+for _ in $(seq 1 120); do
+  seedline conversations --json | grep -q '"session_id"' && break
+  sleep 0.25
+done
 step seedline conversations
 "$bin/seedline" runner --node-id laptop-2 --label "Laptop" --engine scripted > "$home/runner2.log" 2>&1 &
 second_runner=$!
 for _ in $(seq 1 40); do seedline runners --json | grep -q laptop-2 && break; sleep 0.25; done
 woken=$(seedline conversations --json | "$bin/python" -c 'import json,sys; print(json.load(sys.stdin)["conversations"][0]["session_id"])')
 step seedline relocate "$woken" --node laptop-2
-sleep 1
+for _ in $(seq 1 120); do
+  seedline timeline --instance demo --repo apps/hello | grep -q "relocated to laptop-2" && break
+  sleep 0.25
+done
 step seedline timeline --instance demo --repo apps/hello
 step seedline rejected
