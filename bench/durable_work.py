@@ -95,6 +95,7 @@ class Counts:
     by_service: dict[str, int] = field(default_factory=dict)
     by_statement: dict[str, int] = field(default_factory=dict)
     transactions_by_service: dict[str, int] = field(default_factory=dict)
+    by_shape: dict[str, int] = field(default_factory=dict)
 
     def minus(self, before: "Counts") -> dict:
         return {
@@ -115,6 +116,7 @@ class Counts:
             "statements_by_text": _difference(self.by_statement, before.by_statement),
             "transactions_by_service": _difference(self.transactions_by_service,
                                                    before.transactions_by_service),
+            "transactions_by_shape": _difference(self.by_shape, before.by_shape),
         }
 
 
@@ -135,10 +137,12 @@ class Counter:
         self.log = Path(system["postgres"].data_dir) / "log"
         self._offset = 0
         self._statements = self._transactions = 0
-        self._open: set[str] = set()  # backends inside an explicit transaction
+        # Backends inside an explicit transaction, with what each ran in it so far.
+        self._open: dict[str, list[str]] = {}
         self._by_service: dict[str, int] = {}
         self._by_statement: dict[str, int] = {}
         self._transactions_by_service: dict[str, int] = {}
+        self._by_shape: dict[str, int] = {}
 
     async def start(self) -> None:
         async def ack(_msg) -> None:
@@ -155,6 +159,7 @@ class Counter:
         self._by_service.clear()
         self._by_statement.clear()
         self._transactions_by_service.clear()
+        self._by_shape.clear()
 
     async def now(self) -> Counts:
         streams: dict[str, int] = {}
@@ -167,7 +172,7 @@ class Counter:
         statements, transactions = await asyncio.to_thread(self._read_log)
         return Counts(streams, delivered, self.acks, statements, transactions, self._cpu(),
                       dict(self._by_service), dict(self._by_statement),
-                      dict(self._transactions_by_service))
+                      dict(self._transactions_by_service), dict(self._by_shape))
 
     async def settled(self, timeout: float = 120.0) -> None:
         """Every consumer has caught up and nothing new came for SETTLE_SECONDS."""
@@ -215,18 +220,24 @@ class Counter:
             text = _short(_LITERAL.sub("?", " ".join(sql.split())))
             self._by_statement[text] = self._by_statement.get(text, 0) + 1
             if sql in ("BEGIN", "START TRANSACTION") or sql.startswith("BEGIN "):
-                self._open.add(pid)
+                self._open[pid] = []
             elif sql in ("COMMIT", "ROLLBACK", "END"):
                 if pid in self._open:
-                    self._open.discard(pid)
-                    self._transaction(service)
-            elif pid not in self._open:
-                self._transaction(service)
+                    self._transaction(service, self._open.pop(pid))
+            elif pid in self._open:
+                self._open[pid].append(text)
+            else:
+                self._transaction(service, [text], explicit=False)
         return self._statements, self._transactions
 
-    def _transaction(self, service: str) -> None:
+    def _transaction(self, service: str, statements: list[str], explicit: bool = True) -> None:
         self._transactions += 1
         self._transactions_by_service[service] = self._transactions_by_service.get(service, 0) + 1
+        # Its shape: what ran in it, each statement cut to its first words; a statement
+        # outside BEGIN ... COMMIT is shown without them.
+        inside = " | ".join(t[:48] for t in statements) or "(nothing)"
+        shape = f"{service}: " + (f"BEGIN | {inside} | COMMIT" if explicit else inside)
+        self._by_shape[shape] = self._by_shape.get(shape, 0) + 1
 
     def _cpu(self) -> dict[str, float]:
         parts: dict[str, float] = {}
@@ -385,7 +396,8 @@ def per_operation(counts: dict) -> dict:
     out["deliveries_by_consumer"] = {
         c: round(v / n, 2) for c, v in sorted(counts["deliveries_by_consumer"].items())}
     out["cpu_ms_total"] = round(sum(counts["cpu_ms"].values()) / n, 2)
-    for key in ("statements_by_service", "statements_by_text", "transactions_by_service"):
+    for key in ("statements_by_service", "statements_by_text", "transactions_by_service",
+                "transactions_by_shape"):
         out[key] = {k: round(v / n, 2) for k, v in counts[key].items()}
     return out
 

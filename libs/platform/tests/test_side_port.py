@@ -6,7 +6,7 @@ import asyncio
 import socket
 import urllib.request
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 from structlog.testing import capture_logs
 
 from seedline_platform.health_http import HealthServer
@@ -69,3 +69,49 @@ async def test_a_taken_port_set_by_the_operator_is_an_error_naming_the_variable_
             assert errors and f"SEEDLINE_HTTP_PORT={taken}" in errors[0]["message"]
         finally:
             await server.stop()
+
+
+def _scrape(url: str) -> str:
+    with urllib.request.urlopen(url + "/metrics", timeout=5) as resp:
+        return resp.read().decode()
+
+
+async def test_what_metrics_reads_from_elsewhere_is_read_as_it_is_asked_for():
+    registry = CollectorRegistry()
+    lag = Gauge("lag_messages", "lag", registry=registry)
+    reads = []
+
+    async def read_lag() -> None:
+        reads.append(1)
+        lag.set(len(reads) * 10)
+
+    server = HealthServer("127.0.0.1", 0, registry, _ok, _ok, before_metrics=read_lag)
+    await server.start()
+    try:
+        await asyncio.sleep(0.2)
+        assert reads == []  # nothing is read while nobody asks
+        assert "lag_messages 10.0" in await asyncio.to_thread(_scrape, server.url)
+        assert "lag_messages 20.0" in await asyncio.to_thread(_scrape, server.url)
+        assert await asyncio.to_thread(_get, f"{server.url}/healthz") == 200
+        assert len(reads) == 2  # a health check reads nothing
+    finally:
+        await server.stop()
+
+
+async def test_a_read_that_hangs_gives_the_values_read_before_within_its_bound(monkeypatch):
+    monkeypatch.setattr("seedline_platform.health_http.METRICS_READ_SECONDS", 0.3)
+    registry = CollectorRegistry()
+    Gauge("lag_messages", "lag", registry=registry).set(7)
+
+    async def hangs() -> None:
+        await asyncio.sleep(60)
+
+    server = HealthServer("127.0.0.1", 0, registry, _ok, _ok, before_metrics=hangs)
+    await server.start()
+    try:
+        with capture_logs() as logs:
+            page = await asyncio.to_thread(_scrape, server.url)
+        assert "lag_messages 7.0" in page
+        assert any(e["event"] == "metrics_read_slow" for e in logs)
+    finally:
+        await server.stop()

@@ -201,6 +201,29 @@ async def test_a_clean_stop_deletes_the_presence_key(js, start_runner):
         await kv.get(presence_key(NODE))
 
 
+async def test_a_machine_hosting_nothing_puts_its_presence_half_as_often(nc, js, start_runner):
+    """An idle machine's puts are most of an idle system's work: it puts every second
+    interval (never past the contract's 10 s); hosting a conversation, every interval."""
+    runner = await start_runner({"scripted": ScriptedEngine()}, presence_interval=0.25)
+    assert runner._presence.interval == 0.5
+    seen, follower = await presence_puts(js)
+    await asyncio.sleep(1.6)
+    idle_puts = len(seen)
+    await ask(nc, "launch", launch_body("csess_1"))
+    assert runner._presence.interval == 0.25
+    hosting_from = len(seen)
+    await asyncio.sleep(1.6)
+    hosting_puts = len(seen) - hosting_from
+    await ask(nc, "stop", {"session_id": "csess_1", "reason": "idle"})
+    follower.cancel()
+
+    assert runner._presence.interval == 0.5
+    assert 1 <= idle_puts <= 4  # every 0.5 s: three in 1.6 s (six at every 0.25 s)
+    assert hosting_puts > idle_puts
+    assert Runner(nc, "other", "Other", {"scripted": ScriptedEngine()},
+                  presence_interval=8)._presence.interval == 10  # the contract's longest
+
+
 def test_presence_more_often_than_every_ten_seconds_is_required(nc):
     with pytest.raises(ValueError):
         Runner(nc, NODE, "Your Mac mini", {"scripted": ScriptedEngine()}, presence_interval=11)

@@ -53,7 +53,6 @@ VERSION = f"{CONTRACT_VERSION}.0"  # service discovery wants x.y.z
 # Requests answered at once per API: an open waits for its machine, a read may
 # wait for min_seq; a few hundred waiting requests cost only their tasks.
 REQUEST_WORKERS = 256
-LAG_REFRESH_SECONDS = 15.0  # a scrape every 15 s is the usual; each refresh asks every consumer
 # A stopping consumer withdraws its waiting fetch and hands back what one brought.
 QUIESCE_SECONDS = 2.0
 
@@ -335,7 +334,7 @@ class ServiceApp:
         await self.broker.start()
         # The side port first, so that service discovery can say where it is.
         self.health = HealthServer(s.http_host, s.http_port, self.metrics.registry,
-                                   self._alive, self._ready)
+                                   self._alive, self._ready, before_metrics=self._read_lag)
         await self.health.start()
         self._micro = await nats.micro.add_service(
             self.nc, name=self.name, version=VERSION, description=self.description,
@@ -350,7 +349,6 @@ class ServiceApp:
     async def run(self) -> None:
         await asyncio.gather(
             *(c.run() for c in self.consumers), *(loop() for loop in self.loops),
-            self._refresh_lag(),
         )
 
     async def quiesce(self) -> None:
@@ -388,19 +386,18 @@ class ServiceApp:
             checks["postgres"] = await pg.answers(self.pool)
         return checks
 
-    async def _refresh_lag(self) -> None:
-        """Consumer lag per durable, for /metrics."""
-        while True:
-            for stream, durable in self._durables():
-                try:
-                    info = await self.js.consumer_info(stream, durable)
-                except Exception:
-                    continue
-                self.metrics.consumer_pending.labels(stream, durable).set(info.num_pending or 0)
-                self.metrics.consumer_ack_pending.labels(stream, durable).set(
-                    info.num_ack_pending or 0
-                )
-            await asyncio.sleep(LAG_REFRESH_SECONDS)
+    async def _read_lag(self) -> None:
+        """Consumer lag per durable, read as /metrics is asked for: a service nobody
+        scrapes asks nats-server nothing."""
+        async def read(stream: str, durable: str) -> None:
+            try:
+                info = await self.js.consumer_info(stream, durable)
+            except Exception:
+                return  # the gauge keeps the last value read
+            self.metrics.consumer_pending.labels(stream, durable).set(info.num_pending or 0)
+            self.metrics.consumer_ack_pending.labels(stream, durable).set(
+                info.num_ack_pending or 0)
+        await asyncio.gather(*(read(stream, durable) for stream, durable in self._durables()))
 
     def _durables(self) -> list[tuple[str, str]]:
         found = [(c.stream, c.durable) for c in self.consumers]

@@ -3,7 +3,9 @@
 Three GET routes and nothing else, so a plain asyncio server does the job without
 a web framework in every service image. /healthz says the process is alive and
 holds its NATS connection; /readyz also says it has started and its checks pass
-(docker compose gates start-up on it); /metrics is the Prometheus text format.
+(docker compose gates start-up on it); /metrics is the Prometheus text format, with what
+must be read from elsewhere (consumer lag) read as it is asked for, within
+METRICS_READ_SECONDS.
 
 It is a side port (CONTRACT.md, Processes): by default any free port, so any number of
 services run side by side on one machine, and the port taken is logged. A port the
@@ -25,6 +27,7 @@ from .logging import get_logger
 log = get_logger(__name__)
 
 Check = Callable[[], Awaitable[dict[str, bool]]]
+METRICS_READ_SECONDS = 2.0  # past this a scrape gets the values read before
 _MAX_REQUEST_BYTES = 8192
 PORT_VARIABLE = "SEEDLINE_HTTP_PORT"
 RETRY_SECONDS = 10.0
@@ -32,13 +35,15 @@ RETRY_SECONDS = 10.0
 
 class HealthServer:
     def __init__(
-        self, host: str, port: int, registry: CollectorRegistry, alive: Check, ready: Check
+        self, host: str, port: int, registry: CollectorRegistry, alive: Check, ready: Check,
+        before_metrics: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._host = host
         self._port = port
         self._registry = registry
         self._alive = alive
         self._ready = ready
+        self._before_metrics = before_metrics
         self._server: asyncio.Server | None = None
         self._retry: asyncio.Task | None = None
 
@@ -117,6 +122,11 @@ class HealthServer:
         if method not in (b"GET", b"HEAD"):
             return 405, "text/plain", b"only GET\n"
         if path == b"/metrics":
+            if self._before_metrics is not None:
+                try:
+                    await asyncio.wait_for(self._before_metrics(), METRICS_READ_SECONDS)
+                except TimeoutError:
+                    log.warning("metrics_read_slow", seconds=METRICS_READ_SECONDS)
             return 200, CONTENT_TYPE_LATEST, generate_latest(self._registry)
         if path in (b"/healthz", b"/readyz"):
             checks = await (self._alive() if path == b"/healthz" else self._ready())

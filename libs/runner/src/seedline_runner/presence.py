@@ -97,6 +97,7 @@ class PresenceHeartbeat:
         node_id: str,
         presence: Callable[[], RunnerPresence],
         interval: float,
+        hosting: Callable[[], bool] = lambda: True,
     ) -> None:
         if not 0 < interval <= PRESENCE_INTERVAL_SECONDS:
             raise ValueError(
@@ -106,6 +107,11 @@ class PresenceHeartbeat:
         self._key = presence_key(node_id)
         self._presence = presence
         self._interval = interval
+        # A machine that hosts nothing puts half as often, within the contract's longest
+        # gap: its puts are most of an idle system's work. One that hosts conversations
+        # keeps `interval`, which its lease is counted against.
+        self._idle_interval = min(2 * interval, PRESENCE_INTERVAL_SECONDS)
+        self._hosting = hosting
         self._kv: KeyValue | None = None
         self._task: asyncio.Task[None] | None = None
         # One put at a time, each built when it is made: a put from the timer can never
@@ -131,6 +137,11 @@ class PresenceHeartbeat:
                 return False
             self._renewed_at = started
             return True
+
+    @property
+    def interval(self) -> float:
+        """Seconds from one put of the timer to the next, as things are now."""
+        return self._interval if self._hosting() else self._idle_interval
 
     def out_of_touch_for(self) -> float:
         """Seconds since the newest put that landed was started (infinite before one)."""
@@ -163,5 +174,5 @@ class PresenceHeartbeat:
 
     async def _loop(self) -> None:
         while True:
-            await asyncio.sleep(self._interval)
+            await asyncio.sleep(self.interval)
             await self.beat()

@@ -164,8 +164,8 @@ class Runner:
                 containment=self.containment.name,
             ),
             presence_interval,
+            hosting=lambda: bool(self._live),
         )
-        self._presence_interval = presence_interval
         self._lease_seconds = lease_seconds
         self._fencing: asyncio.Task[None] | None = None
         self._hosting = asyncio.Event()  # set when a conversation goes live here
@@ -296,7 +296,8 @@ class Runner:
         if refusal is not None:
             return _launch_refused(refusal), None
         out = self._presence.out_of_touch_for()
-        if out > 2 * self._presence_interval:
+        # Two puts missed, or out of touch past its lease: the launch would be fenced off.
+        if out > min(2 * self._presence.interval, self._lease_seconds):
             return _launch_refused(
                 f"This machine has been out of touch with the platform for {int(out)} "
                 "seconds; ask again once it shows it is online."), None
