@@ -206,6 +206,7 @@ async def test_a_machine_hosting_nothing_puts_its_presence_half_as_often(nc, js,
     interval (never past the contract's 10 s); hosting a conversation, every interval."""
     runner = await start_runner({"scripted": ScriptedEngine()}, presence_interval=0.25)
     assert runner._presence.interval == 0.5
+    await asyncio.sleep(0.6)  # the first two puts after start keep the full pace
     seen, follower = await presence_puts(js)
     await asyncio.sleep(1.6)
     idle_puts = len(seen)
@@ -1214,3 +1215,36 @@ async def test_a_newer_fence_ends_the_repos_older_engine_and_an_older_one_is_ref
                                           "fence": 1})
     assert other_repo["accepted"] is True
     assert sorted(runner.live_conversations) == ["csess_2", "csess_4"]
+
+
+
+async def test_a_machine_started_again_keeps_the_full_pace_for_its_first_puts(monkeypatch):
+    """Two puts of a machine started again tell the platform it no longer runs what its
+    previous run did: they come at the full pace, hosting nothing or not; then a machine
+    hosting nothing slows down, and one hosting something keeps the pace."""
+    from seedline_runner import presence
+
+    hosting = False
+    paces: list[tuple[float, bool]] = []
+
+    class Enough(Exception):
+        pass
+
+    async def sleep(seconds: float) -> None:
+        paces.append((seconds, hosting))
+        if len(paces) == 6:
+            raise Enough
+
+    async def beat(self) -> bool:
+        nonlocal hosting
+        hosting = len(paces) == 4  # a conversation is live from the fourth put to the fifth
+        return True
+
+    heartbeat = presence.PresenceHeartbeat(None, NODE, lambda: None, 0.25,
+                                           hosting=lambda: hosting)
+    monkeypatch.setattr(presence.PresenceHeartbeat, "beat", beat)
+    monkeypatch.setattr(presence.asyncio, "sleep", sleep)
+    with pytest.raises(Enough):
+        await heartbeat._loop()
+
+    assert [seconds for seconds, _ in paces] == [0.25, 0.25, 0.5, 0.5, 0.25, 0.5]
