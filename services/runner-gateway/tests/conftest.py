@@ -131,10 +131,10 @@ class Gateway:
                 found = decode(payload, Opened).reply
         return found
 
-    async def requested(self, session_id: str, node_id: str = "mac") -> None:
+    async def requested(self, session_id: str, node_id: str = "mac", repo: str = REPO) -> None:
         await self.publisher.publish([(
             subjects.session_event_subject(session_id, "open_requested"),
-            encode(OpenRequested(session_id=session_id, at=AT, instance_id=INSTANCE, repo=REPO,
+            encode(OpenRequested(session_id=session_id, at=AT, instance_id=INSTANCE, repo=repo,
                                  engine="scripted", node_id=node_id, request_id=None,
                                  force_fresh=False, clean_slate=False, has_instruction=False)),
             None,
@@ -143,7 +143,7 @@ class Gateway:
 
     async def open(self, session_id: str, node_id: str = "mac", **plan) -> None:
         """open_requested, then the launch of its seed_composed, folded."""
-        await self.requested(session_id, node_id)
+        await self.requested(session_id, node_id, plan.get("repo", REPO))
         await self.launcher.launch(composed(session_id, node_id, **plan))
         await self.fold()
 
@@ -157,9 +157,10 @@ class Gateway:
 def composed(session_id: str, node_id: str = "mac", *, text: str | None = "the brief",
              relocation: bool = False, relocation_from: str | None = None,
              instance_id: str = INSTANCE, wake_seq: int | None = None,
-             decided_seq: int | None = None, carry: SavedWork | None = None) -> SeedComposed:
+             decided_seq: int | None = None, carry: SavedWork | None = None,
+             repo: str = REPO) -> SeedComposed:
     plan = LaunchPlan(
-        instance_id=instance_id, repo=REPO, engine="scripted", node_id=node_id,
+        instance_id=instance_id, repo=repo, engine="scripted", node_id=node_id,
         continuity=Continuity("fresh", None, "no_previous", "there is no earlier conversation"),
         resume_key=None, instruction="Add castling", clean_slate=False,
         relocation=relocation, relocation_from=relocation_from, wake_seq=wake_seq,

@@ -72,6 +72,10 @@ class GatewayStateContract:
         ], 8)
         assert [h.session_id for h in await self.state.live_on("mac")] == ["csess_a", "csess_c"]
         assert await self.state.live_on("pc") == []
+        # Those a machine's presence lists left out: what it may have lost.
+        assert [h.session_id for h in await self.state.live_on(
+            "mac", besides={"csess_a", "csess_b", "csess_z"})] == ["csess_c"]
+        assert await self.state.live_on("mac", besides={"csess_a", "csess_c"}) == []
         assert await self.state.hosting_nodes() == {"mac"}
 
     async def test_the_outcome_is_the_machine_s_final_word(self):

@@ -141,9 +141,9 @@ def reads_of_live_on(gw) -> list[str]:
     reads: list[str] = []
     live_on = gw.state.live_on
 
-    async def counted(node_id):
+    async def counted(node_id, besides=()):
         reads.append(node_id)
-        return await live_on(node_id)
+        return await live_on(node_id, besides)
 
     gw.state.live_on = counted
     return reads
@@ -178,6 +178,32 @@ async def test_a_put_repeating_the_last_is_read_against_the_state_only_after_a_l
     await gw.open("csess_m")  # live here now: a repeated put is news
     await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", [], 9))
     assert reads == ["mac", "mac"]
+
+
+async def test_a_put_reads_only_the_conversations_it_leaves_out(gw):
+    """A machine hosting many conversations is not read whole at every put: the read is
+    of those held live there that the put does not list, and stops them as before."""
+    gw.online("mac", revision=5)
+    for session_id in ("csess_a", "csess_b", "csess_c"):
+        await gw.open(session_id, repo=f"apps/{session_id}")
+    live_on, rows = gw.state.live_on, []
+
+    async def read(node_id, besides=()):
+        found = await live_on(node_id, besides)
+        rows.extend(h.session_id for h in found)
+        return found
+
+    gw.state.live_on = read
+    everything = ["csess_a", "csess_b", "csess_c"]
+    await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", everything, 9))
+    assert rows == []
+    for revision in (10, 11):
+        await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", everything[:2],
+                                                        revision))
+    await gw.fold()
+    assert rows == ["csess_c", "csess_c"]
+    (stopped,) = gw.events("stopped")
+    assert (stopped["session_id"], stopped["reason"]) == ("csess_c", "runner_restarted")
 
 
 async def test_a_launch_goes_out_while_a_machine_seen_before_has_no_presence_left(gw):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta, timezone
 
 from psycopg_pool import AsyncConnectionPool
@@ -187,8 +187,13 @@ class PostgresGatewayState:
             "state = 'live' AND instance_id = %s ORDER BY created_seq", (instance_id,)
         )
 
-    async def live_on(self, node_id: str) -> list[Held]:
-        return await self._some("state = 'live' AND node_id = %s ORDER BY created_seq", (node_id,))
+    async def live_on(self, node_id: str, besides: Collection[str] = ()) -> list[Held]:
+        if not besides:
+            return await self._some("state = 'live' AND node_id = %s ORDER BY created_seq",
+                                    (node_id,))
+        return await self._some(
+            "state = 'live' AND node_id = %s AND NOT (session_id = ANY(%s)) ORDER BY created_seq",
+            (node_id, sorted(besides)))
 
     async def hosting_nodes(self) -> set[str]:
         async with self._pool.connection() as conn:

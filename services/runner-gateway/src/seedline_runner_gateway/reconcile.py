@@ -54,16 +54,22 @@ class Reconciler:
         went_live = self._went_live_on(node_id) if self._went_live_on is not None else -1
         if went_live >= 0 and self._unchanged.get(node_id) == (frozenset(live), went_live):
             return
-        here = await self._state.live_on(node_id)
+        listed = frozenset(live)
         # A conversation first met on this put (the gateway restarted) starts counting
         # from the next one.
+        for session_id in listed:
+            self._accepted.setdefault(session_id, sighting.revision)
+        # Only what the put leaves out can be missing, so only that is read: a machine
+        # hosting many conversations is not read whole at every put (in a storm of
+        # launches each put lists one more).
+        here = await self._state.live_on(node_id, besides=listed)
         hosted = {h.session_id: self._accepted.setdefault(h.session_id, sighting.revision)
                   for h in here}
         counts, gone = reconcile(
             PresencePut(sighting.revision, frozenset(live)), hosted, self._misses.get(node_id, {})
         )
         self._misses[node_id] = counts
-        if set(hosted) <= set(live):  # the machine and the gateway agree
+        if not hosted:  # the machine and the gateway agree
             self._unchanged[node_id] = (frozenset(live), went_live)
         else:
             self._unchanged.pop(node_id, None)

@@ -8,7 +8,7 @@ its Postgres adapter and a fake; both pass tests/test_gateway_state_contract.py.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Protocol
@@ -57,8 +57,8 @@ class GatewayState(Protocol):
 
     async def all_live(self, instance_id: str | None = None) -> list[Held]: ...
 
-    async def live_on(self, node_id: str) -> list[Held]:
-        """The live conversations on one machine, oldest first."""
+    async def live_on(self, node_id: str, besides: Collection[str] = ()) -> list[Held]:
+        """The live conversations on one machine, oldest first; none of `besides`."""
         ...
 
     async def hosting_nodes(self) -> set[str]:
@@ -177,8 +177,9 @@ class InMemoryGatewayState:
                 and instance_id in (None, h.conversation.instance_id)]
         return sorted(live, key=lambda h: h.conversation.created_seq)
 
-    async def live_on(self, node_id: str) -> list[Held]:
-        return [h for h in await self.all_live() if h.node_id == node_id]
+    async def live_on(self, node_id: str, besides: Collection[str] = ()) -> list[Held]:
+        return [h for h in await self.all_live()
+                if h.node_id == node_id and h.session_id not in besides]
 
     async def hosting_nodes(self) -> set[str]:
         return {h.node_id for h in await self.all_live() if h.node_id}
