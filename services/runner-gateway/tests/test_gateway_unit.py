@@ -206,6 +206,22 @@ async def test_a_put_reads_only_the_conversations_it_leaves_out(gw):
     assert (stopped["session_id"], stopped["reason"]) == ("csess_c", "runner_restarted")
 
 
+async def test_the_reconciler_keeps_nothing_of_a_conversation_done_with(gw):
+    """What it keeps per conversation (the put its launch was accepted at) goes at the
+    machine's next put once the conversation is neither listed nor live there, and all of
+    a machine's with the machine: a gateway's memory does not grow with every launch."""
+    gw.online("mac", revision=5)
+    await gw.open("csess_a")
+    await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", ["csess_a"], 6))
+    assert set(gw.reconciler._accepted["mac"]) == {"csess_a"}
+    await gw.open("csess_b")  # supersedes csess_a on the same repo
+    await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", ["csess_b"], 8))
+    assert set(gw.reconciler._accepted["mac"]) == {"csess_b"}
+    assert [e["session_id"] for e in gw.events("stopped")] == ["csess_a"]  # as superseded
+    await gw.reconciler.gone("mac")
+    assert "mac" not in gw.reconciler._accepted
+
+
 async def test_a_launch_goes_out_while_a_machine_seen_before_has_no_presence_left(gw):
     gw.online("mac")
     gw.online("pc", label="PC")

@@ -193,7 +193,7 @@ class Launcher:
             raise LaunchFailed("launch_refused", error_message(
                 "launch_refused", label=presence.label, node_id=plan.node_id,
                 reason=launch.reason or "no reason given"))
-        self._reconciler.launched(composed.session_id,
+        self._reconciler.launched(plan.node_id, composed.session_id,
                                   await self._presence.latest_revision(plan.node_id))
         outcome, resumed, seeded = decide_outcome(
             launch.resumed_conversation, launch.seeded, seed is not None, plan.continuity.mode

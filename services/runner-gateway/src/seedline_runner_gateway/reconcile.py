@@ -33,8 +33,10 @@ class Reconciler:
         # stopped itself (superseded, say) is left out of the machine's next puts, and was
         # then stopped again with a notice that its machine had restarted or gone.
         self._caught_up = caught_up
-        # The presence revision newest when each launch was accepted; only later puts count.
-        self._accepted: dict[str, int] = {}
+        # Per machine, the presence revision newest when each launch there was accepted;
+        # only later puts count. Kept for what the machine's last put listed or left out
+        # while held live there: a conversation done with leaves at the next put.
+        self._accepted: dict[str, dict[str, int]] = {}
         self._misses: dict[str, dict[str, int]] = {}
         # A put that repeats a machine's last one, which hosted all the gateway holds live
         # there, changes nothing until the fold makes another conversation live there
@@ -44,8 +46,8 @@ class Reconciler:
         self._went_live_on = went_live_on
         self._unchanged: dict[str, tuple[frozenset[str], int]] = {}
 
-    def launched(self, session_id: str, revision: int) -> None:
-        self._accepted[session_id] = revision
+    def launched(self, node_id: str, session_id: str, revision: int) -> None:
+        self._accepted.setdefault(node_id, {})[session_id] = revision
 
     async def seen(self, node_id: str, sighting: Sighting) -> None:
         live = sighting.presence.live
@@ -55,16 +57,20 @@ class Reconciler:
         if went_live >= 0 and self._unchanged.get(node_id) == (frozenset(live), went_live):
             return
         listed = frozenset(live)
+        accepted = self._accepted.get(node_id, {})
         # A conversation first met on this put (the gateway restarted) starts counting
         # from the next one.
         for session_id in listed:
-            self._accepted.setdefault(session_id, sighting.revision)
+            accepted.setdefault(session_id, sighting.revision)
         # Only what the put leaves out can be missing, so only that is read: a machine
         # hosting many conversations is not read whole at every put (in a storm of
         # launches each put lists one more).
         here = await self._state.live_on(node_id, besides=listed)
-        hosted = {h.session_id: self._accepted.setdefault(h.session_id, sighting.revision)
+        hosted = {h.session_id: accepted.setdefault(h.session_id, sighting.revision)
                   for h in here}
+        # What the put neither lists nor leaves out while held live here is done with.
+        self._accepted[node_id] = {s: r for s, r in accepted.items()
+                                   if s in listed or s in hosted}
         counts, gone = reconcile(
             PresencePut(sighting.revision, frozenset(live)), hosted, self._misses.get(node_id, {})
         )
@@ -80,7 +86,6 @@ class Reconciler:
             log.info("not_hosted_any_more", session_id=held.session_id, node_id=node_id)
             await self._stopper.end(held, "runner_restarted", ask_machine=False,
                                     notice=machine_restarted(held.session_id, node_id, label))
-            self._accepted.pop(held.session_id, None)
 
     async def gone(self, node_id: str) -> None:
         label = await self._state.label(node_id)
@@ -89,7 +94,7 @@ class Reconciler:
             await self._stopper.end(
                 held, "runner_offline", notice=machine_offline(held.session_id, node_id, label)
             )
-            self._accepted.pop(held.session_id, None)
+        self._accepted.pop(node_id, None)
         self._misses.pop(node_id, None)
         self._unchanged.pop(node_id, None)
 
