@@ -97,6 +97,7 @@ class GatewayStateContract:
             (4, "csess_b", lc.OpenFailed()), requested(5, "csess_c", repo="apps/y"),
         ], 5)
         assert await self.state.newest_requested("inst-a", "apps/x") == 3  # failed still counts
+        assert await self.state.newest_requested("inst-a", "apps/x", counting_failed=False) == 1
         assert await self.state.newest_requested("inst-a", "apps/y") == 5
         assert await self.state.newest_requested("inst-b", "apps/x") is None
 

@@ -136,6 +136,41 @@ async def test_a_relocation_refused_after_its_engine_was_stopped_records_the_sto
     assert (await gw.state.held("csess_a")).state is lc.State.STOPPED
 
 
+async def _relocated_after_a_newer_open(gw, newer_fails: bool) -> list[str]:
+    """csess_a live on mac; a newer open of its repo (csess_b), refused by its machine or
+    still opening; then csess_a's move to pc, decided after both. What was recorded for a."""
+    gw.online("mac")
+    gw.online("pc", label="PC")
+    await gw.open("csess_a")
+    await gw.requested("csess_b")
+    if newer_fails:
+        accept = gw.machines.answer_launch
+        gw.machines.answer_launch = lambda node, request: LaunchReply(accepted=False,
+                                                                      reason="full")
+        await gw.launcher.launch(gw.composed("csess_b", "mac"))
+        await gw.fold()
+        gw.machines.answer_launch = accept
+    await gw.launcher.launch(gw.composed("csess_a", "pc", relocation=True,
+                                         relocation_from="mac", decided_seq=10))
+    await gw.fold()
+    return [e["type"] for e in map(json.loads, (p for _, p, _ in gw.publisher.messages))
+            if e.get("session_id") == "csess_a" and e["type"] in ("relocated", "open_failed")]
+
+
+async def test_a_move_after_a_newer_open_of_the_repo_failed_goes_ahead(gw):
+    """The newer open never runs: it does not stand in the move's way (model-based test,
+    seed 1627730389, refused as superseded)."""
+    assert await _relocated_after_a_newer_open(gw, newer_fails=True) == ["relocated"]
+    assert (await gw.state.held("csess_a")).node_id == "pc"
+
+
+async def test_a_move_after_a_newer_open_of_the_repo_that_may_still_open_is_superseded(gw):
+    """Both would run once the newer one opens: the newer one is the repo's."""
+    assert await _relocated_after_a_newer_open(gw, newer_fails=False) == ["open_failed"]
+    (failed,) = [e for e in gw.events("open_failed") if e["session_id"] == "csess_a"]
+    assert failed["error"]["code"] == "superseded"
+
+
 def reads_of_live_on(gw) -> list[str]:
     """The machines the gateway reads its live conversations of, from now on, in order."""
     reads: list[str] = []

@@ -138,8 +138,14 @@ class Launcher:
                 and newest > held.conversation.created_seq:
             # A move decided after a newer conversation of the repo was asked for would run
             # both once that one opens: the newer one is the repo's (fault harness, seed
-            # 50704078: a stopped conversation moved while the next was opening).
-            raise LaunchFailed("superseded", error_message("superseded"))
+            # 50704078: a stopped conversation moved while the next was opening). A newer
+            # one that failed never opens, so it does not stand in the way (model-based
+            # test, seed 1627730389: a stopped conversation moved after a wake of its repo
+            # had failed on an offline machine was refused as superseded).
+            may_open = await self._state.newest_requested(plan.instance_id, plan.repo,
+                                                          counting_failed=False)
+            if may_open is not None and may_open > held.conversation.created_seq:
+                raise LaunchFailed("superseded", error_message("superseded"))
 
     async def _deliver(
         self, composed: SeedComposed, replaced: list[Held] | None = None,

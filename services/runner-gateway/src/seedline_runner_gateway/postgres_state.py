@@ -170,11 +170,13 @@ class PostgresGatewayState:
         )
         return found[0] if found else None
 
-    async def newest_requested(self, instance_id: str, repo: str) -> int | None:
+    async def newest_requested(self, instance_id: str, repo: str,
+                               counting_failed: bool = True) -> int | None:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT max(created_seq) FROM gateway_conversations"
-                " WHERE instance_id = %s AND repo = %s",
+                " WHERE instance_id = %s AND repo = %s"
+                + ("" if counting_failed else " AND state IS DISTINCT FROM 'failed'"),
                 (instance_id, repo),
             )
             row = await cur.fetchone()

@@ -65,9 +65,10 @@ class GatewayState(Protocol):
         """The machines that host a live conversation."""
         ...
 
-    async def newest_requested(self, instance_id: str, repo: str) -> int | None:
-        """The SEEDLINE_SESSIONS seq of the repo's newest open (any state): a decision
-        recorded before it is superseded (CONTRACT.md 4)."""
+    async def newest_requested(self, instance_id: str, repo: str,
+                               counting_failed: bool = True) -> int | None:
+        """The SEEDLINE_SESSIONS seq of the repo's newest open (any state, or any but
+        failed): a decision recorded before it is superseded (CONTRACT.md 4)."""
         ...
 
     async def live_in_repo(self, instance_id: str, repo: str) -> list[Held]: ...
@@ -167,9 +168,11 @@ class InMemoryGatewayState:
         ]
         return max(current, key=lambda h: h.conversation.created_seq, default=None)
 
-    async def newest_requested(self, instance_id: str, repo: str) -> int | None:
+    async def newest_requested(self, instance_id: str, repo: str,
+                               counting_failed: bool = True) -> int | None:
         return max((h.conversation.created_seq for h in self.conversations.values()
-                    if (h.conversation.instance_id, h.conversation.repo) == (instance_id, repo)),
+                    if (h.conversation.instance_id, h.conversation.repo) == (instance_id, repo)
+                    and (counting_failed or h.state is not lc.State.FAILED)),
                    default=None)
 
     async def all_live(self, instance_id: str | None = None) -> list[Held]:
