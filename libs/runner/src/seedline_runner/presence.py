@@ -10,6 +10,7 @@ what the machine really hosts without waiting for the timer.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import cache
@@ -176,9 +177,6 @@ class PresenceHeartbeat:
     async def _loop(self) -> None:
         # The first puts keep the full pace whatever it hosts: two puts of a machine started
         # again are how the platform learns it no longer runs what its previous run did.
-        for _ in range(FULL_PACE_PUTS):
-            await asyncio.sleep(self._interval)
-            await self.beat()
-        while True:
-            await asyncio.sleep(self.interval)
+        for beats in itertools.count():
+            await asyncio.sleep(self._interval if beats < FULL_PACE_PUTS else self.interval)
             await self.beat()

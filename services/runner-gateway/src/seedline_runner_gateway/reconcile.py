@@ -53,10 +53,10 @@ class Reconciler:
         live = sighting.presence.live
         if live is None:
             return  # protocol 1: says nothing about what it hosts
-        went_live = self._went_live_on(node_id) if self._went_live_on is not None else -1
-        if went_live >= 0 and self._unchanged.get(node_id) == (frozenset(live), went_live):
-            return
         listed = frozenset(live)
+        went_live = self._went_live_on(node_id) if self._went_live_on is not None else -1
+        if went_live >= 0 and self._unchanged.get(node_id) == (listed, went_live):
+            return
         accepted = self._accepted.get(node_id, {})
         # A conversation first met on this put (the gateway restarted) starts counting
         # from the next one.
@@ -72,11 +72,11 @@ class Reconciler:
         self._accepted[node_id] = {s: r for s, r in accepted.items()
                                    if s in listed or s in hosted}
         counts, gone = reconcile(
-            PresencePut(sighting.revision, frozenset(live)), hosted, self._misses.get(node_id, {})
+            PresencePut(sighting.revision, listed), hosted, self._misses.get(node_id, {})
         )
         self._misses[node_id] = counts
         if not hosted:  # the machine and the gateway agree
-            self._unchanged[node_id] = (frozenset(live), went_live)
+            self._unchanged[node_id] = (listed, went_live)
         else:
             self._unchanged.pop(node_id, None)
         label = sighting.presence.label
