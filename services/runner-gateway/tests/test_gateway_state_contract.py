@@ -51,6 +51,22 @@ class GatewayStateContract:
         assert await self.state.of_repo("inst-b", "apps/x", {"csess_a"}) == []
         assert await self.state.of_repo("inst-a", "apps/x", set()) == []
 
+    async def test_a_fold_tells_how_it_left_each_conversation_it_applied_a_step_to(self):
+        folded = await self.state.apply_lifecycle([
+            requested(1, "csess_a"), opened(2, "csess_a"), requested(3, "csess_b"),
+            (4, "csess_z", lc.Stopped("requested")),  # of no conversation held
+        ], 4)
+        assert set(folded) == {"csess_a", "csess_b", "csess_z"}
+        assert folded["csess_a"] == await self.state.held("csess_a")
+        assert folded["csess_a"].state is lc.State.LIVE
+        assert folded["csess_b"].state is lc.State.OPENING
+        assert folded["csess_z"] is None
+        again = await self.state.apply_lifecycle(
+            [opened(2, "csess_a"), (5, "csess_b", lc.OpenFailed())], 5)
+        assert set(again) == {"csess_b"}  # the step at 2 was applied before: not vouched for
+        assert again["csess_b"].state is lc.State.FAILED
+        assert await self.state.apply_lifecycle([], 6) == {}
+
     async def test_a_batch_with_no_step_moves_only_the_offset(self):
         assert await self.state.applied() == 0
         await self.state.apply_lifecycle([], 3)  # a fresh projection: decisions, receipts

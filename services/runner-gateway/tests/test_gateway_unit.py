@@ -273,20 +273,35 @@ async def test_a_launch_goes_out_while_a_machine_seen_before_has_no_presence_lef
 async def test_a_wait_on_one_conversation_wakes_at_its_fold_not_at_anothers(gw):
     gw.online("mac")
     fold = gw.parts.fold
-    with fold.watching("csess_a", timeout=30.0) as next_fold:
+    reads = []
+    read = gw.state.held
+
+    async def counted(session_id):
+        reads.append(session_id)
+        return await read(session_id)
+
+    gw.state.held = counted
+    with fold.watching("csess_a", timeout=30.0) as watch:
+        assert await watch.now() is None and reads == ["csess_a"]
         await gw.requested("csess_a")  # folded after the watch began, before the wait
-        await asyncio.wait_for(next_fold(), 1.0)  # not missed
-    with fold.watching("csess_a", timeout=30.0) as next_fold:
-        waiting = asyncio.create_task(next_fold())
+        seen = await asyncio.wait_for(watch.next(), 1.0)  # not missed
+        assert seen.state is lc.State.OPENING
+        assert reads == ["csess_a"]  # handed over by the fold, not read again
+    with fold.watching("csess_a", timeout=30.0) as watch, \
+            fold.watching("csess_a", timeout=30.0) as beside:
+        waiting = asyncio.create_task(watch.next())
         await gw.requested("csess_c")  # another conversation's event, folded
         await asyncio.sleep(0.01)
         assert not waiting.done()
-        await gw.requested("csess_a")  # asked again: an event of this one
-        await asyncio.wait_for(waiting, 1.0)
-    # Folded by another copy, it is never told: it looks again after its timeout.
-    with fold.watching("csess_z", timeout=0.05) as next_fold:
-        await asyncio.wait_for(next_fold(), 1.0)
-    assert fold._touched == {}  # nothing left behind
+        await gw.launcher.launch(gw.composed("csess_a"))  # its launch: every watch is told
+        await gw.fold()
+        assert (await asyncio.wait_for(waiting, 1.0)).state is lc.State.LIVE
+        assert (await asyncio.wait_for(beside.next(), 1.0)).state is lc.State.LIVE
+    # Folded by another copy, it is never told: it reads the row after its timeout.
+    with fold.watching("csess_z", timeout=0.05) as watch:
+        assert await asyncio.wait_for(watch.next(), 1.0) is None
+    assert reads[-1] == "csess_z"
+    assert fold._watches == {}  # nothing left behind
 
 
 async def test_puts_made_before_the_launch_and_seen_after_it_stop_nothing(gw):
@@ -417,6 +432,37 @@ async def test_engine_bound_from_the_machine_a_relocation_launched_on_waits_for_
     await reported
     (bound,) = [e for e in gw.events("engine_bound") if e["node_id"] == "pc"]
     assert bound["engine_session_id"] == "key-on-pc"
+
+
+async def test_what_a_machine_reports_together_on_a_launch_waits_for_it_in_one_read(gw):
+    # engine_bound and brief_given come right after the launch reply, before `relocated`
+    # is folded: both wait for it, with one read of the conversation between them.
+    gw.online("mac")
+    gw.online("pc", label="PC")
+    await gw.open("csess_a")
+    reads = []
+    read = gw.state.held
+
+    async def counted(session_id):
+        reads.append(session_id)
+        return await read(session_id)
+
+    gw.state.held = counted
+    reported = [asyncio.create_task(gw.report("pc", body)) for body in (
+        {"type": "engine_bound", "session_id": "csess_a", "at": AT,
+         "engine_session_id": "key-on-pc"},
+        {"type": "brief_given", "session_id": "csess_a", "at": AT, "brief_sha256": "ab" * 32},
+    )]
+    await asyncio.sleep(0.1)
+    assert reads == ["csess_a"] and not any(task.done() for task in reported)
+    await gw.launcher.launch(gw.composed("csess_a", "pc", relocation=True, relocation_from="mac"))
+    reads.clear()
+    await gw.fold()
+    await asyncio.gather(*reported)
+    assert reads == []  # the fold handed the relocated conversation over
+    assert [e["node_id"] for e in gw.events("engine_bound")][-1:] == ["pc"]
+    assert [e["node_id"] for e in gw.events("brief_given")] == ["pc"]
+    assert gw.api._settling == {}
 
 
 async def test_a_conversation_the_gateway_just_stopped_is_not_reported_lost_by_later_puts(gw):

@@ -62,6 +62,7 @@ class GatewayApi:
         self._caught_up = fold.caught_up
         # A wait for a launch to be folded wakes when that conversation's events are.
         self._fold = fold
+        self._settling: dict[tuple[str, str], asyncio.Future] = {}
 
     async def stop(self, request: StopRequest) -> StopReply | ErrorReply:
         if name_problem(request.session_id):
@@ -114,24 +115,35 @@ class GatewayApi:
         ])
 
     async def _settled(self, session_id: str, node_id: str):
+        """`_settle`, shared by the reports a machine makes together on one launch
+        (engine_bound and brief_given): one read and one wait for them all."""
+        key = (session_id, node_id)
+        settling = self._settling.get(key)
+        if settling is None:
+            settling = self._settling[key] = asyncio.ensure_future(
+                self._settle(session_id, node_id))
+            settling.add_done_callback(lambda _: self._settling.pop(key, None))
+        return await asyncio.shield(settling)  # one report's handler ending ends no other's
+
+    async def _settle(self, session_id: str, node_id: str):
         """The conversation once the launch the machine reports on is folded in.
 
         A machine reports right after its launch reply, before the gateway has recorded
         `opened` or `relocated`: a conversation still opening, or moving to that machine
         from another (live elsewhere or stopped), is waited for, up to two seconds: each
-        look follows the next fold.
+        look follows the next fold, which hands over what it wrote.
         """
         deadline = asyncio.get_running_loop().time() + SETTLE_SECONDS
-        while True:
-            with self._fold.watching(session_id) as next_fold:
-                held = await self._state.held(session_id)
+        with self._fold.watching(session_id) as watch:
+            held = await watch.now()
+            while True:
                 if held is not None and held.state is lc.State.LIVE and held.node_id == node_id:
                     return held
                 if held is not None and held.state is lc.State.FAILED:
                     return held
                 if asyncio.get_running_loop().time() >= deadline:
                     return held
-                await next_fold()
+                held = await watch.next()
 
     async def on_runner_event(self, event: RunnerEvent, msg: Msg) -> None:
         """engine_bound, resume_lost and brief_given from the machine a conversation is live

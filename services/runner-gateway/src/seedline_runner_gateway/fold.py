@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Awaitable, Callable, Iterator
 
 from seedline_contracts.events import SessionEvent
@@ -15,7 +16,9 @@ from seedline_platform.lifecycle_events import lifecycle_steps
 from seedline_platform.logging import get_logger
 from seedline_platform.watermark import Watermark
 
-from .state import GatewayState
+from .state import GatewayState, Held
+
+_UNKNOWN = object()  # no fold of this copy vouches for the conversation: read its row
 
 log = get_logger(__name__)
 
@@ -36,37 +39,36 @@ class LifecycleFold:
         # presence put that repeats a machine's last one is news only after that.
         self._went_live: dict[str, int] = {}
         # Waits for an event of one conversation to be folded, by its session_id.
-        self._touched: dict[str, asyncio.Event] = {}
+        self._watches: dict[str, set[_Watch]] = {}
 
     async def apply_sessions(self, batch: Batch[SessionEvent]) -> None:
         steps = lifecycle_steps(batch.items)
-        await self._state.apply_lifecycle(steps, batch.last_seq)
+        folded = await self._state.apply_lifecycle(steps, batch.last_seq)
         for step in steps:
             node_id = _made_live_on(step.event)
             if node_id is not None:
                 self._went_live[node_id] = self._went_live.get(node_id, 0) + 1
-            if (touched := self._touched.pop(step.session_id, None)) is not None:
-                touched.set()
+        for session_id in {step.session_id for step in steps}:
+            for watch in self._watches.get(session_id, ()):
+                watch.tell(folded.get(session_id, _UNKNOWN))
         await self.folded.advance(batch.last_seq)
 
     @contextlib.contextmanager
-    def watching(self, session_id: str,
-                 timeout: float = RECHECK_SECONDS) -> Iterator[Callable[[], Awaitable[None]]]:
-        """Inside it, `await next_fold()` returns once this copy's fold applies an event of
-        the conversation, or after `timeout` (a sibling copy may have folded it: the caller
-        reads the row again either way). Entered before the row is read, so a fold between
-        the read and the wait is not missed; folds of other conversations do not wake it."""
-        touched = self._touched.setdefault(session_id, asyncio.Event())
-
-        async def next_fold() -> None:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(touched.wait(), timeout)
-
+    def watching(self, session_id: str, timeout: float = RECHECK_SECONDS) -> Iterator[_Watch]:
+        """The conversation now (`await watch.now()`), and again after this copy's fold
+        next applies an event of it (`await watch.next()`), as that fold left it: no read.
+        After `timeout` (a sibling copy may have folded it), or when the fold had applied
+        those events before, `next` reads the row. Folds between entering and waiting are
+        not missed; folds of other conversations do not wake it."""
+        watch = _Watch(functools.partial(self._state.held, session_id), timeout)
+        self._watches.setdefault(session_id, set()).add(watch)
         try:
-            yield next_fold
+            yield watch
         finally:
-            if self._touched.get(session_id) is touched:
-                del self._touched[session_id]
+            watches = self._watches[session_id]
+            watches.discard(watch)
+            if not watches:
+                del self._watches[session_id]
 
     def went_live_on(self, node_id: str) -> int:
         return self._went_live.get(node_id, 0)
@@ -86,3 +88,28 @@ def _made_live_on(event: lc.Event) -> str | None:
     if isinstance(event, lc.Relocated):
         return event.to_node_id
     return None
+
+
+class _Watch:
+    """One waiter's news of one conversation: the newest fold of it not yet taken."""
+
+    def __init__(self, read: Callable[[], Awaitable[Held | None]], timeout: float) -> None:
+        self._read = read
+        self._timeout = timeout
+        self._news = asyncio.Event()
+        self._seen: Held | None | object = _UNKNOWN
+
+    def tell(self, seen: Held | None | object) -> None:
+        # Two folds before the waiter looks: it takes the later.
+        self._seen = seen
+        self._news.set()
+
+    async def now(self) -> Held | None:
+        return await self._read()
+
+    async def next(self) -> Held | None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._news.wait(), self._timeout)
+        seen, self._seen = self._seen, _UNKNOWN
+        self._news.clear()
+        return await self._read() if seen is _UNKNOWN else seen

@@ -11,7 +11,7 @@ from seedline_contracts.times import format_utc
 from seedline_core import lifecycle as lc
 from seedline_platform import pg
 
-from .state import Held, Step, fold, opened_where, tells_not_woken
+from .state import Folded, Held, Step, fold, opened_where, tells_not_woken
 
 OFFSETS = pg.Offsets("gateway_offsets")
 PROJECTION = "sessions"
@@ -94,11 +94,11 @@ class PostgresGatewayState:
     async def setup(self) -> None:
         await pg.apply_schema(self._pool, "runner-gateway", DDL)
 
-    async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> None:
+    async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> Folded:
         if not steps:
             async with self._pool.connection() as conn:
                 await OFFSETS.advance(conn, PROJECTION, last_seq)
-            return
+            return {}
         async with self._pool.connection() as conn, conn.transaction():
             applied = await OFFSETS.take(conn, PROJECTION, last_seq)
             fresh = [step for step in steps if step[0] > applied]
@@ -128,6 +128,7 @@ class PostgresGatewayState:
                     c.engine, c.confirmed_at, held.last_activity, c.outcome, c.resume_key,
                     c.resume_node_id,
                 ))
+        return {step[1]: rows.get(step[1]) for step in fresh}
 
     @staticmethod
     async def _for_update(conn, session_ids: set[str]) -> dict[str, Held]:

@@ -40,8 +40,15 @@ class Held:
         return self.conversation.node_id
 
 
+# What a fold left of each conversation it touched, by session_id (None: none is held).
+Folded = dict[str, "Held | None"]
+
+
 class GatewayState(Protocol):
-    async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> None: ...
+    async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> Folded:
+        """Each conversation a step applied here touched, as the batch left it; one whose
+        steps were already applied (a batch delivered again) is left out."""
+        ...
 
     async def applied(self) -> int: ...
 
@@ -135,12 +142,14 @@ class InMemoryGatewayState:
         self.not_woken_told: dict[tuple[str, str], tuple[datetime, str]] = {}
         self._applied = 0
 
-    async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> None:
+    async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> Folded:
+        touched: Folded = {}
         for step in steps:
             seq, session_id = step[0], step[1]
             if seq <= self._applied:
                 continue
             held = fold(self.conversations.get(session_id), step)
+            touched[session_id] = held or self.conversations.get(session_id)
             if held is None:
                 continue
             self.conversations[session_id] = held
@@ -149,6 +158,7 @@ class InMemoryGatewayState:
                 c = held.conversation
                 self.last_opens[(c.instance_id, c.repo)] = where
         self._applied = max(self._applied, last_seq)
+        return touched
 
     async def applied(self) -> int:
         return self._applied

@@ -109,14 +109,15 @@ class TimelineFollower:
             current = await self._state.current_for_repo(entry.instance_id, entry.repo)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + OPENING_WAIT_SECONDS
-        while current is not None and current.state is lc.State.OPENING:
-            if loop.time() > deadline:
-                return None
-            await _extend(msg)
-            with self._fold.watching(current.session_id) as next_fold:
-                current = await self._state.held(current.session_id)
-                if current is not None and current.state is lc.State.OPENING:
-                    await next_fold()
+        if current is None or current.state is not lc.State.OPENING:
+            return current
+        with self._fold.watching(current.session_id) as watch:
+            current = await watch.now()
+            while current is not None and current.state is lc.State.OPENING:
+                if loop.time() > deadline:
+                    return None
+                await _extend(msg)
+                current = await watch.next()
         return current
 
     async def _deliver_turn(self, held: Held, seq: int, content: str) -> bool:
