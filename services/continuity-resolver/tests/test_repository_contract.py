@@ -108,6 +108,23 @@ class ConversationRepositoryContract:
                                          (2, "csess_f", lc.OpenFailed(), None, None)], 2)
         assert (await self.repo.previous("inst-a", "apps/x")).session_id == "s1"
 
+    async def test_a_batch_of_several_conversations_folds_each_to_its_last_step(self):
+        await self.repo.claim_request("inst-a", "r-b", "csess_b")
+        await self.repo.apply_lifecycle([
+            requested(1, "csess_a"), requested(2, "csess_b"),
+            (3, "csess_a", lc.Opened("mac", "claude", None, AT), b"a-open", None),
+            (4, "csess_b", lc.Opened("pc", "codex", None, AT), b"b-open", "r-b"),
+            (5, "csess_a", lc.Stopped("requested"), None, None),
+        ], 5)
+        a, b = await self.repo.platform("csess_a"), await self.repo.platform("csess_b")
+        assert (a.platform.state, a.platform.node_id, a.last_reply) == (
+            lc.State.STOPPED, "mac", b"a-open")
+        assert (b.platform.state, b.platform.node_id, b.last_reply) == (
+            lc.State.LIVE, "pc", b"b-open")
+        assert await self.repo.reply_for_request("csess_b") == b"b-open"
+        await self.repo.apply_lifecycle([(5, "csess_b", lc.Stopped("again"), None, None)], 5)
+        assert (await self.repo.platform("csess_b")).platform.state is lc.State.LIVE
+
     async def test_request_claims_and_their_replies(self):
         assert await self.repo.claim_request("inst-a", "r-1", "csess_a") is None
         assert await self.repo.claim_request("inst-a", "r-1", "csess_b") == "csess_a"

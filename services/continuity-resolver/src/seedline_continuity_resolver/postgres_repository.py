@@ -183,22 +183,13 @@ class PostgresConversationRepository:
             return
         async with self._connection() as conn, conn.transaction():
             applied = await OFFSETS.take(conn, SESSIONS, last_seq)
-            # Each conversation is read (and locked) once, at its first step: a storm's
-            # batch holds several events of one. Rows are still locked and written in
-            # step order, as the timeline fold expects of this one.
-            rows: dict[str, Row | None] = {}
-            for seq, session_id, event, reply, request_id in steps:
-                if seq <= applied:
-                    continue
-                if session_id not in rows:
-                    cur = await conn.execute(
-                        f"SELECT {_COLUMNS} FROM conversations WHERE session_id = %s"
-                        " AND state IS NOT NULL FOR UPDATE",
-                        (session_id,),
-                    )
-                    found = await cur.fetchone()
-                    rows[session_id] = _row(found) if found else None
-                row = rows[session_id]
+            fresh = [step for step in steps if step[0] > applied]
+            rows = await self._for_update(conn, [step[1] for step in fresh])
+            # Each conversation is written once, after its last step: a storm's batch holds
+            # several events of one.
+            written: dict[str, bytes | None] = {}  # what each keeps of the replies
+            for _, session_id, event, reply, request_id in fresh:
+                row = rows.get(session_id)
                 if row is None and isinstance(event, lc.Requested):
                     row = Row(event.instance_id, event.repo, session_id)
                 if row is None:
@@ -206,12 +197,8 @@ class PostgresConversationRepository:
                 after = lc.apply(row.platform, event)
                 kept = reply if reply is not None and confirms(event) else None
                 if after is not None and (after != row.platform or kept is not None):
-                    await conn.execute(_WRITE_PLATFORM, (
-                        row.instance_id, row.repo, session_id, after.state.value,
-                        after.created_seq, after.node_id, after.engine, after.resume_key,
-                        after.resume_node_id, after.confirmed_at, kept, after.saved,
-                    ))
                     rows[session_id] = replace(row, platform=after)
+                    written[session_id] = kept if kept is not None else written.get(session_id)
                 if reply is not None and corrects(event):
                     await conn.execute(
                         "UPDATE open_requests SET reply = %s WHERE session_id = %s"
@@ -224,6 +211,31 @@ class PostgresConversationRepository:
                         " AND request_id = %s AND reply IS NULL",
                         (reply, row.instance_id, request_id),
                     )
+            for session_id, kept in written.items():
+                row = rows[session_id]
+                after = row.platform
+                await conn.execute(_WRITE_PLATFORM, (
+                    row.instance_id, row.repo, session_id, after.state.value,
+                    after.created_seq, after.node_id, after.engine, after.resume_key,
+                    after.resume_node_id, after.confirmed_at, kept, after.saved,
+                ))
+
+    @staticmethod
+    async def _for_update(conn: AsyncConnection, session_ids: list[str]) -> dict[str, Row]:
+        """The platform's conversations among `session_ids`, read and locked in one
+        statement, in the order the batch first touches them: the order a batch of the
+        timeline fold locks them in too (by seq), so the two folds seldom wait on each
+        other crosswise."""
+        first_touched = list(dict.fromkeys(session_ids))
+        if not first_touched:
+            return {}
+        cur = await conn.execute(
+            f"SELECT {_COLUMNS} FROM conversations"
+            " JOIN unnest(%s::text[]) WITH ORDINALITY AS w(session_id, n) USING (session_id)"
+            " WHERE state IS NOT NULL ORDER BY w.n FOR UPDATE OF conversations",
+            (first_touched,),
+        )
+        return {row.session_id: row for row in map(_row, await cur.fetchall())}
 
     async def applied(self, projection: str) -> int:
         async with self._connection() as conn:
