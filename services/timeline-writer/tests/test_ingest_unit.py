@@ -199,3 +199,24 @@ async def test_a_copy_told_its_entries_are_duplicates_projects_what_the_other_st
     await TimelineWriter(stream, store).append_entries([entry(1), entry(2)])
 
     assert sorted(store.entries) == [1, 2]
+
+
+async def test_a_copy_appending_alone_never_asks_the_offset_and_asks_after_another_copy():
+    stream, store = InMemoryTimelineStream(), InMemoryTimelineStore()
+    asked = []
+    applied = store.applied_seq
+
+    async def counted():
+        asked.append(1)
+        return await applied()
+
+    store.applied_seq = counted
+    a = TimelineWriter(stream, store)
+    for n in range(1, 4):
+        await a.append_entries([entry(n)])
+    assert asked == []  # each append begins where this copy's last one ended
+    await stream.append([entry(4)])  # another copy's append, which died before projecting
+    await a.append_entries([entry(5)])
+    assert len(asked) == 1
+    assert [e.entry_id for _, e in sorted(store.entries.items())] == [
+        "e-1", "e-2", "e-3", "e-4", "e-5"]

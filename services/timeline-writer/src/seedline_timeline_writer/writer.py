@@ -64,6 +64,9 @@ class TimelineWriter:
         # a retry would then see those entries as new, publish them again and get
         # duplicate acks, so it first projects what the stream already holds.
         self._unsettled = False
+        # How far this copy knows the projection holds the stream (the offset never goes
+        # back: a rebuild replays to the end): a copy appending alone asks no further.
+        self._projected = 0
 
     async def catch_up(self) -> int:
         """Project stream entries that a crash left unprojected. Returns how many."""
@@ -75,12 +78,15 @@ class TimelineWriter:
 
     async def _project_from_stream(self, end: int) -> int:
         """Project what the stream holds above the projection's offset, through `end`."""
+        if end <= self._projected:
+            return 0
         start = await self._store.applied_seq() + 1
         count = 0
         if start <= end:
             async for stored in self._stream.since(start, end):
                 await self._store.append(stored)
                 count += len(stored)
+        self._projected = max(self._projected, end)
         return count
 
     async def _stored_form(self, entries: Sequence[TimelineEntry]) -> list[TimelineEntry]:
@@ -116,6 +122,7 @@ class TimelineWriter:
             if own:  # another copy's entries below them first, as the stream holds them
                 await self._project_from_stream(own[0][0] - 1)
                 await self._store.append(own)
+                self._projected = max(self._projected, *(seq for seq, _ in own))
             if len(own) < len(appended):  # stored by another copy, maybe not projected yet
                 await self._project_from_stream(max(seq for seq, _ in appended))
             self._unsettled = False
