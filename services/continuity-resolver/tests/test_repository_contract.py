@@ -56,6 +56,25 @@ class ConversationRepositoryContract:
         assert one.last_entry_at.minute == 5 and one.newest_turn.seq == 5
         assert one.entry_engine == "claude"
 
+    async def test_a_timeline_batch_delivered_again_whole_or_in_part_applies_only_what_is_new(
+            self):
+        go = (1, "inst-a", "apps/x", "s1", "2026-12-01T09:00:00Z", "claude", "chat_user", "Go")
+        first = [go, (2, "inst-a", "apps/x", "s1", "2026-12-01T09:01:00Z", "codex",
+                      "chat_assistant", "Done")]
+        await self.repo.apply_timeline(first)
+        await self.repo.apply_timeline(first)  # the same batch again
+        # Part applied, part new: the entry at seq 1, applied, takes nothing back.
+        await self.repo.apply_timeline([
+            go, (3, "inst-a", "apps/x", "s2", "2026-12-01T09:02:00Z", "codex", "terminal", "")])
+        rows = {r.session_id: r for r in await self.repo.rows()}
+        assert (rows["s1"].activity_seq, rows["s1"].newest_turn.seq) == (2, 2)
+        assert rows["s1"].entry_engine == "codex"
+        assert rows["s2"].activity_seq == 3 and rows["s2"].entry_engine == "codex"
+        assert await self.repo.applied("timeline") == 3
+        await self.repo.apply_timeline([
+            (3, "inst-a", "apps/x", "s1", "2026-12-01T10:00:00Z", None, "chat_user", "Late")])
+        assert {r.session_id: r for r in await self.repo.rows()}["s1"].activity_seq == 2
+
     async def test_the_lifecycle_is_folded_and_a_confirmed_open_counts_as_activity(self):
         await self.repo.apply_lifecycle([
             requested(1, "csess_a"),

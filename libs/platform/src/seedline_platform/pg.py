@@ -177,6 +177,19 @@ class Offsets:
             row = await (await conn.execute(take, (projection, upto, projection))).fetchone()
         return int(row[0])
 
+    def moved_past(self) -> str:
+        """A WITH clause whose `moved` holds a row when the projection's offset lay below a
+        batch's first seq and was moved to its last: a statement that follows it and
+        changes rows only `WHERE EXISTS (SELECT 1 FROM moved)` applies a batch none of which
+        was applied, in one round trip and no transaction around it (an autocommitted
+        statement is one). It changes nothing when part of the batch was applied, or the
+        projection has no offset row yet: the caller then takes the offset (`take`).
+        Parameters: projection, last seq, projection, first seq."""
+        return (f"WITH was AS (SELECT applied_seq FROM {self.table} WHERE projection = %s"
+                " FOR UPDATE),"
+                f" moved AS (UPDATE {self.table} AS o SET applied_seq = GREATEST(o.applied_seq, %s)"
+                " FROM was WHERE o.projection = %s AND was.applied_seq < %s RETURNING 1) ")
+
     async def advance(self, conn: psycopg.AsyncConnection, projection: str, seq: int) -> None:
         """Move the offset past a batch that changes no row, in one statement of its own
         (the pool's connections commit each statement): most of an open's events are

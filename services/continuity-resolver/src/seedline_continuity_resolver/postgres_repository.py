@@ -86,12 +86,13 @@ _COLUMNS = (
     "turn_seq, turn_kind, turn_excerpt, saved"
 )
 
-# One row per conversation a batch of entries touches (_per_conversation), in one statement.
-_UPSERT_ENTRIES = """
+# One row per conversation a batch of entries touches (_per_conversation), in one statement;
+# {only} makes it change rows only when the offset was moved past none of them (pg.Offsets).
+_UPSERT_ENTRIES_WHERE = """
 INSERT INTO conversations (instance_id, repo, session_id, last_entry_at, activity_seq, entry_engine,
                            turn_seq, turn_kind, turn_excerpt)
 SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::timestamptz[], %s::bigint[],
-                     %s::text[], %s::bigint[], %s::text[], %s::text[])
+                     %s::text[], %s::bigint[], %s::text[], %s::text[]) {only}
 ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
     last_entry_at = GREATEST(conversations.last_entry_at, EXCLUDED.last_entry_at),
     activity_seq = GREATEST(conversations.activity_seq, EXCLUDED.activity_seq),
@@ -100,6 +101,9 @@ ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
     turn_kind = COALESCE(EXCLUDED.turn_kind, conversations.turn_kind),
     turn_excerpt = COALESCE(EXCLUDED.turn_excerpt, conversations.turn_excerpt)
 """
+_UPSERT_ENTRIES = _UPSERT_ENTRIES_WHERE.format(only="")
+_UPSERT_FRESH_ENTRIES = OFFSETS.moved_past() + _UPSERT_ENTRIES_WHERE.format(
+    only="WHERE EXISTS (SELECT 1 FROM moved)")
 
 _WRITE_PLATFORM = """
 INSERT INTO conversations (instance_id, repo, session_id, state, created_seq, node_id, engine,
@@ -168,8 +172,16 @@ class PostgresConversationRepository:
         await pg.apply_schema(self._pool, "continuity-resolver", DDL)
 
     async def apply_timeline(self, facts: Sequence[TimelineFact]) -> None:
+        facts = list(map(as_fact, facts))
+        if facts:  # almost always none of it applied yet: one statement does it all
+            seqs = [f.seq for f in facts]
+            async with self._connection() as conn:
+                cur = await conn.execute(_UPSERT_FRESH_ENTRIES, (
+                    TIMELINE, max(seqs), TIMELINE, min(seqs),
+                    *[list(c) for c in zip(*_per_conversation(facts))]))
+                if cur.rowcount:
+                    return
         async with self._connection() as conn, conn.transaction():
-            facts = list(map(as_fact, facts))
             applied = await OFFSETS.take(conn, TIMELINE, max((f.seq for f in facts), default=0))
             fresh = [f for f in facts if f.seq > applied]
             if not fresh:
