@@ -9,6 +9,8 @@ from seedline_core import lifecycle as lc
 from seedline_core.notices import wording_violations
 from seedline_devtools.fakes import FakeMsg
 from seedline_platform.lifecycle_events import (
+    RequestedHere,
+    Step,
     brief_given,
     lifecycle_steps,
     session_events,
@@ -61,3 +63,24 @@ def test_the_steps_and_the_opens_fold_read_a_resume_lost_the_same_way():
     (bare,) = opens_of(list(enumerate(
         [*events[:3], ResumeLost(session_id="csess_a", at=AT, node_id="mac")], 1)))
     assert bare.reply.outcome == "resume_unconfirmed_briefed"
+
+
+def test_a_request_of_a_conversation_this_copy_folded_a_request_of_is_left_out():
+    def requested(seq, session):
+        return Step(seq, session, lc.Requested(session, "inst-a", "apps/x", seq, "mac", "claude"),
+                    None, None)
+
+    def stopped(seq, session):
+        return Step(seq, session, lc.Stopped("requested"), None, None)
+
+    here = RequestedHere(limit=2)
+    first = [requested(1, "csess_a"), stopped(2, "csess_b")]
+    assert here.news(first) == first  # nothing folded yet
+    here.folded(first)
+    # The wake's open_requested: changes nothing, left out; the rest stays, in order.
+    assert here.news([requested(3, "csess_a"), stopped(4, "csess_a"),
+                      requested(5, "csess_b")]) == [stopped(4, "csess_a"), requested(5, "csess_b")]
+    here.folded([requested(5, "csess_b"), requested(6, "csess_c")])
+    # The newest two are kept: csess_a, the oldest, is folded as before.
+    assert here.news([requested(7, "csess_a")]) == [requested(7, "csess_a")]
+    assert here.news([requested(8, "csess_c")]) == []

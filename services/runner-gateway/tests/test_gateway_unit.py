@@ -304,6 +304,23 @@ async def test_a_wait_on_one_conversation_wakes_at_its_fold_not_at_anothers(gw):
     assert fold._watches == {}  # nothing left behind
 
 
+async def test_a_repeated_request_of_a_conversation_is_folded_as_an_offset_move_alone(gw):
+    # A wake records wake_requested, then the decision's open_requested: the second
+    # changes nothing, and costs the fold no transaction.
+    applied = []
+    apply = gw.state.apply_lifecycle
+
+    async def recorded(steps, last_seq):
+        applied.append([step.session_id for step in steps])
+        return await apply(steps, last_seq)
+
+    gw.state.apply_lifecycle = recorded
+    await gw.requested("csess_a")
+    await gw.requested("csess_a")
+    assert applied == [["csess_a"], []]
+    assert (await gw.state.held("csess_a")).state is lc.State.OPENING
+
+
 async def test_puts_made_before_the_launch_and_seen_after_it_stop_nothing(gw):
     # Under load the watch lags: the machine had put revisions 6 and 7 (both without the
     # conversation, made before it took the launch) when the launch was accepted.

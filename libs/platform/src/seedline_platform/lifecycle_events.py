@@ -137,6 +137,31 @@ def lifecycle_steps(items: Sequence[tuple[ev.SessionEvent, object]]) -> list[Ste
     return steps
 
 
+class RequestedHere:
+    """The conversations a fold of this copy has folded a request of. Another request of
+    one changes nothing (seedline_core.lifecycle.apply: a repeated or echoed request), and
+    every wake records two (wake_requested, then the decision's open_requested): left out
+    of the steps, a batch of that alone moves only the offset, with no transaction.
+    The newest `limit` are kept; one forgotten, or folded by a sibling copy, is folded as
+    before."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self._limit = limit
+        self._seen: dict[str, None] = {}  # in the order folded, oldest first
+
+    def news(self, steps: Sequence[Step]) -> list[Step]:
+        return [step for step in steps if not (
+            isinstance(step.event, lc.Requested) and step.session_id in self._seen)]
+
+    def folded(self, steps: Sequence[Step]) -> None:
+        """After the steps are committed: each requested conversation is held now."""
+        for step in steps:
+            if isinstance(step.event, lc.Requested):
+                self._seen[step.session_id] = None
+        while len(self._seen) > self._limit:
+            del self._seen[next(iter(self._seen))]
+
+
 def reply_after_resume_lost(reply: OpenReply) -> OpenReply:
     """An open's reply once its engine refused the resume (CONTRACT.md 7): the brief,
     when one was offered, goes with the next message, so it counts as given."""

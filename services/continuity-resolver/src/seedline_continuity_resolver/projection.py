@@ -14,7 +14,7 @@ from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import format_utc, parse_rfc3339
 from seedline_core import decision as core
 from seedline_platform.consumer import Batch
-from seedline_platform.lifecycle_events import lifecycle_steps
+from seedline_platform.lifecycle_events import RequestedHere, lifecycle_steps
 from seedline_platform.sealing import sealed_instance
 from seedline_platform.watermark import Watermark
 
@@ -30,6 +30,7 @@ class ResolverProjection:
     def __init__(self, repo: ConversationRepository,
                  sessions_drained: Callable[[], Awaitable[bool]] | None = None) -> None:
         self._repo = repo
+        self._requested = RequestedHere()
         self.marks = {
             TIMELINE: Watermark(lambda: repo.applied(TIMELINE)),
             SESSIONS: Watermark(lambda: repo.applied(SESSIONS), drained=sessions_drained),
@@ -43,7 +44,9 @@ class ResolverProjection:
         await self.marks[TIMELINE].advance(batch.last_seq)
 
     async def apply_sessions(self, batch: Batch[SessionEvent]) -> None:
-        await self._repo.apply_lifecycle(lifecycle_steps(batch.items), batch.last_seq)
+        steps = self._requested.news(lifecycle_steps(batch.items))
+        await self._repo.apply_lifecycle(steps, batch.last_seq)
+        self._requested.folded(steps)
         await self.marks[SESSIONS].advance(batch.last_seq)
 
     async def reached(self, projection: str, seq: int, timeout: float) -> bool:

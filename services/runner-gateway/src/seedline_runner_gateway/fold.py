@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from seedline_contracts.events import SessionEvent
 from seedline_core import lifecycle as lc
 from seedline_platform.consumer import Batch
-from seedline_platform.lifecycle_events import lifecycle_steps
+from seedline_platform.lifecycle_events import RequestedHere, lifecycle_steps
 from seedline_platform.logging import get_logger
 from seedline_platform.watermark import Watermark
 
@@ -38,12 +38,14 @@ class LifecycleFold:
         # How many times this copy's fold made a conversation live on each machine: a
         # presence put that repeats a machine's last one is news only after that.
         self._went_live: dict[str, int] = {}
+        self._requested = RequestedHere()
         # Waits for an event of one conversation to be folded, by its session_id.
         self._watches: dict[str, set[_Watch]] = {}
 
     async def apply_sessions(self, batch: Batch[SessionEvent]) -> None:
-        steps = lifecycle_steps(batch.items)
+        steps = self._requested.news(lifecycle_steps(batch.items))
         folded = await self._state.apply_lifecycle(steps, batch.last_seq)
+        self._requested.folded(steps)
         for step in steps:
             node_id = _made_live_on(step.event)
             if node_id is not None:
