@@ -54,6 +54,19 @@ class TimelineViewContract:
         assert [(r.seq, r.kind) for r in users] == [(6, "chat_user"), (2, "chat_user")]
         assert rows[0].session_id == "csess_1" and rows[0].content == "content 6"
 
+    async def test_newest_of_a_conversation_of_some_kinds_within_a_lookback_of_each(self):
+        await self.write(ROWS)
+        newest = self.view.newest_of_conversation
+        found = await newest("inst-a", "apps/x", "csess_1", 7, ("chat_user", "terminal"), 10)
+        assert (found.seq, found.kind, found.content) == (6, "chat_user", "content 6")
+        assert (await newest("inst-a", "apps/x", "csess_1", 5, ("chat_user",), 10)).seq == 2
+        assert (await newest("inst-a", "apps/x", "csess_1", 7, ("terminal",), 10)).seq == 5
+        # The newest terminal entry of the repo (seq 7) is another conversation's: a lookback
+        # of one sees only it.
+        assert await newest("inst-a", "apps/x", "csess_1", 7, ("terminal",), 1) is None
+        assert await newest("inst-a", "apps/x", "csess_2", 7, ("chat_user",), 10) is None
+        assert await newest("inst-b", "apps/x", "csess_1", 7, ("chat_user",), 10) is None
+
     async def test_count_of_one_kind_up_to_a_seq(self):
         await self.write(ROWS)
         assert await self.view.count("inst-a", "apps/x", 7, "chat_user") == 2
@@ -88,6 +101,16 @@ class TimelineViewContract:
         await asyncio.sleep(0.05)
         await self.write(ROWS[2:3])
         assert await waiting
+
+    async def test_wait_for_entry_gives_the_entry_once_its_seq_is_there(self):
+        await self.write(ROWS[:2])
+        assert await self.view.wait_for_entry(3, timeout=0.05) == (False, None)
+        waiting = asyncio.create_task(self.view.wait_for_entry(3, timeout=5))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        await self.write(ROWS[2:3])
+        applied, entry = await waiting
+        assert applied and entry == await self.view.entry(3) and entry.repo == "apps/y"
 
     async def test_wait_until_stored_finds_an_entry_by_its_id_once_it_is_written(self):
         await self.write(ROWS[:2])

@@ -7,10 +7,10 @@ contract tests.
 """
 
 from .memory import InMemoryTimelineView
-from .port import NO_UPPER_SEQ, ConversationBefore, RepoHead, TimelineView
+from .port import NO_UPPER_SEQ, AppliedEntry, ConversationBefore, RepoHead, TimelineView
 from .postgres import PostgresTimelineView
 
 __all__ = [
-    "NO_UPPER_SEQ", "ConversationBefore", "InMemoryTimelineView", "PostgresTimelineView",
+    "NO_UPPER_SEQ", "AppliedEntry", "ConversationBefore", "InMemoryTimelineView", "PostgresTimelineView",
     "RepoHead", "TimelineView",
 ]

@@ -7,7 +7,7 @@ import asyncio
 from seedline_contracts.timeline import TimelineEntry, TimelineRow
 from seedline_contracts.times import parse_rfc3339
 
-from .port import NO_UPPER_SEQ, ConversationBefore, RepoHead
+from .port import NO_UPPER_SEQ, AppliedEntry, ConversationBefore, RepoHead
 
 
 def row_of(seq: int, e: TimelineEntry) -> TimelineRow:
@@ -53,6 +53,15 @@ class InMemoryTimelineView:
         ]
         return rows[: max(0, limit)]
 
+    async def newest_of_conversation(
+        self, instance_id: str, repo: str, session_id: str, until_seq: int,
+        kinds: tuple[str, ...], lookback: int,
+    ) -> TimelineRow | None:
+        found = [row for kind in kinds
+                 for row in await self.newest_first(instance_id, repo, until_seq, lookback, kind)
+                 if row.session_id == session_id]
+        return max(found, key=lambda row: row.seq, default=None)
+
     async def count(self, instance_id: str, repo: str, until_seq: int, kind: str) -> int:
         return sum(1 for s, e in self._repo(instance_id, repo) if s <= until_seq and e.kind == kind)
 
@@ -76,6 +85,10 @@ class InMemoryTimelineView:
     async def wait_until_applied(self, seq: int, timeout: float) -> bool:
         found = await self._wait_for(lambda: seq if seq in self.entries else None, timeout)
         return found is not None
+
+    async def wait_for_entry(self, seq: int, timeout: float) -> AppliedEntry:
+        applied = await self.wait_until_applied(seq, timeout)
+        return AppliedEntry(applied, self.entries.get(seq))
 
     async def wait_until_stored(self, entry_id: str, timeout: float) -> int | None:
         return await self._wait_for(lambda: next(

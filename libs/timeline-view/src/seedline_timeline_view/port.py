@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from seedline_contracts.timeline import TimelineEntry, TimelineRow
 
@@ -40,6 +40,13 @@ class ConversationBefore:
     engine: str | None  # the newest engine they name
 
 
+class AppliedEntry(NamedTuple):
+    """What a wait for one seq found."""
+
+    applied: bool  # False: the wait's timeout passed first
+    entry: TimelineEntry | None  # None too when its instance's key was destroyed
+
+
 class TimelineView(Protocol):
     async def repo_head(
         self, instance_id: str, repo: str, before_seq: int | None = None
@@ -52,6 +59,14 @@ class TimelineView(Protocol):
     ) -> list[TimelineRow]:
         """Up to `limit` repo entries with seq <= until_seq (of `kind` alone when given),
         newest first."""
+        ...
+
+    async def newest_of_conversation(
+        self, instance_id: str, repo: str, session_id: str, until_seq: int,
+        kinds: tuple[str, ...], lookback: int,
+    ) -> TimelineRow | None:
+        """The conversation's newest entry of one of `kinds` with seq <= until_seq, looked
+        for among the `lookback` newest repo entries of each kind; None when none is."""
         ...
 
     async def count(self, instance_id: str, repo: str, until_seq: int, kind: str) -> int:
@@ -74,6 +89,10 @@ class TimelineView(Protocol):
 
     async def wait_until_applied(self, seq: int, timeout: float) -> bool:
         """Wait until the projection has applied `seq`; False when `timeout` passes first."""
+        ...
+
+    async def wait_for_entry(self, seq: int, timeout: float) -> AppliedEntry:
+        """`wait_until_applied`, and the entry there, in the same reads."""
         ...
 
     async def wait_until_stored(self, entry_id: str, timeout: float) -> int | None:

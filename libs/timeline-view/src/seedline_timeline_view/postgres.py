@@ -19,7 +19,7 @@ from seedline_contracts.timeline import TimelineEntry, TimelineRow
 if TYPE_CHECKING:  # the view opens content with the caller's sealer; it needs no import
     from seedline_platform.sealing import Sealer
 
-from .port import NO_UPPER_SEQ, ConversationBefore, RepoHead
+from .port import NO_UPPER_SEQ, AppliedEntry, ConversationBefore, RepoHead
 
 TABLE = "timeline_entries"
 OFFSETS_TABLE = "timeline_offsets"
@@ -35,6 +35,14 @@ CONVERSATION_BEFORE_SQL = (
     "SELECT max(at::timestamptz), max(seq),"
     " (array_agg(engine ORDER BY seq DESC) FILTER (WHERE engine IS NOT NULL))[1]"
     f" FROM {TABLE} WHERE instance_id = %s AND repo = %s AND session_id = %s AND seq < %s"
+)
+# The newest `lookback` of each kind, each an index range of its own; the conversation's
+# newest among them. Only its content is opened.
+NEWEST_OF_CONVERSATION_SQL = (
+    f"SELECT recent.* FROM unnest(%s::text[]) AS wanted(kind) CROSS JOIN LATERAL"
+    f" (SELECT {ROW_COLUMNS} FROM {TABLE} t WHERE t.instance_id = %s AND t.repo = %s"
+    " AND t.kind = wanted.kind AND t.seq <= %s ORDER BY t.seq DESC LIMIT %s) AS recent"
+    " WHERE recent.session_id = %s ORDER BY recent.seq DESC LIMIT 1"
 )
 # Each timeline-writer partition keeps its own offset ("timeline", "timeline.p1", ...).
 APPLIED_SQL = f"SELECT max(applied_seq) FROM {OFFSETS_TABLE} WHERE projection LIKE 'timeline%%'"
@@ -86,6 +94,16 @@ class PostgresTimelineView:
             rows = await cur.fetchall()
         return [TimelineRow(*row) for row in await self._opened(instance_id, rows)]
 
+    async def newest_of_conversation(
+        self, instance_id: str, repo: str, session_id: str, until_seq: int,
+        kinds: tuple[str, ...], lookback: int,
+    ) -> TimelineRow | None:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(NEWEST_OF_CONVERSATION_SQL, (
+                list(kinds), instance_id, repo, until_seq, max(0, lookback), session_id))
+            rows = await cur.fetchall()
+        return next((TimelineRow(*row) for row in await self._opened(instance_id, rows)), None)
+
     async def count(self, instance_id: str, repo: str, until_seq: int, kind: str) -> int:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
@@ -107,13 +125,21 @@ class PostgresTimelineView:
         return ConversationBefore(last_at.astimezone(timezone.utc), int(last_seq), engine)
 
     async def entry(self, seq: int) -> TimelineEntry | None:
+        row = await self._entry_row(seq)
+        return None if row is None else await self._opened_entry(row)
+
+    async def _entry_row(self, seq: int) -> tuple | None:
         async with self._pool.connection() as conn:
             cur = await conn.execute(f"SELECT {_ENTRY_COLUMNS} FROM {TABLE} WHERE seq = %s", (seq,))
-            row = await cur.fetchone()
-        if row and self._sealer is not None:
+            return await cur.fetchone()
+
+    async def _opened_entry(self, row: tuple) -> TimelineEntry | None:
+        if self._sealer is not None:
             content = await self._sealer.open_or_none(row[1], row[5])
-            row = None if content is None else (*row[:5], content, *row[6:])
-        return TimelineEntry(*row) if row else None
+            if content is None:
+                return None
+            row = (*row[:5], content, *row[6:])
+        return TimelineEntry(*row)
 
     async def applied_seq(self) -> int:
         async with self._pool.connection() as conn:
@@ -129,19 +155,25 @@ class PostgresTimelineView:
     async def wait_until_applied(self, seq: int, timeout: float) -> bool:
         """The entry at `seq` is readable (with several writers, each projects its own
         partition, so the question is about that entry, not a common offset)."""
-        return await self._wait_for(PRESENT_SQL, seq, timeout) is not None
+        return await self._wait_for(lambda: self._seq(PRESENT_SQL, seq), timeout) is not None
+
+    async def wait_for_entry(self, seq: int, timeout: float) -> AppliedEntry:
+        row = await self._wait_for(lambda: self._entry_row(seq), timeout)
+        return AppliedEntry(False, None) if row is None else AppliedEntry(
+            True, await self._opened_entry(row))
 
     async def wait_until_stored(self, entry_id: str, timeout: float) -> int | None:
-        return await self._wait_for(STORED_SQL, entry_id, timeout)
+        return await self._wait_for(lambda: self._seq(STORED_SQL, entry_id), timeout)
 
-    async def _wait_for(self, sql: str, key, timeout: float) -> int | None:
-        """Asked again after 1, 2, 4 ... up to 20 ms: a write a moment old is there within a
-        few ms, and a slow one is not asked for more than 50 times a second."""
+    async def _wait_for(self, look, timeout: float):
+        """What `look` finds, asked again after 1, 2, 4 ... up to 20 ms: a write a moment
+        old is there within a few ms, and a slow one is not asked for more than 50 times a
+        second. None when `timeout` passes first."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         pause = 0.001
         while True:
-            found = await self._seq(sql, key)
+            found = await look()
             if found is not None:
                 return found
             if loop.time() >= deadline:

@@ -32,14 +32,9 @@ TURN_LOOKBACK = 500
 
 
 async def _turn_before(view: TimelineView, row: Row, before_seq: int) -> Turn | None:
-    found = None
-    for kind in TURN_KINDS:
-        for entry in await view.newest_first(row.instance_id, row.repo, before_seq - 1,
-                                             TURN_LOOKBACK, kind):
-            if entry.session_id == row.session_id:
-                found = newest_turn(found, entry.seq, entry.kind, entry.content)
-                break
-    return found
+    entry = await view.newest_of_conversation(row.instance_id, row.repo, row.session_id,
+                                              before_seq - 1, TURN_KINDS, TURN_LOOKBACK)
+    return newest_turn(None, entry.seq, entry.kind, entry.content) if entry else None
 
 
 async def previous_before(

@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from seedline_contracts import subjects
+from seedline_contracts.timeline import TimelineEntry
 from seedline_platform.logging import get_logger
 from seedline_timeline_view import TimelineView
 
@@ -52,10 +53,11 @@ class CatchUp:
             log.warning("instruction_not_in_timeline", entry_id=entry_id, repo=repo)
 
     async def recorded_before(self, wake_seq: int | None,
-                              ends: dict[str, int] | None = None) -> None:
+                              ends: dict[str, int] | None = None) -> TimelineEntry | None:
         """Every event recorded before this moment is in the projection: each stream up to
         where it ended when the request came, or up to `ends` where the caller knows them
-        (no round trip to the server)."""
+        (no round trip to the server). Returns the message at `wake_seq`, read as it is
+        waited for."""
         if ends is None:
             ends = await self._stream_ends() if self._stream_ends is not None else {}
         if wake_seq is not None:
@@ -63,10 +65,12 @@ class CatchUp:
             ends[TIMELINE] = max(ends.get(TIMELINE, 0), wake_seq)
         waits = [self._reached(projection, seq, CATCH_UP_SECONDS) for projection, seq in ends.items()]
         if wake_seq is not None:
-            waits.append(self._view.wait_until_applied(wake_seq, CATCH_UP_SECONDS))
-        for projection, ok in zip(ends, await asyncio.gather(*waits)):
+            waits.append(self._view.wait_for_entry(wake_seq, CATCH_UP_SECONDS))
+        done = await asyncio.gather(*waits)
+        for projection, ok in zip(ends, done):
             if not ok:
                 log.warning("projection_behind", projection=projection, target=ends[projection])
+        return done[-1].entry if wake_seq is not None else None
 
     async def _poll_reached(self, projection: str, seq: int, timeout: float) -> bool:
         """Without the app's watermarks (the unit tests): the stored offset, polled."""

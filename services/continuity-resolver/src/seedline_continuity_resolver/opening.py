@@ -165,7 +165,7 @@ class Opener:
     async def _decision_events(self, request: OpenRequest, session_id: str,
                                ends: dict[str, int] | None = None) -> list[Outgoing]:
         await self._catch_up.own_instruction_landed(request.instance_id, request.repo)
-        await self._catch_up.recorded_before(request.wake_seq, ends)
+        woken_by = await self._catch_up.recorded_before(request.wake_seq, ends)
         now = self._clock()
         if request.wake_seq is None:
             previous = await self._repo.previous(request.instance_id, request.repo)
@@ -182,7 +182,6 @@ class Opener:
         head = await self._view.repo_head(request.instance_id, request.repo, request.wake_seq)
         instruction = request.instruction
         if request.wake_seq is not None:
-            woken_by = await self._view.entry(request.wake_seq)
             instruction = woken_by.content if woken_by else None
         plan = LaunchPlan(
             instance_id=request.instance_id, repo=request.repo, engine=request.engine,
