@@ -119,24 +119,24 @@ class Statements:
 
 
 # Per role and operation (durable_work: statements_by_service, transactions_by_service,
-# BEGINs and writes from statements_by_text), rounded to whole statements, at commit 516ee83.
-# Per storm wake: writer 8.0 statements in 4.6 transactions (0.9 BEGIN; COPY, the offset's
-# take, launches INSERT), resolver 22.5 in 11 (2.4 BEGIN; the offset's take 2.4, 2.9
-# projection upserts, the open request's INSERT and UPDATE), gateway 24.6 in 14.3 (2.8 BEGIN;
-# the offset's take 1.8, 2 upserts, last_opens INSERT). Per open: writer 10.9 in 6.1 (1.2
-# BEGIN), resolver 20.8 in 8.2 (3.2 BEGIN), gateway 24.1 in 13.1 (3 BEGIN). The seed-composer
+# BEGINs and writes from transactions_by_shape), rounded to whole statements, at commit
+# b1da76c. Per storm wake: writer 7.4 statements in 3.7 transactions (0.9 BEGIN; COPY, the
+# offset's take, launches INSERT), resolver 16.2 in 9.2 (1.3 BEGIN; the offsets' takes, the
+# projection upserts, the open request's INSERT and UPDATE), gateway 23.7 in 13.7 (2.7
+# BEGIN; the offset's take, 2 upserts, last_opens INSERT). Per open: writer 14 in 6 (2
+# BEGIN), resolver 16.8 in 7.8 (2 BEGIN), gateway 23.3 in 12.3 (3 BEGIN). The seed-composer
 # and the runner run none.
 STATEMENTS = {
     "wake": {
-        "timeline-writer": Statements("timeline-writer message", 8, 5, 1, 3),
+        "timeline-writer": Statements("timeline-writer message", 7, 4, 1, 3),
         "continuity-resolver": Statements("continuity-resolver-wakes wake_requested",
-                                          22, 11, 2, 7),
-        "runner-gateway": Statements(LAUNCH_ON, 25, 14, 3, 5),
+                                          16, 9, 1, 7),
+        "runner-gateway": Statements(LAUNCH_ON, 24, 14, 3, 5),
     },
     "open": {
-        "timeline-writer": Statements("timeline-writer instruction", 11, 6, 1, 4),
-        "continuity-resolver": Statements("open", 21, 8, 3, 9),
-        "runner-gateway": Statements(LAUNCH_ON, 24, 13, 3, 7),
+        "timeline-writer": Statements("timeline-writer instruction", 14, 6, 2, 5),
+        "continuity-resolver": Statements("open", 17, 8, 2, 8),
+        "runner-gateway": Statements(LAUNCH_ON, 23, 12, 3, 6),
     },
 }
 
