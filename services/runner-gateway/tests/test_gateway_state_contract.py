@@ -67,6 +67,26 @@ class GatewayStateContract:
         assert again["csess_b"].state is lc.State.FAILED
         assert await self.state.apply_lifecycle([], 6) == {}
 
+    async def test_a_batch_of_requests_alone_makes_only_the_conversations_not_held(self):
+        made = await self.state.apply_lifecycle([requested(1, "csess_a")], 1)  # the first ever
+        assert made["csess_a"] == await self.state.held("csess_a")
+        await self.state.apply_lifecycle([opened(2, "csess_a")], 2)
+        made = await self.state.apply_lifecycle(
+            [requested(3, "csess_a"), requested(4, "csess_b"), requested(5, "csess_b")], 5)
+        live = await self.state.held("csess_a")
+        assert live.state is lc.State.LIVE and live.conversation.created_seq == 1  # unchanged
+        assert made.get("csess_a", live) == live  # one held may be left out, never misstated
+        b = await self.state.held("csess_b")
+        assert made["csess_b"] == b and (b.state, b.conversation.created_seq) == (
+            lc.State.OPENING, 4)
+        assert await self.state.applied() == 5
+        # Delivered again, whole or in part: nothing applied twice, nothing made.
+        assert await self.state.apply_lifecycle([requested(5, "csess_c")], 5) == {}
+        await self.state.apply_lifecycle([requested(5, "csess_c"), requested(6, "csess_d")], 6)
+        assert await self.state.held("csess_c") is None
+        assert (await self.state.held("csess_d")).conversation.created_seq == 6
+        assert await self.state.applied() == 6
+
     async def test_a_batch_with_no_step_moves_only_the_offset(self):
         assert await self.state.applied() == 0
         await self.state.apply_lifecycle([], 3)  # a fresh projection: decisions, receipts

@@ -76,6 +76,30 @@ ON CONFLICT (session_id) DO UPDATE SET state = EXCLUDED.state, node_id = EXCLUDE
 """
 
 
+# Requests alone (_requests_alone): the offset moved past a batch none of which was applied,
+# and the conversations it asks for made where none is held; (moved?, the ids made).
+_MAKE_REQUESTED = OFFSETS.moved_past() + f"""
+, made AS (
+    INSERT INTO gateway_conversations ({_COLUMNS})
+    SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[],
+                         %s::text[], %s::text[], %s::timestamptz[], %s::timestamptz[],
+                         %s::text[], %s::text[], %s::text[])
+    WHERE EXISTS (SELECT 1 FROM moved)
+    ON CONFLICT (session_id) DO NOTHING
+    RETURNING session_id
+)
+SELECT EXISTS (SELECT 1 FROM moved), ARRAY(SELECT session_id FROM made)
+"""
+
+
+def _values(held: Held) -> tuple:
+    """A conversation as the columns of _COLUMNS."""
+    c = held.conversation
+    return (c.session_id, c.instance_id, c.repo, c.state.value, c.created_seq, c.node_id,
+            c.engine, c.confirmed_at, held.last_activity, c.outcome, c.resume_key,
+            c.resume_node_id)
+
+
 def _held(row: Sequence) -> Held:
     (session_id, instance_id, repo, state, created_seq, node_id, engine, confirmed, activity,
      outcome, resume_key, resume_node_id) = row
@@ -99,6 +123,10 @@ class PostgresGatewayState:
             async with self._pool.connection() as conn:
                 await OFFSETS.advance(conn, PROJECTION, last_seq)
             return {}
+        if all(isinstance(step[2], lc.Requested) for step in steps):
+            made = await self._requests_alone(steps, last_seq)
+            if made is not None:
+                return made
         async with self._pool.connection() as conn, conn.transaction():
             applied = await OFFSETS.take(conn, PROJECTION, last_seq)
             fresh = [step for step in steps if step[0] > applied]
@@ -122,13 +150,27 @@ class PostgresGatewayState:
                         (c.instance_id, c.repo, *where),
                     )
             for held in changed.values():
-                c = held.conversation
-                await conn.execute(_WRITE, (
-                    c.session_id, c.instance_id, c.repo, c.state.value, c.created_seq, c.node_id,
-                    c.engine, c.confirmed_at, held.last_activity, c.outcome, c.resume_key,
-                    c.resume_node_id,
-                ))
+                await conn.execute(_WRITE, _values(held))
         return {step[1]: rows.get(step[1]) for step in fresh}
+
+    async def _requests_alone(self, steps: Sequence[Step], last_seq: int) -> Folded | None:
+        """A batch of requests alone (every open's first event) in one autocommitted
+        statement: a request makes its conversation when none is held and changes nothing
+        otherwise (lifecycle.apply), so the rows are inserted where none are, with no read.
+        Returns the conversations made (one already held is left out: not read, it is not
+        vouched for); None when part of the batch was applied before (the caller folds it
+        in a transaction)."""
+        first: dict[str, Held] = {}
+        for step in steps:
+            if step[1] not in first:
+                first[step[1]] = fold(None, step)
+        rows = [_values(held) for held in first.values()]
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(_MAKE_REQUESTED, (
+                PROJECTION, last_seq, PROJECTION, min(step[0] for step in steps),
+                *[list(column) for column in zip(*rows)]))
+            moved, made = await cur.fetchone()
+        return {session_id: first[session_id] for session_id in made} if moved else None
 
     @staticmethod
     async def _for_update(conn, session_ids: set[str]) -> dict[str, Held]:

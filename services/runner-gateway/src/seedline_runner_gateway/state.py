@@ -47,7 +47,8 @@ Folded = dict[str, "Held | None"]
 class GatewayState(Protocol):
     async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> Folded:
         """Each conversation a step applied here touched, as the batch left it; one whose
-        steps were already applied (a batch delivered again) is left out."""
+        steps were already applied (a batch delivered again), or that requests alone left
+        as it was, may be left out."""
         ...
 
     async def applied(self) -> int: ...
