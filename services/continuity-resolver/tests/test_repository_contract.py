@@ -144,6 +144,25 @@ class ConversationRepositoryContract:
         await self.repo.apply_lifecycle([(5, "csess_b", lc.Stopped("again"), None, None)], 5)
         assert (await self.repo.platform("csess_b")).platform.state is lc.State.LIVE
 
+    async def test_a_batch_of_requests_alone_makes_only_what_the_platform_does_not_hold(self):
+        await self.repo.apply_lifecycle([requested(1, "csess_a")], 1)  # the first ever
+        await self.repo.apply_lifecycle(
+            [(2, "csess_a", lc.Opened("mac", "claude", None, AT), None, None)], 2)
+        await self.repo.apply_timeline([  # the conversation b's first words, before its open
+            (1, "inst-a", "apps/x", "csess_b", "2026-12-01T09:00:00Z", None, "chat_user", "Go")])
+        await self.repo.apply_lifecycle(
+            [requested(3, "csess_a"), requested(4, "csess_b"), requested(5, "csess_b")], 5)
+        a = await self.repo.platform("csess_a")
+        assert a.platform.state is lc.State.LIVE and a.platform.created_seq == 1  # unchanged
+        b = await self.repo.platform("csess_b")
+        assert (b.platform.state, b.platform.created_seq) == (lc.State.OPENING, 4)
+        assert (b.activity_seq, b.newest_turn.seq) == (1, 1)  # its timeline columns kept
+        # Delivered again, in part: nothing applied twice.
+        await self.repo.apply_lifecycle([requested(5, "csess_c"), requested(6, "csess_d")], 6)
+        assert await self.repo.platform("csess_c") is None
+        assert (await self.repo.platform("csess_d")).platform.created_seq == 6
+        assert await self.repo.applied("sessions") == 6
+
     async def test_request_claims_and_their_replies(self):
         assert await self.repo.claim_request("inst-a", "r-1", "csess_a") is None
         assert await self.repo.claim_request("inst-a", "r-1", "csess_b") == "csess_a"

@@ -118,6 +118,30 @@ ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
 """
 
 
+# Requests alone (_requests_alone): the offset moved past a batch none of which was applied,
+# and each requested conversation made where the platform holds none of that id (a timeline
+# row of it takes the platform's columns, as _WRITE_PLATFORM gives them); moved?
+_MAKE_REQUESTED = OFFSETS.moved_past() + """
+, made AS (
+    INSERT INTO conversations (instance_id, repo, session_id, state, created_seq, node_id,
+                               engine, resume_key, resume_node_id, confirmed_at, saved)
+    SELECT u.* FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[],
+                           %s::text[], %s::text[], %s::text[], %s::text[], %s::timestamptz[],
+                           %s::text[])
+        AS u(instance_id, repo, session_id, state, created_seq, node_id, engine, resume_key,
+             resume_node_id, confirmed_at, saved)
+    WHERE EXISTS (SELECT 1 FROM moved) AND NOT EXISTS (
+        SELECT 1 FROM conversations c WHERE c.session_id = u.session_id AND c.state IS NOT NULL)
+    ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
+        state = EXCLUDED.state, created_seq = EXCLUDED.created_seq, node_id = EXCLUDED.node_id,
+        engine = EXCLUDED.engine, resume_key = EXCLUDED.resume_key,
+        resume_node_id = EXCLUDED.resume_node_id, confirmed_at = EXCLUDED.confirmed_at,
+        saved = EXCLUDED.saved
+)
+SELECT EXISTS (SELECT 1 FROM moved)
+"""
+
+
 def _per_conversation(facts: Sequence[TimelineFact]) -> list[tuple]:
     """The batch folded per conversation as the in-memory repository folds it (with_entry),
     as the upsert's columns, in the order each was first touched: one statement for the
@@ -193,6 +217,9 @@ class PostgresConversationRepository:
             async with self._connection() as conn:
                 await OFFSETS.advance(conn, SESSIONS, last_seq)
             return
+        if all(isinstance(step[2], lc.Requested) for step in steps) \
+                and await self._requests_alone(steps, last_seq):
+            return
         async with self._connection() as conn, conn.transaction():
             applied = await OFFSETS.take(conn, SESSIONS, last_seq)
             fresh = [step for step in steps if step[0] > applied]
@@ -231,6 +258,24 @@ class PostgresConversationRepository:
                     after.created_seq, after.node_id, after.engine, after.resume_key,
                     after.resume_node_id, after.confirmed_at, kept, after.saved,
                 ))
+
+    async def _requests_alone(self, steps: Sequence[LifecycleStep], last_seq: int) -> bool:
+        """A batch of requests alone (every open's first event) in one autocommitted
+        statement, with no read: a request makes its conversation when the platform holds
+        none and changes nothing otherwise (lifecycle.apply). False when part of the batch
+        was applied before: the caller folds it in a transaction."""
+        made: dict[str, tuple] = {}
+        for _, session_id, event, _, _ in steps:
+            if session_id not in made:
+                c = lc.apply(None, event)
+                made[session_id] = (c.instance_id, c.repo, c.session_id, c.state.value,
+                                    c.created_seq, c.node_id, c.engine, c.resume_key,
+                                    c.resume_node_id, c.confirmed_at, c.saved)
+        async with self._connection() as conn:
+            cur = await conn.execute(_MAKE_REQUESTED, (
+                SESSIONS, last_seq, SESSIONS, min(step[0] for step in steps),
+                *[list(column) for column in zip(*made.values())]))
+            return (await cur.fetchone())[0]
 
     @staticmethod
     async def _for_update(conn: AsyncConnection, session_ids: list[str]) -> dict[str, Row]:
