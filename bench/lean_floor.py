@@ -120,23 +120,23 @@ class Statements:
 
 # Per role and operation (durable_work: statements_by_service, transactions_by_service,
 # BEGINs and writes from transactions_by_shape), rounded to whole statements, at commit
-# b1da76c. Per storm wake: writer 7.4 statements in 3.7 transactions (0.9 BEGIN; COPY, the
-# offset's take, launches INSERT), resolver 16.2 in 9.2 (1.3 BEGIN; the offsets' takes, the
-# projection upserts, the open request's INSERT and UPDATE), gateway 23.7 in 13.7 (2.7
-# BEGIN; the offset's take, 2 upserts, last_opens INSERT). Per open: writer 14 in 6 (2
-# BEGIN), resolver 16.8 in 7.8 (2 BEGIN), gateway 23.3 in 12.3 (3 BEGIN). The seed-composer
-# and the runner run none.
+# 99112ae. Per storm wake: writer 7.3 statements in 3.7 transactions (0.9 BEGIN; COPY, the
+# offset's take, launches INSERT), resolver 14.1 in 9.3 (0.8 BEGIN; the offsets' takes, the
+# projection upserts, the open request's INSERT and UPDATE), gateway 20 in 13.3 (1.8 BEGIN;
+# the offset's take, 2 upserts, last_opens INSERT). Per open: writer 14 in 6 (2 BEGIN),
+# resolver 12.9 in 7.9 (1 BEGIN), gateway 20.1 in 13.1 (2 BEGIN). The seed-composer and the
+# runner run none.
 STATEMENTS = {
     "wake": {
         "timeline-writer": Statements("timeline-writer message", 7, 4, 1, 3),
         "continuity-resolver": Statements("continuity-resolver-wakes wake_requested",
-                                          16, 9, 1, 7),
-        "runner-gateway": Statements(LAUNCH_ON, 24, 14, 3, 5),
+                                          14, 9, 1, 6),
+        "runner-gateway": Statements(LAUNCH_ON, 20, 13, 2, 4),
     },
     "open": {
         "timeline-writer": Statements("timeline-writer instruction", 14, 6, 2, 5),
-        "continuity-resolver": Statements("open", 17, 8, 2, 8),
-        "runner-gateway": Statements(LAUNCH_ON, 23, 12, 3, 6),
+        "continuity-resolver": Statements("open", 13, 8, 1, 7),
+        "runner-gateway": Statements(LAUNCH_ON, 20, 13, 2, 6),
     },
 }
 
