@@ -107,6 +107,18 @@ class Gateway:
                           **said)
         self.state.labels[node_id] = label
 
+    def count_reads(self) -> list[str]:
+        """The conversations read one by one from now on (GatewayState.held), in order."""
+        reads: list[str] = []
+        read = self.state.held
+
+        async def counted(session_id: str):
+            reads.append(session_id)
+            return await read(session_id)
+
+        self.state.held = counted
+        return reads
+
     async def fold(self, upto: int | None = None) -> None:
         """Every session event published so far, folded as the stream consumer would."""
         await self.parts.fold.caught_up(upto)

@@ -273,14 +273,7 @@ async def test_a_launch_goes_out_while_a_machine_seen_before_has_no_presence_lef
 async def test_a_wait_on_one_conversation_wakes_at_its_fold_not_at_anothers(gw):
     gw.online("mac")
     fold = gw.parts.fold
-    reads = []
-    read = gw.state.held
-
-    async def counted(session_id):
-        reads.append(session_id)
-        return await read(session_id)
-
-    gw.state.held = counted
+    reads = gw.count_reads()
     with fold.watching("csess_a", timeout=30.0) as watch:
         assert await watch.now() is None and reads == ["csess_a"]
         await gw.requested("csess_a")  # folded after the watch began, before the wait
@@ -457,14 +450,7 @@ async def test_what_a_machine_reports_together_on_a_launch_waits_for_it_in_one_r
     gw.online("mac")
     gw.online("pc", label="PC")
     await gw.open("csess_a")
-    reads = []
-    read = gw.state.held
-
-    async def counted(session_id):
-        reads.append(session_id)
-        return await read(session_id)
-
-    gw.state.held = counted
+    reads = gw.count_reads()
     reported = [asyncio.create_task(gw.report("pc", body)) for body in (
         {"type": "engine_bound", "session_id": "csess_a", "at": AT,
          "engine_session_id": "key-on-pc"},
