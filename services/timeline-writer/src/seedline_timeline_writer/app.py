@@ -42,13 +42,14 @@ class TimelineWriterApp(ServiceApp):
         sealer = sealer_for(self.js, s)
         store = PostgresTimelineStore(self.pool, s.ingest_partition, sealer)
         await store.setup()
+        launches = PostgresLaunchRegistry(self.pool)
         parts = bootstrap(s, Ports(
             store=store, stream=JetStreamTimeline(self.js, s.ingest_partition),
             publisher=JetStreamPublisher(self.js),
-            launches=PostgresLaunchRegistry(self.pool), feed=SessionsLaunchFeed(self.js),
+            launches=launches, feed=SessionsLaunchFeed(self.js),
             sealer=sealer, metrics=self.metrics, tracer=self.tracer, js=self.js,
             forgetter=Forgetter(self.js, self.pool, KvKeyStore(self.js, s.stream_replicas),
-                                sealer, s.stream_replicas, stop_live=self._stop_live),
+                                sealer, launches, s.stream_replicas, stop_live=self._stop_live),
         ))
         await parts.writer.catch_up()
         return parts

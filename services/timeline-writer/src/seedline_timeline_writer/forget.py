@@ -28,6 +28,8 @@ from seedline_platform.logging import get_logger
 from seedline_platform.replay import last_seq
 from seedline_platform.sealing import KeyStore, Sealer
 
+from .launches import PostgresLaunchRegistry
+
 log = get_logger(__name__)
 
 STOP_REASON = "forgotten"
@@ -43,12 +45,14 @@ async def _nothing_live(_: str) -> int:
 
 class Forgetter:
     def __init__(
-        self, js, pool: AsyncConnectionPool, keys: KeyStore, sealer: Sealer, replicas: int = 1,
+        self, js, pool: AsyncConnectionPool, keys: KeyStore, sealer: Sealer,
+        launches: PostgresLaunchRegistry, replicas: int = 1,
         clock: Callable[[], str] = now_text,
         stop_live: Callable[[str], Awaitable[int]] = _nothing_live,
     ) -> None:
         self._js = js
         self._pool = pool
+        self._launches = launches
         self._keys = keys
         self._sealer = sealer
         self._replicas = replicas
@@ -96,8 +100,7 @@ class Forgetter:
                 "DELETE FROM timeline_entries WHERE instance_id = %s AND seq <= %s",
                 (record.instance_id, record.through_seq),
             )
-            await conn.execute(
-                "DELETE FROM runner_launches WHERE instance_id = %s", (record.instance_id,))
+            await self._launches.forget(conn, record.instance_id)
 
 
 def names_instance(body: bytes, instance_id: str) -> bool:

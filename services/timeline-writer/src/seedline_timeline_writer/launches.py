@@ -69,8 +69,23 @@ class LaunchFeed(Protocol):
 
 
 class PostgresLaunchRegistry:
-    def __init__(self, pool: AsyncConnectionPool) -> None:
+    """Each machine's output asks whether its conversation was launched there: the launches
+    found are kept in memory (the newest `known_limit`), so a conversation's every later
+    batch is answered with no read. A launch is only ever taken away with its instance
+    (`forget`), which drops what is kept of it and keeps nothing of it again."""
+
+    def __init__(self, pool: AsyncConnectionPool, known_limit: int = 10_000) -> None:
         self._pool = pool
+        self._known: dict[Launch, None] = {}  # oldest first
+        self._known_limit = known_limit
+        self._forgotten: set[str] = set()
+
+    def _keep(self, launches: Iterable[Launch]) -> None:
+        for launch in launches:
+            if launch.instance_id not in self._forgotten:
+                self._known[launch] = None
+        while len(self._known) > self._known_limit:
+            del self._known[next(iter(self._known))]
 
     async def record(self, launches: Iterable[Launch]) -> None:
         rows = list(launches)
@@ -82,11 +97,14 @@ class PostgresLaunchRegistry:
                 " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
                 rows,
             )
+        self._keep(rows)
 
     async def permitted(self, launches: set[Launch]) -> set[Launch]:
-        if not launches:
-            return set()
-        nodes, instances, repos, sessions = (list(column) for column in zip(*launches))
+        known = {launch for launch in launches if launch in self._known}
+        asked = launches - known
+        if not asked:
+            return known
+        nodes, instances, repos, sessions = (list(column) for column in zip(*asked))
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT l.node_id, l.instance_id, l.repo, l.session_id FROM runner_launches l"
@@ -95,7 +113,17 @@ class PostgresLaunchRegistry:
                 " (node_id, instance_id, repo, session_id)",
                 (nodes, instances, repos, sessions),
             )
-            return {Launch(*row) for row in await cur.fetchall()}
+            found = {Launch(*row) for row in await cur.fetchall()}
+        self._keep(found)
+        return known | found
+
+    async def forget(self, conn, instance_id: str) -> None:
+        """The instance's launches taken away, in the caller's transaction; none of them
+        answered from memory again."""
+        self._forgotten.add(instance_id)
+        self._known = {launch: None for launch in self._known
+                       if launch.instance_id != instance_id}
+        await conn.execute("DELETE FROM runner_launches WHERE instance_id = %s", (instance_id,))
 
     async def read_mark(self) -> int:
         async with self._pool.connection() as conn:
