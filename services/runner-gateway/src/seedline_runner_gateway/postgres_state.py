@@ -66,9 +66,19 @@ CREATE TABLE IF NOT EXISTS last_opens (
 _COLUMNS = ("session_id, instance_id, repo, state, created_seq, node_id, engine, confirmed_at,"
             " last_activity, outcome, resume_key, resume_node_id")
 
+# What a batch changed, in one statement: each repo's last successful open (instance, repo,
+# node, engine; one row per repo) and each conversation changed (one row each).
 _WRITE = f"""
+WITH opens AS (
+    INSERT INTO last_opens
+    SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[])
+    ON CONFLICT (instance_id, repo) DO UPDATE SET node_id = EXCLUDED.node_id,
+        engine = EXCLUDED.engine
+)
 INSERT INTO gateway_conversations ({_COLUMNS})
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[],
+                     %s::text[], %s::text[], %s::timestamptz[], %s::timestamptz[],
+                     %s::text[], %s::text[], %s::text[])
 ON CONFLICT (session_id) DO UPDATE SET state = EXCLUDED.state, node_id = EXCLUDED.node_id,
     engine = EXCLUDED.engine, confirmed_at = EXCLUDED.confirmed_at, outcome = EXCLUDED.outcome,
     resume_key = EXCLUDED.resume_key, resume_node_id = EXCLUDED.resume_node_id,
@@ -90,6 +100,11 @@ _MAKE_REQUESTED = OFFSETS.moved_past() + f"""
 )
 SELECT EXISTS (SELECT 1 FROM moved), ARRAY(SELECT session_id FROM made)
 """
+
+
+def _columns(rows: list[tuple], width: int) -> list[list]:
+    """Rows as the column arrays an unnest takes (`width` empty ones for no row)."""
+    return [list(column) for column in zip(*rows)] if rows else [[] for _ in range(width)]
 
 
 def _values(held: Held) -> tuple:
@@ -134,6 +149,7 @@ class PostgresGatewayState:
             # holds several events of one conversation.
             rows = await self._for_update(conn, {step[1] for step in fresh})
             changed: dict[str, Held] = {}
+            opens: dict[tuple[str, str], tuple[str, str]] = {}  # the last of each repo's
             for step in fresh:
                 before = rows.get(step[1])
                 held = fold(before, step)
@@ -142,15 +158,11 @@ class PostgresGatewayState:
                 rows[step[1]] = changed[step[1]] = held
                 where = opened_where(step, held)
                 if where:
-                    c = held.conversation
-                    await conn.execute(
-                        "INSERT INTO last_opens VALUES (%s, %s, %s, %s) ON CONFLICT"
-                        " (instance_id, repo) DO UPDATE SET node_id = EXCLUDED.node_id,"
-                        " engine = EXCLUDED.engine",
-                        (c.instance_id, c.repo, *where),
-                    )
-            for held in changed.values():
-                await conn.execute(_WRITE, _values(held))
+                    opens[(held.conversation.instance_id, held.conversation.repo)] = where
+            if changed:
+                await conn.execute(_WRITE, (
+                    *_columns([(*repo, *where) for repo, where in opens.items()], 4),
+                    *_columns([_values(held) for held in changed.values()], 12)))
         return {step[1]: rows.get(step[1]) for step in fresh}
 
     async def _requests_alone(self, steps: Sequence[Step], last_seq: int) -> Folded | None:
@@ -164,11 +176,10 @@ class PostgresGatewayState:
         for step in steps:
             if step[1] not in first:
                 first[step[1]] = fold(None, step)
-        rows = [_values(held) for held in first.values()]
         async with self._pool.connection() as conn:
             cur = await conn.execute(_MAKE_REQUESTED, (
                 PROJECTION, last_seq, PROJECTION, min(step[0] for step in steps),
-                *[list(column) for column in zip(*rows)]))
+                *_columns([_values(held) for held in first.values()], 12)))
             moved, made = await cur.fetchone()
         return {session_id: first[session_id] for session_id in made} if moved else None
 
