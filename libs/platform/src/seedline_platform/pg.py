@@ -84,6 +84,12 @@ async def answers(pool: AsyncConnectionPool) -> bool:
         return False
 
 
+def columns(rows: list[tuple], width: int) -> list[list]:
+    """Rows as the column arrays an `unnest(%s::type[], ...)` takes: one statement for a
+    batch of rows (`width` empty arrays for no row)."""
+    return [list(column) for column in zip(*rows)] if rows else [[] for _ in range(width)]
+
+
 def _lock_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
 

@@ -202,7 +202,7 @@ class PostgresConversationRepository:
             async with self._connection() as conn:
                 cur = await conn.execute(_UPSERT_FRESH_ENTRIES, (
                     TIMELINE, max(seqs), TIMELINE, min(seqs),
-                    *[list(c) for c in zip(*_per_conversation(facts))]))
+                    *pg.columns(_per_conversation(facts), 9)))
                 if cur.rowcount:
                     return
         async with self._connection() as conn, conn.transaction():
@@ -210,7 +210,7 @@ class PostgresConversationRepository:
             fresh = [f for f in facts if f.seq > applied]
             if not fresh:
                 return
-            await conn.execute(_UPSERT_ENTRIES, [list(c) for c in zip(*_per_conversation(fresh))])
+            await conn.execute(_UPSERT_ENTRIES, pg.columns(_per_conversation(fresh), 9))
 
     async def apply_lifecycle(self, steps: Sequence[LifecycleStep], last_seq: int) -> None:
         if not steps:
@@ -274,7 +274,7 @@ class PostgresConversationRepository:
         async with self._connection() as conn:
             cur = await conn.execute(_MAKE_REQUESTED, (
                 SESSIONS, last_seq, SESSIONS, min(step[0] for step in steps),
-                *[list(column) for column in zip(*made.values())]))
+                *pg.columns(list(made.values()), 11)))
             return (await cur.fetchone())[0]
 
     @staticmethod

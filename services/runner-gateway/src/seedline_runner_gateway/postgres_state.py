@@ -102,11 +102,6 @@ SELECT EXISTS (SELECT 1 FROM moved), ARRAY(SELECT session_id FROM made)
 """
 
 
-def _columns(rows: list[tuple], width: int) -> list[list]:
-    """Rows as the column arrays an unnest takes (`width` empty ones for no row)."""
-    return [list(column) for column in zip(*rows)] if rows else [[] for _ in range(width)]
-
-
 def _values(held: Held) -> tuple:
     """A conversation as the columns of _COLUMNS."""
     c = held.conversation
@@ -161,8 +156,8 @@ class PostgresGatewayState:
                     opens[(held.conversation.instance_id, held.conversation.repo)] = where
             if changed:
                 await conn.execute(_WRITE, (
-                    *_columns([(*repo, *where) for repo, where in opens.items()], 4),
-                    *_columns([_values(held) for held in changed.values()], 12)))
+                    *pg.columns([(*repo, *where) for repo, where in opens.items()], 4),
+                    *pg.columns([_values(held) for held in changed.values()], 12)))
         return {step[1]: rows.get(step[1]) for step in fresh}
 
     async def _requests_alone(self, steps: Sequence[Step], last_seq: int) -> Folded | None:
@@ -179,7 +174,7 @@ class PostgresGatewayState:
         async with self._pool.connection() as conn:
             cur = await conn.execute(_MAKE_REQUESTED, (
                 PROJECTION, last_seq, PROJECTION, min(step[0] for step in steps),
-                *_columns([_values(held) for held in first.values()], 12)))
+                *pg.columns([_values(held) for held in first.values()], 12)))
             moved, made = await cur.fetchone()
         return {session_id: first[session_id] for session_id in made} if moved else None
 

@@ -26,6 +26,7 @@ from seedline_contracts import subjects
 from seedline_contracts.channels import event_tag
 from seedline_contracts.codec import decode
 from seedline_contracts.events import SeedComposed
+from seedline_platform import pg
 from seedline_platform.replay import last_seq, replay
 from seedline_platform.session_reads import newest_event
 
@@ -104,7 +105,7 @@ class PostgresLaunchRegistry:
         asked = launches - known
         if not asked:
             return known
-        nodes, instances, repos, sessions = (list(column) for column in zip(*asked))
+        nodes, instances, repos, sessions = pg.columns(list(asked), 4)
         async with self._pool.connection() as conn:
             cur = await conn.execute(
                 "SELECT l.node_id, l.instance_id, l.repo, l.session_id FROM runner_launches l"
