@@ -9,7 +9,7 @@ import pytest
 from seedline_core import lifecycle as lc
 from seedline_platform import pg
 from seedline_runner_gateway.postgres_state import PostgresGatewayState
-from seedline_runner_gateway.state import InMemoryGatewayState
+from seedline_runner_gateway.state import AtLaunch, InMemoryGatewayState, RepoNow
 
 
 def requested(seq, session, repo="apps/x"):
@@ -33,12 +33,17 @@ class GatewayStateContract:
         assert [h.session_id for h in await self.state.all_live()] == ["csess_b"]
         assert [h.session_id for h in await self.state.live_in_repo("inst-a", "apps/x")] == [
             "csess_b"]
-        assert (await self.state.current_for_repo("inst-a", "apps/y")).state is lc.State.OPENING
-        assert await self.state.last_open("inst-a", "apps/x") == ("pc", "claude")
-        assert await self.state.last_open("inst-a", "apps/y") is None
+        x, y = await self.state.repo_now("inst-a", "apps/x"), await self.state.repo_now(
+            "inst-a", "apps/y")
+        assert (x.current.session_id, x.last_open) == ("csess_b", ("pc", "claude"))
+        assert (y.current.state, y.last_open) == (lc.State.OPENING, None)
+        assert x.current == await self.state.held("csess_b")
+        assert await self.state.repo_now("inst-b", "apps/x") == RepoNow(None, None)
         assert await self.state.applied() == 6
         await self.state.apply_lifecycle([(5, "csess_b", lc.Stopped("again"))], 6)
         assert (await self.state.held("csess_b")).state is lc.State.LIVE  # already applied
+        await self.state.apply_lifecycle([(7, "csess_b", lc.Stopped("requested"))], 7)
+        assert await self.state.repo_now("inst-a", "apps/x") == RepoNow(None, ("pc", "claude"))
 
     async def test_of_the_conversations_named_those_of_the_repo_in_one_read(self):
         await self.state.apply_lifecycle([
@@ -126,16 +131,30 @@ class GatewayStateContract:
         assert held.conversation.outcome == "resume_unconfirmed_briefed"
         assert held.state is lc.State.LIVE
 
-    async def test_the_newest_open_of_a_repo_whatever_its_state(self):
-        assert await self.state.newest_requested("inst-a", "apps/x") is None
+    async def test_a_launch_reads_its_conversation_and_its_repo_s_newest_and_live_at_once(self):
+        nothing = await self.state.at_launch("csess_a", "inst-a", "apps/x")
+        assert nothing == AtLaunch(None, None, None, [])
         await self.state.apply_lifecycle([
             requested(1, "csess_a"), opened(2, "csess_a"), requested(3, "csess_b"),
             (4, "csess_b", lc.OpenFailed()), requested(5, "csess_c", repo="apps/y"),
-        ], 5)
-        assert await self.state.newest_requested("inst-a", "apps/x") == 3  # failed still counts
-        assert await self.state.newest_requested("inst-a", "apps/x", counting_failed=False) == 1
-        assert await self.state.newest_requested("inst-a", "apps/y") == 5
-        assert await self.state.newest_requested("inst-b", "apps/x") is None
+            opened(6, "csess_c"), requested(7, "csess_d"), opened(8, "csess_d", node="pc"),
+            requested(9, "csess_e"),
+        ], 9)
+        found = await self.state.at_launch("csess_e", "inst-a", "apps/x")
+        assert found.held == await self.state.held("csess_e")
+        assert found.held.state is lc.State.OPENING
+        assert found.newest_requested == 9
+        assert [h.session_id for h in found.live] == ["csess_a", "csess_d"]  # oldest first
+        assert found.live == await self.state.live_in_repo("inst-a", "apps/x")
+        await self.state.apply_lifecycle([(10, "csess_e", lc.OpenFailed())], 10)
+        found = await self.state.at_launch("csess_b", "inst-a", "apps/x")
+        assert found.held.state is lc.State.FAILED
+        assert (found.newest_requested, found.newest_not_failed) == (9, 7)  # failed counts once
+        # A conversation of another repo is no part of this one.
+        elsewhere = await self.state.at_launch("csess_c", "inst-a", "apps/x")
+        assert elsewhere.held.conversation.repo == "apps/y" and len(elsewhere.live) == 2
+        assert await self.state.at_launch("csess_a", "inst-b", "apps/x") == AtLaunch(
+            await self.state.held("csess_a"), None, None, [])
 
     async def test_activity_and_idleness(self):
         await self.state.apply_lifecycle([

@@ -61,7 +61,7 @@ from .launch_outcomes import LaunchFailed, LaunchOutcomes, carried_of
 from .machine_calls import MachineUnreachable, NatsAway
 from .presence import PresenceView
 from .reconcile import Reconciler
-from .state import Held
+from .state import AtLaunch, Held
 from .stopping import Stopper
 
 if TYPE_CHECKING:
@@ -99,25 +99,7 @@ class Launcher:
         await self.launch(composed, msg.metadata.sequence.stream)
 
     async def launch(self, composed: SeedComposed, seq: int | None = None) -> None:
-        plan = composed.plan
-        async with self._turns.hold(plan.instance_id, plan.repo):
-            held = await self._state.held(composed.session_id)
-            if held is not None and _already_done(held, plan.node_id, plan.relocation):
-                log.info("launch_already_done", session_id=composed.session_id)
-                return
-            replaced: list[Held] = []
-            try:
-                await self._fence(composed, seq, held)
-                reply = await self._deliver(composed, replaced, held)
-            except LaunchFailed as failure:
-                await self._outcomes.failed(composed, failure,
-                                            moved=_moved(composed, held, replaced))
-                return
-            await self._outcomes.confirmed(composed, held, reply, seq, replaced)
-
-    async def _fence(self, composed: SeedComposed, seq: int | None, held: Held | None) -> None:
-        """Refuse a launch whose repo was opened again after its decision, and a
-        relocation of a conversation the repo has a newer one than.
+        """Launch under the repo's turn, fenced by its decision's place.
 
         The fold is waited for up to this seed_composed (`seq`), not to the stream's end:
         it has almost always got that far, so no launch waits for its own event's fold.
@@ -126,30 +108,27 @@ class Launcher:
         that decision folded and is refused; a newer decision not folded yet comes to the
         repo's turn after this launch, and replaces it.
         """
-        fence = composed.decided_seq
-        if fence is None:
-            return  # recorded before decisions were fenced
-        await self._caught_up(None if seq is None else seq - 1)
         plan = composed.plan
-        newest = await self._state.newest_requested(plan.instance_id, plan.repo)
-        if newest is not None and newest > fence:
-            raise LaunchFailed("superseded", error_message("superseded"))
-        if plan.relocation and held is not None and newest is not None \
-                and newest > held.conversation.created_seq:
-            # A move decided after a newer conversation of the repo was asked for would run
-            # both once that one opens: the newer one is the repo's (fault harness, seed
-            # 50704078: a stopped conversation moved while the next was opening). A newer
-            # one that failed never opens, so it does not stand in the way (model-based
-            # test, seed 1627730389: a stopped conversation moved after a wake of its repo
-            # had failed on an offline machine was refused as superseded).
-            may_open = await self._state.newest_requested(plan.instance_id, plan.repo,
-                                                          counting_failed=False)
-            if may_open is not None and may_open > held.conversation.created_seq:
-                raise LaunchFailed("superseded", error_message("superseded"))
+        async with self._turns.hold(plan.instance_id, plan.repo):
+            if composed.decided_seq is not None:  # else recorded before decisions were fenced
+                await self._caught_up(None if seq is None else seq - 1)
+            repo = await self._state.at_launch(composed.session_id, plan.instance_id, plan.repo)
+            held = repo.held
+            if held is not None and _already_done(held, plan.node_id, plan.relocation):
+                log.info("launch_already_done", session_id=composed.session_id)
+                return
+            replaced: list[Held] = []
+            try:
+                _fence(composed, repo)
+                reply = await self._deliver(composed, repo, replaced)
+            except LaunchFailed as failure:
+                await self._outcomes.failed(composed, failure,
+                                            moved=_moved(composed, held, replaced))
+                return
+            await self._outcomes.confirmed(composed, held, reply, seq, replaced)
 
     async def _deliver(
-        self, composed: SeedComposed, replaced: list[Held] | None = None,
-        held: Held | None = None,
+        self, composed: SeedComposed, repo: AtLaunch, replaced: list[Held],
     ) -> tuple[OpenReply, LaunchReply]:
         plan = composed.plan
         sighting = await self._presence.get(plan.node_id)
@@ -183,9 +162,9 @@ class Launcher:
             raise LaunchFailed("launch_refused", runner_too_old_text(
                 presence.label, plan.node_id, presence.version, FIRST_RELEASE[needed],
                 NEEDS[needed]))
-        if replaced is not None and plan.engine in presence.engines:
+        if plan.engine in presence.engines:
             # The machine can take it: what it replaces ends first, so no moment has two.
-            stopped, unanswered = await self._stop_replaced(composed, held)
+            stopped, unanswered = await self._stop_replaced(composed, repo)
             replaced += stopped
             await self._not_running_elsewhere(plan, stopped, unanswered)
         try:
@@ -238,13 +217,13 @@ class Launcher:
                      engine_record=tree.engine_record if same_engine else None, key=key)
 
     async def _stop_replaced(
-        self, composed: SeedComposed, held: Held | None
+        self, composed: SeedComposed, repo: AtLaunch
     ) -> tuple[list[Held], list[Held]]:
         """Stop the repo's other live conversations (`superseded`) before the launch; a
         relocation stops its own engine on the machine it leaves (`relocated`) first.
         Returns what was stopped, and those of them whose machine, another than the
         launch's, did not answer the stop."""
-        plan = composed.plan
+        plan, held = composed.plan, repo.held
         if plan.relocation:
             if held is None or held.state is not lc.State.LIVE or held.node_id == plan.node_id:
                 return [], []
@@ -252,10 +231,8 @@ class Launcher:
             return [held], ([] if answered else [held])
         if composed.decided_seq is None:
             return [], []
-        replaced = [
-            previous for previous in await self._state.live_in_repo(plan.instance_id, plan.repo)
-            if previous.session_id != composed.session_id
-        ]
+        replaced = [previous for previous in repo.live
+                    if previous.session_id != composed.session_id]
         if not replaced:
             return [], []
         now = self._clock()
@@ -301,6 +278,27 @@ class Launcher:
         label = await self._state.label(node_id) if node_id else None
         return LaunchFailed("runner_unreachable", error_message(
             "runner_unreachable", label=label, node_id=node_id, still_runs=True))
+
+
+def _fence(composed: SeedComposed, repo: AtLaunch) -> None:
+    """Refuse a launch whose repo was opened again after its decision, and a relocation of a
+    conversation the repo has a newer one than."""
+    fence, plan, held = composed.decided_seq, composed.plan, repo.held
+    if fence is None:
+        return  # recorded before decisions were fenced
+    newest = repo.newest_requested
+    if newest is not None and newest > fence:
+        raise LaunchFailed("superseded", error_message("superseded"))
+    # A move decided after a newer conversation of the repo was asked for would run both
+    # once that one opens: the newer one is the repo's (fault harness, seed 50704078: a
+    # stopped conversation moved while the next was opening). A newer one that failed never
+    # opens, so it does not stand in the way (model-based test, seed 1627730389: a stopped
+    # conversation moved after a wake of its repo had failed on an offline machine was
+    # refused as superseded).
+    may_open = repo.newest_not_failed
+    if plan.relocation and held is not None and may_open is not None \
+            and may_open > held.conversation.created_seq:
+        raise LaunchFailed("superseded", error_message("superseded"))
 
 
 def _moved(composed: SeedComposed, held: Held | None, replaced: list[Held]) -> Held | None:

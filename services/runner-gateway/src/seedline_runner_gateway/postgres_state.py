@@ -11,7 +11,16 @@ from seedline_contracts.times import format_utc
 from seedline_core import lifecycle as lc
 from seedline_platform import pg
 
-from .state import Folded, Held, Step, fold, opened_where, tells_not_woken
+from .state import (
+    AtLaunch,
+    Folded,
+    Held,
+    RepoNow,
+    Step,
+    fold,
+    opened_where,
+    tells_not_woken,
+)
 
 OFFSETS = pg.Offsets("gateway_offsets")
 PROJECTION = "sessions"
@@ -99,6 +108,31 @@ _MAKE_REQUESTED = OFFSETS.moved_past() + f"""
     RETURNING session_id
 )
 SELECT EXISTS (SELECT 1 FROM moved), ARRAY(SELECT session_id FROM made)
+"""
+
+
+# A launch's read (GatewayState.at_launch): the repo's newest opens, with the conversation
+# launched and the repo's live ones (none of either: one row of nulls).
+_AT_LAUNCH = f"""
+SELECT m.newest, m.not_failed, {", ".join("c." + name.strip() for name in _COLUMNS.split(","))}
+FROM (SELECT max(created_seq) AS newest,
+             max(created_seq) FILTER (WHERE state <> 'failed') AS not_failed
+      FROM gateway_conversations WHERE instance_id = %(instance)s AND repo = %(repo)s) AS m
+LEFT JOIN gateway_conversations AS c ON c.session_id = %(session)s
+    OR (c.instance_id = %(instance)s AND c.repo = %(repo)s AND c.state = 'live')
+ORDER BY c.created_seq
+"""
+
+
+# What a person's message finds of its repo (GatewayState.repo_now), as one row.
+_REPO_NOW = f"""
+SELECT o.node_id, o.engine, c.*
+FROM (SELECT 1) AS one
+LEFT JOIN last_opens AS o ON o.instance_id = %(instance)s AND o.repo = %(repo)s
+LEFT JOIN LATERAL (
+    SELECT {_COLUMNS} FROM gateway_conversations
+    WHERE instance_id = %(instance)s AND repo = %(repo)s AND state IN ('live', 'opening')
+    ORDER BY created_seq DESC LIMIT 1) AS c ON true
 """
 
 
@@ -211,25 +245,26 @@ class PostgresGatewayState:
             "session_id = ANY(%s) AND instance_id = %s AND repo = %s ORDER BY session_id",
             (sorted(session_ids), instance_id, repo))
 
-    async def current_for_repo(self, instance_id: str, repo: str) -> Held | None:
-        found = await self._some(
-            "instance_id = %s AND repo = %s AND state IN ('live', 'opening')"
-            " ORDER BY created_seq DESC LIMIT 1",
-            (instance_id, repo),
-        )
-        return found[0] if found else None
-
-    async def newest_requested(self, instance_id: str, repo: str,
-                               counting_failed: bool = True) -> int | None:
+    async def repo_now(self, instance_id: str, repo: str) -> RepoNow:
         async with self._pool.connection() as conn:
-            cur = await conn.execute(
-                "SELECT max(created_seq) FROM gateway_conversations"
-                " WHERE instance_id = %s AND repo = %s"
-                + ("" if counting_failed else " AND state IS DISTINCT FROM 'failed'"),
-                (instance_id, repo),
-            )
-            row = await cur.fetchone()
-        return int(row[0]) if row and row[0] is not None else None
+            cur = await conn.execute(_REPO_NOW, {"instance": instance_id, "repo": repo})
+            node_id, engine, *current = await cur.fetchone()
+        return RepoNow(None if current[0] is None else _held(current),
+                       None if node_id is None else (node_id, engine))
+
+    async def at_launch(self, session_id: str, instance_id: str, repo: str) -> AtLaunch:
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(_AT_LAUNCH, {"instance": instance_id, "repo": repo,
+                                                  "session": session_id})
+            rows = await cur.fetchall()
+        found = [_held(row[2:]) for row in rows if row[2] is not None]
+        newest, not_failed = rows[0][:2]
+        return AtLaunch(
+            next((h for h in found if h.session_id == session_id), None),
+            None if newest is None else int(newest),
+            None if not_failed is None else int(not_failed),
+            [h for h in found if h.state is lc.State.LIVE
+             and (h.conversation.instance_id, h.conversation.repo) == (instance_id, repo)])
 
     async def all_live(self, instance_id: str | None = None) -> list[Held]:
         if instance_id is None:
@@ -273,15 +308,6 @@ class PostgresGatewayState:
 
     async def idle_since(self, cutoff: datetime) -> list[Held]:
         return await self._some("state = 'live' AND last_activity < %s", (cutoff,))
-
-    async def last_open(self, instance_id: str, repo: str) -> tuple[str, str] | None:
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(
-                "SELECT node_id, engine FROM last_opens WHERE instance_id = %s AND repo = %s",
-                (instance_id, repo),
-            )
-            row = await cur.fetchone()
-        return (row[0], row[1]) if row else None
 
     async def record_machine(self, node_id: str, label: str) -> None:
         async with self._pool.connection() as conn:

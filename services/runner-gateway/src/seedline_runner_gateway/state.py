@@ -44,6 +44,28 @@ class Held:
 Folded = dict[str, "Held | None"]
 
 
+@dataclass(frozen=True)
+class RepoNow:
+    """What a person's message finds of its repo, in one read: the newest conversation that
+    is live or still opening, and (node, engine) of the repo's most recent successful open
+    or relocation (where a wake goes)."""
+
+    current: Held | None
+    last_open: tuple[str, str] | None
+
+
+@dataclass(frozen=True)
+class AtLaunch:
+    """What a launch reads of its repo, in one read: the conversation it launches, the
+    SEEDLINE_SESSIONS seq of the repo's newest open (of any state, and of any but failed),
+    and the repo's live conversations, oldest first."""
+
+    held: Held | None
+    newest_requested: int | None
+    newest_not_failed: int | None
+    live: list[Held]
+
+
 class GatewayState(Protocol):
     async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> Folded:
         """Each conversation a step applied here touched, as the batch left it; one whose
@@ -59,9 +81,7 @@ class GatewayState(Protocol):
         """Those of `session_ids` that are conversations of the repo, in one read."""
         ...
 
-    async def current_for_repo(self, instance_id: str, repo: str) -> Held | None:
-        """The repo's newest conversation that is live or still opening."""
-        ...
+    async def repo_now(self, instance_id: str, repo: str) -> RepoNow: ...
 
     async def all_live(self, instance_id: str | None = None) -> list[Held]: ...
 
@@ -73,10 +93,10 @@ class GatewayState(Protocol):
         """The machines that host a live conversation."""
         ...
 
-    async def newest_requested(self, instance_id: str, repo: str,
-                               counting_failed: bool = True) -> int | None:
-        """The SEEDLINE_SESSIONS seq of the repo's newest open (any state, or any but
-        failed): a decision recorded before it is superseded (CONTRACT.md 4)."""
+    async def at_launch(self, session_id: str, instance_id: str, repo: str) -> AtLaunch:
+        """The conversation a launch launches and its repo as the launch is fenced
+        against (a decision recorded before the repo's newest open is superseded,
+        CONTRACT.md 4), in one read."""
         ...
 
     async def live_in_repo(self, instance_id: str, repo: str) -> list[Held]: ...
@@ -86,10 +106,6 @@ class GatewayState(Protocol):
         ...
 
     async def idle_since(self, cutoff: datetime) -> list[Held]: ...
-
-    async def last_open(self, instance_id: str, repo: str) -> tuple[str, str] | None:
-        """(node, engine) of the repo's most recent successful open or relocation."""
-        ...
 
     async def record_machine(self, node_id: str, label: str) -> None: ...
 
@@ -171,20 +187,24 @@ class InMemoryGatewayState:
         return [h for s in sorted(session_ids) if (h := self.conversations.get(s)) is not None
                 and (h.conversation.instance_id, h.conversation.repo) == (instance_id, repo)]
 
-    async def current_for_repo(self, instance_id: str, repo: str) -> Held | None:
+    async def repo_now(self, instance_id: str, repo: str) -> RepoNow:
         current = [
             h for h in self.conversations.values()
             if (h.conversation.instance_id, h.conversation.repo) == (instance_id, repo)
             and h.state in (lc.State.LIVE, lc.State.OPENING)
         ]
-        return max(current, key=lambda h: h.conversation.created_seq, default=None)
+        return RepoNow(max(current, key=lambda h: h.conversation.created_seq, default=None),
+                       self.last_opens.get((instance_id, repo)))
 
-    async def newest_requested(self, instance_id: str, repo: str,
-                               counting_failed: bool = True) -> int | None:
-        return max((h.conversation.created_seq for h in self.conversations.values()
-                    if (h.conversation.instance_id, h.conversation.repo) == (instance_id, repo)
-                    and (counting_failed or h.state is not lc.State.FAILED)),
-                   default=None)
+    async def at_launch(self, session_id: str, instance_id: str, repo: str) -> AtLaunch:
+        of_repo = [h for h in self.conversations.values()
+                   if (h.conversation.instance_id, h.conversation.repo) == (instance_id, repo)]
+        not_failed = [h for h in of_repo if h.state is not lc.State.FAILED]
+        return AtLaunch(
+            self.conversations.get(session_id),
+            max((h.conversation.created_seq for h in of_repo), default=None),
+            max((h.conversation.created_seq for h in not_failed), default=None),
+            await self.live_in_repo(instance_id, repo))
 
     async def all_live(self, instance_id: str | None = None) -> list[Held]:
         live = [h for h in self.conversations.values() if h.state is lc.State.LIVE
@@ -210,9 +230,6 @@ class InMemoryGatewayState:
 
     async def idle_since(self, cutoff: datetime) -> list[Held]:
         return [h for h in await self.all_live() if h.last_activity and h.last_activity < cutoff]
-
-    async def last_open(self, instance_id: str, repo: str) -> tuple[str, str] | None:
-        return self.last_opens.get((instance_id, repo))
 
     async def record_machine(self, node_id: str, label: str) -> None:
         self.labels[node_id] = label

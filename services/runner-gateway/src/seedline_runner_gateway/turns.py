@@ -33,7 +33,7 @@ from .fold import LifecycleFold
 from .machine_calls import MachineUnreachable
 from .notify import machine_offline, machine_restarted
 from .presence import PresenceView
-from .state import Held
+from .state import Held, RepoNow
 from .stopping import Stopper
 
 if TYPE_CHECKING:
@@ -86,7 +86,8 @@ class TimelineFollower:
 
     async def _on_person_message(self, msg: Msg, entry: TimelineEntry) -> None:
         seq = msg.metadata.sequence.stream
-        current = await self._current(msg, entry)
+        found = await self._settled(msg, entry)
+        current = found.current
         if current is not None and current.state is lc.State.LIVE:
             # Stored sealed; the machine is given it plain.
             content = await self._sealer.open_or_none(entry.instance_id, entry.content)
@@ -98,27 +99,34 @@ class TimelineFollower:
         if arrived is None or abs(arrived - parse_rfc3339(entry.at)) > WAKE_FRESHNESS:
             log.info("backfill_not_woken", seq=seq)
             return
-        await self._wake(entry, seq)
+        await self._wake(entry, seq, found.last_open)
 
-    async def _current(self, msg: Msg, entry: TimelineEntry) -> Held | None:
-        """The repo's live conversation, once any that is opening has settled."""
-        current = await self._state.current_for_repo(entry.instance_id, entry.repo)
-        if current is None:
+    async def _settled(self, msg: Msg, entry: TimelineEntry) -> RepoNow:
+        """The repo's live conversation, once any that is opening has settled, and where a
+        wake would go."""
+        found = await self._state.repo_now(entry.instance_id, entry.repo)
+        if found.current is None:
             # Read the events recorded so far before concluding nothing is live.
             await self._caught_up()
-            current = await self._state.current_for_repo(entry.instance_id, entry.repo)
+            found = await self._state.repo_now(entry.instance_id, entry.repo)
+        current = found.current
+        if current is None or current.state is not lc.State.OPENING:
+            return found
         loop = asyncio.get_running_loop()
         deadline = loop.time() + OPENING_WAIT_SECONDS
-        if current is None or current.state is not lc.State.OPENING:
-            return current
         with self._fold.watching(current.session_id) as watch:
             current = await watch.now()
             while current is not None and current.state is lc.State.OPENING:
                 if loop.time() > deadline:
-                    return None
+                    current = None
+                    break
                 await _extend(msg)
                 current = await watch.next()
-        return current
+        if current is not None and current.state is lc.State.LIVE:
+            return RepoNow(current, found.last_open)  # the turn goes to it
+        # It did not open: a wake goes where the repo last opened as of now.
+        return RepoNow(current, (await self._state.repo_now(entry.instance_id,
+                                                            entry.repo)).last_open)
 
     async def _deliver_turn(self, held: Held, seq: int, content: str) -> bool:
         """True when the machine took the turn; False when it no longer hosts it."""
@@ -144,8 +152,8 @@ class TimelineFollower:
                                 notice=machine_restarted(held.session_id, held.node_id, label))
         return False
 
-    async def _wake(self, entry: TimelineEntry, seq: int) -> None:
-        target = await self._state.last_open(entry.instance_id, entry.repo)
+    async def _wake(self, entry: TimelineEntry, seq: int,
+                    target: tuple[str, str] | None) -> None:
         if target is None:
             log.info("nothing_to_wake_on", instance_id=entry.instance_id, seq=seq)
             if not await self._state.tell_not_woken(
