@@ -110,6 +110,27 @@ async def test_a_launch_not_yet_recorded_is_read_from_the_sessions_stream_before
     assert h.stored_ids() == ["e-1", "e-2"]
 
 
+async def test_a_machine_s_first_output_of_its_newest_launch_asks_the_registry_nothing():
+    h = Harness()
+    asked = []
+    permitted = h.registry.permitted
+
+    async def counted(launches):
+        asked.append(launches)
+        return await permitted(launches)
+
+    h.registry.permitted = counted
+    h.feed.events = [Launch("mac-mini-1", "inst-a", "apps/x", "csess_1")]
+    await h.feed_msgs(FakeMsg(body(1), subject=MAC))
+    assert h.stored_ids() == ["e-1"] and asked == []  # the feed's newest, then recorded
+    assert h.registry.launches == {Launch("mac-mini-1", "inst-a", "apps/x", "csess_1")}
+    # Output of a launch older than its conversation's newest asks the registry first.
+    h.registry.launches.add(Launch("pc-2", "inst-a", "apps/x", "csess_1"))
+    h.registry.held_here = lambda launches: set()  # as a copy that did not record it
+    await h.feed_msgs(FakeMsg(body(2), subject=subjects.ingest_runner_subject("pc-2")))
+    assert h.stored_ids() == ["e-1", "e-2"] and len(asked) == 1 and h.registry.mark == 0
+
+
 async def test_a_launch_older_than_its_conversations_newest_is_found_by_reading_the_stream():
     h = Harness()
     # Launched on this machine, then moved: its newest launch is elsewhere, and this

@@ -5,10 +5,11 @@ launch is known from its ``seed_composed`` event, recorded in SEEDLINE_SESSIONS 
 the gateway sends the launch request, so a machine's first output is never early. The
 writer learns a launch when a machine's output first names it, not from a consumer of
 its own (a delivery and an ack per launch, for rows read only then): an entry naming a
-launch the registry does not hold yet makes the writer read that conversation's newest
-``seed_composed`` (one direct get), and failing that the ``seed_composed`` events of
-SEEDLINE_SESSIONS after its mark up to the end (``LaunchFeed``: a launch older than its
-conversation's newest, e.g. output of a machine it moved away from), and only then refuse.
+launch this process does not hold yet makes the writer read that conversation's newest
+``seed_composed`` (one direct get), and failing that the registry, and failing that the
+``seed_composed`` events of SEEDLINE_SESSIONS after its mark up to the end (``LaunchFeed``:
+a launch older than its conversation's newest, e.g. output of a machine it moved away
+from), and only then refuse.
 
 Launches are a set (inserting one twice changes nothing); every launch at or before the
 mark is in the registry, since a read records what it found before it moves the mark.
@@ -47,6 +48,10 @@ def launch_of(event: SeedComposed) -> Launch:
 
 class LaunchRegistry(Protocol):
     async def record(self, launches: Iterable[Launch]) -> None: ...
+
+    def held_here(self, launches: set[Launch]) -> set[Launch]:
+        """Those of `launches` this process holds as made, with no read."""
+        ...
 
     async def permitted(self, launches: set[Launch]) -> set[Launch]:
         """The launches of `launches` that the platform made."""
@@ -100,8 +105,11 @@ class PostgresLaunchRegistry:
             )
         self._keep(rows)
 
+    def held_here(self, launches: set[Launch]) -> set[Launch]:
+        return {launch for launch in launches if launch in self._known}
+
     async def permitted(self, launches: set[Launch]) -> set[Launch]:
-        known = {launch for launch in launches if launch in self._known}
+        known = self.held_here(launches)
         asked = launches - known
         if not asked:
             return known
@@ -142,6 +150,9 @@ class InMemoryLaunchRegistry:
 
     async def record(self, launches: Iterable[Launch]) -> None:
         self.launches.update(launches)
+
+    def held_here(self, launches: set[Launch]) -> set[Launch]:
+        return launches & self.launches
 
     async def permitted(self, launches: set[Launch]) -> set[Launch]:
         return launches & self.launches
@@ -195,10 +206,12 @@ class LaunchCheck:
         self._feed = feed
 
     async def permitted(self, launches: set[Launch]) -> set[Launch]:
-        known = await self._registry.permitted(launches)
+        known = self._registry.held_here(launches)
         if known == launches:
             return known
-        # Not recorded yet: most often the launch just made, its conversation's newest.
+        # Not held here: most often the launch just made, its conversation's newest, which
+        # the registry cannot hold yet (it records it from here). Asked first, so a
+        # machine's first output of a conversation costs no read of the registry.
         newest = {launch for launch in launches - known
                   if await self._feed.newest(launch.session_id) == launch}
         if newest:
@@ -206,7 +219,11 @@ class LaunchCheck:
             known |= newest
             if known == launches:
                 return known
-        # Still not known: read SEEDLINE_SESSIONS to its end before refusing anything.
+        # An older launch (of a machine the conversation moved away from): recorded, or
+        # read from SEEDLINE_SESSIONS to its end before anything is refused.
+        known |= await self._registry.permitted(launches - known)
+        if known == launches:
+            return known
         found, end = await self._feed.since(await self._registry.read_mark())
         await self._registry.record(found)
         await self._registry.set_mark(end)
