@@ -104,13 +104,20 @@ class TimelineViewContract:
 
     async def test_wait_for_entry_gives_the_entry_once_its_seq_is_there(self):
         await self.write(ROWS[:2])
-        assert await self.view.wait_for_entry(3, timeout=0.05) == (False, None)
+        assert await self.view.wait_for_entry(3, timeout=0.05) == (False, None, None)
         waiting = asyncio.create_task(self.view.wait_for_entry(3, timeout=5))
         await asyncio.sleep(0.05)
         assert not waiting.done()
         await self.write(ROWS[2:3])
-        applied, entry = await waiting
+        applied, entry, head_before = await waiting
         assert applied and entry == await self.view.entry(3) and entry.repo == "apps/y"
+        assert head_before is None  # the first of its repo
+        await self.write(ROWS[3:])
+        for seq in (2, 5, 6, 7):  # each with its repo's head below it, read with it
+            found = await self.view.wait_for_entry(seq, timeout=0.05)
+            assert found.head_before == await self.view.repo_head(
+                "inst-a", "apps/x", before_seq=seq)
+        assert (await self.view.wait_for_entry(6, timeout=0.05)).head_before == RepoHead(5, 3)
 
     async def test_wait_until_stored_finds_an_entry_by_its_id_once_it_is_written(self):
         await self.write(ROWS[:2])

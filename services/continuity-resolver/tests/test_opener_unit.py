@@ -84,14 +84,20 @@ async def test_the_same_request_id_opens_nothing_new(resolver):
 
 
 async def test_a_wake_decides_with_the_message_as_instruction_and_records_no_instruction(resolver):
-    await resolver.entry("csess_old", engine="claude")
+    old = await resolver.entry("csess_old", engine="claude")
+    await resolver.entry("csess_elsewhere", repo="apps/y")  # another repo's, in between
     seq = await resolver.entry("csess_person", kind="chat_user", content="Where were we?")
     wake = WakeRequested(session_id="csess_w", at=AT, instance_id="inst-a", repo="apps/x",
                          engine="claude", node_id="mac", wake_seq=seq, request_id="wake:e-2")
+    heads = []
+    repo_head = resolver.view.repo_head
+    resolver.view.repo_head = lambda *args: heads.append(args) or repo_head(*args)
     await resolver.opener.wake(wake)
     await resolver.opener.wake(wake)  # a redelivery wakes nothing twice
     (event,) = resolver.published("continuity_decided")
-    assert event["plan"]["instruction"] == "Where were we?" and event["until_seq"] == seq - 1
+    assert event["plan"]["instruction"] == "Where were we?"
+    # Briefed up to the repo's entry before the message, read with the message.
+    assert (event["until_seq"], event["entries_upto"]) == (old, 1) and heads == []
     assert resolver.published("ingest") == []
 
 

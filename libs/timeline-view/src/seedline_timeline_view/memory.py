@@ -39,7 +39,10 @@ class InMemoryTimelineView:
     async def repo_head(
         self, instance_id: str, repo: str, before_seq: int | None = None
     ) -> RepoHead | None:
-        upper = NO_UPPER_SEQ if before_seq is None else before_seq
+        return self._head_below(instance_id, repo,
+                                NO_UPPER_SEQ if before_seq is None else before_seq)
+
+    def _head_below(self, instance_id: str, repo: str, upper: int) -> RepoHead | None:
         below = [s for s, _ in self._repo(instance_id, repo) if s < upper]
         return RepoHead(below[-1], len(below)) if below else None
 
@@ -87,8 +90,10 @@ class InMemoryTimelineView:
         return found is not None
 
     async def wait_for_entry(self, seq: int, timeout: float) -> AppliedEntry:
-        applied = await self.wait_until_applied(seq, timeout)
-        return AppliedEntry(applied, self.entries.get(seq))
+        if not await self.wait_until_applied(seq, timeout):
+            return AppliedEntry(False, None)
+        entry = self.entries[seq]
+        return AppliedEntry(True, entry, self._head_below(entry.instance_id, entry.repo, seq))
 
     async def wait_until_stored(self, entry_id: str, timeout: float) -> int | None:
         return await self._wait_for(lambda: next(

@@ -45,6 +45,9 @@ class AppliedEntry(NamedTuple):
 
     applied: bool  # False: the wait's timeout passed first
     entry: TimelineEntry | None  # None too when its instance's key was destroyed
+    # The newest entry of its repo below it (repo_head with before_seq=its seq), read with
+    # it: every entry below an applied one is applied. None too when not applied.
+    head_before: RepoHead | None = None
 
 
 class TimelineView(Protocol):

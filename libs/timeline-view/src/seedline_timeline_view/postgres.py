@@ -44,6 +44,14 @@ NEWEST_OF_CONVERSATION_SQL = (
     " AND t.kind = wanted.kind AND t.seq <= %s ORDER BY t.seq DESC LIMIT %s) AS recent"
     " WHERE recent.session_id = %s ORDER BY recent.seq DESC LIMIT 1"
 )
+ENTRY_SQL = f"SELECT {_ENTRY_COLUMNS} FROM {TABLE} WHERE seq = %s"
+# An entry with the newest entry of its repo below it (its RepoHead before it).
+ENTRY_AND_HEAD_BEFORE_SQL = (
+    f"SELECT {', '.join('e.' + c for c in _ENTRY_COLUMNS.split(', '))}, h.seq, h.repo_ordinal"
+    f" FROM {TABLE} e LEFT JOIN LATERAL (SELECT seq, repo_ordinal FROM {TABLE}"
+    " WHERE instance_id = e.instance_id AND repo = e.repo AND seq < e.seq"
+    " ORDER BY seq DESC LIMIT 1) h ON true WHERE e.seq = %s"
+)
 # Each timeline-writer partition keeps its own offset ("timeline", "timeline.p1", ...).
 APPLIED_SQL = f"SELECT max(applied_seq) FROM {OFFSETS_TABLE} WHERE projection LIKE 'timeline%%'"
 PRESENT_SQL = f"SELECT seq FROM {TABLE} WHERE seq = %s"
@@ -128,9 +136,9 @@ class PostgresTimelineView:
         row = await self._entry_row(seq)
         return None if row is None else await self._opened_entry(row)
 
-    async def _entry_row(self, seq: int) -> tuple | None:
+    async def _entry_row(self, seq: int, sql: str = ENTRY_SQL) -> tuple | None:
         async with self._pool.connection() as conn:
-            cur = await conn.execute(f"SELECT {_ENTRY_COLUMNS} FROM {TABLE} WHERE seq = %s", (seq,))
+            cur = await conn.execute(sql, (seq,))
             return await cur.fetchone()
 
     async def _opened_entry(self, row: tuple) -> TimelineEntry | None:
@@ -158,9 +166,14 @@ class PostgresTimelineView:
         return await self._wait_for(lambda: self._seq(PRESENT_SQL, seq), timeout) is not None
 
     async def wait_for_entry(self, seq: int, timeout: float) -> AppliedEntry:
-        row = await self._wait_for(lambda: self._entry_row(seq), timeout)
-        return AppliedEntry(False, None) if row is None else AppliedEntry(
-            True, await self._opened_entry(row))
+        row = await self._wait_for(lambda: self._entry_row(seq, ENTRY_AND_HEAD_BEFORE_SQL),
+                                   timeout)
+        if row is None:
+            return AppliedEntry(False, None)
+        *columns, head_seq, head_entries = row
+        return AppliedEntry(True, await self._opened_entry(tuple(columns)),
+                            None if head_seq is None else RepoHead(int(head_seq),
+                                                                   int(head_entries)))
 
     async def wait_until_stored(self, entry_id: str, timeout: float) -> int | None:
         return await self._wait_for(lambda: self._seq(STORED_SQL, entry_id), timeout)

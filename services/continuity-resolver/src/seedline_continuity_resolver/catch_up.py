@@ -12,9 +12,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from seedline_contracts import subjects
-from seedline_contracts.timeline import TimelineEntry
 from seedline_platform.logging import get_logger
-from seedline_timeline_view import TimelineView
+from seedline_timeline_view import AppliedEntry, TimelineView
 
 from .repository import TIMELINE, ConversationRepository
 
@@ -53,11 +52,11 @@ class CatchUp:
             log.warning("instruction_not_in_timeline", entry_id=entry_id, repo=repo)
 
     async def recorded_before(self, wake_seq: int | None,
-                              ends: dict[str, int] | None = None) -> TimelineEntry | None:
+                              ends: dict[str, int] | None = None) -> AppliedEntry | None:
         """Every event recorded before this moment is in the projection: each stream up to
         where it ended when the request came, or up to `ends` where the caller knows them
-        (no round trip to the server). Returns the message at `wake_seq`, read as it is
-        waited for."""
+        (no round trip to the server). Returns the message at `wake_seq` and its repo's
+        head before it, read as it is waited for."""
         if ends is None:
             ends = await self._stream_ends() if self._stream_ends is not None else {}
         if wake_seq is not None:
@@ -70,7 +69,7 @@ class CatchUp:
         for projection, ok in zip(ends, done):
             if not ok:
                 log.warning("projection_behind", projection=projection, target=ends[projection])
-        return done[-1].entry if wake_seq is not None else None
+        return done[-1] if wake_seq is not None else None
 
     async def _poll_reached(self, projection: str, seq: int, timeout: float) -> bool:
         """Without the app's watermarks (the unit tests): the stored offset, polled."""

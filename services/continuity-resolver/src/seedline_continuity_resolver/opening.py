@@ -179,10 +179,14 @@ class Opener:
             ),
             previous, now, self._decision,
         )
-        head = await self._view.repo_head(request.instance_id, request.repo, request.wake_seq)
+        if woken_by is not None and woken_by.applied:  # read with the message
+            head = woken_by.head_before
+        else:
+            head = await self._view.repo_head(request.instance_id, request.repo,
+                                              request.wake_seq)
         instruction = request.instruction
         if request.wake_seq is not None:
-            instruction = woken_by.content if woken_by else None
+            instruction = woken_by.entry.content if woken_by and woken_by.entry else None
         plan = LaunchPlan(
             instance_id=request.instance_id, repo=request.repo, engine=request.engine,
             node_id=request.node_id, continuity=Continuity(**decided.to_continuity()),
