@@ -56,7 +56,11 @@ class TimelineViewContract:
 
     async def test_newest_of_a_conversation_of_some_kinds_within_a_lookback_of_each(self):
         await self.write(ROWS)
-        newest = self.view.newest_of_conversation
+        async def newest(instance, repo, session, until_seq, kinds, lookback):
+            before = await self.view.conversation_before(instance, repo, session,
+                                                         until_seq + 1, kinds, lookback)
+            return before.newest_turn if before else None
+
         found = await newest("inst-a", "apps/x", "csess_1", 7, ("chat_user", "terminal"), 10)
         assert (found.seq, found.kind, found.content) == (6, "chat_user", "content 6")
         assert (await newest("inst-a", "apps/x", "csess_1", 5, ("chat_user",), 10)).seq == 2
@@ -86,6 +90,13 @@ class TimelineViewContract:
         assert (await self.view.conversation_before("inst-a", "apps/x", "s1", 5)).engine == "codex"
         assert await self.view.conversation_before("inst-a", "apps/x", "s1", 1) is None
         assert await self.view.conversation_before("inst-a", "apps/y", "s1", 5) is None
+        assert before.newest_turn is None  # not asked for
+        with_turn = await self.view.conversation_before("inst-a", "apps/x", "s1", 4,
+                                                        ("chat_assistant", "terminal"), 10)
+        assert with_turn.newest_turn.seq == 2 and with_turn.newest_turn.content == "content 2"
+        assert (with_turn.last_seq, with_turn.engine) == (before.last_seq, before.engine)
+        assert (await self.view.conversation_before("inst-a", "apps/x", "s1", 4,
+                                                    ("chat_user",), 10)).newest_turn is None
 
     async def test_entry_by_seq_and_the_applied_seq(self):
         assert await self.view.applied_seq() == 0

@@ -56,28 +56,26 @@ class InMemoryTimelineView:
         ]
         return rows[: max(0, limit)]
 
-    async def newest_of_conversation(
-        self, instance_id: str, repo: str, session_id: str, until_seq: int,
-        kinds: tuple[str, ...], lookback: int,
-    ) -> TimelineRow | None:
-        found = [row for kind in kinds
-                 for row in await self.newest_first(instance_id, repo, until_seq, lookback, kind)
-                 if row.session_id == session_id]
-        return max(found, key=lambda row: row.seq, default=None)
 
     async def count(self, instance_id: str, repo: str, until_seq: int, kind: str) -> int:
         return sum(1 for s, e in self._repo(instance_id, repo) if s <= until_seq and e.kind == kind)
 
     async def conversation_before(
-        self, instance_id: str, repo: str, session_id: str, before_seq: int
+        self, instance_id: str, repo: str, session_id: str, before_seq: int,
+        turn_kinds: tuple[str, ...] = (), lookback: int = 0,
     ) -> ConversationBefore | None:
         mine = [(s, e) for s, e in self._repo(instance_id, repo)
                 if e.session_id == session_id and s < before_seq]
         if not mine:
             return None
         engines = [e.engine for _, e in mine if e.engine]
+        turns = [row for kind in turn_kinds
+                 for row in await self.newest_first(instance_id, repo, before_seq - 1, lookback,
+                                                    kind)
+                 if row.session_id == session_id]
         return ConversationBefore(max(parse_rfc3339(e.at) for _, e in mine), mine[-1][0],
-                                  engines[-1] if engines else None)
+                                  engines[-1] if engines else None,
+                                  max(turns, key=lambda row: row.seq, default=None))
 
     async def entry(self, seq: int) -> TimelineEntry | None:
         return self.entries.get(seq)

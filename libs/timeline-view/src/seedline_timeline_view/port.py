@@ -38,6 +38,7 @@ class ConversationBefore:
     last_at: datetime  # the latest `at` among them
     last_seq: int
     engine: str | None  # the newest engine they name
+    newest_turn: TimelineRow | None = None  # when asked for: see conversation_before
 
 
 class AppliedEntry(NamedTuple):
@@ -64,22 +65,18 @@ class TimelineView(Protocol):
         newest first."""
         ...
 
-    async def newest_of_conversation(
-        self, instance_id: str, repo: str, session_id: str, until_seq: int,
-        kinds: tuple[str, ...], lookback: int,
-    ) -> TimelineRow | None:
-        """The conversation's newest entry of one of `kinds` with seq <= until_seq, looked
-        for among the `lookback` newest repo entries of each kind; None when none is."""
-        ...
-
     async def count(self, instance_id: str, repo: str, until_seq: int, kind: str) -> int:
         """How many repo entries of `kind` have seq <= until_seq."""
         ...
 
     async def conversation_before(
-        self, instance_id: str, repo: str, session_id: str, before_seq: int
+        self, instance_id: str, repo: str, session_id: str, before_seq: int,
+        turn_kinds: tuple[str, ...] = (), lookback: int = 0,
     ) -> ConversationBefore | None:
-        """The conversation's entries with seq < before_seq, summed up; None when it has none."""
+        """The conversation's entries with seq < before_seq, summed up; None when it has none.
+        With `turn_kinds`, in the same read, its newest entry of one of them below
+        before_seq, looked for among the `lookback` newest repo entries of each kind (None
+        when none is)."""
         ...
 
     async def entry(self, seq: int) -> TimelineEntry | None:

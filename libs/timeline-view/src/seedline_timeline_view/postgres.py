@@ -31,18 +31,20 @@ REPO_HEAD_SQL = (
     f"SELECT seq, repo_ordinal FROM {TABLE} WHERE instance_id = %s AND repo = %s"
     " AND seq < %s ORDER BY seq DESC LIMIT 1"
 )
+# A conversation's entries below a seq, summed up, and its newest turn below it: the newest
+# `lookback` of each turn kind, each an index range of its own, the conversation's newest
+# among them (none when no kinds are asked for). Only the turn's content is opened.
 CONVERSATION_BEFORE_SQL = (
-    "SELECT max(at::timestamptz), max(seq),"
+    "WITH before AS (SELECT max(at::timestamptz), max(seq),"
     " (array_agg(engine ORDER BY seq DESC) FILTER (WHERE engine IS NOT NULL))[1]"
-    f" FROM {TABLE} WHERE instance_id = %s AND repo = %s AND session_id = %s AND seq < %s"
-)
-# The newest `lookback` of each kind, each an index range of its own; the conversation's
-# newest among them. Only its content is opened.
-NEWEST_OF_CONVERSATION_SQL = (
-    f"SELECT recent.* FROM unnest(%s::text[]) AS wanted(kind) CROSS JOIN LATERAL"
-    f" (SELECT {ROW_COLUMNS} FROM {TABLE} t WHERE t.instance_id = %s AND t.repo = %s"
-    " AND t.kind = wanted.kind AND t.seq <= %s ORDER BY t.seq DESC LIMIT %s) AS recent"
-    " WHERE recent.session_id = %s ORDER BY recent.seq DESC LIMIT 1"
+    f" FROM {TABLE} WHERE instance_id = %(instance)s AND repo = %(repo)s"
+    " AND session_id = %(session)s AND seq < %(before)s),"
+    " turn AS (SELECT recent.* FROM unnest(%(kinds)s::text[]) AS wanted(kind) CROSS JOIN LATERAL"
+    f" (SELECT {ROW_COLUMNS} FROM {TABLE} t WHERE t.instance_id = %(instance)s"
+    " AND t.repo = %(repo)s AND t.kind = wanted.kind AND t.seq < %(before)s"
+    " ORDER BY t.seq DESC LIMIT %(lookback)s) AS recent"
+    " WHERE recent.session_id = %(session)s ORDER BY recent.seq DESC LIMIT 1)"
+    " SELECT before.*, turn.* FROM before LEFT JOIN turn ON true"
 )
 ENTRY_SQL = f"SELECT {_ENTRY_COLUMNS} FROM {TABLE} WHERE seq = %s"
 # An entry with the newest entry of its repo below it (its RepoHead before it).
@@ -102,16 +104,6 @@ class PostgresTimelineView:
             rows = await cur.fetchall()
         return [TimelineRow(*row) for row in await self._opened(instance_id, rows)]
 
-    async def newest_of_conversation(
-        self, instance_id: str, repo: str, session_id: str, until_seq: int,
-        kinds: tuple[str, ...], lookback: int,
-    ) -> TimelineRow | None:
-        async with self._pool.connection() as conn:
-            cur = await conn.execute(NEWEST_OF_CONVERSATION_SQL, (
-                list(kinds), instance_id, repo, until_seq, max(0, lookback), session_id))
-            rows = await cur.fetchall()
-        return next((TimelineRow(*row) for row in await self._opened(instance_id, rows)), None)
-
     async def count(self, instance_id: str, repo: str, until_seq: int, kind: str) -> int:
         async with self._pool.connection() as conn:
             cur = await conn.execute(
@@ -122,15 +114,19 @@ class PostgresTimelineView:
             return int((await cur.fetchone())[0])
 
     async def conversation_before(
-        self, instance_id: str, repo: str, session_id: str, before_seq: int
+        self, instance_id: str, repo: str, session_id: str, before_seq: int,
+        turn_kinds: tuple[str, ...] = (), lookback: int = 0,
     ) -> ConversationBefore | None:
         async with self._pool.connection() as conn:
-            cur = await conn.execute(CONVERSATION_BEFORE_SQL,
-                                     (instance_id, repo, session_id, before_seq))
-            last_at, last_seq, engine = await cur.fetchone()
+            cur = await conn.execute(CONVERSATION_BEFORE_SQL, {
+                "instance": instance_id, "repo": repo, "session": session_id,
+                "before": before_seq, "kinds": list(turn_kinds), "lookback": max(0, lookback)})
+            last_at, last_seq, engine, *turn = await cur.fetchone()
         if last_seq is None:
             return None
-        return ConversationBefore(last_at.astimezone(timezone.utc), int(last_seq), engine)
+        opened = await self._opened(instance_id, [turn]) if turn[0] is not None else []
+        return ConversationBefore(last_at.astimezone(timezone.utc), int(last_seq), engine,
+                                  TimelineRow(*opened[0]) if opened else None)
 
     async def entry(self, seq: int) -> TimelineEntry | None:
         row = await self._entry_row(seq)

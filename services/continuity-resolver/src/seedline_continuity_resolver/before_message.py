@@ -14,6 +14,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from seedline_core.decision import TURN_KINDS, PreviousConversation, Turn, newest_turn
+from seedline_contracts.timeline import TimelineRow
 from seedline_timeline_view import TimelineView
 
 from .repository import ConversationRepository, Row, recency
@@ -31,9 +32,7 @@ def _capped(last_at: datetime, row: Row) -> datetime:
 TURN_LOOKBACK = 500
 
 
-async def _turn_before(view: TimelineView, row: Row, before_seq: int) -> Turn | None:
-    entry = await view.newest_of_conversation(row.instance_id, row.repo, row.session_id,
-                                              before_seq - 1, TURN_KINDS, TURN_LOOKBACK)
+def _turn(entry: TimelineRow | None) -> Turn | None:
     return newest_turn(None, entry.seq, entry.kind, entry.content) if entry else None
 
 
@@ -47,16 +46,21 @@ async def previous_before(
     for row in await conversations.rows_of_repo(instance_id, repo):
         if row.session_id == deciding or not row.may_be_earlier:
             continue
-        if row.activity_seq >= before_seq:  # touched at or after the message: read it again
-            before = await view.conversation_before(instance_id, repo, row.session_id,
-                                                    before_seq)
-            if before is None and row.platform is None:
-                continue  # it began with the message
-            row = replace(row, last_entry_at=_capped(before.last_at, row) if before else None,
-                          activity_seq=before.last_seq if before else 0,
-                          entry_engine=before.engine if before else None)
-        if row.newest_turn is not None and row.newest_turn.seq >= before_seq:
-            # The message itself (or a later turn) was never given to that engine.
-            row = replace(row, newest_turn=await _turn_before(view, row, before_seq))
+        # The message itself (or a later turn) was never given to that engine: its turn
+        # before the message is read with the rest.
+        turn_after = row.newest_turn is not None and row.newest_turn.seq >= before_seq
+        touched_after = row.activity_seq >= before_seq  # at or after the message
+        if touched_after or turn_after:
+            before = await view.conversation_before(
+                instance_id, repo, row.session_id, before_seq,
+                TURN_KINDS if turn_after else (), TURN_LOOKBACK)
+            if turn_after:
+                row = replace(row, newest_turn=_turn(before.newest_turn if before else None))
+            if touched_after:
+                if before is None and row.platform is None:
+                    continue  # it began with the message
+                row = replace(row, activity_seq=before.last_seq if before else 0,
+                              last_entry_at=_capped(before.last_at, row) if before else None,
+                              entry_engine=before.engine if before else None)
         rows.append(row)
     return max(rows, key=recency).previous() if rows else None
