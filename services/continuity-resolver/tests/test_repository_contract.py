@@ -174,6 +174,29 @@ class ConversationRepositoryContract:
         assert await self.repo.reply_for_request("csess_a") == b"first"
         assert await self.repo.reply_for_request("csess_c") is None
 
+    async def test_a_batch_of_several_opens_keeps_each_request_s_first_reply(self):
+        for request_id, session_id in (("r-1", "csess_a"), ("r-2", "csess_b"),
+                                       ("r-3", "csess_c")):
+            await self.repo.claim_request("inst-a", request_id, session_id)
+        await self.repo.apply_lifecycle([
+            requested(1, "csess_c"),
+            (2, "csess_c", lc.Opened("mac", "claude", None, AT), b"c-first", "r-3")], 2)
+        await self.repo.apply_lifecycle([
+            requested(3, "csess_a"), requested(4, "csess_b"),
+            (5, "csess_a", lc.Opened("mac", "claude", None, AT), b"a-first", "r-1"),
+            (6, "csess_b", lc.Opened("pc", "codex", None, AT), b"b-first", "r-2"),
+            # Answered again in the batch, and answered before it: each keeps its first.
+            (7, "csess_a", lc.Relocated("pc", "claude", None, AT), b"a-moved", "r-1"),
+            (8, "csess_c", lc.Opened("mac", "claude", None, AT), b"c-again", "r-3"),
+        ], 8)
+        for session_id, first in (("csess_a", b"a-first"), ("csess_b", b"b-first"),
+                                  ("csess_c", b"c-first")):
+            assert await self.repo.reply_for_request(session_id) == first
+        a, b = await self.repo.platform("csess_a"), await self.repo.platform("csess_b")
+        assert (a.platform.node_id, a.last_reply) == ("pc", b"a-moved")  # its last confirmed
+        assert (b.platform.state, b.platform.engine, b.last_reply) == (
+            lc.State.LIVE, "codex", b"b-first")
+
     async def test_a_resume_lost_corrects_the_reply_every_later_read_gets(self):
         await self.repo.claim_request("inst-a", "r-1", "csess_a")
         await self.repo.apply_lifecycle([

@@ -105,10 +105,19 @@ _UPSERT_ENTRIES = _UPSERT_ENTRIES_WHERE.format(only="")
 _UPSERT_FRESH_ENTRIES = OFFSETS.moved_past() + _UPSERT_ENTRIES_WHERE.format(
     only="WHERE EXISTS (SELECT 1 FROM moved)")
 
-_WRITE_PLATFORM = """
+# What a lifecycle batch changed, in one statement: each open request's first reply (instance,
+# request_id, reply), kept where none was, and each conversation written (_platform_values).
+_WRITE_BATCH = """
+WITH answered AS (
+    UPDATE open_requests AS o SET reply = a.reply
+    FROM unnest(%s::text[], %s::text[], %s::bytea[]) AS a(instance_id, request_id, reply)
+    WHERE o.instance_id = a.instance_id AND o.request_id = a.request_id AND o.reply IS NULL
+)
 INSERT INTO conversations (instance_id, repo, session_id, state, created_seq, node_id, engine,
                            resume_key, resume_node_id, confirmed_at, last_reply, saved)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[], %s::text[],
+                     %s::text[], %s::text[], %s::text[], %s::timestamptz[], %s::bytea[],
+                     %s::text[])
 ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
     state = EXCLUDED.state, created_seq = EXCLUDED.created_seq, node_id = EXCLUDED.node_id,
     engine = EXCLUDED.engine, resume_key = EXCLUDED.resume_key,
@@ -120,7 +129,7 @@ ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
 
 # Requests alone (_requests_alone): the offset moved past a batch none of which was applied,
 # and each requested conversation made where the platform holds none of that id (a timeline
-# row of it takes the platform's columns, as _WRITE_PLATFORM gives them); moved?
+# row of it takes the platform's columns, as _WRITE_BATCH gives them); moved?
 _MAKE_REQUESTED = OFFSETS.moved_past() + """
 , made AS (
     INSERT INTO conversations (instance_id, repo, session_id, state, created_seq, node_id,
@@ -140,6 +149,14 @@ _MAKE_REQUESTED = OFFSETS.moved_past() + """
 )
 SELECT EXISTS (SELECT 1 FROM moved)
 """
+
+
+def _platform_values(row: Row, kept: bytes | None) -> tuple:
+    """A conversation as the platform holds it, as _WRITE_BATCH's columns."""
+    after = row.platform
+    return (row.instance_id, row.repo, row.session_id, after.state.value, after.created_seq,
+            after.node_id, after.engine, after.resume_key, after.resume_node_id,
+            after.confirmed_at, kept, after.saved)
 
 
 def _per_conversation(facts: Sequence[TimelineFact]) -> list[tuple]:
@@ -227,6 +244,11 @@ class PostgresConversationRepository:
             # Each conversation is written once, after its last step: a storm's batch holds
             # several events of one.
             written: dict[str, bytes | None] = {}  # what each keeps of the replies
+            # Each open request's first reply: the one a later reply of it finds kept.
+            answers: dict[tuple[str, str], bytes] = {}
+            # A reply that replaces the one kept (the machine's final word) needs the replies
+            # before it written first: such a batch is written a statement at a time.
+            in_order = any(step[3] is not None and corrects(step[2]) for step in fresh)
             for _, session_id, event, reply, request_id in fresh:
                 row = rows.get(session_id)
                 if row is None and isinstance(event, lc.Requested):
@@ -238,26 +260,26 @@ class PostgresConversationRepository:
                 if after is not None and (after != row.platform or kept is not None):
                     rows[session_id] = replace(row, platform=after)
                     written[session_id] = kept if kept is not None else written.get(session_id)
-                if reply is not None and corrects(event):
+                if in_order and reply is not None and corrects(event):
                     await conn.execute(
                         "UPDATE open_requests SET reply = %s WHERE session_id = %s"
                         " AND reply IS NOT NULL",
                         (reply, session_id),
                     )
                 if reply is not None and request_id is not None:
-                    await conn.execute(
-                        "UPDATE open_requests SET reply = %s WHERE instance_id = %s"
-                        " AND request_id = %s AND reply IS NULL",
-                        (reply, row.instance_id, request_id),
-                    )
-            for session_id, kept in written.items():
-                row = rows[session_id]
-                after = row.platform
-                await conn.execute(_WRITE_PLATFORM, (
-                    row.instance_id, row.repo, session_id, after.state.value,
-                    after.created_seq, after.node_id, after.engine, after.resume_key,
-                    after.resume_node_id, after.confirmed_at, kept, after.saved,
-                ))
+                    if in_order:
+                        await conn.execute(
+                            "UPDATE open_requests SET reply = %s WHERE instance_id = %s"
+                            " AND request_id = %s AND reply IS NULL",
+                            (reply, row.instance_id, request_id),
+                        )
+                    else:
+                        answers.setdefault((row.instance_id, request_id), reply)
+            if written or answers:
+                await conn.execute(_WRITE_BATCH, (
+                    *pg.columns([(*key, reply) for key, reply in answers.items()], 3),
+                    *pg.columns([_platform_values(rows[session_id], kept)
+                                 for session_id, kept in written.items()], 12)))
 
     async def _requests_alone(self, steps: Sequence[LifecycleStep], last_seq: int) -> bool:
         """A batch of requests alone (every open's first event) in one autocommitted
