@@ -56,7 +56,6 @@ class InMemoryTimelineView:
         ]
         return rows[: max(0, limit)]
 
-
     async def count(self, instance_id: str, repo: str, until_seq: int, kind: str) -> int:
         return sum(1 for s, e in self._repo(instance_id, repo) if s <= until_seq and e.kind == kind)
 
