@@ -183,32 +183,6 @@ class Offsets:
             row = await (await conn.execute(take, (projection, upto, projection))).fetchone()
         return int(row[0])
 
-    async def take_reading(self, conn: psycopg.AsyncConnection, projection: str, upto: int,
-                           rows_sql: str, params: dict) -> tuple[int, list[tuple]]:
-        """`take`, and the rows a batch needs read (and locked, with FOR UPDATE), in one
-        round trip. `rows_sql` runs after the offset is locked and moved: it is a LATERAL
-        that must name `moved.was_seq` (where the offset was, so that it leaves out what the
-        batch applied before), which is what makes it run after. Named parameters; the
-        statement's own are `projection` and `upto`. Returns where the offset was, and the
-        rows `rows_sql` found (its first column never null)."""
-        sql = (f"WITH was AS (SELECT applied_seq FROM {self.table} WHERE projection ="
-               " %(projection)s FOR UPDATE),"
-               f" moved AS (UPDATE {self.table} AS o SET applied_seq ="
-               " GREATEST(o.applied_seq, %(upto)s) FROM was WHERE o.projection = %(projection)s"
-               " RETURNING was.applied_seq AS was_seq)"
-               f" SELECT moved.was_seq, r.* FROM moved LEFT JOIN LATERAL ({rows_sql}) AS r"
-               " ON true")
-        params = {**params, "projection": projection, "upto": upto}
-        rows = await (await conn.execute(sql, params)).fetchall()
-        if not rows:  # a projection's first batch: its row is made once
-            await conn.execute(
-                f"INSERT INTO {self.table} (projection, applied_seq) VALUES (%s, 0)"
-                " ON CONFLICT (projection) DO NOTHING",
-                (projection,),
-            )
-            rows = await (await conn.execute(sql, params)).fetchall()
-        return int(rows[0][0]), [row[1:] for row in rows if row[1] is not None]
-
     def moved_past(self) -> str:
         """A WITH clause whose `moved` holds a row when the projection's offset lay below a
         batch's first seq and was moved to its last: a statement that follows it and

@@ -105,18 +105,6 @@ _UPSERT_ENTRIES = _UPSERT_ENTRIES_WHERE.format(only="")
 _UPSERT_FRESH_ENTRIES = OFFSETS.moved_past() + _UPSERT_ENTRIES_WHERE.format(
     only="WHERE EXISTS (SELECT 1 FROM moved)")
 
-# The platform's conversations of the steps a batch applies (those past where the offset
-# was), read and locked with the offset's take (pg.Offsets.take_reading), in the order the
-# batch first touches them: the order a batch of the timeline fold locks them in too (by seq),
-# so the two folds seldom wait on each other crosswise.
-_FOR_UPDATE = f"""
-SELECT {_COLUMNS} FROM conversations JOIN (
-    SELECT u.session_id, min(u.n) AS n
-    FROM unnest(%(ids)s::text[], %(seqs)s::bigint[]) WITH ORDINALITY AS u(session_id, seq, n)
-    WHERE u.seq > moved.was_seq GROUP BY u.session_id) AS w USING (session_id)
-WHERE state IS NOT NULL ORDER BY w.n FOR UPDATE OF conversations
-"""
-
 # What a lifecycle batch changed, in one statement: each open request's first reply (instance,
 # request_id, reply), kept where none was, and each conversation written (_platform_values).
 _WRITE_BATCH = """
@@ -250,10 +238,9 @@ class PostgresConversationRepository:
                 and await self._requests_alone(steps, last_seq):
             return
         async with self._connection() as conn, conn.transaction():
-            applied, found = await OFFSETS.take_reading(conn, SESSIONS, last_seq, _FOR_UPDATE, {
-                "ids": [step[1] for step in steps], "seqs": [step[0] for step in steps]})
+            applied = await OFFSETS.take(conn, SESSIONS, last_seq)
             fresh = [step for step in steps if step[0] > applied]
-            rows = {row.session_id: row for row in map(_row, found)}
+            rows = await self._for_update(conn, [step[1] for step in fresh])
             # Each conversation is written once, after its last step: a storm's batch holds
             # several events of one.
             written: dict[str, bytes | None] = {}  # what each keeps of the replies
@@ -311,6 +298,23 @@ class PostgresConversationRepository:
                 SESSIONS, last_seq, SESSIONS, min(step[0] for step in steps),
                 *pg.columns(list(made.values()), 11)))
             return (await cur.fetchone())[0]
+
+    @staticmethod
+    async def _for_update(conn: AsyncConnection, session_ids: list[str]) -> dict[str, Row]:
+        """The platform's conversations among `session_ids`, read and locked in one
+        statement, in the order the batch first touches them: the order a batch of the
+        timeline fold locks them in too (by seq), so the two folds seldom wait on each
+        other crosswise."""
+        first_touched = list(dict.fromkeys(session_ids))
+        if not first_touched:
+            return {}
+        cur = await conn.execute(
+            f"SELECT {_COLUMNS} FROM conversations"
+            " JOIN unnest(%s::text[]) WITH ORDINALITY AS w(session_id, n) USING (session_id)"
+            " WHERE state IS NOT NULL ORDER BY w.n FOR UPDATE OF conversations",
+            (first_touched,),
+        )
+        return {row.session_id: row for row in map(_row, await cur.fetchall())}
 
     async def applied(self, projection: str) -> int:
         async with self._connection() as conn:

@@ -111,16 +111,6 @@ SELECT EXISTS (SELECT 1 FROM moved), ARRAY(SELECT session_id FROM made)
 """
 
 
-# The rows of the steps a batch applies (those past where the offset was), locked, read with
-# the offset's take (pg.Offsets.take_reading).
-_FOR_UPDATE = f"""
-SELECT {_COLUMNS} FROM gateway_conversations WHERE session_id IN (
-    SELECT u.id FROM unnest(%(ids)s::text[], %(seqs)s::bigint[]) AS u(id, seq)
-    WHERE u.seq > moved.was_seq)
-ORDER BY session_id FOR UPDATE
-"""
-
-
 # A launch's read (GatewayState.at_launch): the repo's newest opens, with the conversation
 # launched and the repo's live ones (none of either: one row of nulls).
 _AT_LAUNCH = f"""
@@ -182,12 +172,11 @@ class PostgresGatewayState:
             if made is not None:
                 return made
         async with self._pool.connection() as conn, conn.transaction():
-            # Each row the batch touches is read once, with the offset, and written once: a
-            # storm's batch holds several events of one conversation.
-            applied, found = await OFFSETS.take_reading(conn, PROJECTION, last_seq, _FOR_UPDATE, {
-                "ids": [step[1] for step in steps], "seqs": [step[0] for step in steps]})
+            applied = await OFFSETS.take(conn, PROJECTION, last_seq)
             fresh = [step for step in steps if step[0] > applied]
-            rows = {held.session_id: held for held in map(_held, found)}
+            # Each row the batch touches is read once and written once: a storm's batch
+            # holds several events of one conversation.
+            rows = await self._for_update(conn, {step[1] for step in fresh})
             changed: dict[str, Held] = {}
             opens: dict[tuple[str, str], tuple[str, str]] = {}  # the last of each repo's
             for step in fresh:
@@ -222,6 +211,17 @@ class PostgresGatewayState:
                 *pg.columns([_values(held) for held in first.values()], 12)))
             moved, made = await cur.fetchone()
         return {session_id: first[session_id] for session_id in made} if moved else None
+
+    @staticmethod
+    async def _for_update(conn, session_ids: set[str]) -> dict[str, Held]:
+        if not session_ids:
+            return {}
+        cur = await conn.execute(
+            f"SELECT {_COLUMNS} FROM gateway_conversations WHERE session_id = ANY(%s)"
+            " FOR UPDATE",
+            (sorted(session_ids),),
+        )
+        return {held.session_id: held for held in map(_held, await cur.fetchall())}
 
     async def applied(self) -> int:
         async with self._pool.connection() as conn:

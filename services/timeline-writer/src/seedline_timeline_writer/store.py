@@ -28,16 +28,6 @@ REPO_ORDINALS_SQL = (
     " FROM unnest(%s::text[], %s::text[]) AS k(instance_id, repo)"
 )
 
-# The same, for the repos of a batch's entries past where the offset was, read with the
-# offset's take (pg.Offsets.take_reading).
-FRESH_REPO_ORDINALS_SQL = (
-    "SELECT k.instance_id, k.repo, (SELECT t.repo_ordinal FROM " + TABLE + " t"
-    " WHERE t.instance_id = k.instance_id AND t.repo = k.repo ORDER BY t.seq DESC LIMIT 1)"
-    " FROM (SELECT DISTINCT u.instance_id, u.repo FROM unnest(%(instances)s::text[],"
-    " %(repos)s::text[], %(seqs)s::bigint[]) AS u(instance_id, repo, seq)"
-    " WHERE u.seq > moved.was_seq) AS k"
-)
-
 Stored = tuple[int, TimelineEntry]  # (seq, entry)
 
 
@@ -112,16 +102,11 @@ class PostgresTimelineStore(PostgresTimelineView):
 
     async def append(self, stored: Sequence[Stored]) -> None:
         async with self._pool.connection() as conn, conn.transaction():
-            applied, found = await OFFSETS.take_reading(
-                conn, self._projection, max((p[0] for p in stored), default=0),
-                FRESH_REPO_ORDINALS_SQL, {"instances": [e.instance_id for _, e in stored],
-                                          "repos": [e.repo for _, e in stored],
-                                          "seqs": [seq for seq, _ in stored]})
+            applied = await OFFSETS.take(conn, self._projection,
+                                         max((p[0] for p in stored), default=0))
             fresh = sorted((p for p in stored if p[0] > applied), key=lambda p: p[0])
             if fresh:
-                await copy_entries(conn, fresh, {
-                    (instance_id, repo): int(last) if last is not None else 0
-                    for instance_id, repo, last in found})
+                await copy_entries(conn, fresh)
 
     async def read(self, request: TimelineReadRequest, limit: int) -> tuple[list[TimelineRow], bool]:
         clauses = ["instance_id = %s", "repo = %s"]
@@ -154,8 +139,8 @@ async def copy_entries(
 ) -> None:
     """COPY entries, in ascending seq above every stored row, numbering each within its repo.
 
-    ``ordinals`` carries each repo's last ordinal: read with the offset (an append), or
-    between calls in one transaction (a rebuild); repos it lacks are looked up in the table.
+    ``ordinals`` carries each repo's last ordinal between calls in one transaction
+    (a rebuild); repos it lacks are looked up in the table.
     """
     ordinals = {} if ordinals is None else ordinals
     unknown = sorted({(e.instance_id, e.repo) for _, e in fresh} - ordinals.keys())
