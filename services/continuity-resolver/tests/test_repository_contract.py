@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import psycopg
 import pytest
 
 from seedline_continuity_resolver.postgres_repository import PostgresConversationRepository
@@ -231,3 +234,29 @@ class TestPostgresConversationRepository(ConversationRepositoryContract):
         await self.repo.setup()
         yield
         await pool.close()
+
+    async def test_a_request_folded_while_another_copy_holds_the_offset_keeps_what_it_made(
+            self, database_url):
+        # Another copy's batch holds the offset and makes the conversation live; this copy's
+        # batch, the conversation's next request alone, waits for it and changes nothing.
+        await self.repo.apply_lifecycle([requested(1, "csess_z")], 1)
+        other = await psycopg.AsyncConnection.connect(database_url)
+        try:
+            await other.execute("SELECT applied_seq FROM resolver_offsets"
+                                " WHERE projection = 'sessions' FOR UPDATE")
+            await other.execute("UPDATE resolver_offsets SET applied_seq = 3"
+                                " WHERE projection = 'sessions'")
+            await other.execute(
+                "INSERT INTO conversations (instance_id, repo, session_id, state, created_seq,"
+                " node_id, engine) VALUES ('inst-a', 'apps/x', 'csess_a', 'live', 2, 'mac',"
+                " 'claude')")
+            waiting = asyncio.create_task(self.repo.apply_lifecycle([requested(4, "csess_a")], 4))
+            await asyncio.sleep(0.2)
+            assert not waiting.done()  # held by the other copy's batch
+            await other.commit()
+            await asyncio.wait_for(waiting, 5)
+        finally:
+            await other.close()
+        row = await self.repo.platform("csess_a")
+        assert (row.platform.state, row.platform.created_seq) == (lc.State.LIVE, 2)
+        assert await self.repo.applied("sessions") == 4

@@ -146,6 +146,10 @@ _MAKE_REQUESTED = OFFSETS.moved_past() + """
         engine = EXCLUDED.engine, resume_key = EXCLUDED.resume_key,
         resume_node_id = EXCLUDED.resume_node_id, confirmed_at = EXCLUDED.confirmed_at,
         saved = EXCLUDED.saved
+    -- Checked on the row as it is now: a statement that waited for the offset's lock reads
+    -- with the snapshot it began with, so NOT EXISTS above misses a conversation the copy
+    -- it waited for made meanwhile.
+    WHERE conversations.state IS NULL
 )
 SELECT EXISTS (SELECT 1 FROM moved)
 """
