@@ -13,8 +13,8 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime
 
-from seedline_core.decision import TURN_KINDS, PreviousConversation, Turn, newest_turn
 from seedline_contracts.timeline import TimelineRow
+from seedline_core.decision import TURN_KINDS, PreviousConversation, Turn, newest_turn
 from seedline_timeline_view import TimelineView
 
 from .repository import ConversationRepository, Row, recency

@@ -95,6 +95,8 @@ class TimelineFollower:
                 return  # its instance was forgotten
             if await self._deliver_turn(current, seq, content):
                 return
+            # It was stopped: the wake goes where the repo last opened as of now.
+            found = await self._state.repo_now(entry.instance_id, entry.repo)
         arrived = msg.metadata.timestamp
         if arrived is None or abs(arrived - parse_rfc3339(entry.at)) > WAKE_FRESHNESS:
             log.info("backfill_not_woken", seq=seq)
