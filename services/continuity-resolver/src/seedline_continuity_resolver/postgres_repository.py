@@ -105,47 +105,44 @@ _UPSERT_ENTRIES = _UPSERT_ENTRIES_WHERE.format(only="")
 _UPSERT_FRESH_ENTRIES = OFFSETS.moved_past() + _UPSERT_ENTRIES_WHERE.format(
     only="WHERE EXISTS (SELECT 1 FROM moved)")
 
+# A conversation as the platform holds it (_platform_values), rows of them as an unnest, and
+# their upsert: the lifecycle fold's write and the requests alone share them.
+_PLATFORM_COLUMNS = ("instance_id, repo, session_id, state, created_seq, node_id, engine,"
+                     " resume_key, resume_node_id, confirmed_at, last_reply, saved")
+_PLATFORM_ROWS = f"""unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[],
+                    %s::text[], %s::text[], %s::text[], %s::text[], %s::timestamptz[],
+                    %s::bytea[], %s::text[]) AS u({_PLATFORM_COLUMNS})"""
+_UPSERT_PLATFORM = """ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
+    state = EXCLUDED.state, created_seq = EXCLUDED.created_seq, node_id = EXCLUDED.node_id,
+    engine = EXCLUDED.engine, resume_key = EXCLUDED.resume_key,
+    resume_node_id = EXCLUDED.resume_node_id, confirmed_at = EXCLUDED.confirmed_at,
+    last_reply = COALESCE(EXCLUDED.last_reply, conversations.last_reply),
+    saved = EXCLUDED.saved"""
+
 # What a lifecycle batch changed, in one statement: each open request's first reply (instance,
-# request_id, reply), kept where none was, and each conversation written (_platform_values).
-_WRITE_BATCH = """
+# request_id, reply), kept where none was, and each conversation written.
+_WRITE_BATCH = f"""
 WITH answered AS (
     UPDATE open_requests AS o SET reply = a.reply
     FROM unnest(%s::text[], %s::text[], %s::bytea[]) AS a(instance_id, request_id, reply)
     WHERE o.instance_id = a.instance_id AND o.request_id = a.request_id AND o.reply IS NULL
 )
-INSERT INTO conversations (instance_id, repo, session_id, state, created_seq, node_id, engine,
-                           resume_key, resume_node_id, confirmed_at, last_reply, saved)
-SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[], %s::text[],
-                     %s::text[], %s::text[], %s::text[], %s::timestamptz[], %s::bytea[],
-                     %s::text[])
-ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
-    state = EXCLUDED.state, created_seq = EXCLUDED.created_seq, node_id = EXCLUDED.node_id,
-    engine = EXCLUDED.engine, resume_key = EXCLUDED.resume_key,
-    resume_node_id = EXCLUDED.resume_node_id, confirmed_at = EXCLUDED.confirmed_at,
-    last_reply = COALESCE(EXCLUDED.last_reply, conversations.last_reply),
-    saved = EXCLUDED.saved
+INSERT INTO conversations ({_PLATFORM_COLUMNS})
+SELECT u.* FROM {_PLATFORM_ROWS}
+{_UPSERT_PLATFORM}
 """
 
 
 # Requests alone (_requests_alone): the offset moved past a batch none of which was applied,
 # and each requested conversation made where the platform holds none of that id (a timeline
-# row of it takes the platform's columns, as _WRITE_BATCH gives them); moved?
-_MAKE_REQUESTED = OFFSETS.moved_past() + """
+# row of it takes the platform's columns); moved?
+_MAKE_REQUESTED = OFFSETS.moved_past() + f"""
 , made AS (
-    INSERT INTO conversations (instance_id, repo, session_id, state, created_seq, node_id,
-                               engine, resume_key, resume_node_id, confirmed_at, saved)
-    SELECT u.* FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[],
-                           %s::text[], %s::text[], %s::text[], %s::text[], %s::timestamptz[],
-                           %s::text[])
-        AS u(instance_id, repo, session_id, state, created_seq, node_id, engine, resume_key,
-             resume_node_id, confirmed_at, saved)
+    INSERT INTO conversations ({_PLATFORM_COLUMNS})
+    SELECT u.* FROM {_PLATFORM_ROWS}
     WHERE EXISTS (SELECT 1 FROM moved) AND NOT EXISTS (
         SELECT 1 FROM conversations c WHERE c.session_id = u.session_id AND c.state IS NOT NULL)
-    ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
-        state = EXCLUDED.state, created_seq = EXCLUDED.created_seq, node_id = EXCLUDED.node_id,
-        engine = EXCLUDED.engine, resume_key = EXCLUDED.resume_key,
-        resume_node_id = EXCLUDED.resume_node_id, confirmed_at = EXCLUDED.confirmed_at,
-        saved = EXCLUDED.saved
+    {_UPSERT_PLATFORM}
     -- Checked on the row as it is now: a statement that waited for the offset's lock reads
     -- with the snapshot it began with, so NOT EXISTS above misses a conversation the copy
     -- it waited for made meanwhile.
@@ -156,7 +153,7 @@ SELECT EXISTS (SELECT 1 FROM moved)
 
 
 def _platform_values(row: Row, kept: bytes | None) -> tuple:
-    """A conversation as the platform holds it, as _WRITE_BATCH's columns."""
+    """A conversation as the platform holds it, as _PLATFORM_COLUMNS."""
     after = row.platform
     return (row.instance_id, row.repo, row.session_id, after.state.value, after.created_seq,
             after.node_id, after.engine, after.resume_key, after.resume_node_id,
@@ -294,13 +291,12 @@ class PostgresConversationRepository:
         for _, session_id, event, _, _ in steps:
             if session_id not in made:
                 c = lc.apply(None, event)
-                made[session_id] = (c.instance_id, c.repo, c.session_id, c.state.value,
-                                    c.created_seq, c.node_id, c.engine, c.resume_key,
-                                    c.resume_node_id, c.confirmed_at, c.saved)
+                made[session_id] = _platform_values(
+                    Row(c.instance_id, c.repo, c.session_id, platform=c), None)
         async with self._connection() as conn:
             cur = await conn.execute(_MAKE_REQUESTED, (
                 SESSIONS, last_seq, SESSIONS, min(step[0] for step in steps),
-                *pg.columns(list(made.values()), 11)))
+                *pg.columns(list(made.values()), 12)))
             return (await cur.fetchone())[0]
 
     @staticmethod
