@@ -75,6 +75,11 @@ CREATE TABLE IF NOT EXISTS last_opens (
 _COLUMNS = ("session_id, instance_id, repo, state, created_seq, node_id, engine, confirmed_at,"
             " last_activity, outcome, resume_key, resume_node_id")
 
+# Conversations (_values) as an unnest of _COLUMNS: the fold's write and the requests alone.
+_ROWS = """unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[], %s::text[],
+              %s::text[], %s::timestamptz[], %s::timestamptz[], %s::text[], %s::text[],
+              %s::text[])"""
+
 # What a batch changed, in one statement: each repo's last successful open (instance, repo,
 # node, engine; one row per repo) and each conversation changed (one row each).
 _WRITE = f"""
@@ -85,9 +90,7 @@ WITH opens AS (
         engine = EXCLUDED.engine
 )
 INSERT INTO gateway_conversations ({_COLUMNS})
-SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[],
-                     %s::text[], %s::text[], %s::timestamptz[], %s::timestamptz[],
-                     %s::text[], %s::text[], %s::text[])
+SELECT * FROM {_ROWS}
 ON CONFLICT (session_id) DO UPDATE SET state = EXCLUDED.state, node_id = EXCLUDED.node_id,
     engine = EXCLUDED.engine, confirmed_at = EXCLUDED.confirmed_at, outcome = EXCLUDED.outcome,
     resume_key = EXCLUDED.resume_key, resume_node_id = EXCLUDED.resume_node_id,
@@ -100,9 +103,7 @@ ON CONFLICT (session_id) DO UPDATE SET state = EXCLUDED.state, node_id = EXCLUDE
 _MAKE_REQUESTED = OFFSETS.moved_past() + f"""
 , made AS (
     INSERT INTO gateway_conversations ({_COLUMNS})
-    SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[],
-                         %s::text[], %s::text[], %s::timestamptz[], %s::timestamptz[],
-                         %s::text[], %s::text[], %s::text[])
+    SELECT * FROM {_ROWS}
     WHERE EXISTS (SELECT 1 FROM moved)
     ON CONFLICT (session_id) DO NOTHING
     RETURNING session_id
