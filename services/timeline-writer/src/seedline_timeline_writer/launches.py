@@ -97,11 +97,12 @@ class PostgresLaunchRegistry:
         rows = list(launches)
         if not rows:
             return
-        async with self._pool.connection() as conn, conn.cursor() as cur:
-            await cur.executemany(
+        async with self._pool.connection() as conn:  # one statement however many
+            await conn.execute(
                 "INSERT INTO runner_launches (node_id, instance_id, repo, session_id)"
-                " VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                rows,
+                " SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[])"
+                " ON CONFLICT DO NOTHING",
+                pg.columns(rows, 4),
             )
         self._keep(rows)
 
