@@ -190,6 +190,10 @@ class Offsets:
         was applied, in one round trip and no transaction around it (an autocommitted
         statement is one). It changes nothing when part of the batch was applied, or the
         projection has no offset row yet: the caller then takes the offset (`take`).
+        The statement may wait for the offset's lock (another copy's batch) and then reads
+        every other row with the snapshot it began with: what it decides from other rows
+        must be checked on the row as it is, in the upsert's own WHERE (ON CONFLICT ... DO
+        UPDATE ... WHERE), not by a NOT EXISTS beside it.
         Parameters: projection, last seq, projection, first seq."""
         return (f"WITH was AS (SELECT applied_seq FROM {self.table} WHERE projection = %s"
                 " FOR UPDATE),"
