@@ -1,10 +1,12 @@
 """Where the writer appends: SEEDLINE_TIMELINE, the source of truth (the port and a fake).
 
-The JetStream adapter stores a batch as one atomic batch when the stream allows it
-(one commit instead of one fsync per entry). When the server refuses the batch (a
-Nats-Msg-Id still in its duplicate window after a crash, or atomic batches off),
-nothing of it was stored, and each entry is published on its own with its
-Nats-Msg-Id, duplicates reported per entry.
+The JetStream adapter stores a batch of several entries as one atomic batch when the
+stream allows it (one commit instead of one fsync per entry). When the server refuses
+the batch (a Nats-Msg-Id still in its duplicate window after a crash, or atomic batches
+off), nothing of it was stored, and each entry is published on its own with its
+Nats-Msg-Id, duplicates reported per entry. One entry is one publish: a message is stored
+whole or not at all by itself, and an atomic batch is first staged on the server's disk
+(three fsyncs more for every entry a conversation appends one at a time).
 """
 
 from __future__ import annotations
@@ -62,10 +64,11 @@ class JetStreamTimeline:
         ]
         if not messages:
             return []
-        try:
-            return [(seq, False) for seq in await publish_atomic(self._js, messages)]
-        except AtomicBatchRefused as refused:
-            log.info("atomic_batch_refused", reason=str(refused), size=len(messages))
+        if len(messages) > 1:
+            try:
+                return [(seq, False) for seq in await publish_atomic(self._js, messages)]
+            except AtomicBatchRefused as refused:
+                log.info("atomic_batch_refused", reason=str(refused), size=len(messages))
         acks = await publish_window(self._js, messages)
         return [(ack.seq, bool(ack.duplicate)) for ack in acks]
 
