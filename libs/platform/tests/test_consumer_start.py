@@ -158,3 +158,93 @@ async def test_a_durable_that_acknowledged_past_the_stored_offset_is_made_again_
         assert info.num_pending == 3  # 2, 3 and 4 are delivered again
     finally:
         await nc.close()
+
+
+async def test_a_consumer_of_a_stored_offset_keeps_its_state_in_memory_and_outlives_a_restart(
+        nats_server):
+    """Its durable is gone when the server restarts: made again from just after the offset
+    the projection stored, the consumer reads on, and nothing at or below it comes again."""
+    if nats_server.process is None:
+        pytest.skip("needs the embedded nats-server, which this test kills and restarts")
+    nc = await nats.connect(nats_server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(name="KEPT", subjects=["kept.>"])
+        for n in (1, 2, 3):
+            await js.publish(f"kept.{n}", str(n).encode())
+        stored = 0
+        given: list[bytes] = []
+
+        async def applied() -> int:
+            return stored
+
+        async def fold(batch) -> None:
+            nonlocal stored
+            given.extend(msg.data for msg in batch)
+            stored = max(msg.metadata.sequence.stream for msg in batch)
+
+        consumer = BatchConsumer(
+            js, Consumption("KEPT", "fold", ("kept.>",), ack_all=True, idempotent=True,
+                            fetch_wait=0.5),
+            handle=fold, park=_never_parked, applied=applied)
+        await consumer.start()
+        assert (await js.consumer_info("KEPT", "fold")).config.mem_storage
+        running = asyncio.create_task(consumer.run())
+        try:
+            await _until(lambda: len(given) >= 3)
+            nats_server.process.kill()
+            nats_server.process.start()
+            for n in (4, 5):
+                await _published(js, f"kept.{n}", str(n).encode())
+            await _until(lambda: len(given) >= 5, seconds=20)
+            assert given == [b"1", b"2", b"3", b"4", b"5"]
+            info = await js.consumer_info("KEPT", "fold")
+            assert (info.config.mem_storage, info.config.opt_start_seq) == (True, 4)
+        finally:
+            await consumer.stop(timeout=2)
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+    finally:
+        await nc.close()
+
+
+async def test_a_durable_an_earlier_release_kept_on_disk_is_made_again_in_memory(nats_server):
+    from nats.js import api as js_api
+
+    nc = await nats.connect(nats_server.url)
+    try:
+        js = nc.jetstream()
+        await _left_by_an_earlier_run(js, "ONDISK", 4, js_api.AckPolicy.ALL, 2)
+
+        async def applied() -> int:
+            return 3  # the projection holds one more than the durable heard acknowledged
+
+        async def ignore(batch) -> None: ...
+
+        consumer = BatchConsumer(js, Consumption("ONDISK", "fold", ("ondisk.>",), ack_all=True),
+                                 handle=ignore, park=_never_parked, applied=applied)
+        await consumer.start()
+        info = await js.consumer_info("ONDISK", "fold")
+        assert (info.config.mem_storage, info.config.opt_start_seq, info.num_pending) == (
+            True, 4, 1)
+    finally:
+        await nc.close()
+
+
+async def _until(done, seconds: float = 10.0) -> None:
+    for _ in range(int(seconds / 0.05)):
+        if done():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("not within the time given")
+
+
+async def _published(js, subject: str, data: bytes) -> None:
+    """Published once the restarted server's JetStream answers again."""
+    for _ in range(100):
+        try:
+            await js.publish(subject, data, timeout=1)
+            return
+        except Exception:
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"{subject} not published")

@@ -181,7 +181,10 @@ class ServiceApp:
         raise NotImplementedError
 
     async def batch_options(self, route: Route) -> dict:
-        """Options of a batch route's consumer known only once connected (e.g. `ack_all`)."""
+        """Options of a batch route's consumer known only once connected (e.g. `ack_all`),
+        and for a projection that stores how far it applied, `applied`: that offset's
+        reader, from which the consumer starts and keeps its own state in memory
+        (consumer.py)."""
         return {}
 
     # -- the edge: each row subscribed, its messages typed, its sends checked -------------
@@ -298,13 +301,16 @@ class ServiceApp:
         # A projection that skips what it applied settles a batch with one ack (AckPolicy.ALL):
         # a batch that follows another copy's folds that copy's messages first (consumer.py),
         # so the ack never settles one nobody applied.
+        options = dict(options)
+        applied = options.pop("applied", None)
         how = Consumption(
             stream=route.stream, durable=route.durable, filter_subjects=route.filters,
             batch_size=self.settings.batch_size, max_deliver=self.settings.max_deliver,
             message=route.message,
             **{"idempotent": route.idempotent, "ack_all": route.idempotent, **options})
         self.consumers.append(BatchConsumer(self.js, how, handle=handle,
-                                            park=self.parker(route.park), metrics=self.metrics))
+                                            park=self.parker(route.park), metrics=self.metrics,
+                                            applied=applied))
 
     def parker(self, subject: str) -> Parker:
         async def park(msg: Msg, reason: str) -> None:

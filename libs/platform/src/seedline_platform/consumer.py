@@ -19,7 +19,11 @@ Rules it keeps (DESIGN.md rules 2 and 4; the retry and park policy is retry_poli
 - a consumer given its projection's stored offset (`applied`) takes that offset as the
   truth (acks are flow control): where the durable has acknowledged past it (the rows and
   offset were reset, or put back from an older backup), the durable is made again from
-  just after it, so the projection refills from the stream.
+  just after it, so the projection refills from the stream;
+- such a durable keeps its state in the server's memory (`mem_storage`), not on its disk:
+  the offset, committed with the rows, says where it stands, and under `sync_interval:
+  always` every state write is an fsync. A server that restarts has lost it: the consumer
+  makes it again from just after the stored offset and reads on.
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js import api as js_api
-from nats.js.errors import NotFoundError
+from nats.js.errors import NotFoundError, ServiceUnavailableError
 
 from seedline_contracts.codec import decoder
 
@@ -146,6 +150,7 @@ class BatchConsumer:
             ack_wait=self._ack_wait,
             max_ack_pending=self._batch_size,
             max_waiting=64,
+            mem_storage=self._applied is not None,
         )
         if len(self._filters) == 1:
             config.filter_subject = self._filters[0]
@@ -174,9 +179,10 @@ class BatchConsumer:
                 waits += 1
 
     async def _as_made(self, config: js_api.ConsumerConfig) -> js_api.ConsumerConfig:
-        """How a durable is acknowledged and where it starts are fixed when it is made: one
-        that exists is asked for as it was made, unless it must be made again from a seq:
-        an earlier release made it with another ack policy (then from just after what it
+        """How a durable is acknowledged, where it keeps its state and where it starts are
+        fixed when it is made: one that exists is asked for as it was made, unless it must
+        be made again from a seq: an earlier release made it with another ack policy or on
+        the server's disk (then from just after the stored offset, or what it
         acknowledged), or it acknowledged past the stored offset (`applied`, a projection
         rebuilt, or put back from an older copy: from just after that offset)."""
         applied = await self._applied() if self._applied is not None else None
@@ -189,9 +195,11 @@ class BatchConsumer:
         start = None if applied is None else applied + 1
         if info is not None:
             acknowledged = info.ack_floor.stream_seq
-            if info.config.ack_policy != config.ack_policy:
+            if info.config.ack_policy != config.ack_policy or \
+                    bool(info.config.mem_storage) != config.mem_storage:
                 log.info("consumer_made_again", durable=self.durable,
-                         ack_policy=config.ack_policy, from_seq=start or acknowledged + 1)
+                         ack_policy=config.ack_policy, in_memory=config.mem_storage,
+                         from_seq=start or acknowledged + 1)
                 start = start or acknowledged + 1
             elif applied is not None and acknowledged > applied:
                 log.warning("projection_behind_its_consumer", durable=self.durable,
@@ -245,6 +253,8 @@ class BatchConsumer:
             except Exception as exc:
                 if not is_outage(exc):
                     log.exception("fetch_failed", stream=self.stream)
+                elif isinstance(exc, ServiceUnavailableError):
+                    await self._made_again_if_lost()
                 await asyncio.sleep(0.5)
                 continue
             if not msgs:
@@ -266,6 +276,33 @@ class BatchConsumer:
             except asyncio.CancelledError:
                 await self._hand_back(msgs)
                 raise
+
+    async def _made_again_if_lost(self) -> None:
+        """A pull nothing answers: a durable kept in memory is gone when its server
+        restarted. Made again from just after the stored offset and bound anew (by whichever
+        copy asks first; the others find it made). While the server cannot say, or the
+        making fails, the next pull that nothing answers asks again."""
+        if self._applied is None:
+            return
+        try:
+            await self._js.consumer_info(self.stream, self.durable)
+            return
+        except NotFoundError:
+            pass
+        except Exception:
+            return
+        log.warning("consumer_lost", stream=self.stream, durable=self.durable)
+        lost = self._sub
+        try:
+            await self.start()
+        except Exception as exc:
+            log.warning("consumer_not_made_again", durable=self.durable,
+                        error=str(exc) or type(exc).__name__)
+            return
+        # Its deliveries are numbered from 1 again: the next batch reads what is older first.
+        self._last_delivery = None
+        with contextlib.suppress(Exception):
+            await lost.unsubscribe()
 
     async def _fetch(self, sub) -> list[Msg]:
         """The next batch; none when a stop is asked while the pull request still waits."""

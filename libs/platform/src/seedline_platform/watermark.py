@@ -41,6 +41,10 @@ class Watermark:
     def seq(self) -> int:
         return self._seq
 
+    async def stored(self) -> int:
+        """The offset as stored now, whichever copy moved it."""
+        return await self._read()
+
     async def advance(self, seq: int) -> None:
         if seq <= self._seq:
             return
@@ -58,7 +62,7 @@ class Watermark:
         read_stored = True
         while True:
             if read_stored:
-                stored = await self._read()
+                stored = await self.stored()
                 if stored > self._seq:
                     self._seq = stored
             if self._seq >= seq:

@@ -21,6 +21,7 @@ from seedline_platform.publishing import JetStreamPublisher
 from seedline_platform.logging import get_logger
 from seedline_platform.outage import StreamsUnavailable
 from seedline_platform.replay import last_seq
+from seedline_platform.routing import Route
 from seedline_platform.session_reads import newest_event
 from seedline_platform.sending import check_send
 from seedline_platform.sealing import sealer_for
@@ -59,6 +60,11 @@ class ResolverApp(ServiceApp):
             js=self.js,
             drop_forgotten=erasure.dropping(self.pool, FORGET_STATEMENTS, sealer),
         ))
+
+    async def batch_options(self, route: Route) -> dict:
+        # Both folds store how far they applied their stream, with their rows.
+        projection = TIMELINE if route.stream == subjects.TIMELINE_STREAM else SESSIONS
+        return {"applied": self.parts.projection.marks[projection].stored}
 
     async def _stop(self, session_id: str, reason: str) -> None:
         """Stop a live conversation through the gateway, waiting for its machine."""

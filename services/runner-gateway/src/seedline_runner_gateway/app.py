@@ -17,6 +17,7 @@ from seedline_platform.app_base import ServiceApp
 from seedline_platform.consumer import consumer_drained
 from seedline_platform.publishing import JetStreamPublisher
 from seedline_platform.replay import last_seq
+from seedline_platform.routing import Route
 from seedline_platform.sealing import sealer_for
 from seedline_platform.session_reads import newest_event
 from seedline_platform.settings import Settings
@@ -69,6 +70,11 @@ class GatewayApp(ServiceApp):
         ))
         await parts.presence.start()
         return parts
+
+    async def batch_options(self, route: Route) -> dict:
+        if route.durable == FOLD_DURABLE:  # it stores how far it applied, with its rows
+            return {"applied": self.parts.fold.folded.stored}
+        return {}
 
     async def _recorded_reply(self, session_id: str) -> OpenReply | None:
         opened = await newest_event(self.js, session_id, Opened)
