@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import json
 import re
@@ -250,8 +251,20 @@ class Counter:
         return parts
 
 
+# What nats-server syncs, by the file strace names (`-y`): the first that matches. A
+# presence put is a KV append; an atomic batch is staged in a directory of its own.
+SYNCED_FILES = (("presence", "/streams/KV_seedline_runners/"), ("consumer state", "/obs/"),
+                ("atomic batch staging", "/batches/"), ("appends", "/msgs/"))
+_SYNC_CALL = re.compile(r"\b(?:fsync|fdatasync)\(\d+<([^>]*)>")
+
+
+def synced_file_kind(path: str) -> str:
+    return next((kind for kind, part in SYNCED_FILES if part in path), "other")
+
+
 class Fsyncs:
-    """nats-server's fsync and fdatasync calls over a window, counted by strace."""
+    """nats-server's fsync and fdatasync calls over a window, traced by strace, each with
+    the file it syncs."""
 
     def __init__(self, pid: int, out: Path) -> None:
         self.pid = pid
@@ -260,8 +273,8 @@ class Fsyncs:
 
     def __enter__(self) -> "Fsyncs":
         self.proc = subprocess.Popen(
-            # seccomp-bpf: only the counted calls stop the server, so its CPU stays its own.
-            ["strace", "-f", "--seccomp-bpf", "-c", "-e", "trace=fsync,fdatasync",
+            # seccomp-bpf: only the traced calls stop the server, so its CPU stays its own.
+            ["strace", "-f", "--seccomp-bpf", "-y", "-e", "trace=fsync,fdatasync",
              "-o", str(self.out),
              "-p", str(self.pid)], stderr=subprocess.DEVNULL)
         time.sleep(0.5)  # attached to every thread before the window opens
@@ -272,13 +285,18 @@ class Fsyncs:
         self.proc.send_signal(signal.SIGINT)
         self.proc.wait(30)
 
-    def count(self) -> int:
-        total = 0
+    def by_file(self) -> dict[str, int]:
+        """How many calls synced each kind of file (SYNCED_FILES)."""
+        kinds: collections.Counter[str] = collections.Counter()
         for line in self.out.read_text().splitlines():
-            fields = line.split()
-            if fields and fields[-1] in ("fsync", "fdatasync"):
-                total += int(fields[3])  # % time, seconds, usecs/call, calls, [errors,] name
-        return total
+            # A call another thread interrupts is written twice, begun and resumed: the
+            # resumed half names no file.
+            if found := _SYNC_CALL.search(line):
+                kinds[synced_file_kind(found.group(1))] += 1
+        return dict(kinds)
+
+    def count(self) -> int:
+        return sum(self.by_file().values())
 
 
 async def _window(counter: Counter, tmp: Path, label: str, work,
@@ -299,6 +317,7 @@ async def _window(counter: Counter, tmp: Path, label: str, work,
             await asyncio.sleep(FLUSH_SECONDS)
     counts = after.minus(before)
     counts["fsyncs"] = fsyncs.count() if count_fsyncs else None
+    counts["fsyncs_by_file"] = fsyncs.by_file() if count_fsyncs else None
     counts["operations"] = operations
     counts["seconds"] = round(seconds, 3)
     return counts
@@ -392,6 +411,8 @@ def per_operation(counts: dict) -> dict:
                                                          "fsync_operations")}
     if counts.get("fsyncs") is not None:
         out["fsyncs"] = round(counts["fsyncs"] / counts["fsync_operations"], 2)
+        out["fsyncs_by_file"] = {kind: round(v / counts["fsync_operations"], 2)
+                                 for kind, v in sorted(counts["fsyncs_by_file"].items())}
     out["cpu_ms"] = {p: round(v / n, 2) for p, v in counts["cpu_ms"].items()}
     out["deliveries_by_consumer"] = {
         c: round(v / n, 2) for c, v in sorted(counts["deliveries_by_consumer"].items())}
@@ -461,6 +482,7 @@ async def run(wakes: int, opens: int, storm: int, idle: float, runners: int,
                                           count_fsyncs=True)
     for kind, counts in syncs.items():
         windows[kind]["fsyncs"] = counts["fsyncs"]
+        windows[kind]["fsyncs_by_file"] = counts["fsyncs_by_file"]
         windows[kind]["fsync_operations"] = counts["operations"]
     idle_counts = windows.pop("idle")
     idle = idle_counts["seconds"]  # the whole window, nothing sent in it
@@ -481,6 +503,9 @@ async def run(wakes: int, opens: int, storm: int, idle: float, runners: int,
     }
     result["idle_cpu_ms_per_s_total"] = round(sum(result["idle_cpu_ms_per_s"].values()), 2)
     result["idle_per_second"]["fsyncs"] = round(idle_fsyncs, 2)
+    result["idle_per_second"]["fsyncs_by_file"] = {
+        kind: round(v / idle_counts["fsync_operations"] / idle, 2)
+        for kind, v in sorted(idle_counts["fsyncs_by_file"].items())}
     stormed = windows["wake, in a storm"]
     result["storm_wakes_per_s"] = round(stormed["operations"] / stormed["seconds"], 1)
     result["open_p50_ms"] = round(statistics.median(latencies), 2)
@@ -514,6 +539,13 @@ def markdown(result: dict) -> str:
             f"{per['cpu_ms'][p]:.1f}" for p in result["idle_cpu_ms_per_s"]) + " |")
     by_process.append("| idle, per second | " + " | ".join(
         f"{v:.1f}" for v in result["idle_cpu_ms_per_s"].values()) + " |")
+    synced = [f"{label}: " + ", ".join(f"{kind} {n:g}" for kind, n in by_file.items())
+              for label, by_file in (
+                  ("per wake one at a time",
+                   result["per_operation"].get("wake, one at a time", {}).get("fsyncs_by_file")),
+                  ("per second at idle", idle.get("fsyncs_by_file"))) if by_file]
+    if synced:
+        by_process += ["", "nats-server fsyncs by the file synced, " + "; ".join(synced) + "."]
     storm = result["per_operation"].get("wake, in a storm", {})
     where = ["", "Postgres statements per storm wake, by service and by statement (the 15 most):",
              "", "| statements | by |", "|---|---|"]

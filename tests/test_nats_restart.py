@@ -14,6 +14,7 @@ import time
 from collections import Counter
 
 import pytest
+from nats.js.api import DeliverPolicy
 
 from seedline_contracts import subjects
 from seedline_continuity_resolver.app import create_app as create_resolver
@@ -84,6 +85,11 @@ async def test_nats_server_killed_and_restarted_mid_load_keeps_every_acknowledge
                          "the writer acknowledging all ingest")
         await wait_until(lambda: timeline_projected(js, "continuity-resolver-timeline"),
                          ACK_WAIT_MARGIN, "the resolver projecting the whole timeline")
+        # The resolver's fold kept its consumer in the server's memory: the restart lost it,
+        # and it was made again from just after the offset the fold had stored.
+        made_again = await js.consumer_info(subjects.TIMELINE_STREAM, "continuity-resolver-timeline")
+        assert made_again.config.mem_storage
+        assert made_again.config.deliver_policy == DeliverPolicy.BY_START_SEQUENCE
         # Neither service was restarted: their run tasks lived through the outage.
         for service in (writer, resolver):
             assert not service._task.done(), f"{type(service.app).__name__} stopped running"
