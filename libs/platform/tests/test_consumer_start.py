@@ -208,6 +208,39 @@ async def test_a_consumer_of_a_stored_offset_keeps_its_state_in_memory_and_outli
         await nc.close()
 
 
+async def test_a_pull_lost_with_its_server_is_asked_again_on_reconnecting(nats_server):
+    """The server restarted never heard of the pull waiting when it went: the consumer asks
+    again once connected, not when that request would have expired (a minute here)."""
+    if nats_server.process is None:
+        pytest.skip("needs the embedded nats-server, which this test kills and restarts")
+    nc = await nats.connect(nats_server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(name="PULLED", subjects=["pulled.>"])
+        given: list[bytes] = []
+
+        async def handle(msgs) -> None:
+            given.extend(msg.data for msg in msgs)
+
+        consumer = BatchConsumer(js, Consumption("PULLED", "d", ("pulled.>",), fetch_wait=60),
+                                 handle=handle, park=_never_parked)
+        await consumer.start()
+        running = asyncio.create_task(consumer.run())
+        try:
+            await asyncio.sleep(0.5)  # its pull waits on the server
+            nats_server.process.kill()
+            nats_server.process.start()
+            await _published(js, "pulled.1", b"after the restart")
+            await _until(lambda: given, seconds=20)
+            assert given == [b"after the restart"]
+        finally:
+            await consumer.stop(timeout=2)
+            running.cancel()
+            await asyncio.gather(running, return_exceptions=True)
+    finally:
+        await nc.close()
+
+
 async def test_a_durable_an_earlier_release_kept_on_disk_is_made_again_in_memory(nats_server):
     from nats.js import api as js_api
 

@@ -10,7 +10,11 @@ import nats
 import pytest
 from nats.js import JetStreamContext
 
-from seedline_platform.nats_workarounds import connection_of, survive_abandoned_flushes
+from seedline_platform.nats_workarounds import (
+    connection_of,
+    on_reconnect,
+    survive_abandoned_flushes,
+)
 
 pytestmark = pytest.mark.servers
 
@@ -52,3 +56,23 @@ def test_a_jetstream_context_still_has_no_public_accessor_for_its_connection():
               if not name.startswith("_") and name in ("nc", "connection", "client")]
     assert public == []
     assert connection_of(JetStreamContext(object())) is not None  # what it reads is there
+
+
+def test_a_connection_still_takes_one_reconnect_callback_and_on_reconnect_adds_listeners():
+    """When nats.py lets several parties hear of a reconnect, on_reconnect should use it."""
+    from nats.aio.client import Client
+
+    assert [name for name in dir(Client) if "reconnect" in name and "listener" in name] == []
+    nc = Client()
+    heard: list[str] = []
+
+    async def made_with() -> None:
+        heard.append("made with")
+
+    nc._reconnected_cb = made_with  # noqa: SLF001 (as nats.connect sets it)
+    forget_a = on_reconnect(nc, lambda: heard.append("a"))
+    on_reconnect(nc, lambda: heard.append("b"))
+    asyncio.run(nc._reconnected_cb())  # noqa: SLF001 (as nats.py calls it)
+    forget_a()
+    asyncio.run(nc._reconnected_cb())  # noqa: SLF001
+    assert heard == ["a", "b", "made with", "b", "made with"]

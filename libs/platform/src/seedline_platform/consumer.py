@@ -23,7 +23,10 @@ Rules it keeps (DESIGN.md rules 2 and 4; the retry and park policy is retry_poli
 - such a durable keeps its state in the server's memory (`mem_storage`), not on its disk:
   the offset, committed with the rows, says where it stands, and under `sync_interval:
   always` every state write is an fsync. A server that restarts has lost it: the consumer
-  makes it again from just after the stored offset and reads on.
+  makes it again from just after the stored offset and reads on;
+- a pull request waiting when the connection is lost is gone with it (a server that
+  restarted never heard of it): on reconnecting the consumer asks again at once, not when
+  the lost request would have expired.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from nats.js.errors import NotFoundError, ServiceUnavailableError
 from seedline_contracts.codec import decoder
 
 from .logging import get_logger
-from .nats_workarounds import connection_of
+from .nats_workarounds import connection_of, on_reconnect
 from .outage import is_outage
 from .replay import replay
 from .subject_match import subject_matches
@@ -136,6 +139,8 @@ class BatchConsumer:
         self._sub = None
         self._stopping = False
         self._stop_asked = asyncio.Event()
+        self._reconnected = asyncio.Event()
+        self._forget_reconnects: Callable[[], None] | None = None
         self._finished = asyncio.Event()
         # Consumer sequence of the last delivery this copy received: a gap means
         # deliveries went elsewhere (a copy that died, or a sibling copy).
@@ -169,6 +174,9 @@ class BatchConsumer:
                 config = await self._as_made(self.consumer_config())
                 await self._js.add_consumer(self.stream, config)
                 self._sub = await self._js.pull_subscribe_bind(self.durable, stream=self.stream)
+                if self._forget_reconnects is None:
+                    self._forget_reconnects = on_reconnect(connection_of(self._js),
+                                                           self._reconnected.set)
                 return
             except Exception as exc:
                 if not is_outage(exc) or self._stopping:
@@ -228,6 +236,9 @@ class BatchConsumer:
     async def close(self) -> None:
         """Withdraw the pull subscription before the connection goes, so no message is
         handed to a copy that is stopping (it would wait out ack_wait to come back)."""
+        if self._forget_reconnects is not None:
+            self._forget_reconnects()
+            self._forget_reconnects = None
         if self._sub is None:
             return
         try:
@@ -306,12 +317,17 @@ class BatchConsumer:
 
     async def _fetch(self, sub) -> list[Msg]:
         """The next batch; none when a stop is asked while the pull request still waits."""
+        self._reconnected.clear()
         fetch = asyncio.ensure_future(sub.fetch(self._batch_size, timeout=self._fetch_wait))
         stop = asyncio.ensure_future(self._stop_asked.wait())
+        # A reconnect lost the request: withdrawn, and asked again by the caller's next pull
+        # (what it brought meanwhile waits in the subscription, and that pull takes it first).
+        reconnected = asyncio.ensure_future(self._reconnected.wait())
         try:
-            await asyncio.wait({fetch, stop}, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait({fetch, stop, reconnected}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             stop.cancel()
+            reconnected.cancel()
         if not fetch.done():
             fetch.cancel()
             with contextlib.suppress(BaseException):

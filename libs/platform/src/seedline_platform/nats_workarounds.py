@@ -8,6 +8,8 @@ nats.py's requests meet, gh-86296.)
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from nats.aio.client import Client
 from nats.js import JetStreamContext
 
@@ -17,6 +19,31 @@ def connection_of(js: JetStreamContext) -> Client:
     an atomic batch sends its body as plain publishes on that connection, and a consumer
     flushes its own acks on it before it reads the consumer's state."""
     return js._nc  # noqa: SLF001
+
+
+def on_reconnect(nc: Client, listener: Callable[[], None]) -> Callable[[], None]:
+    """Call `listener` each time `nc` connects again, as well as the callback it was made
+    with: nats.py keeps one callback, set when connecting. Returns what stops the calls."""
+    listeners: list[Callable[[], None]] | None = getattr(nc, "_seedline_reconnected", None)
+    if listeners is None:
+        listeners = []
+        made_with = nc._reconnected_cb  # noqa: SLF001
+
+        async def reconnected() -> None:
+            for each in list(listeners):
+                each()
+            if made_with is not None:
+                await made_with()
+
+        nc._reconnected_cb = reconnected  # noqa: SLF001
+        nc._seedline_reconnected = listeners  # type: ignore[attr-defined]
+    listeners.append(listener)
+
+    def forget() -> None:
+        if listener in listeners:
+            listeners.remove(listener)
+
+    return forget
 
 
 def survive_abandoned_flushes(nc: Client) -> None:
