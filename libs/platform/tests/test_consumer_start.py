@@ -5,6 +5,7 @@ fails the start at once."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 import nats
 import pytest
@@ -164,11 +165,7 @@ async def test_a_consumer_of_a_stored_offset_keeps_its_state_in_memory_and_outli
         nats_server):
     """Its durable is gone when the server restarts: made again from just after the offset
     the projection stored, the consumer reads on, and nothing at or below it comes again."""
-    if nats_server.process is None:
-        pytest.skip("needs the embedded nats-server, which this test kills and restarts")
-    nc = await nats.connect(nats_server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
-    try:
-        js = nc.jetstream()
+    async with _restartable(nats_server) as js:
         await js.add_stream(name="KEPT", subjects=["kept.>"])
         for n in (1, 2, 3):
             await js.publish(f"kept.{n}", str(n).encode())
@@ -187,10 +184,8 @@ async def test_a_consumer_of_a_stored_offset_keeps_its_state_in_memory_and_outli
             js, Consumption("KEPT", "fold", ("kept.>",), ack_all=True, idempotent=True,
                             fetch_wait=0.5),
             handle=fold, park=_never_parked, applied=applied)
-        await consumer.start()
-        assert (await js.consumer_info("KEPT", "fold")).config.mem_storage
-        running = asyncio.create_task(consumer.run())
-        try:
+        async with _running(consumer):
+            assert (await js.consumer_info("KEPT", "fold")).config.mem_storage
             await _until(lambda: len(given) >= 3)
             nats_server.process.kill()
             nats_server.process.start()
@@ -200,22 +195,12 @@ async def test_a_consumer_of_a_stored_offset_keeps_its_state_in_memory_and_outli
             assert given == [b"1", b"2", b"3", b"4", b"5"]
             info = await js.consumer_info("KEPT", "fold")
             assert (info.config.mem_storage, info.config.opt_start_seq) == (True, 4)
-        finally:
-            await consumer.stop(timeout=2)
-            running.cancel()
-            await asyncio.gather(running, return_exceptions=True)
-    finally:
-        await nc.close()
 
 
 async def test_a_pull_lost_with_its_server_is_asked_again_on_reconnecting(nats_server):
     """The server restarted never heard of the pull waiting when it went: the consumer asks
     again once connected, not when that request would have expired (a minute here)."""
-    if nats_server.process is None:
-        pytest.skip("needs the embedded nats-server, which this test kills and restarts")
-    nc = await nats.connect(nats_server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
-    try:
-        js = nc.jetstream()
+    async with _restartable(nats_server) as js:
         await js.add_stream(name="PULLED", subjects=["pulled.>"])
         given: list[bytes] = []
 
@@ -224,21 +209,13 @@ async def test_a_pull_lost_with_its_server_is_asked_again_on_reconnecting(nats_s
 
         consumer = BatchConsumer(js, Consumption("PULLED", "d", ("pulled.>",), fetch_wait=60),
                                  handle=handle, park=_never_parked)
-        await consumer.start()
-        running = asyncio.create_task(consumer.run())
-        try:
+        async with _running(consumer):
             await asyncio.sleep(0.5)  # its pull waits on the server
             nats_server.process.kill()
             nats_server.process.start()
             await _published(js, "pulled.1", b"after the restart")
             await _until(lambda: given, seconds=20)
             assert given == [b"after the restart"]
-        finally:
-            await consumer.stop(timeout=2)
-            running.cancel()
-            await asyncio.gather(running, return_exceptions=True)
-    finally:
-        await nc.close()
 
 
 async def test_a_durable_an_earlier_release_kept_on_disk_is_made_again_in_memory(nats_server):
@@ -281,3 +258,28 @@ async def _published(js, subject: str, data: bytes) -> None:
         except Exception:
             await asyncio.sleep(0.1)
     raise AssertionError(f"{subject} not published")
+
+
+@contextlib.asynccontextmanager
+async def _restartable(nats_server):
+    """A JetStream context on a connection that follows the embedded server through a
+    restart (the test kills it and starts it again)."""
+    if nats_server.process is None:
+        pytest.skip("needs the embedded nats-server, which this test kills and restarts")
+    nc = await nats.connect(nats_server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+    try:
+        yield nc.jetstream()
+    finally:
+        await nc.close()
+
+
+@contextlib.asynccontextmanager
+async def _running(consumer: BatchConsumer):
+    await consumer.start()
+    running = asyncio.create_task(consumer.run())
+    try:
+        yield
+    finally:
+        await consumer.stop(timeout=2)
+        running.cancel()
+        await asyncio.gather(running, return_exceptions=True)
