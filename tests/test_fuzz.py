@@ -498,9 +498,10 @@ async def test_fuzzed_ingest_becomes_one_entry_or_one_rejection_each(writer_and_
             reply = await nc.request(subjects.API_TIMELINE_APPEND, payload, timeout=15)
             replies.append((case, json.loads(reply.data)))
     alive = canary()
-    await js.publish(subjects.INGEST_TIMELINE, json.dumps(alive).encode(), timeout=10)
+    sent = await js.publish(subjects.INGEST_TIMELINE, json.dumps(alive).encode(), timeout=10)
 
-    await wait_until(lambda: ingest_taken(js), 60, "the writer taking every ingest message")
+    await wait_until(lambda: ingest_taken(js, upto=sent.seq), 60,
+                     "the writer taking every ingest message")
     await wait_until(lambda: timeline_projected(js, "continuity-resolver-timeline"), 30,
                      "the resolver projecting every entry")
     system.assert_running()

@@ -149,10 +149,13 @@ async def projected_all(database_url: str, acked: set[str]) -> bool:
     return acked <= (await projected_ids(database_url)).keys()
 
 
-async def ingest_taken(js, durables: tuple[str, ...] | None = None) -> bool:
+async def ingest_taken(js, durables: tuple[str, ...] | None = None,
+                       upto: int | None = None) -> bool:
     """Every ingest consumer (these durables, or every durable there is) has been handed
     everything and has acknowledged it. SEEDLINE_INGEST keeps messages by age, so an
-    acknowledged message stays in the stream: its consumers say what is taken."""
+    acknowledged message stays in the stream: its consumers say what is taken. A consumer
+    counts a message just stored as pending a moment later: `upto`, a seq the caller's own
+    publish was acknowledged at, is waited for as handed to one of them."""
     if durables is None:
         infos = [i for i in await js.consumers_info(subjects.INGEST_STREAM)
                  if i.config.durable_name]
@@ -160,4 +163,6 @@ async def ingest_taken(js, durables: tuple[str, ...] | None = None) -> bool:
             return False
     else:
         infos = [await js.consumer_info(subjects.INGEST_STREAM, d) for d in durables]
-    return all(not (i.num_pending or i.num_ack_pending) for i in infos)
+    handed = max((i.delivered.stream_seq or 0 for i in infos), default=0)
+    return all(not (i.num_pending or i.num_ack_pending) for i in infos) and (
+        upto is None or handed >= upto)
