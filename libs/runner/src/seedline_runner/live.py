@@ -14,6 +14,7 @@ said "resumed" is published as ``resume_lost`` (CONTRACT.md 6).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -59,6 +60,11 @@ class ResumeCheck:
             self.verdict.set_result(accepted)
 
 
+# How long a stop waits for an engine whose answer is out to return (its command line
+# writing its record of the turn and exiting): a hung one is ended anyway after it.
+FINISH_SECONDS = 5.0
+
+
 @dataclass
 class LiveConversation:
     request: LaunchRequest
@@ -85,6 +91,10 @@ class LiveConversation:
     accepted_turns: set[int] = field(default_factory=set)
     queue: asyncio.Queue[Step] = field(default_factory=asyncio.Queue)
     worker: asyncio.Task[None] | None = None
+    # The running step's answer is out (its end marked) and its engine has not returned:
+    # a command line writes its own record of the turn as it exits, and a stop then waits
+    # for that (FINISH_SECONDS), so the record that moves with the conversation is whole.
+    finishing: asyncio.Event | None = None
 
     @property
     def session_id(self) -> str:
@@ -119,6 +129,7 @@ class _StepSink:
         if output.ends_turn and not self.ended:
             self.ended = True
             part = END_PART
+            self._live.finishing = asyncio.Event()
         await self._worker._publish(self._live, self._step, part, output)
 
     async def end(self, output: EngineOutput) -> None:
@@ -143,6 +154,9 @@ class ConversationWorker:
     async def stop(self, live: LiveConversation) -> None:
         if live.worker is None:
             return
+        if live.finishing is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(live.finishing.wait(), FINISH_SECONDS)
         # A cancel can be lost inside a library's wait_for (Python 3.11) when what it
         # waited for, an entry's PubAck say, arrives at that moment: the worker would
         # then wait for its next message for ever. Cancel again until it has ended.
@@ -161,6 +175,10 @@ class ConversationWorker:
             except Exception:
                 # A failure of one message must never stop the conversation's later messages.
                 log.exception("step_failed", session_id=live.session_id, step=step.step_id)
+            finally:
+                if live.finishing is not None:
+                    live.finishing.set()
+                    live.finishing = None
 
     async def _run(self, live: LiveConversation, step: Step) -> None:
         sink = _StepSink(self, live, step)
