@@ -295,9 +295,6 @@ class Fsyncs:
                 kinds[synced_file_kind(found.group(1))] += 1
         return dict(kinds)
 
-    def count(self) -> int:
-        return sum(self.by_file().values())
-
 
 async def _window(counter: Counter, tmp: Path, label: str, work,
                   count_fsyncs: bool = False) -> dict:
@@ -316,8 +313,9 @@ async def _window(counter: Counter, tmp: Path, label: str, work,
         if count_fsyncs:
             await asyncio.sleep(FLUSH_SECONDS)
     counts = after.minus(before)
-    counts["fsyncs"] = fsyncs.count() if count_fsyncs else None
-    counts["fsyncs_by_file"] = fsyncs.by_file() if count_fsyncs else None
+    synced = fsyncs.by_file() if count_fsyncs else None
+    counts["fsyncs"] = None if synced is None else sum(synced.values())
+    counts["fsyncs_by_file"] = synced
     counts["operations"] = operations
     counts["seconds"] = round(seconds, 3)
     return counts
