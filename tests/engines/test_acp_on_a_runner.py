@@ -67,6 +67,13 @@ async def answered(system, standin, words: str) -> list[str]:
     return await system.wait_for(probe, timeout=120)
 
 
+async def replied(system, session_id: str) -> bool:
+    """The conversation's answer is in the timeline."""
+    rows = await system.request(subjects.API_TIMELINE_READ, {
+        "instance_id": INSTANCE, "repo": REPO, "session_id": session_id})
+    return any(row["kind"] == "chat_assistant" for row in rows["entries"])
+
+
 async def test_the_acp_engine_resumes_for_real_and_is_briefed_otherwise(
     system, claude, checkouts, tmp_path
 ) -> None:
@@ -86,6 +93,9 @@ async def test_the_acp_engine_resumes_for_real_and_is_briefed_otherwise(
     first = await open_(system, "acp:claude", "add castling")
     assert first["outcome"] in ("fresh", "unbriefed"), first
     assert await answered(system, standin, "add castling") == ["add castling"]
+    # Its answer is in the timeline before the repo is opened again: an agent stopped while
+    # it still answers keeps no record of the turn, and then cannot prove a resume.
+    await system.wait_for(lambda: replied(system, first["session_id"]), timeout=120)
 
     # Resumed for real: the agent loaded its own conversation; the model saw it again.
     second = await open_(system, "acp:claude", "now en passant")
