@@ -9,7 +9,7 @@ import pytest
 from seedline_contracts.channels import Api
 from seedline_platform import natsio
 from seedline_platform.app_base import ServiceApp
-from seedline_platform.routing import Route
+from seedline_platform.routing import Kind, Route
 from seedline_platform.settings import Settings
 
 pytestmark = pytest.mark.servers
@@ -84,3 +84,73 @@ async def test_a_service_answers_once_started_and_survives_a_cancelled_flush(
     finally:
         await app.stop()
         await client.close()
+
+
+class Word(msgspec.Struct):
+    text: str
+
+
+class Listener:
+    def __init__(self) -> None:
+        self.heard: list[str] = []
+        self.released = asyncio.Event()
+
+    async def hear(self, word: Word, msg) -> None:
+        """`wait` is handled once `go` has been: one at a time, it would wait for ever."""
+        if word.text == "wait":
+            await self.released.wait()
+        else:
+            self.released.set()
+        self.heard.append(word.text)
+
+
+@dataclass
+class ListenerParts:
+    listener: Listener
+
+
+def _listening(workers: int) -> type[ServiceApp]:
+    class Listening(ServiceApp):
+        name = "listening"
+        uses_database = False
+        route_table = staticmethod(lambda settings: (Route(
+            Kind.MESSAGE, "test.words", Listener.hear, "words", message=Word,
+            workers=workers),))
+
+        async def build(self) -> ListenerParts:
+            return ListenerParts(Listener())
+
+    return Listening
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+async def test_a_message_route_with_workers_handles_the_next_while_one_waits(
+        nats_server, tmp_path, workers):
+    settings = Settings.from_env({"SEEDLINE_NATS_URL": nats_server.url,
+                                  "SEEDLINE_NATS_MONITOR_URL": nats_server.monitor_url,
+                                  "SEEDLINE_HOME": str(tmp_path), "SEEDLINE_HTTP_PORT": "0"})
+    client = await natsio.connect([nats_server.url], "client")
+    app = _listening(workers)(settings)
+    await app.start()
+    try:
+        listener = app.handlers[Listener.hear].__self__
+        for text in ("wait", "go"):
+            await client.publish("test.words", msgspec.json.encode(Word(text)))
+        await client.flush()
+        handled = await _until(lambda: len(listener.heard) == 2, 2 if workers == 1 else 10)
+        if workers == 1:  # in arrival order: `go` waits behind `wait`, which waits for it
+            assert not handled and listener.heard == []
+        else:
+            assert handled and listener.heard == ["go", "wait"]
+    finally:
+        listener.released.set()
+        await app.stop()
+        await client.close()
+
+
+async def _until(condition, seconds: float) -> bool:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while not condition() and loop.time() < deadline:
+        await asyncio.sleep(0.05)
+    return condition()

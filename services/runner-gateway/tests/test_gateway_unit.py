@@ -427,6 +427,54 @@ async def test_stop_says_whether_it_was_live_and_engine_bound_only_from_its_mach
     assert gw.events("engine_bound") == []
 
 
+async def test_a_stop_asked_before_this_copy_folded_the_open_stops_what_it_started(
+        gw, monkeypatch):
+    # The open's reply follows `opened` into the stream; a fold more than its catch-up
+    # behind still held the conversation opening, and the stop answered `stopped: false`
+    # while the conversation ran on (a storm of opens each stopped at once).
+    monkeypatch.setattr("seedline_runner_gateway.fold.CATCH_UP_SECONDS", 0.05)
+    gw.online("mac")
+    await gw.requested("csess_a")
+    gw.lagging = True
+    await gw.launcher.launch(gw.composed("csess_a"))
+    assert (await gw.state.held("csess_a")).state is lc.State.OPENING
+    gave_up = asyncio.Event()
+    catch_up = gw.parts.fold.caught_up
+
+    async def caught_up(upto=None):
+        reached = await catch_up(upto)
+        gave_up.set()
+        return reached
+
+    gw.api._caught_up = caught_up
+    stop = asyncio.create_task(gw.ask(GatewayApi.stop, {"session_id": "csess_a"}))
+    await asyncio.wait_for(gave_up.wait(), 10)
+    await asyncio.sleep(0.1)
+    assert not stop.done()
+    gw.lagging = False
+    await gw.fold()
+    assert await stop == {"stopped": True, "ok": True}
+    assert ("mac", "csess_a", "requested") in gw.machines.stops
+    await gw.fold()
+    assert await gw.state.all_live() == []
+
+
+async def test_a_stop_the_fold_cannot_answer_in_time_says_so_and_never_stopped_false(
+        gw, monkeypatch):
+    monkeypatch.setattr("seedline_runner_gateway.fold.CATCH_UP_SECONDS", 0.05)
+    monkeypatch.setattr("seedline_runner_gateway.api.STOP_WAIT_SECONDS", 0.3)
+    gw.online("mac")
+    await gw.requested("csess_a")  # decided, and its launch not yet confirmed
+    reply = await gw.ask(GatewayApi.stop, {"session_id": "csess_a"})
+    assert reply["error"]["code"] == "unavailable"
+    assert "still opening" in reply["error"]["message"]
+    gw.lagging = True
+    await gw.requested("csess_b")
+    reply = await gw.ask(GatewayApi.stop, {"session_id": "csess_b"})
+    assert reply["error"]["code"] == "unavailable"  # not yet folded: not `not_found`
+    assert gw.machines.stops == [] and gw.events("stopped") == []
+
+
 async def test_engine_bound_from_the_machine_a_relocation_launched_on_waits_for_the_relocation(gw):
     # The machine reports right after its launch reply, before `relocated` is recorded:
     # the report is kept, not ignored as coming from a machine the conversation is not on.

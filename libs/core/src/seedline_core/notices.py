@@ -465,6 +465,11 @@ def error_message(code: str, **details: object) -> str:
             )
         case "not_json":
             return "The message is not valid JSON; send a UTF-8 JSON object instead."
+        case "unavailable" if details.get("still_opening"):
+            return (
+                "The conversation is still opening, so it could not be stopped yet; send the "
+                "stop again in a moment."
+            )
         case "unavailable":
             return "Seedline cannot store or read this right now; try again in a moment."
         case "not_found":

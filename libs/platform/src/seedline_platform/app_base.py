@@ -260,9 +260,10 @@ class ServiceApp:
         on_message.__name__ = route.handler.__name__
         # A queue group: one copy takes each message; none: every copy does.
         queue = self.name if route.kind is Kind.MESSAGE else ""
+        at_once = {"max_workers": route.workers} if route.workers > 1 else {}
         self.broker.subscriber(route.subject, queue=queue,
                                title=f"{route.handler_name} {route.subject}",
-                               description=route.description)(on_message)
+                               description=route.description, **at_once)(on_message)
 
     def _on_events(self, route: Route, handle: MsgHandler) -> None:
         self.on_events(stream=route.stream, durable=route.durable, subject=route.subject,

@@ -92,6 +92,10 @@ class Route:
     # REQUEST: reads a body into the request when the API's own type is not enough (an open
     # may also be a bare request for an earlier answer).
     decode: Callable[[bytes], object] | None = None
+    # MESSAGE and BROADCAST: how many messages are handled at once; 1, one at a time in
+    # arrival order. More where one message's handler may wait (on a fold, say) and the
+    # others do not depend on it.
+    workers: int = 1
 
     @classmethod
     def request(cls, api: Api, handler: Callable, *, sends: tuple[Sendable, ...] = (),

@@ -30,6 +30,7 @@ from seedline_platform.publishing import event_message
 
 from .fold import LifecycleFold
 from .resume_lost import ResumeLostRecorder
+from .state import Held
 from .stopping import Stopper
 
 if TYPE_CHECKING:
@@ -40,6 +41,8 @@ log = get_logger(__name__)
 MAX_REASON_CHARS = 200
 MAX_ENGINE_SESSION_CHARS = 256
 SETTLE_SECONDS = 2.0
+# A stop's wait for the fold and an open in flight, within a caller's 10 s request timeout.
+STOP_WAIT_SECONDS = 8.0
 
 
 def read_list(body: bytes) -> SessionsListRequest | ErrorReply:
@@ -68,14 +71,36 @@ class GatewayApi:
         if name_problem(request.session_id):
             return error_reply(
                 "invalid_request", error_message("invalid_request", field="session_id"))
-        await self._caught_up()
-        held = await self._state.held(request.session_id)
-        if held is None:
+        deadline = asyncio.get_running_loop().time() + STOP_WAIT_SECONDS
+        caught_up = await self._caught_up()
+        held = await self._opening_settled(request.session_id, caught_up, deadline)
+        if held is None and caught_up:
             return error_reply("not_found", error_message("not_found", what="conversation"))
+        if held is None or held.state is lc.State.OPENING:
+            # Never a stale `stopped: false`: the caller would take the conversation for
+            # ended while it runs on.
+            return error_reply("unavailable", error_message(
+                "unavailable", still_opening=held is not None))
         if held.state is not lc.State.LIVE:
             return StopReply(stopped=False)
         await self._stopper.end(held, request.reason[:MAX_REASON_CHARS] or "requested")
         return StopReply(stopped=True)
+
+    async def _opening_settled(self, session_id: str, caught_up: bool,
+                               deadline: float) -> Held | None:
+        """The conversation once its open, if one is in flight, went live or failed: a stop
+        asked as the open's reply arrives (the reply follows `opened` into the stream, and
+        this copy's fold may not hold it yet) stops what that open started. Waited for
+        until `deadline`, following this copy's fold (a conversation not yet folded here is
+        read again, as a sibling copy may have folded it)."""
+        with self._fold.watching(session_id) as watch:
+            held = await watch.now()
+            while held is None and not caught_up or (
+                    held is not None and held.state is lc.State.OPENING):
+                if asyncio.get_running_loop().time() >= deadline:
+                    break
+                held = await watch.next()
+        return held
 
     async def remove_machine(
         self, request: MachineRemoveRequest,

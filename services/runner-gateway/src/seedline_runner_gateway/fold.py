@@ -75,13 +75,17 @@ class LifecycleFold:
     def went_live_on(self, node_id: str) -> int:
         return self._went_live.get(node_id, 0)
 
-    async def caught_up(self, upto: int | None = None) -> None:
-        """Wait until the fold holds every event up to `upto` (default: recorded so far)."""
+    async def caught_up(self, upto: int | None = None) -> bool:
+        """Wait until the fold holds every event up to `upto` (default: recorded so far);
+        whether it did within CATCH_UP_SECONDS (a caller that must not act on a stale read
+        says so; the others go on with what is folded)."""
         if upto is None and await self.folded.holds_everything():
-            return
+            return True
         target = upto if upto is not None else await self._stream_end()
-        if not await self.folded.reached(target, CATCH_UP_SECONDS):
-            log.warning("fold_behind", target=target, applied=self.folded.seq)
+        if await self.folded.reached(target, CATCH_UP_SECONDS):
+            return True
+        log.warning("fold_behind", target=target, applied=self.folded.seq)
+        return False
 
 
 def _made_live_on(event: lc.Event) -> str | None:

@@ -35,6 +35,8 @@ from .turns import TimelineFollower
 # Ending a conversation records it, asks its machine and tells its people; what the
 # machine saved of its checkout is recorded and the older saves trimmed (stopping.py).
 ENDING = (Stopped, channels.RUNNER_STOP, channels.NOTIFY, WorktreeSaved, channels.WORKTREES)
+# Machines' reports handled at once by one copy.
+RUNNER_EVENT_WORKERS = 32
 
 
 def routes(settings: Settings) -> tuple[Route, ...]:
@@ -51,7 +53,11 @@ def routes(settings: Settings) -> tuple[Route, ...]:
               description="engine_bound, resume_lost, brief_given and exited from machines "
                           "(6).",
               sends=(EngineBound, ResumeLost, BriefGiven, channels.NOTIFY, WorktreeSaved,
-                     channels.WORKTREES)),
+                     channels.WORKTREES),
+              # A report may wait up to api.SETTLE_SECONDS for its launch to be folded (one
+              # on a conversation stopped meanwhile waits it out): one at a time, every
+              # machine's reports queued behind each such wait.
+              workers=RUNNER_EVENT_WORKERS),
         Route.request(channels.SESSIONS_STOP, GatewayApi.stop,
                       description="Stop a live conversation (CONTRACT.md 4, 4.1).",
                       sends=ENDING),
