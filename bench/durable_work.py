@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import cpu_accounting, report
-from bench.open_latency import ENGINE, NODE, SERVICES, request_json, start_system
+from bench.open_latency import ENGINE, NODE, SERVICES, request_json, start_system, stop_live
 
 NAME = "durable_work"
 INSTANCE = "durable01"
@@ -336,14 +336,12 @@ async def _open(nc, repo: str, instruction: str | None = None) -> dict:
 
 async def _stopped_repos(nc, count: int, tag: str) -> dict[str, str]:
     """`count` repos opened once and stopped: repo -> its conversation."""
-    from seedline_contracts import subjects
 
     out = {}
     for n in range(count):
         repo = f"bench/dw-{tag}-{n:03d}"
         reply = await _open(nc, repo)
-        await request_json(nc, subjects.API_SESSIONS_STOP,
-                           {"session_id": reply["session_id"], "reason": "idle"})
+        await stop_live(nc, reply["session_id"])
         out[repo] = reply["session_id"]
     return out
 

@@ -346,6 +346,26 @@ async def request_json(nc, subject: str, body: dict, timeout: float = 60.0) -> d
     return json.loads((await nc.request(subject, encode(body), timeout=timeout)).data)
 
 
+STOP_TRIES = 3
+
+
+async def stop_live(nc, session_id: str, reason: str = "idle") -> None:
+    """Stop a conversation the bench just opened, or say why it could not: a stop that is
+    refused or finds it not live would leave it running under the measurement. An
+    `unavailable` (the platform says to ask again) is asked again."""
+    from seedline_contracts import subjects
+
+    body = {"session_id": session_id, "reason": reason}
+    for _ in range(STOP_TRIES):
+        reply = await request_json(nc, subjects.API_SESSIONS_STOP, body)
+        if reply.get("stopped") is True:
+            return
+        if (reply.get("error") or {}).get("code") != "unavailable":
+            break
+        await asyncio.sleep(1.0)
+    raise RuntimeError(f"stopping {session_id} answered {reply}")
+
+
 async def live_per_repo(nc, instances: set[str]) -> dict[tuple[str, str], int]:
     """How many conversations `sessions.list` says are live, per (instance, repo) listed."""
     from seedline_contracts import subjects

@@ -36,7 +36,7 @@ from pathlib import Path
 
 from bench import cpu_accounting, report
 from bench.open_latency import (ENGINE, SERVICES, Spies, live_per_repo, request_json,
-                                start_system, summarise)
+                                start_system, stop_live, summarise)
 
 NAME = "wake_storm"
 TARGETS = {"wakes_per_s_min": 250.0, "p99_ms_max": 500.0}
@@ -73,8 +73,7 @@ async def prepare(nc, conversations: list[tuple[str, str, str]]) -> dict[tuple[s
                 "repo": repo, "engine": ENGINE, "node_id": node})
             if not reply.get("ok"):
                 raise RuntimeError(f"setting up {instance}/{repo} failed: {reply}")
-            await request_json(nc, subjects.API_SESSIONS_STOP,
-                               {"session_id": reply["session_id"], "reason": "idle"})
+            await stop_live(nc, reply["session_id"])
             stopped[(instance, repo)] = reply["session_id"]
 
     await asyncio.gather(*(one(*c) for c in conversations))

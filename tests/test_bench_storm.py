@@ -51,3 +51,38 @@ def test_the_conversations_spread_over_instances_and_machines_evenly():
         for row in plan:
             counts[row[index]] = counts.get(row[index], 0) + 1
         assert set(counts.values()) == {10 if index == 0 else 100}
+
+
+class _Answers:
+    """A NATS connection whose stop requests get the replies given, in order."""
+
+    def __init__(self, *replies: dict) -> None:
+        self.replies = list(replies)
+        self.asked = 0
+
+    async def request(self, subject, data, timeout):
+        import json
+        from types import SimpleNamespace
+
+        self.asked += 1
+        return SimpleNamespace(data=json.dumps(self.replies.pop(0)).encode())
+
+
+def test_the_bench_stops_what_it_opened_or_says_why_it_could_not(monkeypatch):
+    from bench import open_latency
+
+    async def no_pause(_):
+        return None
+
+    monkeypatch.setattr(open_latency.asyncio, "sleep", no_pause)
+    unavailable = {"ok": False, "error": {"code": "unavailable", "message": "again"}}
+    asked_again = _Answers(unavailable, {"ok": True, "stopped": True})
+    asyncio.run(open_latency.stop_live(asked_again, "csess_1"))
+    assert asked_again.asked == 2
+    for replies, asked in (([{"ok": True, "stopped": False}], 1),
+                           ([{"ok": False, "error": {"code": "not_found"}}], 1),
+                           ([unavailable] * open_latency.STOP_TRIES, open_latency.STOP_TRIES)):
+        refused = _Answers(*replies)
+        with pytest.raises(RuntimeError, match="stopping csess_1 answered"):
+            asyncio.run(open_latency.stop_live(refused, "csess_1"))
+        assert refused.asked == asked
