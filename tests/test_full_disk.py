@@ -7,6 +7,7 @@ Mounting needs root (or CAP_SYS_ADMIN); elsewhere the test is skipped and says s
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import queue
@@ -52,11 +53,19 @@ def unmount(folder: Path) -> None:
         subprocess.run(["umount", "-l", str(folder)], capture_output=True)
 
 
-def fill(folder: Path, leave: int) -> Path:
-    """A file that takes all but ``leave`` bytes of the folder's disk (or all of it)."""
+def fill(folder: Path, leave: int) -> Path | None:
+    """A file that takes all but ``leave`` bytes of the folder's disk (or all of it); None
+    when the disk is too full for even a new file's name (what was asked, to the last byte:
+    the running services took the rest first)."""
     filler = folder / f"filler-{len(list(folder.glob('filler-*')))}"
     size = max(0, free_bytes(folder) - leave)
-    with open(filler, "wb") as handle:
+    try:
+        handle = open(filler, "wb")
+    except OSError as exc:
+        if leave == 0 and exc.errno == errno.ENOSPC:
+            return None
+        raise
+    with handle:
         try:
             os.posix_fallocate(handle.fileno(), 0, size)
         except OSError:
