@@ -34,6 +34,12 @@ async def test_a_flush_cancelled_before_its_pong_leaves_the_connection_reading(n
         await nc.close()
 
 
+def _settings(nats_server, home) -> Settings:
+    return Settings.from_env({"SEEDLINE_NATS_URL": nats_server.url,
+                              "SEEDLINE_NATS_MONITOR_URL": nats_server.monitor_url,
+                              "SEEDLINE_HOME": str(home), "SEEDLINE_HTTP_PORT": "0"})
+
+
 class Ping(msgspec.Struct):
     pass
 
@@ -67,11 +73,8 @@ class Echo(ServiceApp):
 async def test_a_service_answers_once_started_and_survives_a_cancelled_flush(
         nats_server, tmp_path):
     """The services connect through FastStream, not natsio.connect: the same guard holds."""
-    settings = Settings.from_env({"SEEDLINE_NATS_URL": nats_server.url,
-                                  "SEEDLINE_NATS_MONITOR_URL": nats_server.monitor_url,
-                                  "SEEDLINE_HOME": str(tmp_path), "SEEDLINE_HTTP_PORT": "0"})
     client = await natsio.connect([nats_server.url], "client")
-    app = Echo(settings)
+    app = Echo(_settings(nats_server, tmp_path))
     await app.start()
     try:
         # Started means answered: the server holds the subscription already.
@@ -126,11 +129,8 @@ def _listening(workers: int) -> type[ServiceApp]:
 @pytest.mark.parametrize("workers", [1, 4])
 async def test_a_message_route_with_workers_handles_the_next_while_one_waits(
         nats_server, tmp_path, workers):
-    settings = Settings.from_env({"SEEDLINE_NATS_URL": nats_server.url,
-                                  "SEEDLINE_NATS_MONITOR_URL": nats_server.monitor_url,
-                                  "SEEDLINE_HOME": str(tmp_path), "SEEDLINE_HTTP_PORT": "0"})
     client = await natsio.connect([nats_server.url], "client")
-    app = _listening(workers)(settings)
+    app = _listening(workers)(_settings(nats_server, tmp_path))
     await app.start()
     try:
         listener = app.handlers[Listener.hear].__self__
