@@ -475,6 +475,27 @@ async def test_a_stop_the_fold_cannot_answer_in_time_says_so_and_never_stopped_f
     assert gw.machines.stops == [] and gw.events("stopped") == []
 
 
+async def test_a_report_on_a_launch_a_lagging_fold_has_not_folded_is_kept_once_it_catches_up(
+        gw, monkeypatch):
+    # The fold here moves only when asked to catch up: past the settle's two seconds, the
+    # report waits for it to hold what is recorded and looks again. It was dropped
+    # (`engine_bound_ignored`), and for an engine whose id comes after its launch reply
+    # that is the only record of the id a later resume needs.
+    monkeypatch.setattr("seedline_runner_gateway.api.SETTLE_SECONDS", 0.1)
+    gw.online("mac")
+    await gw.requested("csess_a")
+    gw.lagging = True
+    await gw.launcher.launch(gw.composed("csess_a"))
+    reported = asyncio.create_task(gw.report("mac", {
+        "type": "engine_bound", "session_id": "csess_a", "at": AT,
+        "engine_session_id": "key-after-launch"}))
+    await asyncio.sleep(0)
+    gw.lagging = False
+    await reported
+    (bound,) = gw.events("engine_bound")
+    assert (bound["engine_session_id"], bound["node_id"]) == ("key-after-launch", "mac")
+
+
 async def test_engine_bound_from_the_machine_a_relocation_launched_on_waits_for_the_relocation(gw):
     # The machine reports right after its launch reply, before `relocated` is recorded:
     # the report is kept, not ignored as coming from a machine the conversation is not on.

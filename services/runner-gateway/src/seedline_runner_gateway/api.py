@@ -53,6 +53,13 @@ def read_list(body: bytes) -> SessionsListRequest | ErrorReply:
         return error_reply("invalid_request", f"The list request is not valid: {exc}.")
 
 
+def _settled_on(held: Held | None, node_id: str) -> bool:
+    """Whether a machine's report on a launch can be taken: the conversation is live on that
+    machine, or its open failed."""
+    return held is not None and (held.state is lc.State.FAILED or (
+        held.state is lc.State.LIVE and held.node_id == node_id))
+
+
 class GatewayApi:
     def __init__(self, ports: Ports, stopper: Stopper, resume_lost: ResumeLostRecorder,
                  fold: LifecycleFold) -> None:
@@ -156,19 +163,23 @@ class GatewayApi:
         A machine reports right after its launch reply, before the gateway has recorded
         `opened` or `relocated`: a conversation still opening, or moving to that machine
         from another (live elsewhere or stopped), is waited for, up to two seconds: each
-        look follows the next fold, which hands over what it wrote.
+        look follows the next fold, which hands over what it wrote; then, when the fold was
+        behind, until it holds what is recorded.
         """
         deadline = asyncio.get_running_loop().time() + SETTLE_SECONDS
         with self._fold.watching(session_id) as watch:
             held = await watch.now()
-            while True:
-                if held is not None and held.state is lc.State.LIVE and held.node_id == node_id:
-                    return held
-                if held is not None and held.state is lc.State.FAILED:
-                    return held
+            while not _settled_on(held, node_id):
                 if asyncio.get_running_loop().time() >= deadline:
-                    return held
+                    # A fold further behind than that may not hold the launch yet (the
+                    # report would be lost: for an engine whose id comes after its launch
+                    # reply, the only record of it): one more look once it holds what is
+                    # recorded now.
+                    if await self._caught_up():
+                        held = await watch.now()
+                    break
                 held = await watch.next()
+        return held
 
     async def on_runner_event(self, event: RunnerEvent, msg: Msg) -> None:
         """engine_bound, resume_lost and brief_given from the machine a conversation is live
