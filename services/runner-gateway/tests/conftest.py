@@ -165,6 +165,13 @@ class Gateway:
         await self.launcher.launch(composed(session_id, node_id, **plan))
         await self.fold()
 
+    async def launched_unfolded(self, session_id: str, node_id: str = "mac") -> None:
+        """open_requested folded, then its launch with the fold behind (`lagging`): the
+        machine has it, this copy's fold does not hold its `opened`."""
+        await self.requested(session_id, node_id)
+        self.lagging = True
+        await self.launcher.launch(composed(session_id, node_id))
+
     composed = staticmethod(lambda *a, **k: composed(*a, **k))
 
     def events(self, kind: str) -> list[dict]:

@@ -434,9 +434,7 @@ async def test_a_stop_asked_before_this_copy_folded_the_open_stops_what_it_start
     # while the conversation ran on (a storm of opens each stopped at once).
     monkeypatch.setattr("seedline_runner_gateway.fold.CATCH_UP_SECONDS", 0.05)
     gw.online("mac")
-    await gw.requested("csess_a")
-    gw.lagging = True
-    await gw.launcher.launch(gw.composed("csess_a"))
+    await gw.launched_unfolded("csess_a")
     assert (await gw.state.held("csess_a")).state is lc.State.OPENING
     gave_up = asyncio.Event()
     catch_up = gw.parts.fold.caught_up
@@ -483,9 +481,7 @@ async def test_a_report_on_a_launch_a_lagging_fold_has_not_folded_is_kept_once_i
     # that is the only record of the id a later resume needs.
     monkeypatch.setattr("seedline_runner_gateway.api.SETTLE_SECONDS", 0.1)
     gw.online("mac")
-    await gw.requested("csess_a")
-    gw.lagging = True
-    await gw.launcher.launch(gw.composed("csess_a"))
+    await gw.launched_unfolded("csess_a")
     reported = asyncio.create_task(gw.report("mac", {
         "type": "engine_bound", "session_id": "csess_a", "at": AT,
         "engine_session_id": "key-after-launch"}))

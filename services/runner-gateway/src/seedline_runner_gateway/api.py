@@ -80,7 +80,13 @@ class GatewayApi:
                 "invalid_request", error_message("invalid_request", field="session_id"))
         deadline = asyncio.get_running_loop().time() + STOP_WAIT_SECONDS
         caught_up = await self._caught_up()
-        held = await self._opening_settled(request.session_id, caught_up, deadline)
+        # A stop asked as the open's reply arrives (the reply follows `opened` into the
+        # stream, and this copy's fold may not hold it yet) stops what that open started:
+        # its open in flight is waited for, and a conversation not folded here yet is read
+        # again (a sibling copy may have folded it).
+        held = await self._fold.until(
+            request.session_id, lambda held: (
+                caught_up if held is None else held.state is not lc.State.OPENING), deadline)
         if held is None and caught_up:
             return error_reply("not_found", error_message("not_found", what="conversation"))
         if held is None or held.state is lc.State.OPENING:
@@ -92,22 +98,6 @@ class GatewayApi:
             return StopReply(stopped=False)
         await self._stopper.end(held, request.reason[:MAX_REASON_CHARS] or "requested")
         return StopReply(stopped=True)
-
-    async def _opening_settled(self, session_id: str, caught_up: bool,
-                               deadline: float) -> Held | None:
-        """The conversation once its open, if one is in flight, went live or failed: a stop
-        asked as the open's reply arrives (the reply follows `opened` into the stream, and
-        this copy's fold may not hold it yet) stops what that open started. Waited for
-        until `deadline`, following this copy's fold (a conversation not yet folded here is
-        read again, as a sibling copy may have folded it)."""
-        with self._fold.watching(session_id) as watch:
-            held = await watch.now()
-            while held is None and not caught_up or (
-                    held is not None and held.state is lc.State.OPENING):
-                if asyncio.get_running_loop().time() >= deadline:
-                    break
-                held = await watch.next()
-        return held
 
     async def remove_machine(
         self, request: MachineRemoveRequest,
@@ -167,18 +157,13 @@ class GatewayApi:
         behind, until it holds what is recorded.
         """
         deadline = asyncio.get_running_loop().time() + SETTLE_SECONDS
-        with self._fold.watching(session_id) as watch:
-            held = await watch.now()
-            while not _settled_on(held, node_id):
-                if asyncio.get_running_loop().time() >= deadline:
-                    # A fold further behind than that may not hold the launch yet (the
-                    # report would be lost: for an engine whose id comes after its launch
-                    # reply, the only record of it): one more look once it holds what is
-                    # recorded now.
-                    if await self._caught_up():
-                        held = await watch.now()
-                    break
-                held = await watch.next()
+        held = await self._fold.until(
+            session_id, lambda held: _settled_on(held, node_id), deadline)
+        if not _settled_on(held, node_id) and await self._caught_up():
+            # A fold further behind than that may not hold the launch yet (the report would
+            # be lost: for an engine whose id comes after its launch reply, the only record
+            # of it): one more look once it holds what is recorded now.
+            held = await self._state.held(session_id)
         return held
 
     async def on_runner_event(self, event: RunnerEvent, msg: Msg) -> None:

@@ -72,6 +72,21 @@ class LifecycleFold:
             if not watches:
                 del self._watches[session_id]
 
+    async def until(self, session_id: str, settled: Callable[[Held | None], bool],
+                    deadline: float,
+                    between: Callable[[], Awaitable[None]] | None = None) -> Held | None:
+        """The conversation as read now, then as each fold of it leaves it (`watching`),
+        until `settled` says so of it or the loop's clock passes `deadline`; `between` runs
+        before each wait."""
+        loop = asyncio.get_running_loop()
+        with self.watching(session_id) as watch:
+            held = await watch.now()
+            while not settled(held) and loop.time() < deadline:
+                if between is not None:
+                    await between()
+                held = await watch.next()
+        return held
+
     def went_live_on(self, node_id: str) -> int:
         return self._went_live.get(node_id, 0)
 

@@ -114,16 +114,12 @@ class TimelineFollower:
         current = found.current
         if current is None or current.state is not lc.State.OPENING:
             return found
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + OPENING_WAIT_SECONDS
-        with self._fold.watching(current.session_id) as watch:
-            current = await watch.now()
-            while current is not None and current.state is lc.State.OPENING:
-                if loop.time() > deadline:
-                    current = None
-                    break
-                await _extend(msg)
-                current = await watch.next()
+        current = await self._fold.until(
+            current.session_id, lambda held: held is None or held.state is not lc.State.OPENING,
+            asyncio.get_running_loop().time() + OPENING_WAIT_SECONDS,
+            between=lambda: _extend(msg))
+        if current is not None and current.state is lc.State.OPENING:
+            current = None  # it did not open in time
         if current is not None and current.state is lc.State.LIVE:
             return RepoNow(current, found.last_open)  # the turn goes to it
         # It did not open: a wake goes where the repo last opened as of now.
