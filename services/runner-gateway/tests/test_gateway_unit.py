@@ -716,6 +716,32 @@ async def test_a_put_that_repeats_the_last_one_reads_nothing_until_something_is_
     assert stopped["reason"] == "runner_restarted" and reads == ["mac"] * 3
 
 
+async def test_a_put_listing_what_the_fold_made_live_there_since_it_last_agreed_reads_nothing(gw):
+    """In a storm each launch's put lists one more: taken without a read while it lists
+    all it listed and all the fold made live there since; one leaving out either is read."""
+    gw.online("mac", revision=5)
+    reads = reads_of_live_on(gw)
+    await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", [], 6))
+    listed: list[str] = []
+    for revision, session_id in enumerate(("csess_a", "csess_b", "csess_c"), start=7):
+        await gw.open(session_id, repo=f"apps/{session_id}")
+        listed.append(session_id)
+        await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", listed, revision))
+    assert reads == ["mac"]
+    await gw.open("csess_d", repo="apps/d")  # made live here, and the puts leave it out
+    for revision in (10, 11, 12):
+        await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", listed, revision))
+    await gw.fold()
+    assert reads == ["mac"] * 4
+    (stopped,) = gw.events("stopped")
+    assert (stopped["session_id"], stopped["reason"]) == ("csess_d", "runner_restarted")
+    # A put leaving out one it listed before is read, though the fold made nothing live.
+    await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", listed, 13))
+    assert reads == ["mac"] * 5  # it agreed again (csess_d is stopped)
+    await gw.reconciler.seen("mac", gw.presence.put("mac", "Mac mini", listed[1:], 14))
+    assert reads == ["mac"] * 6
+
+
 # One live engine per repo across a network that fails (fault harness, seed 7) ------------
 
 

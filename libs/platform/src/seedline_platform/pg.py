@@ -11,6 +11,7 @@ import hashlib
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
@@ -44,6 +45,48 @@ class OutagePool(AsyncConnectionPool):
                 yield conn
         except (*TRANSIENT_ERRORS, PoolTimeout) as exc:
             raise DatabaseUnavailable(str(exc) or type(exc).__name__) from exc
+
+
+class _Lent:
+    """A connection a task holds in a transaction, lent to that task's reads (`reading`)."""
+
+    def __init__(self, pool: AsyncConnectionPool, conn: psycopg.AsyncConnection) -> None:
+        self.pool = pool
+        self.conn: psycopg.AsyncConnection | None = conn
+
+
+_LENT: ContextVar[_Lent | None] = ContextVar("seedline_pg_lent", default=None)
+
+
+@asynccontextmanager
+async def lending(pool: AsyncConnectionPool, conn: psycopg.AsyncConnection) -> AsyncIterator[None]:
+    """While the block runs, this task's reads from `pool` (`reading`) go over `conn`, a
+    connection the task holds in a transaction anyway (a launch's repo turn): under READ
+    COMMITTED each statement sees what is committed as it runs, as it would alone, and the
+    reads are part of that transaction instead of one transaction each. A task the block
+    started that outlives it reads from the pool again."""
+    lent = _Lent(pool, conn)
+    token = _LENT.set(lent)
+    try:
+        yield
+    finally:
+        lent.conn = None
+        _LENT.reset(token)
+
+
+@asynccontextmanager
+async def reading(pool: AsyncConnectionPool) -> AsyncIterator[psycopg.AsyncConnection]:
+    """A connection for reads: the one lent to this task (`lending`), else one of the pool.
+    Writes take theirs from the pool: a lender's rollback must not take them with it."""
+    lent = _LENT.get()
+    if lent is None or lent.conn is None or lent.pool is not pool:
+        async with pool.connection() as conn:
+            yield conn
+        return
+    try:
+        yield lent.conn
+    except TRANSIENT_ERRORS as exc:  # as OutagePool says them
+        raise DatabaseUnavailable(str(exc) or type(exc).__name__) from exc
 
 
 # Every query is planned with its real values. psycopg prepares a statement

@@ -82,7 +82,7 @@ class Parts:
 def bootstrap(settings: Settings, ports: Ports) -> Parts:
     fold = LifecycleFold(ports.state, ports.stream_end, ports.fold_drained)
     stopper = Stopper(ports, ports.saved_objects)
-    reconciler = Reconciler(ports.state, stopper, fold.caught_up, fold.went_live_on)
+    reconciler = Reconciler(ports.state, stopper, fold)
     presence = ports.presence(reconciler)
     outcomes = LaunchOutcomes(ports, stopper, fold.caught_up)
     resume_lost = ResumeLostRecorder(ports)

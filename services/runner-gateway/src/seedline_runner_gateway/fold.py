@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 
 from seedline_contracts.events import SessionEvent
@@ -27,6 +28,9 @@ log = get_logger(__name__)
 FOLD_DURABLE = "runner-gateway-sessions"
 CATCH_UP_SECONDS = 5.0
 RECHECK_SECONDS = 0.25  # how soon a wait on one conversation reads it again regardless
+# How many of the conversations it made live on each machine the fold keeps the ids of, the
+# newest: what a machine's presence put must list for the reconciler to take it without a read.
+KEPT_LIVE_IDS = 64
 
 
 class LifecycleFold:
@@ -35,9 +39,11 @@ class LifecycleFold:
         self._state = state
         self._stream_end = stream_end
         self.folded = Watermark(state.applied, drained=drained)
-        # How many times this copy's fold made a conversation live on each machine: a
-        # presence put that repeats a machine's last one is news only after that.
+        # How many times this copy's fold made a conversation live on each machine, and the
+        # newest of those conversations: a presence put is news only when it leaves out
+        # one of them, or what the machine listed before (reconcile.py).
         self._went_live: dict[str, int] = {}
+        self._live_ids: dict[str, deque[str]] = {}
         self._requested = RequestedHere()
         # Waits for an event of one conversation to be folded, by its session_id.
         self._watches: dict[str, set[_Watch]] = {}
@@ -50,6 +56,8 @@ class LifecycleFold:
             node_id = _made_live_on(step.event)
             if node_id is not None:
                 self._went_live[node_id] = self._went_live.get(node_id, 0) + 1
+                self._live_ids.setdefault(node_id, deque(maxlen=KEPT_LIVE_IDS)).append(
+                    step.session_id)
         for session_id in {step.session_id for step in steps}:
             for watch in self._watches.get(session_id, ()):
                 watch.tell(folded.get(session_id, _UNKNOWN))
@@ -89,6 +97,15 @@ class LifecycleFold:
 
     def went_live_on(self, node_id: str) -> int:
         return self._went_live.get(node_id, 0)
+
+    def made_live_since(self, node_id: str, count: int) -> frozenset[str] | None:
+        """The conversations this copy's fold made live on the machine since it had made
+        `count` live there (`went_live_on`); None when it no longer keeps all their ids."""
+        newer = self._went_live.get(node_id, 0) - count
+        kept = self._live_ids.get(node_id, ())
+        if newer > len(kept) or newer < 0:
+            return None
+        return frozenset(list(kept)[len(kept) - newer:]) if newer else frozenset()
 
     async def caught_up(self, upto: int | None = None) -> bool:
         """Wait until the fold holds every event up to `upto` (default: recorded so far);

@@ -225,11 +225,11 @@ class PostgresGatewayState:
         return {held.session_id: held for held in map(_held, await cur.fetchall())}
 
     async def applied(self) -> int:
-        async with self._pool.connection() as conn:
+        async with pg.reading(self._pool) as conn:
             return await OFFSETS.read(conn, PROJECTION)
 
     async def _some(self, where: str, params: tuple) -> list[Held]:
-        async with self._pool.connection() as conn:
+        async with pg.reading(self._pool) as conn:
             cur = await conn.execute(
                 f"SELECT {_COLUMNS} FROM gateway_conversations WHERE {where}", params
             )
@@ -247,14 +247,14 @@ class PostgresGatewayState:
             (sorted(session_ids), instance_id, repo))
 
     async def repo_now(self, instance_id: str, repo: str) -> RepoNow:
-        async with self._pool.connection() as conn:
+        async with pg.reading(self._pool) as conn:
             cur = await conn.execute(_REPO_NOW, {"instance": instance_id, "repo": repo})
             node_id, engine, *current = await cur.fetchone()
         return RepoNow(None if current[0] is None else _held(current),
                        None if node_id is None else (node_id, engine))
 
     async def at_launch(self, session_id: str, instance_id: str, repo: str) -> AtLaunch:
-        async with self._pool.connection() as conn:
+        async with pg.reading(self._pool) as conn:
             cur = await conn.execute(_AT_LAUNCH, {"instance": instance_id, "repo": repo,
                                                   "session": session_id})
             rows = await cur.fetchall()
@@ -283,7 +283,7 @@ class PostgresGatewayState:
             (node_id, sorted(besides)))
 
     async def hosting_nodes(self) -> set[str]:
-        async with self._pool.connection() as conn:
+        async with pg.reading(self._pool) as conn:
             cur = await conn.execute(
                 "SELECT DISTINCT node_id FROM gateway_conversations"
                 " WHERE state = 'live' AND node_id IS NOT NULL")
@@ -319,7 +319,7 @@ class PostgresGatewayState:
             )
 
     async def label(self, node_id: str) -> str | None:
-        async with self._pool.connection() as conn:
+        async with pg.reading(self._pool) as conn:
             cur = await conn.execute("SELECT label FROM machines WHERE node_id = %s", (node_id,))
             row = await cur.fetchone()
         return row[0] if row else None

@@ -8,7 +8,7 @@ the person is told, and ``sessions.list`` never shows a conversation no machine 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 from seedline_core import lifecycle as lc
 from seedline_core.presence import PresencePut, reconcile
@@ -19,32 +19,34 @@ from .presence import Sighting
 from .state import GatewayState, Held
 from .stopping import Stopper
 
+if TYPE_CHECKING:
+    from .fold import LifecycleFold
+
 log = get_logger(__name__)
 
 
 class Reconciler:
-    def __init__(
-        self, state: GatewayState, stopper: Stopper, caught_up: Callable[[], Awaitable[None]],
-        went_live_on: Callable[[str], int] | None = None,
-    ) -> None:
+    def __init__(self, state: GatewayState, stopper: Stopper, fold: LifecycleFold) -> None:
         self._state = state
         self._stopper = stopper
         # Before ending a conversation, fold what is recorded: one the gateway has just
         # stopped itself (superseded, say) is left out of the machine's next puts, and was
         # then stopped again with a notice that its machine had restarted or gone.
-        self._caught_up = caught_up
+        self._caught_up = fold.caught_up
+        self._fold = fold
         # Per machine, the presence revision newest when each launch there was accepted;
         # only later puts count. Kept for what the machine's last put listed or left out
         # while held live there: a conversation done with leaves at the next put.
         self._accepted: dict[str, dict[str, int]] = {}
         self._misses: dict[str, dict[str, int]] = {}
-        # A put that repeats a machine's last one, which hosted all the gateway holds live
-        # there, changes nothing until the fold makes another conversation live there
-        # (one that stopped only shrinks what the machine must host): each such machine's
-        # last (hosted set, how often the fold made one live there). A machine puts every
-        # few seconds; most puts are such. None: every put is read against the state.
-        self._went_live_on = went_live_on
-        self._unchanged: dict[str, tuple[frozenset[str], int]] = {}
+        # Per machine, the last put held against the state that hosted all the gateway held
+        # live there (what it listed, and how many this copy's fold had made live there by
+        # then). What the gateway holds live there since is at most that and what the fold
+        # made live there after (a stop only shrinks it; a sibling copy's fold is held
+        # against the puts by that copy): a put listing all of it changes nothing and is
+        # taken without a read. A machine puts every few seconds, and at each launch and
+        # stop: most puts are such.
+        self._agreed: dict[str, tuple[frozenset[str], int]] = {}
 
     def launched(self, node_id: str, session_id: str, revision: int) -> None:
         self._accepted.setdefault(node_id, {})[session_id] = revision
@@ -54,8 +56,9 @@ class Reconciler:
         if live is None:
             return  # protocol 1: says nothing about what it hosts
         listed = frozenset(live)
-        went_live = self._went_live_on(node_id) if self._went_live_on is not None else -1
-        if went_live >= 0 and self._unchanged.get(node_id) == (listed, went_live):
+        went_live = self._fold.went_live_on(node_id)
+        if self._hosts_all_held(node_id, listed):
+            self._agreed[node_id] = (listed, went_live)
             return
         accepted = self._accepted.get(node_id, {})
         # A conversation first met on this put (the gateway restarted) starts counting
@@ -76,9 +79,9 @@ class Reconciler:
         )
         self._misses[node_id] = counts
         if not hosted:  # the machine and the gateway agree
-            self._unchanged[node_id] = (listed, went_live)
+            self._agreed[node_id] = (listed, went_live)
         else:
-            self._unchanged.pop(node_id, None)
+            self._agreed.pop(node_id, None)
         label = sighting.presence.label
         for held in here:
             if held.session_id not in gone or not (held := await self._still_live(held)):
@@ -96,7 +99,17 @@ class Reconciler:
             )
         self._accepted.pop(node_id, None)
         self._misses.pop(node_id, None)
-        self._unchanged.pop(node_id, None)
+        self._agreed.pop(node_id, None)
+
+    def _hosts_all_held(self, node_id: str, listed: frozenset[str]) -> bool:
+        """Whether a put lists all the machine listed when it last agreed with the state,
+        and all this copy's fold made live there since."""
+        agreed = self._agreed.get(node_id)
+        if agreed is None:
+            return False
+        listed_then, went_live_then = agreed
+        since = self._fold.made_live_since(node_id, went_live_then)
+        return since is not None and listed_then <= listed and since <= listed
 
     async def _still_live(self, held: Held) -> Held | None:
         """The conversation as now recorded, when it is still live on the same machine."""

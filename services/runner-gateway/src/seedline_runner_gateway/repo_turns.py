@@ -22,6 +22,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool
 
+from seedline_platform import pg
 from seedline_platform.outage import Outage
 
 LOCK_WAIT = "30s"
@@ -59,10 +60,10 @@ class PostgresRepoTurns:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self._pool = pool
         self._local = LocalRepoTurns()  # one connection per repo per copy, not per waiter
-        # A turn holds a connection for the whole launch, and the launch needs others for
-        # its own reads and writes: with every connection held by a turn, no launch could
-        # go on (seen with 50 repos opened at once on a pool of 8). Half the pool, at most,
-        # holds turns.
+        # A turn holds a connection for the whole launch, and the launch may need others
+        # (its reads go over the turn's own): with every connection held by a turn, no
+        # launch could go on (seen with 50 repos opened at once on a pool of 8). Half the
+        # pool, at most, holds turns.
         self._slots = asyncio.Semaphore(max(1, pool.max_size // 2))
 
     @asynccontextmanager
@@ -78,4 +79,7 @@ class PostgresRepoTurns:
                     await conn.execute(TAKE_TURN.format(sql.Literal(key)))
                 except psycopg.errors.LockNotAvailable:
                     raise Outage(f"another copy holds the launch turn of {repo}") from None
-                yield
+                # The launch's reads of the gateway's state go over this connection: part
+                # of the turn's transaction, not one transaction each.
+                async with pg.lending(self._pool, conn):
+                    yield
