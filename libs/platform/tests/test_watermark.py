@@ -47,17 +47,19 @@ async def test_a_seq_never_folded_is_answered_false_after_the_timeout():
 
 
 class Consumer:
-    """Whether a fold's consumer has anything left, as consumer_drained asks the server."""
+    """Whether a fold's consumer has anything left, as consumer_drained asks the server:
+    when drained, the seq it last delivered (`last`)."""
 
-    def __init__(self, drained: bool = False) -> None:
+    def __init__(self, drained: bool = False, last: int = 0) -> None:
         self.drained = drained
+        self.last = last
         self.asks = 0
         self.release = asyncio.Event()
         self.release.set()
 
-    async def ask(self) -> bool:
+    async def ask(self) -> int | None:
         self.asks += 1
-        answer = self.drained  # the server's answer is as things were when asked
+        answer = self.last if self.drained else None  # as things were when asked
         await self.release.wait()
         return answer
 
@@ -105,12 +107,15 @@ async def test_waits_share_one_ask_and_an_ask_begun_before_a_wait_does_not_answe
 
 
 async def test_a_drained_consumer_holds_everything_without_a_seq_and_an_unfed_mark_never_does():
-    consumer = Consumer(drained=True)
+    consumer = Consumer(drained=True)  # nothing delivered yet: seq 0, drained all the same
     mark = Watermark(Stored().read, drained=consumer.ask)
     assert await mark.holds_everything() is True and consumer.asks == 1
+    consumer.last = 12
+    assert await mark.settled() == 12  # where it stands: a read at 12 or later holds it all
     consumer.drained = False
-    assert await mark.holds_everything() is False
+    assert await mark.holds_everything() is False and await mark.settled() is None
     assert await Watermark(Stored().read).holds_everything() is False
+    assert await Watermark(Stored().read).settled() is None
 
 
 async def test_a_fold_of_this_copy_has_a_drained_wait_ask_again_at_once_not_at_a_recheck():

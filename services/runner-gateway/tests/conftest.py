@@ -78,7 +78,7 @@ class Gateway:
             state=self.state, machines=self.machines, publisher=self.publisher,
             notifier=self.notifier, presence=lambda watcher: self.presence,
             stream_end=self._fold_all, recorded_reply=self.recorded_reply,
-            clock=lambda: AT, new_id=lambda: "csess_woken"))
+            clock=lambda: AT, new_id=lambda: "csess_woken", fold_drained=self._consumer))
         self.stopper, self.reconciler = self.parts.stopper, self.parts.reconciler
         self.launcher, self.resume_lost = self.parts.launcher, self.parts.resume_lost
         self.api, self.follower = self.parts.api, self.parts.follower
@@ -124,6 +124,14 @@ class Gateway:
     async def fold(self, upto: int | None = None) -> None:
         """Every session event published so far, folded as the stream consumer would."""
         await self.parts.fold.caught_up(upto)
+
+    async def _consumer(self) -> int | None:
+        """Where the fold's consumer stands (consumer_drained): with nothing left once every
+        session event published was handed to the fold, the last of them at `_seq`."""
+        unfolded = self.publisher.messages[self._folded:]
+        if any(subject.startswith("seedline.session.") for subject, _, _ in unfolded):
+            return None
+        return self._seq
 
     async def _fold_all(self) -> int:
         """The end of the stream: what was published so far, handed to the fold first."""

@@ -38,12 +38,13 @@ class GatewayStateContract:
         assert (x.current.session_id, x.last_open) == ("csess_b", ("pc", "claude"))
         assert (y.current.state, y.last_open) == (lc.State.OPENING, None)
         assert x.current == await self.state.held("csess_b")
-        assert await self.state.repo_now("inst-b", "apps/x") == RepoNow(None, None)
+        assert await self.state.repo_now("inst-b", "apps/x") == RepoNow(None, None, 6)
         assert await self.state.applied() == 6
         await self.state.apply_lifecycle([(5, "csess_b", lc.Stopped("again"))], 6)
         assert (await self.state.held("csess_b")).state is lc.State.LIVE  # already applied
         await self.state.apply_lifecycle([(7, "csess_b", lc.Stopped("requested"))], 7)
-        assert await self.state.repo_now("inst-a", "apps/x") == RepoNow(None, ("pc", "claude"))
+        assert await self.state.repo_now("inst-a", "apps/x") == RepoNow(None, ("pc", "claude"),
+                                                                         7)
 
     async def test_of_the_conversations_named_those_of_the_repo_in_one_read(self):
         await self.state.apply_lifecycle([

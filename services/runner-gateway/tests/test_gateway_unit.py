@@ -382,6 +382,47 @@ async def test_a_machine_that_no_longer_hosts_it_stops_it_and_the_message_wakes_
     assert wake["session_id"] == "csess_woken" and wake["request_id"] == "wake:e-10"
 
 
+def reads_of_repo_now(gw, stale=None) -> list[int]:
+    """The offsets each GatewayState.repo_now found, from now on; `stale` (a RepoNow) is what
+    the first one finds instead, as a read made before a sibling copy's fold committed."""
+    reads, read = [], gw.state.repo_now
+
+    async def counted(instance_id, repo):
+        found = stale if stale is not None and not reads else await read(instance_id, repo)
+        reads.append(found.applied)
+        return found
+
+    gw.state.repo_now = counted
+    return reads
+
+
+async def test_a_wake_reads_its_repo_once_when_the_read_holds_all_the_fold_took(gw):
+    gw.online("mac")
+    await gw.open("csess_a")
+    await gw.stopper.end(await gw.state.held("csess_a"), "requested")
+    await gw.fold()
+    reads = reads_of_repo_now(gw)
+    await handle(gw, person_message(10, "next step"))
+    (wake,) = gw.events("wake_requested")
+    assert wake["node_id"] == "mac" and len(reads) == 1
+
+
+async def test_a_read_older_than_what_the_fold_took_is_read_again_before_a_wake(gw):
+    """The fold's consumer has nothing left, but its last event is past the offset the read
+    found (a sibling copy folded it after the read): read again, and the message is a turn
+    of the conversation that event made live, not a wake."""
+    from seedline_runner_gateway.state import RepoNow
+
+    gw.online("mac")
+    await gw.open("csess_a")
+    reads = reads_of_repo_now(gw, stale=RepoNow(None, None, applied=1))
+    await handle(gw, person_message(10, "next step"))
+    assert reads == [1, await gw.state.applied()] and reads[1] > 1
+    assert gw.events("wake_requested") == [] and gw.notifier.sent == []
+    (node, turn), = gw.machines.turns
+    assert (node, turn.session_id) == ("mac", "csess_a")
+
+
 async def test_a_message_for_a_repo_never_opened_wakes_nothing_and_says_so(gw):
     await handle(gw, person_message(10, "hello"))
     assert gw.events("wake_requested") == []

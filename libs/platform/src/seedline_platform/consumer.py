@@ -102,15 +102,18 @@ class Consumption:
     message: type | None = None
 
 
-async def consumer_drained(js: JetStreamContext, stream: str, durable: str) -> bool:
-    """Whether a durable consumer has nothing left: every message it takes that the stream
-    holds now was delivered and acknowledged (by any copy). False when it cannot say."""
+async def consumer_drained(js: JetStreamContext, stream: str, durable: str) -> int | None:
+    """Where a durable consumer stands when it has nothing left: every message it takes that
+    the stream holds now was delivered and settled (by any copy), the last of them at the
+    stream seq returned (0: none yet). None when it has something left or cannot say."""
     try:
         info = await js.consumer_info(stream, durable)
     except Exception as exc:
         log.debug("consumer_info_failed", durable=durable, error=str(exc) or type(exc).__name__)
-        return False
-    return not info.num_pending and not info.num_ack_pending
+        return None
+    if info.num_pending or info.num_ack_pending:
+        return None
+    return (info.delivered.stream_seq or 0) if info.delivered else 0
 
 
 class BatchConsumer:

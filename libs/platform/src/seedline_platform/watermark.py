@@ -9,7 +9,8 @@ times a second, so the answer is right with any number of copies.
 A projection whose consumer takes only some of a stream's events (``drained`` given) may
 never fold the seq a wait names: the stream can end in events it does not take. Such a
 wait also asks whether the consumer has anything left to deliver or to hear acknowledged;
-when it has not, everything the projection takes up to the stream's end is applied.
+when it has not, everything the projection takes up to the stream's end is applied, the
+last of it at the seq the consumer last delivered (``settled``).
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ from collections.abc import Awaitable, Callable
 
 class Watermark:
     def __init__(self, read: Callable[[], Awaitable[int]], recheck_seconds: float = 0.05,
-                 drained: Callable[[], Awaitable[bool]] | None = None) -> None:
+                 drained: Callable[[], Awaitable[int | None]] | None = None) -> None:
         self._read = read
         self._recheck = recheck_seconds
         self._drained = drained
         self._seq = 0
         self._changed = asyncio.Condition()
         # The newest ask of `drained`: when it began, and its answer.
-        self._probe: tuple[float, asyncio.Future[bool]] | None = None
+        self._probe: tuple[float, asyncio.Future[int | None]] | None = None
 
     @classmethod
     def unfed(cls) -> "Watermark":
@@ -67,7 +68,7 @@ class Watermark:
                     self._seq = stored
             if self._seq >= seq:
                 return True
-            if self._drained is not None and await self._nothing_left(began):
+            if self._drained is not None and await self._nothing_left(began) is not None:
                 return True
             remaining = deadline - loop.time()
             if remaining <= 0:
@@ -91,15 +92,24 @@ class Watermark:
     async def holds_everything(self) -> bool:
         """Whether the consumer has nothing left now (False without `drained`): everything
         recorded so far is applied, with no read of where the stream ends."""
-        return self._drained is not None and await self._nothing_left(
-            asyncio.get_running_loop().time())
+        return await self.settled() is not None
 
-    async def _nothing_left(self, since: float) -> bool:
-        """Whether the consumer had nothing left at some moment after `since`. One ask at a
-        time serves every wait that began before it did."""
+    async def settled(self) -> int | None:
+        """When the consumer has nothing left now, the seq of the last event it took (a read
+        that found the offset stored at or past it holds everything recorded so far); None
+        when it has something left, or without `drained`."""
+        if self._drained is None:
+            return None
+        return await self._nothing_left(asyncio.get_running_loop().time())
+
+    async def _nothing_left(self, since: float) -> int | None:
+        """Where the consumer stood when it had nothing left, at some moment after `since`
+        (None: it had something left). One ask at a time serves every wait that began
+        before it did."""
         assert self._drained is not None
         probe = self._probe
-        if probe is None or probe[0] < since or (probe[1].done() and not probe[1].result()):
+        if probe is None or probe[0] < since or (probe[1].done()
+                                                  and probe[1].result() is None):
             probe = (asyncio.get_running_loop().time(),
                      asyncio.ensure_future(self._drained()))
             self._probe = probe

@@ -48,9 +48,10 @@ class Ports:
     # Where each stream ends now (a decision reads up to there); None: its projection
     # is fed by hand (tests).
     stream_ends: StreamEnds | None = None
-    # Whether the lifecycle fold's consumer has nothing left (a stream may end in events it
-    # does not take); None in the unit tests, which fold by hand.
-    sessions_drained: Callable[[], Awaitable[bool]] | None = None
+    # Where the lifecycle fold's consumer stands when it has nothing left, None when it has
+    # something (a stream may end in events it does not take: consumer_drained); not given
+    # in the unit tests, which fold by hand.
+    sessions_drained: Callable[[], Awaitable[int | None]] | None = None
     sealer: Sealer = field(default_factory=unsealed)
     metrics: ServiceMetrics = field(default_factory=lambda: ServiceMetrics(NAME))
     clock: Callable[[], datetime] = utc_now

@@ -28,7 +28,7 @@ SESSIONS_DURABLE = "continuity-resolver-sessions"
 
 class ResolverProjection:
     def __init__(self, repo: ConversationRepository,
-                 sessions_drained: Callable[[], Awaitable[bool]] | None = None) -> None:
+                 sessions_drained: Callable[[], Awaitable[int | None]] | None = None) -> None:
         self._repo = repo
         self._requested = RequestedHere()
         self.marks = {

@@ -59,9 +59,10 @@ class Ports:
     # Erasures followed (a JetStream context; none in tests) and what each drops here.
     js: object | None = None
     drop_forgotten: Callable[[Erasure], Awaitable[None]] | None = None
-    # Whether the fold's consumer has nothing left (SEEDLINE_SESSIONS may end in events it
-    # does not take); None in the unit tests, which fold by hand.
-    fold_drained: Callable[[], Awaitable[bool]] | None = None
+    # Where the fold's consumer stands when it has nothing left, None when it has something
+    # (SEEDLINE_SESSIONS may end in events it does not take: consumer_drained); not given
+    # in the unit tests, which fold by hand.
+    fold_drained: Callable[[], Awaitable[int | None]] | None = None
 
 
 @dataclass

@@ -113,7 +113,20 @@ class LifecycleFold:
         says so; the others go on with what is folded)."""
         if upto is None and await self.folded.holds_everything():
             return True
-        target = upto if upto is not None else await self._stream_end()
+        return await self._reached(upto if upto is not None else await self._stream_end())
+
+    async def read_holds_everything(self, applied: int) -> bool:
+        """Whether a read that found the fold's stored offset at `applied` holds every event
+        recorded before now: the fold's consumer has nothing left, the last event it took
+        at or before `applied`. When not, the fold is brought up to what is recorded
+        (`caught_up`) before this returns, so that a read after it holds it."""
+        settled = await self.folded.settled()
+        if settled is not None:
+            return settled <= applied
+        await self._reached(await self._stream_end())
+        return False
+
+    async def _reached(self, target: int) -> bool:
         if await self.folded.reached(target, CATCH_UP_SECONDS):
             return True
         log.warning("fold_behind", target=target, applied=self.folded.seq)

@@ -125,9 +125,11 @@ ORDER BY c.created_seq
 """
 
 
-# What a person's message finds of its repo (GatewayState.repo_now), as one row.
+# What a person's message finds of its repo (GatewayState.repo_now), as one row, with the
+# fold's offset as this read found it.
 _REPO_NOW = f"""
-SELECT o.node_id, o.engine, c.*
+SELECT (SELECT applied_seq FROM {OFFSETS.table} WHERE projection = '{PROJECTION}'),
+    o.node_id, o.engine, c.*
 FROM (SELECT 1) AS one
 LEFT JOIN last_opens AS o ON o.instance_id = %(instance)s AND o.repo = %(repo)s
 LEFT JOIN LATERAL (
@@ -249,9 +251,9 @@ class PostgresGatewayState:
     async def repo_now(self, instance_id: str, repo: str) -> RepoNow:
         async with pg.reading(self._pool) as conn:
             cur = await conn.execute(_REPO_NOW, {"instance": instance_id, "repo": repo})
-            node_id, engine, *current = await cur.fetchone()
+            applied, node_id, engine, *current = await cur.fetchone()
         return RepoNow(None if current[0] is None else _held(current),
-                       None if node_id is None else (node_id, engine))
+                       None if node_id is None else (node_id, engine), int(applied or 0))
 
     async def at_launch(self, session_id: str, instance_id: str, repo: str) -> AtLaunch:
         async with pg.reading(self._pool) as conn:

@@ -47,11 +47,13 @@ Folded = dict[str, "Held | None"]
 @dataclass(frozen=True)
 class RepoNow:
     """What a person's message finds of its repo, in one read: the newest conversation that
-    is live or still opening, and (node, engine) of the repo's most recent successful open
-    or relocation (where a wake goes)."""
+    is live or still opening, (node, engine) of the repo's most recent successful open
+    or relocation (where a wake goes), and how far the fold had applied SEEDLINE_SESSIONS
+    as read (its stored offset: what the read holds)."""
 
     current: Held | None
     last_open: tuple[str, str] | None
+    applied: int = 0
 
 
 @dataclass(frozen=True)
@@ -194,7 +196,7 @@ class InMemoryGatewayState:
             and h.state in (lc.State.LIVE, lc.State.OPENING)
         ]
         return RepoNow(max(current, key=lambda h: h.conversation.created_seq, default=None),
-                       self.last_opens.get((instance_id, repo)))
+                       self.last_opens.get((instance_id, repo)), self._applied)
 
     async def at_launch(self, session_id: str, instance_id: str, repo: str) -> AtLaunch:
         of_repo = [h for h in self.conversations.values()

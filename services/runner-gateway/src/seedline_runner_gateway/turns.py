@@ -67,8 +67,8 @@ class TimelineFollower:
         self._new_id = ports.new_id
         self._presence = presence
         self._stopper = stopper
-        self._caught_up = fold.caught_up
-        # A wait for an opening to settle wakes when that conversation's events are folded.
+        # Whether a read holds what is recorded; a wait for an opening to settle wakes when
+        # that conversation's events are folded.
         self._fold = fold
 
     async def handle(self, batch: Batch[TimelineEntry]) -> None:
@@ -107,9 +107,8 @@ class TimelineFollower:
         """The repo's live conversation, once any that is opening has settled, and where a
         wake would go."""
         found = await self._state.repo_now(entry.instance_id, entry.repo)
-        if found.current is None:
+        if found.current is None and not await self._fold.read_holds_everything(found.applied):
             # Read the events recorded so far before concluding nothing is live.
-            await self._caught_up()
             found = await self._state.repo_now(entry.instance_id, entry.repo)
         current = found.current
         if current is None or current.state is not lc.State.OPENING:
