@@ -94,7 +94,7 @@ async def test_waits_share_one_ask_and_an_ask_begun_before_a_wait_does_not_answe
     consumer.release.set()
     assert await asyncio.wait_for(second, 1.0) is True
     assert not first.done()  # its own ask said "not drained": it waits on (30 s recheck)
-    # Waits that begin together (each reading the stored offset first) share one ask.
+    # Waits that begin together share one ask.
     consumer.release.clear()
     asks = consumer.asks
     together = [asyncio.create_task(mark.reached(6, timeout=5.0)) for _ in range(20)]
@@ -128,3 +128,12 @@ async def test_a_fold_of_this_copy_has_a_drained_wait_ask_again_at_once_not_at_a
     await mark.advance(7)
     assert await asyncio.wait_for(waiting, 1.0) is True  # ...and the wait asks again then
     assert consumer.asks == 2 and stored.reads == 1  # the stored offset was not read again
+
+
+async def test_a_wait_a_drained_consumer_answers_reads_no_stored_offset():
+    stored, consumer = Stored(), Consumer(drained=True, last=4)
+    mark = Watermark(stored.read, recheck_seconds=30.0, drained=consumer.ask)
+    assert await asyncio.wait_for(mark.reached(9, timeout=5.0), 1.0) is True
+    assert (consumer.asks, stored.reads) == (1, 0)
+    consumer.drained = False  # something left: the stored offset is read, and waited on
+    assert await mark.reached(10, timeout=0.05) is False and stored.reads > 0

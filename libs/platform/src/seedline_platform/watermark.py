@@ -61,15 +61,19 @@ class Watermark:
         began = loop.time()
         deadline = began + timeout
         read_stored = True
+        if self._drained is not None:
+            # A consumer with nothing left says so without a read of the stored offset; the
+            # waits that begin in this turn of the loop share one ask.
+            await asyncio.sleep(0)
         while True:
+            if self._drained is not None and await self._nothing_left(began) is not None:
+                return True
             if read_stored:
                 stored = await self.stored()
                 if stored > self._seq:
                     self._seq = stored
-            if self._seq >= seq:
-                return True
-            if self._drained is not None and await self._nothing_left(began) is not None:
-                return True
+                if self._seq >= seq:
+                    return True
             remaining = deadline - loop.time()
             if remaining <= 0:
                 return False
