@@ -82,13 +82,15 @@ class LifecycleFold:
 
     async def until(self, session_id: str, settled: Callable[[Held | None], bool],
                     deadline: float,
-                    between: Callable[[], Awaitable[None]] | None = None) -> Held | None:
+                    between: Callable[[], Awaitable[None]] | None = None,
+                    read_first: bool = True) -> Held | None:
         """The conversation as read now, then as each fold of it leaves it (`watching`),
         until `settled` says so of it or the loop's clock passes `deadline`; `between` runs
-        before each wait."""
+        before each wait. Not `read_first`: the first look is the next fold of it, or a read
+        RECHECK_SECONDS later (for a caller that most often comes just before that fold)."""
         loop = asyncio.get_running_loop()
         with self.watching(session_id) as watch:
-            held = await watch.now()
+            held = await (watch.now() if read_first else watch.next())
             while not settled(held) and loop.time() < deadline:
                 if between is not None:
                     await between()
