@@ -120,23 +120,23 @@ class Statements:
 
 # Per role and operation (durable_work: statements_by_service, transactions_by_service,
 # BEGINs and writes from transactions_by_shape), rounded to whole statements, at commit
-# a772396. Per storm wake: writer 6.3 statements in 2.8 transactions (0.9 BEGIN; COPY, the
-# offset's take, launches INSERT), resolver 10.5 in 7.2 (0.8 BEGIN; the offsets' takes, the
-# folds' one-statement writes, the open request's INSERT), gateway 15.8 in 10.5 (1.8 BEGIN;
-# the offset's take, the fold's one write). Per open: writer 13 in 5 (2 BEGIN), resolver
-# 11.6 in 7.6 (1 BEGIN), gateway 17 in 11 (2 BEGIN). The seed-composer and the runner run
-# none.
+# 1342887. Per storm wake: writer 6.3 statements in 2.7 transactions (0.9 BEGIN; COPY, the
+# offset's take, launches INSERT), resolver 9.7 in 6.8 (0.7 BEGIN; the offsets' takes, the
+# folds' one-statement writes, the open request's INSERT), gateway 13.8 in 6.0 (1.8 BEGIN:
+# the fold's, and the launch's repo turn, which its reads ride in; the offset's take, the
+# fold's one write). Per open: writer 13 in 5 (2 BEGIN), resolver 11.3 in 7.3 (1 BEGIN),
+# gateway 13.2 in 5.1 (2 BEGIN). The seed-composer and the runner run none.
 STATEMENTS = {
     "wake": {
         "timeline-writer": Statements("timeline-writer message", 6, 3, 1, 3),
         "continuity-resolver": Statements("continuity-resolver-wakes wake_requested",
                                           10, 7, 1, 4),
-        "runner-gateway": Statements(LAUNCH_ON, 16, 11, 2, 2),
+        "runner-gateway": Statements(LAUNCH_ON, 14, 6, 2, 2),
     },
     "open": {
         "timeline-writer": Statements("timeline-writer instruction", 13, 5, 2, 5),
-        "continuity-resolver": Statements("open", 12, 8, 1, 5),
-        "runner-gateway": Statements(LAUNCH_ON, 17, 11, 2, 4),
+        "continuity-resolver": Statements("open", 11, 7, 1, 5),
+        "runner-gateway": Statements(LAUNCH_ON, 13, 5, 2, 4),
     },
 }
 
