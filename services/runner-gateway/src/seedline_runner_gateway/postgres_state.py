@@ -128,7 +128,7 @@ ORDER BY c.created_seq
 # What a person's message finds of its repo (GatewayState.repo_now), as one row, with the
 # fold's offset as this read found it.
 _REPO_NOW = f"""
-SELECT (SELECT applied_seq FROM {OFFSETS.table} WHERE projection = '{PROJECTION}'),
+SELECT (SELECT applied_seq FROM {OFFSETS.table} WHERE projection = %(projection)s),
     o.node_id, o.engine, c.*
 FROM (SELECT 1) AS one
 LEFT JOIN last_opens AS o ON o.instance_id = %(instance)s AND o.repo = %(repo)s
@@ -250,7 +250,8 @@ class PostgresGatewayState:
 
     async def repo_now(self, instance_id: str, repo: str) -> RepoNow:
         async with pg.reading(self._pool) as conn:
-            cur = await conn.execute(_REPO_NOW, {"instance": instance_id, "repo": repo})
+            cur = await conn.execute(_REPO_NOW, {"instance": instance_id, "repo": repo,
+                                                 "projection": PROJECTION})
             applied, node_id, engine, *current = await cur.fetchone()
         return RepoNow(None if current[0] is None else _held(current),
                        None if node_id is None else (node_id, engine), int(applied or 0))
