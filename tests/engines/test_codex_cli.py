@@ -169,7 +169,10 @@ async def test_commands_are_emitted_when_they_start_and_their_output_when_they_e
     assert commands == ["shell: /bin/bash -lc 'echo one'", "shell: /bin/bash -lc 'echo two'"]
     assert [o.content.strip() for o in out if o.kind == "terminal"] == ["one", "two"]
     assert out[-2].content == "stand-in heard 1 prompt(s): run the steps"
-    assert seen_by_model_at_emit[:3] == [1, 1, 1]
+    # As they happen: the first command and its output before the model was asked the last
+    # time (whether before or just after Codex sent that output on is a race between two
+    # processes, which a loaded machine loses now and then: seen once in a full run).
+    assert all(seen <= 2 for seen in seen_by_model_at_emit[:3])
     assert seen_by_model_at_emit[-2] == 3
 
 

@@ -137,3 +137,15 @@ async def test_a_wait_a_drained_consumer_answers_reads_no_stored_offset():
     assert (consumer.asks, stored.reads) == (1, 0)
     consumer.drained = False  # something left: the stored offset is read, and waited on
     assert await mark.reached(10, timeout=0.05) is False and stored.reads > 0
+
+
+async def test_a_wait_given_the_offset_its_caller_just_read_does_not_read_it_again_first():
+    stored, consumer = Stored(), Consumer(drained=False)
+    mark = Watermark(stored.read, recheck_seconds=30.0, drained=consumer.ask)
+    stored.seq = 7  # what the caller read with its rows
+    assert await mark.reached(7, timeout=1.0, stored=7) is True and stored.reads == 0
+    waiting = asyncio.create_task(mark.reached(9, timeout=5.0, stored=7))
+    await asyncio.sleep(0.01)
+    assert stored.reads == 0 and not waiting.done()  # waits on this copy's fold
+    await mark.advance(9)
+    assert await asyncio.wait_for(waiting, 1.0) is True and stored.reads == 0

@@ -53,14 +53,17 @@ class Watermark:
         async with self._changed:
             self._changed.notify_all()
 
-    async def reached(self, seq: int, timeout: float) -> bool:
-        """Whether the projection holds `seq` within `timeout` seconds."""
+    async def reached(self, seq: int, timeout: float, stored: int | None = None) -> bool:
+        """Whether the projection holds `seq` within `timeout` seconds. `stored`: the offset
+        as the caller has just read it (with the rows it read), taken for a first read."""
+        if stored is not None and stored > self._seq:
+            self._seq = stored
         if self._seq >= seq:
             return True
         loop = asyncio.get_running_loop()
         began = loop.time()
         deadline = began + timeout
-        read_stored = True
+        read_stored = stored is None
         if self._drained is not None:
             # A consumer with nothing left says so without a read of the stored offset; the
             # waits that begin in this turn of the loop share one ask.

@@ -125,11 +125,11 @@ class LifecycleFold:
         settled = await self.folded.settled()
         if settled is not None:
             return settled <= applied
-        await self._reached(await self._stream_end())
+        await self._reached(await self._stream_end(), stored=applied)
         return False
 
-    async def _reached(self, target: int) -> bool:
-        if await self.folded.reached(target, CATCH_UP_SECONDS):
+    async def _reached(self, target: int, stored: int | None = None) -> bool:
+        if await self.folded.reached(target, CATCH_UP_SECONDS, stored):
             return True
         log.warning("fold_behind", target=target, applied=self.folded.seq)
         return False
