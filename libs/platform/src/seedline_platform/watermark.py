@@ -72,9 +72,9 @@ class Watermark:
             if self._drained is not None and await self._nothing_left(began) is not None:
                 return True
             if read_stored:
-                stored = await self.stored()
-                if stored > self._seq:
-                    self._seq = stored
+                now = await self.stored()
+                if now > self._seq:
+                    self._seq = now
                 if self._seq >= seq:
                     return True
             remaining = deadline - loop.time()

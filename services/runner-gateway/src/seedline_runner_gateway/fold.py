@@ -107,7 +107,7 @@ class LifecycleFold:
         kept = self._live_ids.get(node_id, ())
         if newer > len(kept) or newer < 0:
             return None
-        return frozenset(list(kept)[len(kept) - newer:]) if newer else frozenset()
+        return frozenset(list(kept)[len(kept) - newer:])
 
     async def caught_up(self, upto: int | None = None) -> bool:
         """Wait until the fold holds every event up to `upto` (default: recorded so far);

@@ -29,10 +29,10 @@ class Reconciler:
     def __init__(self, state: GatewayState, stopper: Stopper, fold: LifecycleFold) -> None:
         self._state = state
         self._stopper = stopper
-        # Before ending a conversation, fold what is recorded: one the gateway has just
-        # stopped itself (superseded, say) is left out of the machine's next puts, and was
-        # then stopped again with a notice that its machine had restarted or gone.
-        self._caught_up = fold.caught_up
+        # Before ending a conversation it folds what is recorded (`caught_up`): one the
+        # gateway has just stopped itself (superseded, say) is left out of the machine's next
+        # puts, and was then stopped again with a notice that its machine had restarted or
+        # gone. What it made live on each machine says which puts are news.
         self._fold = fold
         # Per machine, the presence revision newest when each launch there was accepted;
         # only later puts count. Kept for what the machine's last put listed or left out
@@ -92,7 +92,7 @@ class Reconciler:
 
     async def gone(self, node_id: str) -> None:
         label = await self._state.label(node_id)
-        await self._caught_up()
+        await self._fold.caught_up()
         for held in await self._state.live_on(node_id):
             await self._stopper.end(
                 held, "runner_offline", notice=machine_offline(held.session_id, node_id, label)
@@ -113,7 +113,7 @@ class Reconciler:
 
     async def _still_live(self, held: Held) -> Held | None:
         """The conversation as now recorded, when it is still live on the same machine."""
-        await self._caught_up()
+        await self._fold.caught_up()
         now = await self._state.held(held.session_id)
         if now is None or now.state is not lc.State.LIVE or now.node_id != held.node_id:
             return None
