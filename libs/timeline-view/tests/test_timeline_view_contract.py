@@ -115,12 +115,12 @@ class TimelineViewContract:
 
     async def test_wait_for_entry_gives_the_entry_once_its_seq_is_there(self):
         await self.write(ROWS[:2])
-        assert await self.view.wait_for_entry(3, timeout=0.05) == (False, None, None)
+        assert await self.view.wait_for_entry(3, timeout=0.05) == (False, None, None, None)
         waiting = asyncio.create_task(self.view.wait_for_entry(3, timeout=5))
         await asyncio.sleep(0.05)
         assert not waiting.done()
         await self.write(ROWS[2:3])
-        applied, entry, head_before = await waiting
+        applied, entry, head_before, own_before = await waiting
         assert applied and entry == await self.view.entry(3) and entry.repo == "apps/y"
         assert head_before is None  # the first of its repo
         await self.write(ROWS[3:])
@@ -129,6 +129,27 @@ class TimelineViewContract:
             assert found.head_before == await self.view.repo_head(
                 "inst-a", "apps/x", before_seq=seq)
         assert (await self.view.wait_for_entry(6, timeout=0.05)).head_before == RepoHead(5, 3)
+
+    async def test_wait_for_entry_reads_its_own_conversation_before_it_with_it(self):
+        await self.write([*ROWS, (8, entry(8, kind="chat_user", session="csess_2",
+                                            engine="codex", at="2026-12-01T11:00:00Z")),
+                          (9, entry(9, kind="chat_user", session="csess_2"))])
+        for seq, kinds in ((6, ("chat_user", "chat_assistant")), (7, ()), (9, ("chat_user",)),
+                           (9, ("terminal",)), (3, ("chat_user",))):
+            entry_there = await self.view.entry(seq)
+            found = await self.view.wait_for_entry(seq, 0.05, kinds, 10)
+            assert found.own_before == await self.view.conversation_before(
+                entry_there.instance_id, entry_there.repo, entry_there.session_id, seq, kinds,
+                10), seq
+        # What they are: csess_1 before 6 (its turn the chat_user at 2), csess_2 before 7
+        # (nothing), csess_2 before 9 (8, codex, itself a turn).
+        mid = (await self.view.wait_for_entry(6, 0.05, ("chat_user",), 10)).own_before
+        assert (mid.last_seq, mid.newest_turn.seq, mid.newest_turn.content) == (
+            5, 2, "content 2")
+        assert (await self.view.wait_for_entry(7, 0.05)).own_before is None
+        late = (await self.view.wait_for_entry(9, 0.05, ("chat_user",), 10)).own_before
+        assert (late.last_seq, late.engine, late.newest_turn.seq) == (8, "codex", 8)
+        assert late.last_at.hour == 11
 
     async def test_wait_until_stored_finds_an_entry_by_its_id_once_it_is_written(self):
         await self.write(ROWS[:2])

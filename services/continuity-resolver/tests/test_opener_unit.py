@@ -286,6 +286,37 @@ async def test_a_wake_expects_the_turn_before_the_message_not_the_message(resolv
                                      "excerpt": "Castling added"}
 
 
+async def test_a_wake_reads_the_conversation_its_message_touched_with_the_message(resolver):
+    """The message's own conversation before it comes with the wait for the message; only
+    another conversation touched after the message is read on its own."""
+    await resolver.open(engine="claude", instruction="Add castling")
+    (first,) = resolver.published("open_requested")
+    sid = first["session_id"]
+    await confirm(resolver, sid, key="k1")
+    answer = await resolver.entry(sid, kind="chat_assistant", content="Castling added",
+                                  engine="claude", at="2026-12-01T11:40:00Z")
+    await resolver.record(Stopped(session_id=sid, at=AT, reason="idle"))
+    await resolver.entry("s-other", engine="codex", at="2026-12-01T10:00:00Z")
+    woken_by = await resolver.entry(sid, kind="chat_user", content="Now en passant",
+                                    at="2026-12-01T11:59:00Z")
+    await resolver.entry("s-other", engine="codex", at="2026-12-01T11:59:30Z")
+    read_apart: list[str] = []
+    conversation_before = resolver.view.conversation_before
+
+    async def counted(instance_id, repo, session_id, *rest):
+        read_apart.append(session_id)
+        return await conversation_before(instance_id, repo, session_id, *rest)
+
+    resolver.view.conversation_before = counted
+    await resolver.opener.wake(WakeRequested(
+        session_id="csess_wake", at=AT, instance_id="inst-a", repo="apps/x", engine="claude",
+        node_id="mac", wake_seq=woken_by, request_id="wake-3"))
+    assert read_apart == ["s-other"]
+    plan = resolver.published("continuity_decided")[-1]["plan"]
+    assert plan["continuity"]["mode"] == "resume"  # the message's own, read with it
+    assert plan["resume_expect"]["seq"] == answer
+
+
 async def test_a_timed_out_open_names_its_request_id_and_asking_again_returns_the_answer(resolver):
     late = await resolver.open(request_id="r-late")  # no machine confirms within 0.2 s
     assert late["error"]["code"] == "timeout"

@@ -63,6 +63,11 @@ class InMemoryTimelineView:
         self, instance_id: str, repo: str, session_id: str, before_seq: int,
         turn_kinds: tuple[str, ...] = (), lookback: int = 0,
     ) -> ConversationBefore | None:
+        return await self._before(instance_id, repo, session_id, before_seq, turn_kinds,
+                                  lookback)
+
+    async def _before(self, instance_id: str, repo: str, session_id: str, before_seq: int,
+                      turn_kinds: tuple[str, ...], lookback: int) -> ConversationBefore | None:
         mine = [(s, e) for s, e in self._repo(instance_id, repo)
                 if e.session_id == session_id and s < before_seq]
         if not mine:
@@ -86,11 +91,14 @@ class InMemoryTimelineView:
         found = await self._wait_for(lambda: seq if seq in self.entries else None, timeout)
         return found is not None
 
-    async def wait_for_entry(self, seq: int, timeout: float) -> AppliedEntry:
+    async def wait_for_entry(self, seq: int, timeout: float,
+                             turn_kinds: tuple[str, ...] = (), lookback: int = 0) -> AppliedEntry:
         if not await self.wait_until_applied(seq, timeout):
             return AppliedEntry(False, None)
         entry = self.entries[seq]
-        return AppliedEntry(True, entry, self._head_below(entry.instance_id, entry.repo, seq))
+        return AppliedEntry(True, entry, self._head_below(entry.instance_id, entry.repo, seq),
+                            await self._before(entry.instance_id, entry.repo, entry.session_id,
+                                               seq, turn_kinds, lookback))
 
     async def wait_until_stored(self, entry_id: str, timeout: float) -> int | None:
         return await self._wait_for(lambda: next(

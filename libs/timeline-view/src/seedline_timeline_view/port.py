@@ -49,6 +49,10 @@ class AppliedEntry(NamedTuple):
     # The newest entry of its repo below it (repo_head with before_seq=its seq), read with
     # it: every entry below an applied one is applied. None too when not applied.
     head_before: RepoHead | None = None
+    # Its own conversation's entries below it (conversation_before of its session_id, with
+    # the turn kinds the wait asked for), read with it too: a wake's message most often
+    # touched the conversation the wake is decided over. None when there are none.
+    own_before: ConversationBefore | None = None
 
 
 class TimelineView(Protocol):
@@ -91,8 +95,11 @@ class TimelineView(Protocol):
         """Wait until the projection has applied `seq`; False when `timeout` passes first."""
         ...
 
-    async def wait_for_entry(self, seq: int, timeout: float) -> AppliedEntry:
-        """`wait_until_applied`, and the entry there, in the same reads."""
+    async def wait_for_entry(self, seq: int, timeout: float,
+                             turn_kinds: tuple[str, ...] = (), lookback: int = 0) -> AppliedEntry:
+        """`wait_until_applied`, and the entry there, in the same reads; with it, its repo's
+        head and its conversation before it (`turn_kinds` and `lookback` as in
+        conversation_before)."""
         ...
 
     async def wait_until_stored(self, entry_id: str, timeout: float) -> int | None:

@@ -9,6 +9,7 @@ lookup, not a count over a large repo.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import timezone
 from typing import TYPE_CHECKING
 
@@ -26,33 +27,51 @@ OFFSETS_TABLE = "timeline_offsets"
 PROJECTION = "timeline"
 ROW_COLUMNS = "seq, entry_id, session_id, kind, content, at, engine, truncated_from"
 _ENTRY_COLUMNS = "entry_id, instance_id, repo, session_id, kind, content, at, engine, truncated_from"
+_ENTRY_WIDTH = len(_ENTRY_COLUMNS.split(", "))
 
 REPO_HEAD_SQL = (
     f"SELECT seq, repo_ordinal FROM {TABLE} WHERE instance_id = %s AND repo = %s"
     " AND seq < %s ORDER BY seq DESC LIMIT 1"
 )
-# A conversation's entries below a seq, summed up, and its newest turn below it: the newest
-# `lookback` of each turn kind, each an index range of its own, the conversation's newest
-# among them (none when no kinds are asked for). Only the turn's content is opened.
-CONVERSATION_BEFORE_SQL = (
-    "WITH before AS (SELECT max(at::timestamptz), max(seq),"
-    " (array_agg(engine ORDER BY seq DESC) FILTER (WHERE engine IS NOT NULL))[1]"
-    f" FROM {TABLE} WHERE instance_id = %(instance)s AND repo = %(repo)s"
-    " AND session_id = %(session)s AND seq < %(before)s),"
-    " turn AS (SELECT recent.* FROM unnest(%(kinds)s::text[]) AS wanted(kind) CROSS JOIN LATERAL"
-    f" (SELECT {ROW_COLUMNS} FROM {TABLE} t WHERE t.instance_id = %(instance)s"
-    " AND t.repo = %(repo)s AND t.kind = wanted.kind AND t.seq < %(before)s"
-    " ORDER BY t.seq DESC LIMIT %(lookback)s) AS recent"
-    " WHERE recent.session_id = %(session)s ORDER BY recent.seq DESC LIMIT 1)"
-    " SELECT before.*, turn.* FROM before LEFT JOIN turn ON true"
-)
+
+
+def _summed_before(instance: str, repo: str, session: str, before: str) -> str:
+    """A conversation's entries below a seq, summed up: the latest `at`, the highest seq and
+    the newest engine named (each NULL when it has none). Arguments are SQL expressions."""
+    return ("SELECT max(at::timestamptz), max(seq),"
+            " (array_agg(engine ORDER BY seq DESC) FILTER (WHERE engine IS NOT NULL))[1]"
+            f" FROM {TABLE} WHERE instance_id = {instance} AND repo = {repo}"
+            f" AND session_id = {session} AND seq < {before}")
+
+
+def _turn_before(instance: str, repo: str, session: str, before: str) -> str:
+    """A conversation's newest turn below a seq: the newest `lookback` of each turn kind
+    asked for, each an index range of its own, the conversation's newest among them (none
+    when no kinds are asked for). Only the turn's content is opened."""
+    return ("SELECT recent.* FROM unnest(%(kinds)s::text[]) AS wanted(kind) CROSS JOIN LATERAL"
+            f" (SELECT {ROW_COLUMNS} FROM {TABLE} t WHERE t.instance_id = {instance}"
+            f" AND t.repo = {repo} AND t.kind = wanted.kind AND t.seq < {before}"
+            " ORDER BY t.seq DESC LIMIT %(lookback)s) AS recent"
+            f" WHERE recent.session_id = {session} ORDER BY recent.seq DESC LIMIT 1")
+
+
+_NAMED = ("%(instance)s", "%(repo)s", "%(session)s", "%(before)s")
+CONVERSATION_BEFORE_SQL = (f"SELECT b.*, turn.* FROM ({_summed_before(*_NAMED)}) AS b"
+                           f" LEFT JOIN ({_turn_before(*_NAMED)}) AS turn ON true")
 ENTRY_SQL = f"SELECT {_ENTRY_COLUMNS} FROM {TABLE} WHERE seq = %s"
-# An entry with the newest entry of its repo below it (its RepoHead before it).
-ENTRY_AND_HEAD_BEFORE_SQL = (
-    f"SELECT {', '.join('e.' + c for c in _ENTRY_COLUMNS.split(', '))}, h.seq, h.repo_ordinal"
+# An entry, the newest entry of its repo below it (its RepoHead before it), and its own
+# conversation before it (CONVERSATION_BEFORE_SQL of its session_id): what a wake needs of
+# the message that woke it, in one read.
+_OF_ENTRY = ("e.instance_id", "e.repo", "e.session_id", "e.seq")
+ENTRY_AND_BEFORE_SQL = (
+    f"SELECT {', '.join('e.' + c for c in _ENTRY_COLUMNS.split(', '))}, h.seq, h.repo_ordinal,"
+    " b.*, turn.*"
     f" FROM {TABLE} e LEFT JOIN LATERAL (SELECT seq, repo_ordinal FROM {TABLE}"
     " WHERE instance_id = e.instance_id AND repo = e.repo AND seq < e.seq"
-    " ORDER BY seq DESC LIMIT 1) h ON true WHERE e.seq = %s"
+    " ORDER BY seq DESC LIMIT 1) h ON true"
+    f" LEFT JOIN LATERAL ({_summed_before(*_OF_ENTRY)}) AS b ON true"
+    f" LEFT JOIN LATERAL ({_turn_before(*_OF_ENTRY)}) AS turn ON true"
+    " WHERE e.seq = %(seq)s"
 )
 # Each timeline-writer partition keeps its own offset ("timeline", "timeline.p1", ...).
 APPLIED_SQL = f"SELECT max(applied_seq) FROM {OFFSETS_TABLE} WHERE projection LIKE 'timeline%%'"
@@ -121,7 +140,11 @@ class PostgresTimelineView:
             cur = await conn.execute(CONVERSATION_BEFORE_SQL, {
                 "instance": instance_id, "repo": repo, "session": session_id,
                 "before": before_seq, "kinds": list(turn_kinds), "lookback": max(0, lookback)})
-            last_at, last_seq, engine, *turn = await cur.fetchone()
+            return await self._before(instance_id, await cur.fetchone())
+
+    async def _before(self, instance_id: str, columns: Sequence) -> ConversationBefore | None:
+        """CONVERSATION_BEFORE_SQL's columns read: the summary, then the turn's row."""
+        last_at, last_seq, engine, *turn = columns
         if last_seq is None:
             return None
         opened = await self._opened(instance_id, [turn]) if turn[0] is not None else []
@@ -129,12 +152,12 @@ class PostgresTimelineView:
                                   TimelineRow(*opened[0]) if opened else None)
 
     async def entry(self, seq: int) -> TimelineEntry | None:
-        row = await self._entry_row(seq)
+        row = await self._entry_row((seq,))
         return None if row is None else await self._opened_entry(row)
 
-    async def _entry_row(self, seq: int, sql: str = ENTRY_SQL) -> tuple | None:
+    async def _entry_row(self, params: tuple | dict, sql: str = ENTRY_SQL) -> tuple | None:
         async with self._pool.connection() as conn:
-            cur = await conn.execute(sql, (seq,))
+            cur = await conn.execute(sql, params)
             return await cur.fetchone()
 
     async def _opened_entry(self, row: tuple) -> TimelineEntry | None:
@@ -161,15 +184,20 @@ class PostgresTimelineView:
         partition, so the question is about that entry, not a common offset)."""
         return await self._wait_for(lambda: self._seq(PRESENT_SQL, seq), timeout) is not None
 
-    async def wait_for_entry(self, seq: int, timeout: float) -> AppliedEntry:
-        row = await self._wait_for(lambda: self._entry_row(seq, ENTRY_AND_HEAD_BEFORE_SQL),
+    async def wait_for_entry(self, seq: int, timeout: float,
+                             turn_kinds: tuple[str, ...] = (), lookback: int = 0) -> AppliedEntry:
+        params = {"seq": seq, "kinds": list(turn_kinds), "lookback": max(0, lookback)}
+        row = await self._wait_for(lambda: self._entry_row(params, ENTRY_AND_BEFORE_SQL),
                                    timeout)
         if row is None:
             return AppliedEntry(False, None)
-        *columns, head_seq, head_entries = row
-        return AppliedEntry(True, await self._opened_entry(tuple(columns)),
-                            None if head_seq is None else RepoHead(int(head_seq),
-                                                                   int(head_entries)))
+        entry, (head_seq, head_entries), before = (
+            row[:_ENTRY_WIDTH], row[_ENTRY_WIDTH:_ENTRY_WIDTH + 2], row[_ENTRY_WIDTH + 2:])
+        instance_id = entry[1]
+        return AppliedEntry(
+            True, await self._opened_entry(entry),
+            None if head_seq is None else RepoHead(int(head_seq), int(head_entries)),
+            await self._before(instance_id, before))
 
     async def wait_until_stored(self, entry_id: str, timeout: float) -> int | None:
         return await self._wait_for(lambda: self._seq(STORED_SQL, entry_id), timeout)

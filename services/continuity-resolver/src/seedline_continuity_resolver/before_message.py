@@ -15,7 +15,7 @@ from datetime import datetime
 
 from seedline_contracts.timeline import TimelineRow
 from seedline_core.decision import TURN_KINDS, PreviousConversation, Turn, newest_turn
-from seedline_timeline_view import TimelineView
+from seedline_timeline_view import AppliedEntry, TimelineView
 
 from .repository import ConversationRepository, Row, recency
 
@@ -38,10 +38,16 @@ def _turn(entry: TimelineRow | None) -> Turn | None:
 
 async def previous_before(
     conversations: ConversationRepository, view: TimelineView, instance_id: str, repo: str,
-    before_seq: int, deciding: str,
+    before_seq: int, deciding: str, message: AppliedEntry | None = None,
 ) -> PreviousConversation | None:
     """The previous conversation over entries with seq < before_seq (and the platform's
-    confirmed opens), leaving out the conversation being decided."""
+    confirmed opens), leaving out the conversation being decided. `message`, the entry at
+    before_seq as the wait for it read it, holds its own conversation before it: that one
+    is not read again."""
+    read_with_message = {}
+    entry = message.entry if message is not None else None
+    if entry is not None and (entry.instance_id, entry.repo) == (instance_id, repo):
+        read_with_message[entry.session_id] = message.own_before
     rows = []
     for row in await conversations.rows_of_repo(instance_id, repo):
         if row.session_id == deciding or not row.may_be_earlier:
@@ -51,9 +57,12 @@ async def previous_before(
         turn_after = row.newest_turn is not None and row.newest_turn.seq >= before_seq
         touched_after = row.activity_seq >= before_seq  # at or after the message
         if touched_after or turn_after:
-            before = await view.conversation_before(
-                instance_id, repo, row.session_id, before_seq,
-                TURN_KINDS if turn_after else (), TURN_LOOKBACK)
+            if row.session_id in read_with_message:  # read with TURN_KINDS
+                before = read_with_message[row.session_id]
+            else:
+                before = await view.conversation_before(
+                    instance_id, repo, row.session_id, before_seq,
+                    TURN_KINDS if turn_after else (), TURN_LOOKBACK)
             if turn_after:
                 row = replace(row, newest_turn=_turn(before.newest_turn if before else None))
             if touched_after:

@@ -12,9 +12,11 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from seedline_contracts import subjects
+from seedline_core.decision import TURN_KINDS
 from seedline_platform.logging import get_logger
 from seedline_timeline_view import AppliedEntry, TimelineView
 
+from .before_message import TURN_LOOKBACK
 from .repository import TIMELINE, ConversationRepository
 
 log = get_logger(__name__)
@@ -64,7 +66,10 @@ class CatchUp:
             ends[TIMELINE] = max(ends.get(TIMELINE, 0), wake_seq)
         waits = [self._reached(projection, seq, CATCH_UP_SECONDS) for projection, seq in ends.items()]
         if wake_seq is not None:
-            waits.append(self._view.wait_for_entry(wake_seq, CATCH_UP_SECONDS))
+            # With the message, its conversation before it: what the decision reads of the
+            # conversation a message to it touched (before_message.py).
+            waits.append(self._view.wait_for_entry(wake_seq, CATCH_UP_SECONDS, TURN_KINDS,
+                                                   TURN_LOOKBACK))
         done = await asyncio.gather(*waits)
         for projection, ok in zip(ends, done):
             if not ok:

@@ -171,7 +171,8 @@ class Opener:
             previous = await self._repo.previous(request.instance_id, request.repo)
         else:
             previous = await previous_before(self._repo, self._view, request.instance_id,
-                                             request.repo, request.wake_seq, session_id)
+                                             request.repo, request.wake_seq, session_id,
+                                             woken_by)
         decided = core.decide(
             core.OpenRequest(
                 engine=request.engine, node_id=request.node_id, force_fresh=request.force_fresh,
