@@ -59,3 +59,56 @@ async def test_a_copy_taking_it_while_another_holds_it_sees_what_that_one_commit
 async def _take_in_transaction(conn: psycopg.AsyncConnection, projection: str, upto: int) -> int:
     async with conn.transaction():
         return await OFFSETS.take(conn, projection, upto)
+
+
+ROWS_DDL = "CREATE TABLE IF NOT EXISTS contract_rows (id text PRIMARY KEY, v int NOT NULL)"
+SELECT_ROWS = "SELECT id, v FROM contract_rows WHERE id = ANY(%s){gate} ORDER BY id FOR UPDATE"
+
+
+async def _take_reading(conn: psycopg.AsyncConnection, projection: str, upto: int,
+                        ids: list[str]) -> tuple[int, list[tuple]]:
+    async with conn.transaction():
+        return await OFFSETS.take_reading(conn, projection, upto, SELECT_ROWS, (ids,))
+
+
+async def test_take_reading_takes_the_offset_and_reads_the_rows_in_one_statement(database_url):
+    conn = await _connect(database_url)
+    try:
+        await conn.execute(ROWS_DDL)
+        await conn.execute("INSERT INTO contract_rows VALUES ('a', 1), ('b', 2), ('c', 3)")
+        assert await _take_reading(conn, "r", 4, ["a", "c", "x"]) == (0, [("a", 1), ("c", 3)])
+        statements: list[str] = []
+        execute = conn.execute
+
+        async def counted(query, params=None, **kw):
+            statements.append(query)
+            return await execute(query, params, **kw)
+
+        conn.execute = counted
+        assert await _take_reading(conn, "r", 9, ["b"]) == (4, [("b", 2)])
+        assert await _take_reading(conn, "r", 2, ["zz"]) == (9, [])  # redelivered late
+        assert len(statements) == 2  # one each: the offset row is made
+        assert await OFFSETS.read(conn, "r") == 9
+    finally:
+        await conn.close()
+
+
+async def test_take_reading_behind_a_copy_holding_the_offset_reads_the_rows_it_committed(
+        database_url):
+    """The statement waits for the lock with a snapshot from before the other copy's commit:
+    the row that copy made is read all the same, in a second statement."""
+    first, second = await _connect(database_url), await _connect(database_url)
+    try:
+        await first.execute(ROWS_DDL)
+        assert await _take_reading(first, "s", 1, []) == (0, [])
+        async with first.transaction():
+            assert await OFFSETS.take(first, "s", 7) == 1
+            await first.execute("INSERT INTO contract_rows VALUES ('made', 7)")
+            waiting = asyncio.create_task(_take_reading(second, "s", 8, ["made"]))
+            await asyncio.sleep(0.2)
+            assert not waiting.done()  # held until the first copy's batch commits
+        assert await asyncio.wait_for(waiting, 5) == (7, [("made", 7)])
+        assert await OFFSETS.read(first, "s") == 8
+    finally:
+        await first.close()
+        await second.close()

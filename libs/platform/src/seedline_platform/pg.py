@@ -226,6 +226,40 @@ class Offsets:
             row = await (await conn.execute(take, (projection, upto, projection))).fetchone()
         return int(row[0])
 
+    async def take_reading(self, conn: psycopg.AsyncConnection, projection: str, upto: int,
+                           select: str, params: tuple) -> tuple[int, list[tuple]]:
+        """`take`, and the rows `select` reads after it, most often in one round trip: where
+        the offset was, and the rows. `select` holds `{gate}` where a condition joins its
+        WHERE clause (its FOR UPDATE, if any, after it); its first column is never NULL.
+
+        A statement reads every row with the snapshot it began with, also when it then
+        waited for the offset's lock: rows another copy's batch committed meanwhile would be
+        missing. So the statement reads the offset twice, as its snapshot holds it and as
+        locked (the newest); a copy's batch that changed rows moved the offset, so when the
+        two differ the rows are read again, in a statement of their own that begins under
+        the lock. The gate (an InitPlan run before the rows are scanned) takes the offset's
+        lock before any row lock, in the order every batch takes them."""
+        taken = (f"WITH was AS (SELECT applied_seq FROM {self.table} WHERE projection = %s"
+                 " FOR UPDATE),"
+                 f" moved AS (UPDATE {self.table} AS o SET applied_seq ="
+                 " GREATEST(o.applied_seq, %s) FROM was WHERE o.projection = %s"
+                 " RETURNING was.applied_seq)"
+                 " SELECT (SELECT applied_seq FROM moved),"
+                 f" (SELECT applied_seq FROM {self.table} WHERE projection = %s), r.*"
+                 " FROM (SELECT 1) AS one LEFT JOIN ("
+                 + select.format(gate=" AND EXISTS (SELECT 1 FROM moved)") + ") AS r ON true")
+        cur = await conn.execute(taken, (projection, upto, projection, projection, *params))
+        found = await cur.fetchall()
+        locked, seen = found[0][:2]
+        if locked is None:  # the projection's first batch: its row is made, then taken
+            applied = await self.take(conn, projection, upto)
+        elif locked == seen:
+            return int(locked), [row[2:] for row in found if row[2] is not None]
+        else:
+            applied = int(locked)
+        cur = await conn.execute(select.format(gate=""), params)
+        return applied, await cur.fetchall()
+
     def moved_past(self) -> str:
         """A WITH clause whose `moved` holds a row when the projection's offset lay below a
         batch's first seq and was moved to its last: a statement that follows it and

@@ -86,6 +86,13 @@ _COLUMNS = (
     "turn_seq, turn_kind, turn_excerpt, saved"
 )
 
+# The platform's conversations among some session ids, locked in the order given
+# (pg.Offsets.take_reading puts its gate in).
+_FOR_UPDATE = (
+    f"SELECT {_COLUMNS} FROM conversations"
+    " JOIN unnest(%s::text[]) WITH ORDINALITY AS w(session_id, n) USING (session_id)"
+    " WHERE state IS NOT NULL{gate} ORDER BY w.n FOR UPDATE OF conversations")
+
 # One row per conversation a batch of entries touches (_per_conversation), in one statement;
 # {only} makes it change rows only when the offset was moved past none of them (pg.Offsets).
 _UPSERT_ENTRIES_WHERE = """
@@ -239,9 +246,15 @@ class PostgresConversationRepository:
                 and await self._requests_alone(steps, last_seq):
             return
         async with self._connection() as conn, conn.transaction():
-            applied = await OFFSETS.take(conn, SESSIONS, last_seq)
+            # The platform's conversations the batch touches, read and locked with the
+            # offset, in the order the batch first touches them: the order a batch of the
+            # timeline fold locks them in too (by seq), so the two folds seldom wait on each
+            # other crosswise.
+            applied, found = await OFFSETS.take_reading(
+                conn, SESSIONS, last_seq, _FOR_UPDATE,
+                (list(dict.fromkeys(step[1] for step in steps)),))
+            rows = {row.session_id: row for row in map(_row, found)}
             fresh = [step for step in steps if step[0] > applied]
-            rows = await self._for_update(conn, [step[1] for step in fresh])
             # Each conversation is written once, after its last step: a storm's batch holds
             # several events of one.
             written: dict[str, bytes | None] = {}  # what each keeps of the replies
@@ -298,23 +311,6 @@ class PostgresConversationRepository:
                 SESSIONS, last_seq, SESSIONS, min(step[0] for step in steps),
                 *pg.columns(list(made.values()), 12)))
             return (await cur.fetchone())[0]
-
-    @staticmethod
-    async def _for_update(conn: AsyncConnection, session_ids: list[str]) -> dict[str, Row]:
-        """The platform's conversations among `session_ids`, read and locked in one
-        statement, in the order the batch first touches them: the order a batch of the
-        timeline fold locks them in too (by seq), so the two folds seldom wait on each
-        other crosswise."""
-        first_touched = list(dict.fromkeys(session_ids))
-        if not first_touched:
-            return {}
-        cur = await conn.execute(
-            f"SELECT {_COLUMNS} FROM conversations"
-            " JOIN unnest(%s::text[]) WITH ORDINALITY AS w(session_id, n) USING (session_id)"
-            " WHERE state IS NOT NULL ORDER BY w.n FOR UPDATE OF conversations",
-            (first_touched,),
-        )
-        return {row.session_id: row for row in map(_row, await cur.fetchall())}
 
     async def applied(self, projection: str) -> int:
         async with self._connection() as conn:

@@ -74,6 +74,9 @@ CREATE TABLE IF NOT EXISTS last_opens (
 
 _COLUMNS = ("session_id, instance_id, repo, state, created_seq, node_id, engine, confirmed_at,"
             " last_activity, outcome, resume_key, resume_node_id")
+# The conversations a fold batch touches, locked (pg.Offsets.take_reading puts its gate in).
+_FOR_UPDATE = (f"SELECT {_COLUMNS} FROM gateway_conversations WHERE session_id = ANY(%s){{gate}}"
+               " FOR UPDATE")
 
 # Conversations (_values) as an unnest of _COLUMNS: the fold's write and the requests alone.
 _ROWS = """unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[], %s::text[],
@@ -175,11 +178,12 @@ class PostgresGatewayState:
             if made is not None:
                 return made
         async with self._pool.connection() as conn, conn.transaction():
-            applied = await OFFSETS.take(conn, PROJECTION, last_seq)
+            # Each row the batch touches is read once, with the offset, and written once: a
+            # storm's batch holds several events of one conversation.
+            applied, found = await OFFSETS.take_reading(
+                conn, PROJECTION, last_seq, _FOR_UPDATE, (sorted({step[1] for step in steps}),))
+            rows = {held.session_id: held for held in map(_held, found)}
             fresh = [step for step in steps if step[0] > applied]
-            # Each row the batch touches is read once and written once: a storm's batch
-            # holds several events of one conversation.
-            rows = await self._for_update(conn, {step[1] for step in fresh})
             changed: dict[str, Held] = {}
             opens: dict[tuple[str, str], tuple[str, str]] = {}  # the last of each repo's
             for step in fresh:
@@ -214,17 +218,6 @@ class PostgresGatewayState:
                 *pg.columns([_values(held) for held in first.values()], 12)))
             moved, made = await cur.fetchone()
         return {session_id: first[session_id] for session_id in made} if moved else None
-
-    @staticmethod
-    async def _for_update(conn, session_ids: set[str]) -> dict[str, Held]:
-        if not session_ids:
-            return {}
-        cur = await conn.execute(
-            f"SELECT {_COLUMNS} FROM gateway_conversations WHERE session_id = ANY(%s)"
-            " FOR UPDATE",
-            (sorted(session_ids),),
-        )
-        return {held.session_id: held for held in map(_held, await cur.fetchall())}
 
     async def applied(self) -> int:
         async with pg.reading(self._pool) as conn:

@@ -21,12 +21,14 @@ from seedline_timeline_view.postgres import ROW_COLUMNS, TABLE
 
 from .schema import COLUMNS, DDL, OFFSETS, timeline_projection
 
-# Each repo's last ordinal, for every repo of a batch at once (its newest row by seq).
-REPO_ORDINALS_SQL = (
+# Each repo's last ordinal, for every repo of a batch at once (its newest row by seq); an
+# append reads them with its offset (pg.Offsets.take_reading puts its gate in).
+_REPO_ORDINALS = (
     "SELECT k.instance_id, k.repo, (SELECT t.repo_ordinal FROM " + TABLE + " t"
     " WHERE t.instance_id = k.instance_id AND t.repo = k.repo ORDER BY t.seq DESC LIMIT 1)"
-    " FROM unnest(%s::text[], %s::text[]) AS k(instance_id, repo)"
+    " FROM unnest(%s::text[], %s::text[]) AS k(instance_id, repo) WHERE true{gate}"
 )
+REPO_ORDINALS_SQL = _REPO_ORDINALS.format(gate="")
 
 Stored = tuple[int, TimelineEntry]  # (seq, entry)
 
@@ -101,12 +103,14 @@ class PostgresTimelineStore(PostgresTimelineView):
             return {e: int(s) for e, s in await cur.fetchall()}
 
     async def append(self, stored: Sequence[Stored]) -> None:
+        repos = sorted({(entry.instance_id, entry.repo) for _, entry in stored})
         async with self._pool.connection() as conn, conn.transaction():
-            applied = await OFFSETS.take(conn, self._projection,
-                                         max((p[0] for p in stored), default=0))
+            applied, found = await OFFSETS.take_reading(
+                conn, self._projection, max((p[0] for p in stored), default=0), _REPO_ORDINALS,
+                ([i for i, _ in repos], [r for _, r in repos]))
             fresh = sorted((p for p in stored if p[0] > applied), key=lambda p: p[0])
             if fresh:
-                await copy_entries(conn, fresh)
+                await copy_entries(conn, fresh, _ordinals(found))
 
     async def read(self, request: TimelineReadRequest, limit: int) -> tuple[list[TimelineRow], bool]:
         clauses = ["instance_id = %s", "repo = %s"]
@@ -147,8 +151,7 @@ async def copy_entries(
     if unknown:  # every repo of the batch in one statement
         cur = await conn.execute(REPO_ORDINALS_SQL, ([i for i, _ in unknown],
                                                      [r for _, r in unknown]))
-        for instance_id, repo, last in await cur.fetchall():
-            ordinals[(instance_id, repo)] = int(last) if last is not None else 0
+        ordinals.update(_ordinals(await cur.fetchall()))
     async with conn.cursor() as cur:
         async with cur.copy(f"COPY {TABLE} ({', '.join(COLUMNS)}) FROM STDIN") as copy:
             for seq, e in fresh:
@@ -158,6 +161,12 @@ async def copy_entries(
                     (seq, e.entry_id, e.instance_id, e.repo, e.session_id, e.kind,
                      e.content, e.at, e.engine, e.truncated_from, ordinals[key])
                 )
+
+
+def _ordinals(found: Sequence[tuple]) -> dict[tuple[str, str], int]:
+    """REPO_ORDINALS_SQL's rows: each repo's last ordinal, 0 for a repo with no entry yet."""
+    return {(instance_id, repo): int(last) if last is not None else 0
+            for instance_id, repo, last in found}
 
 
 async def digest(conn: psycopg.AsyncConnection) -> tuple[str, int]:
