@@ -112,3 +112,54 @@ async def test_take_reading_behind_a_copy_holding_the_offset_reads_the_rows_it_c
     finally:
         await first.close()
         await second.close()
+
+
+async def test_take_reading_behind_a_rebuild_that_leaves_the_offset_where_it_was_reads_again(
+        database_url):
+    """A rebuild writes the offset back to the value it had: the row's version tells."""
+    first, second = await _connect(database_url), await _connect(database_url)
+    try:
+        await first.execute(ROWS_DDL)
+        assert await _take_reading(first, "t", 5, []) == (0, [])
+        async with first.transaction():
+            await OFFSETS.lock(first, "t")
+            await first.execute("UPDATE contract_offsets SET applied_seq = 0 WHERE projection = 't'")
+            await first.execute("INSERT INTO contract_rows VALUES ('rebuilt', 5)")
+            await first.execute("UPDATE contract_offsets SET applied_seq = 5 WHERE projection = 't'")
+            waiting = asyncio.create_task(_take_reading(second, "t", 6, ["rebuilt"]))
+            await asyncio.sleep(0.2)
+            assert not waiting.done()
+        assert await asyncio.wait_for(waiting, 5) == (5, [("rebuilt", 5)])
+    finally:
+        await first.close()
+        await second.close()
+
+
+APPLY_IN_VIEW = OFFSETS.moved_past(in_view=True) + (
+    ", made AS (INSERT INTO contract_rows SELECT 'seen-' || n, 0"
+    " FROM (SELECT count(*) AS n FROM contract_rows) AS c WHERE EXISTS (SELECT 1 FROM moved))"
+    " SELECT EXISTS (SELECT 1 FROM moved)")
+
+
+async def test_a_batch_applied_in_view_changes_nothing_behind_another_copy_s_commit(
+        database_url):
+    """What the statement read of other rows is older than the commit it waited for: it
+    changes nothing then, and says so."""
+    first, second = await _connect(database_url), await _connect(database_url)
+    try:
+        await first.execute(ROWS_DDL)
+        assert await _take_reading(first, "u", 1, []) == (0, [])
+        applied = await second.execute(APPLY_IN_VIEW, ("u", 3, "u", 2, "u"))
+        assert (await applied.fetchone())[0]  # nothing in the way: applied
+        async with first.transaction():
+            assert await OFFSETS.take(first, "u", 5) == 3
+            await first.execute("INSERT INTO contract_rows VALUES ('other', 5)")
+            waiting = asyncio.create_task(second.execute(APPLY_IN_VIEW, ("u", 7, "u", 6, "u")))
+            await asyncio.sleep(0.2)
+        assert not (await (await asyncio.wait_for(waiting, 5)).fetchone())[0]
+        assert await OFFSETS.read(first, "u") == 5  # not moved: the caller takes it
+        made = await first.execute("SELECT id FROM contract_rows WHERE id LIKE 'seen-%%'")
+        assert [row[0] for row in await made.fetchall()] == ["seen-0"]
+    finally:
+        await first.close()
+        await second.close()

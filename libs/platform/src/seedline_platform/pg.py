@@ -233,19 +233,20 @@ class Offsets:
         WHERE clause (its FOR UPDATE, if any, after it); its first column is never NULL.
 
         A statement reads every row with the snapshot it began with, also when it then
-        waited for the offset's lock: rows another copy's batch committed meanwhile would be
-        missing. So the statement reads the offset twice, as its snapshot holds it and as
-        locked (the newest); a copy's batch that changed rows moved the offset, so when the
-        two differ the rows are read again, in a statement of their own that begins under
-        the lock. The gate (an InitPlan run before the rows are scanned) takes the offset's
-        lock before any row lock, in the order every batch takes them."""
-        taken = (f"WITH was AS (SELECT applied_seq FROM {self.table} WHERE projection = %s"
-                 " FOR UPDATE),"
+        waited for the offset's lock: rows another copy's batch (or a rebuild) committed
+        meanwhile would be missing. Every such transaction writes the offset's row, so the
+        statement compares the row's version as its snapshot holds it with the version it
+        locked (`_UNSEEN`); when they differ, the rows are read again, in a statement of its
+        own that begins under the lock. The gate (an InitPlan run before the rows are
+        scanned) takes the offset's lock before any row lock, in the order every batch
+        takes them."""
+        taken = (f"WITH was AS (SELECT applied_seq, xmin AS version FROM {self.table}"
+                 " WHERE projection = %s FOR UPDATE),"
                  f" moved AS (UPDATE {self.table} AS o SET applied_seq ="
                  " GREATEST(o.applied_seq, %s) FROM was WHERE o.projection = %s"
-                 " RETURNING was.applied_seq)"
+                 " RETURNING was.applied_seq, was.version)"
                  " SELECT (SELECT applied_seq FROM moved),"
-                 f" (SELECT applied_seq FROM {self.table} WHERE projection = %s), r.*"
+                 f" (SELECT version FROM moved) = ({self._version_in_snapshot}), r.*"
                  " FROM (SELECT 1) AS one LEFT JOIN ("
                  + select.format(gate=" AND EXISTS (SELECT 1 FROM moved)") + ") AS r ON true")
         cur = await conn.execute(taken, (projection, upto, projection, projection, *params))
@@ -253,14 +254,20 @@ class Offsets:
         locked, seen = found[0][:2]
         if locked is None:  # the projection's first batch: its row is made, then taken
             applied = await self.take(conn, projection, upto)
-        elif locked == seen:
+        elif seen:
             return int(locked), [row[2:] for row in found if row[2] is not None]
         else:
             applied = int(locked)
         cur = await conn.execute(select.format(gate=""), params)
         return applied, await cur.fetchall()
 
-    def moved_past(self) -> str:
+    @property
+    def _version_in_snapshot(self) -> str:
+        """The offset row's version (xmin: the transaction that last wrote it) as the
+        statement's snapshot holds it; one parameter, the projection."""
+        return f"SELECT xmin FROM {self.table} WHERE projection = %s"
+
+    def moved_past(self, in_view: bool = False) -> str:
         """A WITH clause whose `moved` holds a row when the projection's offset lay below a
         batch's first seq and was moved to its last: a statement that follows it and
         changes rows only `WHERE EXISTS (SELECT 1 FROM moved)` applies a batch none of which
@@ -271,11 +278,18 @@ class Offsets:
         every other row with the snapshot it began with: what it decides from other rows
         must be checked on the row as it is, in the upsert's own WHERE (ON CONFLICT ... DO
         UPDATE ... WHERE), not by a NOT EXISTS beside it.
-        Parameters: projection, last seq, projection, first seq."""
-        return (f"WITH was AS (SELECT applied_seq FROM {self.table} WHERE projection = %s"
-                " FOR UPDATE),"
+        Parameters: projection, last seq, projection, first seq.
+
+        With `in_view`, it also changes nothing when another copy's batch or a rebuild
+        committed after the statement began (the offset's row as locked is not the version
+        its snapshot holds; see `take_reading`): what the statement reads of other rows is
+        then as new as the offset. One more parameter: projection."""
+        in_snapshot = f" AND was.version = ({self._version_in_snapshot})" if in_view else ""
+        return (f"WITH was AS (SELECT applied_seq, xmin AS version FROM {self.table}"
+                " WHERE projection = %s FOR UPDATE),"
                 f" moved AS (UPDATE {self.table} AS o SET applied_seq = GREATEST(o.applied_seq, %s)"
-                " FROM was WHERE o.projection = %s AND was.applied_seq < %s RETURNING 1) ")
+                f" FROM was WHERE o.projection = %s AND was.applied_seq < %s{in_snapshot}"
+                " RETURNING 1) ")
 
     async def advance(self, conn: psycopg.AsyncConnection, projection: str, seq: int) -> None:
         """Move the offset past a batch that changes no row, in one statement of its own

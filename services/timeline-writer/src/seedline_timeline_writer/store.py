@@ -29,6 +29,23 @@ _REPO_ORDINALS = (
     " FROM unnest(%s::text[], %s::text[]) AS k(instance_id, repo) WHERE true{gate}"
 )
 REPO_ORDINALS_SQL = _REPO_ORDINALS.format(gate="")
+# A batch none of which is stored, appended in one autocommitted statement: the offset moved
+# past it, each entry numbered within its repo after the repo's last stored ordinal. Only
+# when no other copy's batch committed after the statement began (pg.Offsets.moved_past,
+# in_view), so the last ordinals it reads are the newest; moved?
+_APPEND_FRESH = OFFSETS.moved_past(in_view=True) + f"""
+, appended AS (
+    INSERT INTO {TABLE} ({', '.join(COLUMNS)})
+    SELECT b.*, coalesce((SELECT t.repo_ordinal FROM {TABLE} t WHERE t.instance_id = b.instance_id
+                          AND t.repo = b.repo ORDER BY t.seq DESC LIMIT 1), 0)
+               + row_number() OVER (PARTITION BY b.instance_id, b.repo ORDER BY b.seq)
+    FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
+                %s::text[], %s::text[], %s::text[], %s::integer[])
+         AS b({', '.join(COLUMNS[:-1])})
+    WHERE EXISTS (SELECT 1 FROM moved)
+)
+SELECT EXISTS (SELECT 1 FROM moved)
+"""
 
 Stored = tuple[int, TimelineEntry]  # (seq, entry)
 
@@ -103,6 +120,19 @@ class PostgresTimelineStore(PostgresTimelineView):
             return {e: int(s) for e, s in await cur.fetchall()}
 
     async def append(self, stored: Sequence[Stored]) -> None:
+        if not stored:
+            return
+        seqs = [seq for seq, _ in stored]
+        async with self._pool.connection() as conn:
+            cur = await conn.execute(_APPEND_FRESH, (
+                self._projection, max(seqs), self._projection, min(seqs), self._projection,
+                *pg.columns([(seq, e.entry_id, e.instance_id, e.repo, e.session_id, e.kind,
+                              e.content, e.at, e.engine, e.truncated_from)
+                             for seq, e in stored], 10)))
+            if (await cur.fetchone())[0]:
+                return
+        # Part of it stored before, the projection's first batch, or another copy's batch
+        # committed meanwhile: under the offset's lock.
         repos = sorted({(entry.instance_id, entry.repo) for _, entry in stored})
         async with self._pool.connection() as conn, conn.transaction():
             applied, found = await OFFSETS.take_reading(
