@@ -120,23 +120,24 @@ class Statements:
 
 # Per role and operation (durable_work: statements_by_service, transactions_by_service,
 # BEGINs and writes from transactions_by_shape), rounded to whole statements, at commit
-# 1342887. Per storm wake: writer 6.3 statements in 2.7 transactions (0.9 BEGIN; COPY, the
-# offset's take, launches INSERT), resolver 9.7 in 6.8 (0.7 BEGIN; the offsets' takes, the
-# folds' one-statement writes, the open request's INSERT), gateway 13.8 in 6.0 (1.8 BEGIN:
-# the fold's, and the launch's repo turn, which its reads ride in; the offset's take, the
-# fold's one write). Per open: writer 13 in 5 (2 BEGIN), resolver 11.3 in 7.3 (1 BEGIN),
-# gateway 13.2 in 5.1 (2 BEGIN). The seed-composer and the runner run none.
+# af45770. Per storm wake: writer 2.7 statements in 2.7 transactions (no BEGIN: the append
+# is one statement with its offset; the message's dedupe read, launches INSERT), resolver
+# 8.6 in 6.1 (0.8 BEGIN; the fold's offset taken with its rows read, the folds'
+# one-statement writes, the open request's INSERT), gateway 12.0 in 5.1 (1.7 BEGIN: the
+# fold's, and the launch's repo turn, which its reads ride in; the fold's one write). Per
+# open: writer 5 in 5 (no BEGIN), resolver 10.8 in 7.8 (1 BEGIN), gateway 12.1 in 5.0 (2
+# BEGIN). The seed-composer and the runner run none.
 STATEMENTS = {
     "wake": {
-        "timeline-writer": Statements("timeline-writer message", 6, 3, 1, 3),
+        "timeline-writer": Statements("timeline-writer message", 3, 3, 0, 2),
         "continuity-resolver": Statements("continuity-resolver-wakes wake_requested",
-                                          10, 7, 1, 4),
-        "runner-gateway": Statements(LAUNCH_ON, 14, 6, 2, 2),
+                                          9, 6, 1, 4),
+        "runner-gateway": Statements(LAUNCH_ON, 12, 5, 2, 2),
     },
     "open": {
-        "timeline-writer": Statements("timeline-writer instruction", 13, 5, 2, 5),
-        "continuity-resolver": Statements("open", 11, 7, 1, 5),
-        "runner-gateway": Statements(LAUNCH_ON, 13, 5, 2, 4),
+        "timeline-writer": Statements("timeline-writer instruction", 5, 5, 0, 3),
+        "continuity-resolver": Statements("open", 11, 8, 1, 5),
+        "runner-gateway": Statements(LAUNCH_ON, 12, 5, 2, 4),
     },
 }
 
