@@ -3,7 +3,10 @@ instruction, request ids, wakes, and the relocation rules of CONTRACT.md 4.1."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+
+import msgspec
 
 import pytest
 
@@ -363,6 +366,30 @@ async def test_an_open_whose_first_ask_recorded_nothing_is_decided_when_asked_ag
     again = await resolver.open(request_id="r-away", instruction="Go on")
     assert again["session_id"] == "csess_001"
     assert len(resolver.published("continuity_decided")) == 1
+
+
+async def test_a_wake_redelivered_while_it_is_being_decided_is_decided_once(resolver):
+    """A wake claims its request_id with the read of its repo, after the catch-up: one
+    delivered again meanwhile, to this copy or to another, makes no second decision."""
+    seq = await resolver.entry("csess_person", kind="chat_user", content="Where were we?")
+    wake = WakeRequested(session_id="csess_w", at=AT, instance_id="inst-a", repo="apps/x",
+                         engine="claude", node_id="mac", wake_seq=seq, request_id="wake:e-7")
+    held, recorded_before = asyncio.Event(), resolver.opener._catch_up.recorded_before
+
+    async def held_back(*args):
+        await held.wait()
+        return await recorded_before(*args)
+
+    resolver.opener._catch_up.recorded_before = held_back
+    first = asyncio.create_task(resolver.opener.wake(wake))
+    await asyncio.sleep(0.05)
+    await asyncio.wait_for(resolver.opener.wake(wake), 5)  # this copy is deciding it
+    held.set()
+    await first
+    other_copy = msgspec.structs.replace(wake, session_id="csess_w2")  # its own id
+    await resolver.opener.wake(other_copy)  # claimed for csess_w: not woken twice
+    (event,) = resolver.published("continuity_decided")
+    assert event["session_id"] == "csess_w"
 
 
 async def test_a_wake_whose_decision_found_the_streams_away_is_decided_when_redelivered(resolver):

@@ -111,9 +111,18 @@ class ConversationRepositoryContract:
             (3, "inst-a", "apps/y", "s2", AT, None),
         ])
         await self.repo.apply_lifecycle([requested(1, "csess_a")], 1)
-        rows = await self.repo.rows_of_repo("inst-a", "apps/x")
+        first, rows = await self.repo.claim_reading_repo("inst-a", "apps/x", "wake:1",
+                                                         "csess_w")
+        assert first is None  # claimed now
         assert [(r.session_id, r.entry_engine, r.platform is not None) for r in rows] == [
             ("csess_a", None, True), ("s1", "claude", False)]
+        # Claimed before: the first claim's conversation, and the rows all the same.
+        again, rows_again = await self.repo.claim_reading_repo("inst-a", "apps/x", "wake:1",
+                                                               "csess_other")
+        assert again == "csess_w" and rows_again == rows
+        assert await self.repo.claim_reading_repo("inst-a", "apps/none", "wake:2", "csess_n") \
+            == (None, [])
+        assert await self.repo.session_for_request("inst-a", "wake:2") == "csess_n"
 
     async def test_a_failed_open_is_a_platform_conversation_with_no_engine(self):
         await self.repo.apply_lifecycle([requested(1, "csess_f"),

@@ -17,7 +17,7 @@ from seedline_contracts.timeline import TimelineRow
 from seedline_core.decision import TURN_KINDS, PreviousConversation, Turn, newest_turn
 from seedline_timeline_view import AppliedEntry, TimelineView
 
-from .repository import ConversationRepository, Row, recency
+from .repository import Row, recency
 
 
 def _capped(last_at: datetime, row: Row) -> datetime:
@@ -37,19 +37,20 @@ def _turn(entry: TimelineRow | None) -> Turn | None:
 
 
 async def previous_before(
-    conversations: ConversationRepository, view: TimelineView, instance_id: str, repo: str,
+    conversations: list[Row], view: TimelineView, instance_id: str, repo: str,
     before_seq: int, deciding: str, message: AppliedEntry | None = None,
 ) -> PreviousConversation | None:
     """The previous conversation over entries with seq < before_seq (and the platform's
-    confirmed opens), leaving out the conversation being decided. `message`, the entry at
-    before_seq as the wait for it read it, holds its own conversation before it: that one
-    is not read again."""
+    confirmed opens), leaving out the conversation being decided, from every conversation
+    of the repo as the projection holds them now. `message`, the entry at before_seq as the
+    wait for it read it, holds its own conversation before it: that one is not read
+    again."""
     read_with_message = {}
     entry = message.entry if message is not None else None
     if entry is not None and (entry.instance_id, entry.repo) == (instance_id, repo):
         read_with_message[entry.session_id] = message.own_before
     rows = []
-    for row in await conversations.rows_of_repo(instance_id, repo):
+    for row in conversations:
         if row.session_id == deciding or not row.may_be_earlier:
             continue
         # The message itself (or a later turn) was never given to that engine: its turn

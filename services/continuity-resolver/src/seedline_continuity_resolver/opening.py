@@ -138,11 +138,8 @@ class Opener:
         if validate_open(request) is not None:
             log.warning("wake_not_valid", session_id=event.session_id)
             return
-        claimed = await self._repo.claim_request(event.instance_id, event.request_id,
-                                                 event.session_id)
-        if claimed is not None and (claimed != event.session_id
-                                    or await self._decided_or_deciding(claimed)):
-            return  # woken before (a redelivered message)
+        if event.session_id in self._deciding:
+            return  # redelivered while this copy decides it
         ends = None if event_seq is None else {TIMELINE: event.wake_seq, SESSIONS: event_seq - 1}
         await self._decide_and_record(request, event.session_id, ends)
 
@@ -151,14 +148,17 @@ class Opener:
 
     async def _decide_and_record(self, request: OpenRequest, session_id: str,
                                  ends: dict[str, int] | None = None) -> None:
-        """Decide and record an open. Its request_id is claimed before, so that two asks
-        make one decision; when this fails (an outage), the claim stays with nothing
-        recorded, and the next ask of the request_id (or the wake, redelivered) decides it
-        for the same conversation. Were the first ask still deciding on another copy, the
-        events' Nats-Msg-Ids have the stream keep one of each."""
+        """Decide and record an open. Its request_id is claimed before it is decided (an
+        open's before this, a wake's with the read of its repo), so that two asks make one
+        decision; when this fails (an outage), the claim stays with nothing recorded, and
+        the next ask of the request_id (or the wake, redelivered) decides it for the same
+        conversation. Were the first ask still deciding on another copy, the events'
+        Nats-Msg-Ids have the stream keep one of each."""
         self._deciding.add(session_id)
         try:
-            await self._record(await self._decision_events(request, session_id, ends))
+            messages = await self._decision_events(request, session_id, ends)
+            if messages:
+                await self._record(messages)
         finally:
             self._deciding.discard(session_id)
 
@@ -170,7 +170,13 @@ class Opener:
         if request.wake_seq is None:
             previous = await self._repo.previous(request.instance_id, request.repo)
         else:
-            previous = await previous_before(self._repo, self._view, request.instance_id,
+            # A wake's request_id is claimed with the read of its repo, after the catch-up.
+            first, conversations = await self._repo.claim_reading_repo(
+                request.instance_id, request.repo, request.request_id, session_id)
+            if first is not None and (first != session_id
+                                      or await self._decision_recorded(first)):
+                return []  # woken before (a redelivered message)
+            previous = await previous_before(conversations, self._view, request.instance_id,
                                              request.repo, request.wake_seq, session_id,
                                              woken_by)
         decided = core.decide(

@@ -93,6 +93,17 @@ _FOR_UPDATE = (
     " JOIN unnest(%s::text[]) WITH ORDINALITY AS w(session_id, n) USING (session_id)"
     " WHERE state IS NOT NULL{gate} ORDER BY w.n FOR UPDATE OF conversations")
 
+# A request_id claimed (claimed now?) and every conversation of a repo, in one statement.
+_CLAIM_READING_REPO = f"""
+WITH claim AS (
+    INSERT INTO open_requests (instance_id, request_id, session_id) VALUES (%s, %s, %s)
+    ON CONFLICT DO NOTHING RETURNING 1
+)
+SELECT EXISTS (SELECT 1 FROM claim), c.* FROM (SELECT 1) AS one
+LEFT JOIN (SELECT {_COLUMNS} FROM conversations WHERE instance_id = %s AND repo = %s) AS c ON true
+ORDER BY c.session_id
+"""
+
 # One row per conversation a batch of entries touches (_per_conversation), in one statement;
 # {only} makes it change rows only when the offset was moved past none of them (pg.Offsets).
 _UPSERT_ENTRIES_WHERE = """
@@ -200,6 +211,16 @@ def _row(values: Sequence) -> Row:
     return Row(instance_id, repo, session_id, _utc(last_entry_at), int(activity_seq),
                entry_engine, platform, bytes(last_reply) if last_reply is not None else None,
                turn)
+
+
+async def _claimed_by(conn: AsyncConnection, instance_id: str, request_id: str) -> str | None:
+    """The conversation the first claim of a request_id was made for (None: no claim)."""
+    cur = await conn.execute(
+        "SELECT session_id FROM open_requests WHERE instance_id = %s AND request_id = %s",
+        (instance_id, request_id),
+    )
+    found = await cur.fetchone()
+    return found[0] if found else None
 
 
 class PostgresConversationRepository:
@@ -347,15 +368,6 @@ class PostgresConversationRepository:
             )
             return [_row(r).platform for r in await cur.fetchall()]
 
-    async def rows_of_repo(self, instance_id: str, repo: str) -> list[Row]:
-        async with self._connection() as conn:
-            cur = await conn.execute(
-                f"SELECT {_COLUMNS} FROM conversations WHERE instance_id = %s AND repo = %s"
-                " ORDER BY session_id",
-                (instance_id, repo),
-            )
-            return [_row(r) for r in await cur.fetchall()]
-
     async def claim_request(self, instance_id: str, request_id: str, session_id: str) -> str | None:
         async with self._connection() as conn:
             cur = await conn.execute(
@@ -365,20 +377,22 @@ class PostgresConversationRepository:
             )
             if await cur.fetchone():
                 return None
-            cur = await conn.execute(
-                "SELECT session_id FROM open_requests WHERE instance_id = %s AND request_id = %s",
-                (instance_id, request_id),
-            )
-            return (await cur.fetchone())[0]
+            return await _claimed_by(conn, instance_id, request_id)
+
+    async def claim_reading_repo(self, instance_id: str, repo: str, request_id: str,
+                                 session_id: str) -> tuple[str | None, list[Row]]:
+        async with self._connection() as conn:
+            cur = await conn.execute(_CLAIM_READING_REPO, (
+                instance_id, request_id, session_id, instance_id, repo))
+            found = await cur.fetchall()
+            rows = [_row(values[1:]) for values in found if values[1] is not None]
+            if found[0][0]:
+                return None, rows
+            return await _claimed_by(conn, instance_id, request_id), rows
 
     async def session_for_request(self, instance_id: str, request_id: str) -> str | None:
         async with self._connection() as conn:
-            cur = await conn.execute(
-                "SELECT session_id FROM open_requests WHERE instance_id = %s AND request_id = %s",
-                (instance_id, request_id),
-            )
-            found = await cur.fetchone()
-        return found[0] if found else None
+            return await _claimed_by(conn, instance_id, request_id)
 
     async def reply_for_request(self, session_id: str) -> bytes | None:
         async with self._connection() as conn:

@@ -134,12 +134,14 @@ class ConversationRepository(Protocol):
 
     async def platform_of_repo(self, instance_id: str, repo: str) -> list[lc.Conversation]: ...
 
-    async def rows_of_repo(self, instance_id: str, repo: str) -> list[Row]:
-        """Every conversation of the instance and repo, the platform's and the timeline's."""
-        ...
-
     async def claim_request(self, instance_id: str, request_id: str, session_id: str) -> str | None:
         """Claim a request_id for session_id; when claimed before, the first claim's session."""
+        ...
+
+    async def claim_reading_repo(self, instance_id: str, repo: str, request_id: str,
+                                 session_id: str) -> tuple[str | None, list[Row]]:
+        """`claim_request`, and in the same read every conversation of the instance and
+        repo, the platform's and the timeline's (a wake's claim and what it is decided on)."""
         ...
 
     async def reply_for_request(self, session_id: str) -> bytes | None: ...
@@ -219,14 +221,18 @@ class InMemoryConversationRepository:
         return [r.platform for (i, p, _), r in self.by_key.items()
                 if (i, p) == (instance_id, repo) and r.platform is not None]
 
-    async def rows_of_repo(self, instance_id: str, repo: str) -> list[Row]:
-        return [r for (i, p, _), r in sorted(self.by_key.items()) if (i, p) == (instance_id, repo)]
 
     async def claim_request(self, instance_id: str, request_id: str, session_id: str) -> str | None:
         if (instance_id, request_id) in self.claims:
             return self.claims[(instance_id, request_id)]
         self.claims[(instance_id, request_id)] = session_id
         return None
+
+    async def claim_reading_repo(self, instance_id: str, repo: str, request_id: str,
+                                 session_id: str) -> tuple[str | None, list[Row]]:
+        first = await self.claim_request(instance_id, request_id, session_id)
+        return first, [r for (i, p, _), r in sorted(self.by_key.items())
+                       if (i, p) == (instance_id, repo)]
 
     async def session_for_request(self, instance_id: str, request_id: str) -> str | None:
         return self.claims.get((instance_id, request_id))
