@@ -120,18 +120,18 @@ class Statements:
 
 # Per role and operation (durable_work: statements_by_service, transactions_by_service,
 # BEGINs and writes from transactions_by_shape), rounded to whole statements, at commit
-# af45770. Per storm wake: writer 2.7 statements in 2.7 transactions (no BEGIN: the append
+# c7e03b1. Per storm wake: writer 2.7 statements in 2.7 transactions (no BEGIN: the append
 # is one statement with its offset; the message's dedupe read, launches INSERT), resolver
-# 8.6 in 6.1 (0.8 BEGIN; the fold's offset taken with its rows read, the folds'
-# one-statement writes, the open request's INSERT), gateway 12.0 in 5.1 (1.7 BEGIN: the
-# fold's, and the launch's repo turn, which its reads ride in; the fold's one write). Per
-# open: writer 5 in 5 (no BEGIN), resolver 10.8 in 7.8 (1 BEGIN), gateway 12.1 in 5.0 (2
-# BEGIN). The seed-composer and the runner run none.
+# 7.3 to 7.7 in 5.0 to 5.3 (0.8 BEGIN; the fold's offset taken with its rows read, the
+# folds' one-statement writes, the wake's claim with its repo's read), gateway 11.9 to 12.2
+# in 5.1 (1.7 BEGIN: the fold's, and the launch's repo turn, which its reads ride in; the
+# fold's one write). Per open: writer 5 in 5 (no BEGIN), resolver 10.8 in 7.8 (1 BEGIN),
+# gateway 12.1 in 5.0 (2 BEGIN). The seed-composer and the runner run none.
 STATEMENTS = {
     "wake": {
         "timeline-writer": Statements("timeline-writer message", 3, 3, 0, 2),
         "continuity-resolver": Statements("continuity-resolver-wakes wake_requested",
-                                          9, 6, 1, 4),
+                                          8, 5, 1, 4),
         "runner-gateway": Statements(LAUNCH_ON, 12, 5, 2, 2),
     },
     "open": {
