@@ -113,7 +113,7 @@ check: install
 # pytest exits 5 when it collected no tests: that is a failure, not a pass.
 test: install engines chromium
 	@started=$$(date +%s); \
-	$(TEST_ENV) $(RUN) pytest -q -p no:cacheprovider -m "not exhaustive" -n $(TEST_WORKERS) --dist loadgroup --durations=20; rc=$$?; \
+	$(TEST_ENV) $(RUN) pytest -q -p no:cacheprovider -m "not exhaustive" -n $(TEST_WORKERS) --durations=20; rc=$$?; \
 	echo "make test took $$(( $$(date +%s) - started )) s"; \
 	if [ $$rc -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$rc
 

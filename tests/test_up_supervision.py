@@ -25,9 +25,7 @@ import pytest
 from seedline_cli import up_state
 from seedline_devtools.embedded import free_port
 
-# One worker runs them all: the module's `seedline up` is started once, not once a worker.
-pytestmark = [pytest.mark.slow, pytest.mark.servers,
-              pytest.mark.xdist_group("seedline-up-supervised")]
+pytestmark = [pytest.mark.slow, pytest.mark.servers]
 
 READY_LINE = "Seedline is up."
 # Enough that publishing them outlasts a few probes of the stream on a loaded machine: with

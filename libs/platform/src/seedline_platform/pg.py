@@ -235,9 +235,9 @@ class Offsets:
         A statement reads every row with the snapshot it began with, also when it then
         waited for the offset's lock: rows another copy's batch (or a rebuild) committed
         meanwhile would be missing. Every such transaction writes the offset's row, so the
-        statement compares the row's version as its snapshot holds it with the version it
-        locked (`_UNSEEN`); when they differ, the rows are read again, in a statement of its
-        own that begins under the lock. The gate (an InitPlan run before the rows are
+        statement compares the row's version as its snapshot holds it
+        (`_version_in_snapshot`) with the version it locked; when they differ, the rows are
+        read again, in a statement of its own that begins under the lock. The gate (an InitPlan run before the rows are
         scanned) takes the offset's lock before any row lock, in the order every batch
         takes them."""
         taken = (f"WITH was AS (SELECT applied_seq, xmin AS version FROM {self.table}"

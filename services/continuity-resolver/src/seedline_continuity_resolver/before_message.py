@@ -15,7 +15,7 @@ from datetime import datetime
 
 from seedline_contracts.timeline import TimelineRow
 from seedline_core.decision import TURN_KINDS, PreviousConversation, Turn, newest_turn
-from seedline_timeline_view import AppliedEntry, TimelineView
+from seedline_timeline_view import AppliedEntry, ConversationBefore, TimelineView
 
 from .repository import Row, recency
 
@@ -45,7 +45,7 @@ async def previous_before(
     of the repo as the projection holds them now. `message`, the entry at before_seq as the
     wait for it read it, holds its own conversation before it: that one is not read
     again."""
-    read_with_message = {}
+    read_with_message: dict[str, ConversationBefore | None] = {}
     entry = message.entry if message is not None else None
     if entry is not None and (entry.instance_id, entry.repo) == (instance_id, repo):
         read_with_message[entry.session_id] = message.own_before

@@ -31,8 +31,8 @@ _REPO_ORDINALS = (
 REPO_ORDINALS_SQL = _REPO_ORDINALS.format(gate="")
 # A batch none of which is stored, appended in one autocommitted statement: the offset moved
 # past it, each entry numbered within its repo after the repo's last stored ordinal. Only
-# when no other copy's batch committed after the statement began (pg.Offsets.moved_past,
-# in_view), so the last ordinals it reads are the newest; moved?
+# when no other copy's batch or a rebuild committed after the statement began
+# (pg.Offsets.moved_past, in_view), so the last ordinals it reads are the newest; moved?
 _APPEND_FRESH = OFFSETS.moved_past(in_view=True) + f"""
 , appended AS (
     INSERT INTO {TABLE} ({', '.join(COLUMNS)})
@@ -132,11 +132,11 @@ class PostgresTimelineStore(PostgresTimelineView):
             if (await cur.fetchone())[0]:
                 return
         # Part of it stored before, the projection's first batch, or another copy's batch
-        # committed meanwhile: under the offset's lock.
+        # or a rebuild committed meanwhile: under the offset's lock.
         repos = sorted({(entry.instance_id, entry.repo) for _, entry in stored})
         async with self._pool.connection() as conn, conn.transaction():
             applied, found = await OFFSETS.take_reading(
-                conn, self._projection, max((p[0] for p in stored), default=0), _REPO_ORDINALS,
+                conn, self._projection, max(seqs), _REPO_ORDINALS,
                 ([i for i, _ in repos], [r for _, r in repos]))
             fresh = sorted((p for p in stored if p[0] > applied), key=lambda p: p[0])
             if fresh:
