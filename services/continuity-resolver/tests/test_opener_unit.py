@@ -269,7 +269,9 @@ async def test_a_resume_records_the_newest_turn_its_engine_was_given_or_produced
     assert resolver.published("continuity_decided")[-1]["plan"]["resume_expect"] is None
 
 
-async def test_a_wake_expects_the_turn_before_the_message_not_the_message(resolver):
+async def _answered_then_stopped(resolver) -> tuple[str, int]:
+    """An open confirmed with a resume key, its engine's answer, then an idle stop: the
+    conversation and the answer's seq."""
     await resolver.open(engine="claude", instruction="Add castling")
     (first,) = resolver.published("open_requested")
     sid = first["session_id"]
@@ -277,6 +279,11 @@ async def test_a_wake_expects_the_turn_before_the_message_not_the_message(resolv
     answer = await resolver.entry(sid, kind="chat_assistant", content="Castling added",
                                   engine="claude", at="2026-12-01T11:40:00Z")
     await resolver.record(Stopped(session_id=sid, at=AT, reason="idle"))
+    return sid, answer
+
+
+async def test_a_wake_expects_the_turn_before_the_message_not_the_message(resolver):
+    sid, answer = await _answered_then_stopped(resolver)
     woken_by = await resolver.entry(sid, kind="chat_user", content="Now en passant",
                                     at="2026-12-01T11:59:00Z")
     await resolver.opener.wake(WakeRequested(
@@ -292,13 +299,7 @@ async def test_a_wake_expects_the_turn_before_the_message_not_the_message(resolv
 async def test_a_wake_reads_the_conversation_its_message_touched_with_the_message(resolver):
     """The message's own conversation before it comes with the wait for the message; only
     another conversation touched after the message is read on its own."""
-    await resolver.open(engine="claude", instruction="Add castling")
-    (first,) = resolver.published("open_requested")
-    sid = first["session_id"]
-    await confirm(resolver, sid, key="k1")
-    answer = await resolver.entry(sid, kind="chat_assistant", content="Castling added",
-                                  engine="claude", at="2026-12-01T11:40:00Z")
-    await resolver.record(Stopped(session_id=sid, at=AT, reason="idle"))
+    sid, answer = await _answered_then_stopped(resolver)
     await resolver.entry("s-other", engine="codex", at="2026-12-01T10:00:00Z")
     woken_by = await resolver.entry(sid, kind="chat_user", content="Now en passant",
                                     at="2026-12-01T11:59:00Z")
