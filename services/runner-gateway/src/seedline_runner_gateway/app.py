@@ -25,7 +25,7 @@ from seedline_platform.settings import Settings
 from .bootstrap import NAME, Parts, Ports, bootstrap
 from .machine_calls import NatsMachines
 from .notify import NatsNotifier
-from .postgres_state import PostgresGatewayState
+from .postgres_state import OFFSETS, PROJECTION, PostgresGatewayState
 from .fold import FOLD_DURABLE
 from .presence import KvPresence
 from .repo_turns import PostgresRepoTurns
@@ -63,7 +63,8 @@ class GatewayApp(ServiceApp):
             fold_drained=functools.partial(
                 consumer_drained, self.js, subjects.SESSIONS_STREAM, FOLD_DURABLE),
             recorded_reply=self._recorded_reply,
-            repo_turns=PostgresRepoTurns(self.pool),  # shared by every copy
+            # Shared by every copy; a turn reads where the fold's stored offset stands.
+            repo_turns=PostgresRepoTurns(self.pool, OFFSETS, PROJECTION),
             saved_objects=ObjectStoreKept(self.js, functools.partial(_repo_of, state)),
             sealer=sealer, metrics=self.metrics, js=self.js,
             drop_forgotten=erasure.dropping(self.pool, FORGET_STATEMENTS, sealer),

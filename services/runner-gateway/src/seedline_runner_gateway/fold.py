@@ -109,13 +109,15 @@ class LifecycleFold:
             return None
         return frozenset(list(kept)[len(kept) - newer:])
 
-    async def caught_up(self, upto: int | None = None) -> bool:
+    async def caught_up(self, upto: int | None = None, stored: int | None = None) -> bool:
         """Wait until the fold holds every event up to `upto` (default: recorded so far);
         whether it did within CATCH_UP_SECONDS (a caller that must not act on a stale read
-        says so; the others go on with what is folded)."""
+        says so; the others go on with what is folded). `stored`: the fold's offset as the
+        caller has just read it, instead of a read of its own."""
         if upto is None and await self.folded.holds_everything():
             return True
-        return await self._reached(upto if upto is not None else await self._stream_end())
+        return await self._reached(upto if upto is not None else await self._stream_end(),
+                                   stored)
 
     async def read_holds_everything(self, applied: int) -> bool:
         """Whether a read that found the fold's stored offset at `applied` holds every event

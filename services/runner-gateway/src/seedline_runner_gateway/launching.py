@@ -76,7 +76,7 @@ NEEDS = {CARRY_PROTOCOL: "the working tree this conversation brings from another
 class Launcher:
     def __init__(
         self, ports: Ports, presence: PresenceView, stopper: Stopper, reconciler: Reconciler,
-        outcomes: LaunchOutcomes, caught_up: Callable[[int | None], Awaitable[None]],
+        outcomes: LaunchOutcomes, caught_up: Callable[[int | None, int | None], Awaitable[bool]],
     ) -> None:
         self._state = ports.state
         self._machines = ports.machines
@@ -109,9 +109,9 @@ class Launcher:
         repo's turn after this launch, and replaces it.
         """
         plan = composed.plan
-        async with self._turns.hold(plan.instance_id, plan.repo):
+        async with self._turns.hold(plan.instance_id, plan.repo) as stored:
             if composed.decided_seq is not None:  # else recorded before decisions were fenced
-                await self._caught_up(None if seq is None else seq - 1)
+                await self._caught_up(None if seq is None else seq - 1, stored)
             repo = await self._state.at_launch(composed.session_id, plan.instance_id, plan.repo)
             held = repo.held
             if held is not None and _already_done(held, plan.node_id, plan.relocation):

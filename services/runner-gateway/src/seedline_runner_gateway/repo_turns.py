@@ -26,12 +26,18 @@ from seedline_platform import pg
 from seedline_platform.outage import Outage
 
 LOCK_WAIT = "30s"
+# The offset is read by a statement of its own after the lock's: each statement of one
+# query takes its own snapshot, so it reads the offset as it is once the turn is held.
 TAKE_TURN = sql.SQL(f"SET LOCAL lock_timeout = '{LOCK_WAIT}';"
-                    " SELECT pg_advisory_xact_lock(hashtextextended({}, 0))")
+                    " SELECT pg_advisory_xact_lock(hashtextextended({key}, 0));"
+                    " SELECT applied_seq FROM {offsets} WHERE projection = {projection}")
 
 
 class RepoTurns(Protocol):
-    def hold(self, instance_id: str, repo: str) -> AbstractAsyncContextManager[None]: ...
+    def hold(self, instance_id: str, repo: str) -> AbstractAsyncContextManager[int | None]:
+        """Hold the repo's turn; yields the fold's stored offset as the turn began (None:
+        not read)."""
+        ...
 
 
 class LocalRepoTurns:
@@ -43,13 +49,13 @@ class LocalRepoTurns:
         self._turns: dict[tuple[str, str], tuple[asyncio.Lock, list[int]]] = {}
 
     @asynccontextmanager
-    async def hold(self, instance_id: str, repo: str) -> AsyncIterator[None]:
+    async def hold(self, instance_id: str, repo: str) -> AsyncIterator[int | None]:
         key = (instance_id, repo)
         lock, users = self._turns.setdefault(key, (asyncio.Lock(), [0]))
         users[0] += 1
         try:
             async with lock:
-                yield
+                yield None
         finally:
             users[0] -= 1
             if not users[0]:
@@ -57,8 +63,10 @@ class LocalRepoTurns:
 
 
 class PostgresRepoTurns:
-    def __init__(self, pool: AsyncConnectionPool) -> None:
+    def __init__(self, pool: AsyncConnectionPool, offsets: pg.Offsets, projection: str) -> None:
         self._pool = pool
+        self._offsets = sql.Identifier(offsets.table)
+        self._projection = sql.Literal(projection)
         self._local = LocalRepoTurns()  # one connection per repo per copy, not per waiter
         # A turn holds a connection for the whole launch, and the launch may need others
         # (its reads go over the turn's own): with every connection held by a turn, no
@@ -67,7 +75,7 @@ class PostgresRepoTurns:
         self._slots = asyncio.Semaphore(max(1, pool.max_size // 2))
 
     @asynccontextmanager
-    async def hold(self, instance_id: str, repo: str) -> AsyncIterator[None]:
+    async def hold(self, instance_id: str, repo: str) -> AsyncIterator[int | None]:
         key = f"launch:{instance_id}\n{repo}"  # names never hold control characters
         async with (self._local.hold(instance_id, repo), self._slots,
                     self._pool.connection() as conn):
@@ -75,11 +83,16 @@ class PostgresRepoTurns:
             # (an error, a cancel, the connection dropped), never left on a pooled connection.
             async with conn.transaction():
                 try:
-                    # One round trip: without parameters both statements go as one query.
-                    await conn.execute(TAKE_TURN.format(sql.Literal(key)))
+                    # One round trip: without parameters the statements go as one query.
+                    cur = await conn.execute(TAKE_TURN.format(
+                        key=sql.Literal(key), offsets=self._offsets,
+                        projection=self._projection))
                 except psycopg.errors.LockNotAvailable:
                     raise Outage(f"another copy holds the launch turn of {repo}") from None
+                while cur.nextset():  # to the last statement's rows
+                    pass
+                row = await cur.fetchone()
                 # The launch's reads of the gateway's state go over this connection: part
                 # of the turn's transaction, not one transaction each.
                 async with pg.lending(self._pool, conn):
-                    yield
+                    yield int(row[0]) if row else 0
