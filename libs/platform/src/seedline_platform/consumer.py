@@ -39,7 +39,6 @@ from typing import Any, Awaitable, Callable, Generic, Sequence, TypeVar
 
 import msgspec
 from nats.aio.msg import Msg
-from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js import api as js_api
 from nats.js.errors import NotFoundError, ServiceUnavailableError
@@ -262,7 +261,9 @@ class BatchConsumer:
         while (sub := self._sub) is not None and not self._stopping:
             try:
                 msgs = await self._fetch(sub)
-            except NatsTimeout:
+            except TimeoutError:
+                # Nothing came: nats-py's own, or asyncio's when the server's "no messages"
+                # came at the deadline (a loaded machine); neither is an outage to pause on.
                 continue
             except Exception as exc:
                 if not is_outage(exc):

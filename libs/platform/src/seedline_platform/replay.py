@@ -55,13 +55,12 @@ async def replay(
         return
     async with reader(js, stream, subject, deliver_policy=js_api.DeliverPolicy.BY_START_SEQUENCE,
                        opt_start_seq=max(1, start_seq)) as sub:
-        unavailable = 0
+        unavailable, last = 0, start_seq - 1
         while True:
             try:
-                msgs = await sub.fetch(batch, timeout=2.0)
-            except NatsTimeout:
-                # Nothing more is coming: the range ended in a gap (deleted messages).
-                return
+                msgs = await _fetch_or_end(sub, stream, batch, 2.0, last)
+                if not msgs:
+                    return  # the range ended in a gap (deleted messages)
             except ServiceUnavailableError:
                 # The reader's consumer is electing a leader (a cluster that lost a server).
                 unavailable += 1
@@ -72,8 +71,32 @@ async def replay(
             wanted = [m for m in msgs if m.metadata.sequence.stream <= end_seq]
             if wanted:
                 yield wanted
-            if msgs[-1].metadata.sequence.stream >= end_seq:
+            last = msgs[-1].metadata.sequence.stream
+            if last >= end_seq:
                 return
+
+
+# How many fetches in a row a read makes of messages its consumer still holds for it before
+# it gives up (StreamsUnavailable): a server too slow to answer in time for this long.
+FETCH_ATTEMPTS = 5
+
+
+async def _fetch_or_end(sub: JetStreamContext.PullSubscription, stream: str, batch: int,
+                        timeout: float, last: int) -> list[Msg]:
+    """The reader's next messages after stream seq `last`, or none when its consumer has
+    nothing left to deliver. A fetch that times out does not say so by itself: a server
+    slow under load lets it time out with messages pending (nats-py then raises asyncio's
+    TimeoutError, not its own), or one it sent is still on its way; the consumer is asked,
+    and the fetch made again while it holds more."""
+    for _ in range(FETCH_ATTEMPTS):
+        try:
+            return await sub.fetch(batch, timeout=timeout)
+        except TimeoutError:  # nats-py's is one
+            info = await sub.consumer_info()
+            if not info.num_pending and (info.delivered.stream_seq or 0) <= last:
+                return []
+    raise StreamsUnavailable(f"{stream}: messages pending but not delivered in "
+                             f"{FETCH_ATTEMPTS * timeout:.0f} s")
 
 
 async def newest_values(js: JetStreamContext, bucket: str, timeout: float = 5.0
@@ -98,17 +121,17 @@ async def stored(js: JetStreamContext, stream: str, subject: str, *, limit: int 
     the consumer's deliver policy (default: all)."""
     async with reader(js, stream, subject, **policy) as sub:
         pending = (await sub.consumer_info()).num_pending
-        taken = 0
+        taken = last = 0
         while pending > 0 and (limit is None or taken < limit):
             want = min(pending, 256) if limit is None else min(pending, 256, limit - taken)
-            try:
-                msgs = await sub.fetch(want, timeout=timeout)
-            except NatsTimeout:
+            msgs = await _fetch_or_end(sub, stream, want, timeout, last)
+            if not msgs:
                 return  # what was counted went away meanwhile (expired, deleted)
             for msg in msgs:
                 yield msg
             taken += len(msgs)
             pending = msgs[-1].metadata.num_pending
+            last = msgs[-1].metadata.sequence.stream
 
 
 # How long a watch's fetch waits for a change before it asks again: a pull lost with a
@@ -168,7 +191,7 @@ class BucketWatch:
                 # One at a time while waiting (a batch fetch waits to fill its batch).
                 msgs = await self._sub.fetch(min(pending, FOLLOW_BATCH) or 1,
                                              timeout=self._tick)
-            except NatsTimeout:
+            except TimeoutError:  # nats-py's, or asyncio's when the server answered late
                 pending = 0
                 continue
             for msg in msgs:
@@ -208,7 +231,7 @@ async def follow(js: JetStreamContext, stream: str, subject: str, *,
             # what is already stored in batches.
             try:
                 msgs = await sub.fetch(min(pending, FOLLOW_BATCH) or 1, timeout=tick)
-            except NatsTimeout:
+            except TimeoutError:  # nats-py's, or asyncio's when the server answered late
                 pending = 0
                 yield None
                 continue
