@@ -163,3 +163,38 @@ async def test_a_batch_applied_in_view_changes_nothing_behind_another_copy_s_com
     finally:
         await first.close()
         await second.close()
+
+
+async def _write_unmoved(conn: psycopg.AsyncConnection, projection: str, upto: int,
+                         version: str, row: tuple[str, int]) -> bool:
+    cur = await conn.execute(
+        OFFSETS.unmoved_since() + ", written AS (INSERT INTO contract_rows"
+        " SELECT %s, %s WHERE EXISTS (SELECT 1 FROM moved)"
+        " ON CONFLICT (id) DO UPDATE SET v = EXCLUDED.v RETURNING 1)"
+        " SELECT EXISTS (SELECT 1 FROM moved)", (projection, upto, projection, version, *row))
+    return (await cur.fetchone())[0]
+
+
+async def test_a_fold_read_without_a_lock_writes_only_while_the_offset_s_row_is_as_read(
+        database_url):
+    conn = await _connect(database_url)
+    try:
+        await conn.execute(ROWS_DDL)
+        unlocked = "SELECT id, v FROM contract_rows WHERE id = ANY(%s)"
+        assert await OFFSETS.read_with_rows(conn, "u", unlocked, (["a"],)) is None  # no row
+        await OFFSETS.advance(conn, "u", 2)
+        await conn.execute("INSERT INTO contract_rows VALUES ('a', 1)")
+        applied, version, rows = await OFFSETS.read_with_rows(conn, "u", unlocked, (["a", "x"],))
+        assert (applied, rows) == (2, [("a", 1)])
+        assert await _write_unmoved(conn, "u", 4, version, ("a", 4))
+        assert await OFFSETS.read(conn, "u") == 4
+        # Read again; then a transaction writes the offset's row without moving it (an
+        # erasure): the write after it changes nothing.
+        applied, version, _ = await OFFSETS.read_with_rows(conn, "u", unlocked, (["a"],))
+        await conn.execute(OFFSETS.touch_statement("u"))
+        assert not await _write_unmoved(conn, "u", 6, version, ("a", 6))
+        assert await OFFSETS.read(conn, "u") == 4
+        assert (await (await conn.execute(
+            "SELECT v FROM contract_rows WHERE id = 'a'")).fetchone())[0] == 4
+    finally:
+        await conn.close()

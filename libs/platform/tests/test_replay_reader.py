@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 import pytest
 from nats.errors import TimeoutError as NatsTimeout
-from nats.js.errors import ServiceUnavailableError
+from nats.js.errors import NotFoundError, ServiceUnavailableError
 
 from seedline_platform import replay
 from seedline_platform.outage import StreamsUnavailable
@@ -65,16 +65,15 @@ async def test_other_errors_are_not_tried_again():
 
 
 class Stored:
-    """What a reader is given of a stream: messages by seq, and a server that lets some
-    fetches run out (asyncio's TimeoutError, as nats-py raises when its "no messages yet"
-    answer comes at the deadline) while it still holds messages for the reader."""
+    """A stream as a replay reads it: messages by seq, and a server that lets some fetches
+    run out (asyncio's TimeoutError, as nats-py raises when its "no messages yet" answer
+    comes at the deadline) while the stream still holds messages for the reader."""
 
-    def __init__(self, seqs: list[int], late: int, sent_already: bool = False) -> None:
-        self.left = [Message(seq, len(seqs) - n - 1) for n, seq in enumerate(seqs)]
+    def __init__(self, seqs: list[int], late: int) -> None:
+        self.seqs = seqs
+        self.left = [Message(seq) for seq in seqs]
         self.late = late
         self.fetches = 0
-        # The server counts what is left as delivered: on its way to the reader.
-        self.sent_already = sent_already
 
     async def pull_subscribe(self, subject, stream, config):
         return self
@@ -89,21 +88,19 @@ class Stored:
         taken, self.left = self.left[:batch], self.left[batch:]
         return taken
 
-    async def consumer_info(self):
-        if self.sent_already:
-            return SimpleNamespace(num_pending=0, delivered=SimpleNamespace(
-                stream_seq=self.left[-1].metadata.sequence.stream if self.left else 0))
-        return SimpleNamespace(num_pending=len(self.left),
-                               delivered=SimpleNamespace(stream_seq=0))
+    async def get_msg(self, stream, seq, subject, next):
+        found = [s for s in self.seqs if s >= seq]
+        if not found:
+            raise NotFoundError
+        return SimpleNamespace(seq=found[0])
 
     async def unsubscribe(self) -> None:
         pass
 
 
 class Message:
-    def __init__(self, seq: int, pending: int) -> None:
-        self.metadata = SimpleNamespace(sequence=SimpleNamespace(stream=seq),
-                                        num_pending=pending)
+    def __init__(self, seq: int) -> None:
+        self.metadata = SimpleNamespace(sequence=SimpleNamespace(stream=seq))
 
 
 async def _replayed(js, start: int, end: int) -> list[int]:
@@ -116,22 +113,13 @@ async def test_a_replay_whose_fetch_runs_out_on_a_loaded_server_reads_the_whole_
     assert await _replayed(js, 1, 5) == [1, 2, 3, 4, 5]
 
 
-async def test_a_replay_waits_for_what_the_server_sent_before_the_fetch_ran_out():
-    js = Stored([1, 2, 3], late=1, sent_already=True)
-    assert await _replayed(js, 1, 3) == [1, 2, 3]
-
-
 async def test_a_replay_ends_at_a_gap_the_stream_holds_nothing_after():
-    # 4 and 5 were deleted: the consumer has nothing left to deliver.
+    # 4 and 5 were deleted: the fetch after 3 runs out, and the stream holds nothing more.
     assert await _replayed(Stored([1, 2, 3], late=0), 1, 5) == [1, 2, 3]
 
 
-async def test_what_is_stored_is_read_whole_when_a_fetch_runs_out():
-    js = Stored([1, 2, 3], late=1)
-    assert [m.metadata.sequence.stream async for m in replay.stored(js, "S", ">")] == [1, 2, 3]
-
-
-async def test_a_server_that_keeps_holding_back_what_it_has_is_unavailable():
+async def test_a_server_that_keeps_holding_back_what_it_has_is_unavailable(monkeypatch):
+    monkeypatch.setattr(replay, "FETCH_SECONDS", 0.01)
     js = Stored([1, 2], late=replay.FETCH_ATTEMPTS)
     with pytest.raises(StreamsUnavailable):
         await _replayed(js, 1, 2)

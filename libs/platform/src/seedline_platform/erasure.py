@@ -103,14 +103,19 @@ def covers(erasure: Erasure | None, seq: int) -> bool:
 
 def dropping(
     pool, statements: tuple[str, ...], sealer=None, param: Callable[[str], str] = str,
+    first: tuple[str, ...] = (),
 ) -> Callable[[Erasure], Awaitable[None]]:
     """An `on_forgotten` that runs a service's own DELETE statements (each taking
-    `param(instance id)`) in one transaction, and drops the key its sealer cached."""
+    `param(instance id)`) in one transaction, after `first` (statements with no
+    parameter: an offset a fold checks, pg.Offsets.touch_statement), and drops the key its
+    sealer cached."""
 
     async def drop(record: Erasure) -> None:
         if sealer is not None:
             sealer.forget(record.instance_id)
         async with pool.connection() as conn, conn.transaction():
+            for statement in first:
+                await conn.execute(statement)
             for statement in statements:
                 await conn.execute(statement, (param(record.instance_id),))
 

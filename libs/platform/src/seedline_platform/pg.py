@@ -291,6 +291,44 @@ class Offsets:
                 f" FROM was WHERE o.projection = %s AND was.applied_seq < %s{in_snapshot}"
                 " RETURNING 1) ")
 
+    async def read_with_rows(self, conn: psycopg.AsyncConnection, projection: str,
+                             select: str, params: tuple) -> tuple[int, str, list[tuple]] | None:
+        """Where the projection's offset stands, the version of its row (see `unmoved_since`)
+        and the rows `select` reads, in one statement that takes no lock; None when the
+        projection has no offset row yet. `select`'s first column is never NULL."""
+        cur = await conn.execute(
+            f"SELECT o.applied_seq, o.xmin::text, r.* FROM {self.table} AS o"
+            f" LEFT JOIN ({select}) AS r ON true WHERE o.projection = %s",
+            (*params, projection))
+        found = await cur.fetchall()
+        if not found:
+            return None
+        return int(found[0][0]), found[0][1], [row[2:] for row in found if row[2] is not None]
+
+    def unmoved_since(self) -> str:
+        """A WITH clause whose `moved` holds a row when the projection's offset row is still
+        the version a read found (`read_with_rows`) and was moved to a batch's last seq: a
+        statement that follows it and changes rows only `WHERE EXISTS (SELECT 1 FROM
+        moved)` writes what a batch folded from that read, autocommitted, with no lock held
+        while the batch was folded. Every transaction that changes what such a fold reads
+        writes the offset's row too (a batch, a rebuild, an erasure), so an unchanged
+        version says the rows read are as they were; when it changed, the statement changes
+        nothing and the caller folds the batch under the lock (`take_reading`). Parameters:
+        projection, last seq, projection, version."""
+        return (f"WITH was AS (SELECT applied_seq, xmin AS version FROM {self.table}"
+                " WHERE projection = %s FOR UPDATE),"
+                f" moved AS (UPDATE {self.table} AS o SET applied_seq = GREATEST(o.applied_seq, %s)"
+                " FROM was WHERE o.projection = %s AND was.version::text = %s RETURNING 1) ")
+
+    def touch_statement(self, projection: str) -> str:
+        """A statement that writes the offset's row without moving it, for a transaction
+        that changes rows a fold reads without a lock (an erasure): a fold that read before
+        it commits then writes nothing (`unmoved_since`). Lock it first, as a batch does."""
+        if not re.fullmatch(r"[a-z_.0-9]+", projection):
+            raise ValueError(f"{projection!r} is not a projection name")
+        return (f"UPDATE {self.table} SET applied_seq = applied_seq"
+                f" WHERE projection = '{projection}'")
+
     async def advance(self, conn: psycopg.AsyncConnection, projection: str, seq: int) -> None:
         """Move the offset past a batch that changes no row, in one statement of its own
         (the pool's connections commit each statement): most of an open's events are

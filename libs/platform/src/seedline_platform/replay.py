@@ -20,7 +20,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js import api as js_api
-from nats.js.errors import ServiceUnavailableError
+from nats.js.errors import NotFoundError, ServiceUnavailableError
 
 from .logging import get_logger
 from .outage import NATS_AWAY, StreamsUnavailable
@@ -58,7 +58,7 @@ async def replay(
         unavailable, last = 0, start_seq - 1
         while True:
             try:
-                msgs = await _fetch_or_end(sub, stream, batch, 2.0, last)
+                msgs = await _fetch_or_end(js, sub, stream, subject, batch, last, end_seq)
                 if not msgs:
                     return  # the range ended in a gap (deleted messages)
             except ServiceUnavailableError:
@@ -76,27 +76,33 @@ async def replay(
                 return
 
 
-# How many fetches in a row a read makes of messages its consumer still holds for it before
-# it gives up (StreamsUnavailable): a server too slow to answer in time for this long.
+# How many fetches in a row a replay makes of messages the stream still holds for it
+# before it gives up (StreamsUnavailable): a server too slow to answer for this long.
 FETCH_ATTEMPTS = 5
+FETCH_SECONDS = 2.0
 
 
-async def _fetch_or_end(sub: JetStreamContext.PullSubscription, stream: str, batch: int,
-                        timeout: float, last: int) -> list[Msg]:
-    """The reader's next messages after stream seq `last`, or none when its consumer has
-    nothing left to deliver. A fetch that times out does not say so by itself: a server
-    slow under load lets it time out with messages pending (nats-py then raises asyncio's
-    TimeoutError, not its own), or one it sent is still on its way; the consumer is asked,
-    and the fetch made again while it holds more."""
+async def _fetch_or_end(js: JetStreamContext, sub: JetStreamContext.PullSubscription,
+                        stream: str, subject: str, batch: int, last: int, end: int
+                        ) -> list[Msg]:
+    """A replay's next messages after stream seq `last`, or none when the stream holds no
+    more of them up to `end`. A fetch that times out does not say so by itself: a server
+    slow under load lets it time out (nats-py then raises asyncio's TimeoutError, not its
+    own) with messages still to come, or one it sent is still on its way; so the stream
+    is asked for the next message on the subject, and the fetch made again while there is
+    one within the range."""
     for _ in range(FETCH_ATTEMPTS):
         try:
-            return await sub.fetch(batch, timeout=timeout)
+            return await sub.fetch(batch, timeout=FETCH_SECONDS)
         except TimeoutError:  # nats-py's is one
-            info = await sub.consumer_info()
-            if not info.num_pending and (info.delivered.stream_seq or 0) <= last:
+            try:
+                found = await js.get_msg(stream, seq=last + 1, subject=subject, next=True)
+            except NotFoundError:
                 return []
-    raise StreamsUnavailable(f"{stream}: messages pending but not delivered in "
-                             f"{FETCH_ATTEMPTS * timeout:.0f} s")
+            if found.seq is None or found.seq > end:
+                return []
+    raise StreamsUnavailable(f"{stream}: messages up to {end} not delivered in "
+                             f"{FETCH_ATTEMPTS * FETCH_SECONDS:.0f} s")
 
 
 async def newest_values(js: JetStreamContext, bucket: str, timeout: float = 5.0
@@ -121,17 +127,17 @@ async def stored(js: JetStreamContext, stream: str, subject: str, *, limit: int 
     the consumer's deliver policy (default: all)."""
     async with reader(js, stream, subject, **policy) as sub:
         pending = (await sub.consumer_info()).num_pending
-        taken = last = 0
+        taken = 0
         while pending > 0 and (limit is None or taken < limit):
             want = min(pending, 256) if limit is None else min(pending, 256, limit - taken)
-            msgs = await _fetch_or_end(sub, stream, want, timeout, last)
-            if not msgs:
+            try:
+                msgs = await sub.fetch(want, timeout=timeout)
+            except TimeoutError:  # nats-py's, or asyncio's when the answer came at the deadline
                 return  # what was counted went away meanwhile (expired, deleted)
             for msg in msgs:
                 yield msg
             taken += len(msgs)
             pending = msgs[-1].metadata.num_pending
-            last = msgs[-1].metadata.sequence.stream
 
 
 # How long a watch's fetch waits for a change before it asks again: a pull lost with a

@@ -32,7 +32,10 @@ from .repo_turns import PostgresRepoTurns
 from .routes import routes
 from .saved_objects import ObjectStoreKept
 
-# Its own tables: a forgotten instance's rows go (Erasure).
+# Its own tables: a forgotten instance's rows go (Erasure). First the fold's offset row is
+# written: the fold writes what it read without a lock (pg.Offsets.unmoved_since), and so
+# puts back no row of a forgotten instance it read before the erasure.
+FORGET_FIRST = (OFFSETS.touch_statement(PROJECTION),)
 FORGET_STATEMENTS = (
     "DELETE FROM gateway_conversations WHERE instance_id = %s",
     "DELETE FROM last_opens WHERE instance_id = %s",
@@ -67,7 +70,8 @@ class GatewayApp(ServiceApp):
             repo_turns=PostgresRepoTurns(self.pool, OFFSETS, PROJECTION),
             saved_objects=ObjectStoreKept(self.js, functools.partial(_repo_of, state)),
             sealer=sealer, metrics=self.metrics, js=self.js,
-            drop_forgotten=erasure.dropping(self.pool, FORGET_STATEMENTS, sealer),
+            drop_forgotten=erasure.dropping(self.pool, FORGET_STATEMENTS, sealer,
+                                            first=FORGET_FIRST),
         ))
         await parts.presence.start()
         return parts

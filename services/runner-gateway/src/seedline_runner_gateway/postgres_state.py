@@ -74,31 +74,42 @@ CREATE TABLE IF NOT EXISTS last_opens (
 
 _COLUMNS = ("session_id, instance_id, repo, state, created_seq, node_id, engine, confirmed_at,"
             " last_activity, outcome, resume_key, resume_node_id")
-# The conversations a fold batch touches, locked (pg.Offsets.take_reading puts its gate in).
-_FOR_UPDATE = (f"SELECT {_COLUMNS} FROM gateway_conversations WHERE session_id = ANY(%s){{gate}}"
-               " FOR UPDATE")
+# The conversations a fold batch touches; locked (pg.Offsets.take_reading puts its gate in).
+_TOUCHED = f"SELECT {_COLUMNS} FROM gateway_conversations WHERE session_id = ANY(%s)"
+_FOR_UPDATE = _TOUCHED + "{gate} FOR UPDATE"
 
 # Conversations (_values) as an unnest of _COLUMNS: the fold's write and the requests alone.
 _ROWS = """unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::bigint[], %s::text[],
               %s::text[], %s::timestamptz[], %s::timestamptz[], %s::text[], %s::text[],
               %s::text[])"""
 
-# What a batch changed, in one statement: each repo's last successful open (instance, repo,
-# node, engine; one row per repo) and each conversation changed (one row each).
-_WRITE = f"""
-WITH opens AS (
+# What a batch changed: each repo's last successful open (instance, repo, node, engine; one
+# row per repo) and each conversation changed (one row each); {only} makes each write only
+# when the offset's row was as the batch read it (pg.Offsets.unmoved_since).
+_OPENS_WRITE = """
     INSERT INTO last_opens
-    SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[])
+    SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) {only}
     ON CONFLICT (instance_id, repo) DO UPDATE SET node_id = EXCLUDED.node_id,
         engine = EXCLUDED.engine
-)
+"""
+_CONVERSATIONS_WRITE = f"""
 INSERT INTO gateway_conversations ({_COLUMNS})
-SELECT * FROM {_ROWS}
+SELECT * FROM {_ROWS} {{only}}
 ON CONFLICT (session_id) DO UPDATE SET state = EXCLUDED.state, node_id = EXCLUDED.node_id,
     engine = EXCLUDED.engine, confirmed_at = EXCLUDED.confirmed_at, outcome = EXCLUDED.outcome,
     resume_key = EXCLUDED.resume_key, resume_node_id = EXCLUDED.resume_node_id,
+    -- Kept where newer: the timeline follower moves it without the offset (touch).
     last_activity = GREATEST(gateway_conversations.last_activity, EXCLUDED.last_activity)
 """
+# In a transaction that holds the offset.
+_WRITE = (f"WITH opens AS ({_OPENS_WRITE.format(only='')})"
+          + _CONVERSATIONS_WRITE.format(only=""))
+# Autocommitted after a read with no lock: moved?
+_ONLY_UNMOVED = "WHERE EXISTS (SELECT 1 FROM moved)"
+_WRITE_UNMOVED = (OFFSETS.unmoved_since()
+                  + f", opens AS ({_OPENS_WRITE.format(only=_ONLY_UNMOVED)}),"
+                  + f" written AS ({_CONVERSATIONS_WRITE.format(only=_ONLY_UNMOVED)} RETURNING 1)"
+                  + " SELECT EXISTS (SELECT 1 FROM moved)")
 
 
 # Requests alone (_requests_alone): the offset moved past a batch none of which was applied,
@@ -161,6 +172,33 @@ def _held(row: Sequence) -> Held:
     return Held(conversation, activity.astimezone(timezone.utc) if activity else None)
 
 
+class _Folded:
+    """A batch folded onto the rows it touches as read (`found`) past the offset (`applied`):
+    each row read once and written once, a storm's batch holding several events of one."""
+
+    def __init__(self, applied: int, found: list[tuple], steps: Sequence[Step]) -> None:
+        rows = {held.session_id: held for held in map(_held, found)}
+        fresh = [step for step in steps if step[0] > applied]
+        self.changed: dict[str, Held] = {}
+        self.opens: dict[tuple[str, str], tuple[str, str]] = {}  # the last of each repo's
+        for step in fresh:
+            before = rows.get(step[1])
+            held = fold(before, step)
+            if held is None or held == before:
+                continue
+            rows[step[1]] = self.changed[step[1]] = held
+            where = opened_where(step, held)
+            if where:
+                self.opens[(held.conversation.instance_id, held.conversation.repo)] = where
+        self.result: Folded = {step[1]: rows.get(step[1]) for step in fresh}
+
+    @property
+    def columns(self) -> tuple:
+        """The write's parameters (_OPENS_WRITE's, then _CONVERSATIONS_WRITE's)."""
+        return (*pg.columns([(*repo, *where) for repo, where in self.opens.items()], 4),
+                *pg.columns([_values(held) for held in self.changed.values()], 12))
+
+
 class PostgresGatewayState:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self._pool = pool
@@ -177,29 +215,31 @@ class PostgresGatewayState:
             made = await self._requests_alone(steps, last_seq)
             if made is not None:
                 return made
+        touched = (sorted({step[1] for step in steps}),)
+        # Two round trips and no transaction, most often: the rows read with the offset, and
+        # what the batch changed written once the offset's row is found as it was read.
+        async with self._pool.connection() as conn:
+            read = await OFFSETS.read_with_rows(conn, PROJECTION, _TOUCHED, touched)
+            if read is not None:
+                applied, version, found = read
+                folded = _Folded(applied, found, steps)
+                if not folded.changed:
+                    if last_seq > applied:
+                        await OFFSETS.advance(conn, PROJECTION, last_seq)
+                    return folded.result
+                cur = await conn.execute(_WRITE_UNMOVED, (
+                    PROJECTION, last_seq, PROJECTION, version, *folded.columns))
+                if (await cur.fetchone())[0]:
+                    return folded.result
+        # Another copy's batch, a rebuild or an erasure came between: read and written again
+        # under the offset's lock, the rows locked with it.
         async with self._pool.connection() as conn, conn.transaction():
-            # Each row the batch touches is read once, with the offset, and written once: a
-            # storm's batch holds several events of one conversation.
             applied, found = await OFFSETS.take_reading(
-                conn, PROJECTION, last_seq, _FOR_UPDATE, (sorted({step[1] for step in steps}),))
-            rows = {held.session_id: held for held in map(_held, found)}
-            fresh = [step for step in steps if step[0] > applied]
-            changed: dict[str, Held] = {}
-            opens: dict[tuple[str, str], tuple[str, str]] = {}  # the last of each repo's
-            for step in fresh:
-                before = rows.get(step[1])
-                held = fold(before, step)
-                if held is None or held == before:
-                    continue
-                rows[step[1]] = changed[step[1]] = held
-                where = opened_where(step, held)
-                if where:
-                    opens[(held.conversation.instance_id, held.conversation.repo)] = where
-            if changed:
-                await conn.execute(_WRITE, (
-                    *pg.columns([(*repo, *where) for repo, where in opens.items()], 4),
-                    *pg.columns([_values(held) for held in changed.values()], 12)))
-        return {step[1]: rows.get(step[1]) for step in fresh}
+                conn, PROJECTION, last_seq, _FOR_UPDATE, touched)
+            folded = _Folded(applied, found, steps)
+            if folded.changed:
+                await conn.execute(_WRITE, folded.columns)
+        return folded.result
 
     async def _requests_alone(self, steps: Sequence[Step], last_seq: int) -> Folded | None:
         """A batch of requests alone (every open's first event) in one autocommitted
