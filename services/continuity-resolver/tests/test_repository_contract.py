@@ -7,10 +7,16 @@ import asyncio
 import psycopg
 import pytest
 
-from seedline_continuity_resolver.postgres_repository import PostgresConversationRepository
+from seedline_continuity_resolver.postgres_repository import (
+    FORGET_FIRST,
+    FORGET_STATEMENTS,
+    OFFSETS,
+    PostgresConversationRepository,
+)
 from seedline_continuity_resolver.repository import InMemoryConversationRepository
+from seedline_contracts.instances import Erasure
 from seedline_core import lifecycle as lc
-from seedline_platform import pg
+from seedline_platform import erasure, pg
 
 AT = "2026-12-01T10:00:00Z"
 
@@ -269,3 +275,74 @@ class TestPostgresConversationRepository(ConversationRepositoryContract):
         row = await self.repo.platform("csess_a")
         assert (row.platform.state, row.platform.created_seq) == (lc.State.LIVE, 2)
         assert await self.repo.applied("sessions") == 4
+
+
+@pytest.mark.servers
+class TestPostgresLifecycleFoldWithoutALock:
+    """The Postgres lifecycle fold reads a batch's rows with the offset and writes what it
+    folded in a second statement, with no transaction, when the offset's row is as it read
+    it; when another copy's batch or an erasure wrote it in between, the batch is read and
+    written again under the offset's lock."""
+
+    @pytest.fixture(autouse=True)
+    async def _repos(self, database_url, monkeypatch):
+        self.pool = await pg.open_pool(database_url, "resolver-fold")
+        self.repo = PostgresConversationRepository(self.pool)
+        self.other_copy = PostgresConversationRepository(self.pool)
+        await self.repo.setup()
+        self.monkeypatch = monkeypatch
+        yield
+        await self.pool.close()
+
+    def between_read_and_write(self, meanwhile) -> None:
+        """`meanwhile` runs once, after this copy's next read of a batch's rows."""
+        read = OFFSETS.read_with_rows
+        pending = [meanwhile]
+
+        async def read_then(conn, *args):
+            found = await read(conn, *args)
+            if pending:
+                await pending.pop()()
+            return found
+        self.monkeypatch.setattr(OFFSETS, "read_with_rows", read_then)
+
+    async def test_a_batch_is_read_and_written_in_two_statements_and_no_transaction(self):
+        await self.repo.apply_lifecycle([requested(1, "csess_a")], 1)
+        statements = []
+        execute = psycopg.AsyncConnection.execute
+
+        async def counted(conn, query, *args, **kw):
+            statements.append(str(query).split()[0])
+            return await execute(conn, query, *args, **kw)
+        self.monkeypatch.setattr(psycopg.AsyncConnection, "execute", counted)
+        await self.repo.apply_lifecycle([(2, "csess_a", lc.Opened("mac", "claude", "k1", AT),
+                                          b"reply", "r-1")], 2)
+        assert statements == ["SELECT", "WITH"]
+        assert (await self.repo.platform("csess_a")).platform.state is lc.State.LIVE
+        assert await self.repo.applied("sessions") == 2
+
+    async def test_a_batch_read_before_another_copy_s_commit_is_folded_again_under_the_lock(self):
+        await self.repo.apply_lifecycle([requested(1, "csess_a")], 1)
+
+        async def other_copy_fails_it():
+            await self.other_copy.apply_lifecycle(
+                [(3, "csess_a", lc.OpenFailed(), None, None)], 3)
+        self.between_read_and_write(other_copy_fails_it)
+        await self.repo.apply_lifecycle(
+            [(2, "csess_a", lc.Opened("mac", "claude", "k1", AT), None, None)], 2)
+        # The step at 2 lies behind what the other copy applied: not applied over it.
+        assert (await self.repo.platform("csess_a")).platform.state is lc.State.FAILED
+        assert await self.repo.applied("sessions") == 3
+
+    async def test_no_row_of_an_instance_forgotten_after_the_read_is_put_back(self):
+        await self.repo.apply_lifecycle([requested(1, "csess_a")], 1)
+
+        async def forgotten():
+            await erasure.dropping(self.pool, FORGET_STATEMENTS, first=FORGET_FIRST)(
+                Erasure(instance_id="inst-a", at=AT, reason="left", by="ops", entries=1,
+                        through_seq=1))
+        self.between_read_and_write(forgotten)
+        await self.repo.apply_lifecycle(
+            [(2, "csess_a", lc.Opened("mac", "claude", "k1", AT), None, None)], 2)
+        assert await self.repo.platform("csess_a") is None
+        assert await self.repo.applied("sessions") == 2

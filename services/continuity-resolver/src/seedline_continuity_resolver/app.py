@@ -31,7 +31,7 @@ from seedline_timeline_view import PostgresTimelineView
 from .bootstrap import NAME, Parts, Ports, bootstrap
 from .machines import PresenceDirectory
 from .projection import SESSIONS_DURABLE
-from .postgres_repository import FORGET_STATEMENTS, PostgresConversationRepository
+from .postgres_repository import FORGET_FIRST, FORGET_STATEMENTS, PostgresConversationRepository
 from .repository import SESSIONS, TIMELINE
 from .routes import routes
 
@@ -58,7 +58,8 @@ class ResolverApp(ServiceApp):
             sessions_drained=functools.partial(
                 consumer_drained, self.js, subjects.SESSIONS_STREAM, SESSIONS_DURABLE),
             js=self.js,
-            drop_forgotten=erasure.dropping(self.pool, FORGET_STATEMENTS, sealer),
+            drop_forgotten=erasure.dropping(self.pool, FORGET_STATEMENTS, sealer,
+                                            first=FORGET_FIRST),
         ))
 
     async def batch_options(self, route: Route) -> dict:

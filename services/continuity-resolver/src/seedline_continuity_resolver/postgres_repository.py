@@ -31,7 +31,10 @@ from .repository import (
 OFFSETS = pg.Offsets("resolver_offsets")
 
 # A forgotten instance's rows (CONTRACT.md Erasure): dropped when the erasure is
-# recorded and after every rebuild.
+# recorded and after every rebuild. First the lifecycle fold's offset row is written: the
+# fold writes what it read without a lock (pg.Offsets.unmoved_since), and so puts back no
+# row of a forgotten instance it read before the erasure.
+FORGET_FIRST = (OFFSETS.touch_statement(SESSIONS),)
 FORGET_STATEMENTS = (
     "DELETE FROM conversations WHERE instance_id = %s",
     "DELETE FROM open_requests WHERE instance_id = %s",
@@ -86,12 +89,13 @@ _COLUMNS = (
     "turn_seq, turn_kind, turn_excerpt, saved"
 )
 
-# The platform's conversations among some session ids, locked in the order given
+# The platform's conversations among some session ids, in the order given; locked
 # (pg.Offsets.take_reading puts its gate in).
-_FOR_UPDATE = (
+_TOUCHED = (
     f"SELECT {_COLUMNS} FROM conversations"
     " JOIN unnest(%s::text[]) WITH ORDINALITY AS w(session_id, n) USING (session_id)"
-    " WHERE state IS NOT NULL{gate} ORDER BY w.n FOR UPDATE OF conversations")
+    " WHERE state IS NOT NULL")
+_FOR_UPDATE = _TOUCHED + "{gate} ORDER BY w.n FOR UPDATE OF conversations"
 
 # A request_id claimed (claimed now?) and every conversation of a repo, in one statement.
 _CLAIM_READING_REPO = f"""
@@ -138,17 +142,28 @@ _UPSERT_PLATFORM = """ON CONFLICT (instance_id, repo, session_id) DO UPDATE SET
     saved = EXCLUDED.saved"""
 
 # What a lifecycle batch changed, in one statement: each open request's first reply (instance,
-# request_id, reply), kept where none was, and each conversation written.
-_WRITE_BATCH = f"""
-WITH answered AS (
+# request_id, reply), kept where none was, and each conversation written; {only} makes each
+# write only when the offset's row was as the batch read it (pg.Offsets.unmoved_since).
+_ANSWERED = """
     UPDATE open_requests AS o SET reply = a.reply
     FROM unnest(%s::text[], %s::text[], %s::bytea[]) AS a(instance_id, request_id, reply)
     WHERE o.instance_id = a.instance_id AND o.request_id = a.request_id AND o.reply IS NULL
-)
+    {only}
+"""
+_PLATFORM_WRITE = f"""
 INSERT INTO conversations ({_PLATFORM_COLUMNS})
-SELECT u.* FROM {_PLATFORM_ROWS}
+SELECT u.* FROM {_PLATFORM_ROWS} {{only}}
 {_UPSERT_PLATFORM}
 """
+# In a transaction that holds the offset.
+_WRITE_BATCH = (f"WITH answered AS ({_ANSWERED.format(only='')})"
+                + _PLATFORM_WRITE.format(only=""))
+# Autocommitted after a read with no lock: moved?
+_WRITE_UNMOVED = (OFFSETS.unmoved_since()
+                  + f", answered AS ({_ANSWERED.format(only='AND EXISTS (SELECT 1 FROM moved)')}),"
+                  + " written AS ("
+                  + _PLATFORM_WRITE.format(only="WHERE EXISTS (SELECT 1 FROM moved)")
+                  + " RETURNING 1) SELECT EXISTS (SELECT 1 FROM moved)")
 
 
 # Requests alone (_requests_alone): the offset moved past a batch none of which was applied,
@@ -223,6 +238,62 @@ async def _claimed_by(conn: AsyncConnection, instance_id: str, request_id: str) 
     return found[0] if found else None
 
 
+# A reply replacing the one kept for a conversation, and an open request's first reply.
+_CORRECT_REPLY = ("UPDATE open_requests SET reply = %s WHERE session_id = %s"
+                  " AND reply IS NOT NULL")
+_FIRST_REPLY = ("UPDATE open_requests SET reply = %s WHERE instance_id = %s"
+                " AND request_id = %s AND reply IS NULL")
+
+
+class _Folded:
+    """A lifecycle batch folded onto the platform's conversations it touches as read
+    (`found`) past the offset (`applied`): each conversation written once, after its last
+    step (a storm's batch holds several events of one), with what it keeps of the replies,
+    and each open request's first reply. `in_order`: the replies are written a statement at
+    a time, in the batch's order (`self.in_order`), not with the rows."""
+
+    def __init__(self, applied: int, found: list[tuple], steps: Sequence[LifecycleStep],
+                 in_order: bool) -> None:
+        rows = {row.session_id: row for row in map(_row, found)}
+        self.rows = rows
+        self.written: dict[str, bytes | None] = {}  # what each keeps of the replies
+        # Each open request's first reply: the one a later reply of it finds kept.
+        self.answers: dict[tuple[str, str], bytes] = {}
+        self.in_order: list[tuple[str, tuple]] = []
+        for seq, session_id, event, reply, request_id in steps:
+            if seq <= applied:
+                continue
+            row = rows.get(session_id)
+            if row is None and isinstance(event, lc.Requested):
+                row = Row(event.instance_id, event.repo, session_id)
+            if row is None:
+                continue
+            after = lc.apply(row.platform, event)
+            kept = reply if reply is not None and confirms(event) else None
+            if after is not None and (after != row.platform or kept is not None):
+                rows[session_id] = replace(row, platform=after)
+                self.written[session_id] = (kept if kept is not None
+                                            else self.written.get(session_id))
+            if in_order and reply is not None and corrects(event):
+                self.in_order.append((_CORRECT_REPLY, (reply, session_id)))
+            if reply is not None and request_id is not None:
+                if in_order:
+                    self.in_order.append((_FIRST_REPLY, (reply, row.instance_id, request_id)))
+                else:
+                    self.answers.setdefault((row.instance_id, request_id), reply)
+
+    @property
+    def changes(self) -> bool:
+        return bool(self.written or self.answers)
+
+    @property
+    def columns(self) -> tuple:
+        """The write's parameters (_ANSWERED's, then _PLATFORM_WRITE's)."""
+        return (*pg.columns([(*key, reply) for key, reply in self.answers.items()], 3),
+                *pg.columns([_platform_values(self.rows[session_id], kept)
+                             for session_id, kept in self.written.items()], 12))
+
+
 class PostgresConversationRepository:
     """On its pool, or bound to one connection whose transaction it then joins (a rebuild)."""
 
@@ -266,55 +337,40 @@ class PostgresConversationRepository:
         if all(isinstance(step[2], lc.Requested) for step in steps) \
                 and await self._requests_alone(steps, last_seq):
             return
+        touched = (list(dict.fromkeys(step[1] for step in steps)),)
+        # A reply that replaces the one kept (the machine's final word) needs the replies
+        # before it written first: such a batch is written a statement at a time, under the
+        # offset's lock. Any other, most often, in two round trips and no transaction: the
+        # rows read with the offset, and what the batch changed written once the offset's
+        # row is found as it was read.
+        in_order = any(step[3] is not None and corrects(step[2]) for step in steps)
+        if not in_order and self._conn is None:
+            async with self._connection() as conn:
+                read = await OFFSETS.read_with_rows(conn, SESSIONS, _TOUCHED, touched)
+                if read is not None:
+                    applied, version, found = read
+                    folded = _Folded(applied, found, steps, in_order=False)
+                    if not folded.changes:
+                        if last_seq > applied:
+                            await OFFSETS.advance(conn, SESSIONS, last_seq)
+                        return
+                    cur = await conn.execute(_WRITE_UNMOVED, (
+                        SESSIONS, last_seq, SESSIONS, version, *folded.columns))
+                    if (await cur.fetchone())[0]:
+                        return
+        # Another copy's batch, a rebuild or an erasure came between, or the batch corrects
+        # a reply: read and written under the offset's lock. The platform's conversations
+        # the batch touches are locked with the offset, in the order the batch first
+        # touches them: the order a batch of the timeline fold locks them in too (by seq),
+        # so the two folds seldom wait on each other crosswise.
         async with self._connection() as conn, conn.transaction():
-            # The platform's conversations the batch touches, read and locked with the
-            # offset, in the order the batch first touches them: the order a batch of the
-            # timeline fold locks them in too (by seq), so the two folds seldom wait on each
-            # other crosswise.
             applied, found = await OFFSETS.take_reading(
-                conn, SESSIONS, last_seq, _FOR_UPDATE,
-                (list(dict.fromkeys(step[1] for step in steps)),))
-            rows = {row.session_id: row for row in map(_row, found)}
-            fresh = [step for step in steps if step[0] > applied]
-            # Each conversation is written once, after its last step: a storm's batch holds
-            # several events of one.
-            written: dict[str, bytes | None] = {}  # what each keeps of the replies
-            # Each open request's first reply: the one a later reply of it finds kept.
-            answers: dict[tuple[str, str], bytes] = {}
-            # A reply that replaces the one kept (the machine's final word) needs the replies
-            # before it written first: such a batch is written a statement at a time.
-            in_order = any(step[3] is not None and corrects(step[2]) for step in fresh)
-            for _, session_id, event, reply, request_id in fresh:
-                row = rows.get(session_id)
-                if row is None and isinstance(event, lc.Requested):
-                    row = Row(event.instance_id, event.repo, session_id)
-                if row is None:
-                    continue
-                after = lc.apply(row.platform, event)
-                kept = reply if reply is not None and confirms(event) else None
-                if after is not None and (after != row.platform or kept is not None):
-                    rows[session_id] = replace(row, platform=after)
-                    written[session_id] = kept if kept is not None else written.get(session_id)
-                if in_order and reply is not None and corrects(event):
-                    await conn.execute(
-                        "UPDATE open_requests SET reply = %s WHERE session_id = %s"
-                        " AND reply IS NOT NULL",
-                        (reply, session_id),
-                    )
-                if reply is not None and request_id is not None:
-                    if in_order:
-                        await conn.execute(
-                            "UPDATE open_requests SET reply = %s WHERE instance_id = %s"
-                            " AND request_id = %s AND reply IS NULL",
-                            (reply, row.instance_id, request_id),
-                        )
-                    else:
-                        answers.setdefault((row.instance_id, request_id), reply)
-            if written or answers:
-                await conn.execute(_WRITE_BATCH, (
-                    *pg.columns([(*key, reply) for key, reply in answers.items()], 3),
-                    *pg.columns([_platform_values(rows[session_id], kept)
-                                 for session_id, kept in written.items()], 12)))
+                conn, SESSIONS, last_seq, _FOR_UPDATE, touched)
+            folded = _Folded(applied, found, steps, in_order)
+            for statement, params in folded.in_order:
+                await conn.execute(statement, params)
+            if folded.changes:
+                await conn.execute(_WRITE_BATCH, folded.columns)
 
     async def _requests_alone(self, steps: Sequence[LifecycleStep], last_seq: int) -> bool:
         """A batch of requests alone (every open's first event) in one autocommitted
