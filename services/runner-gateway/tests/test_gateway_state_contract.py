@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-import psycopg
 import pytest
 
 from seedline_core import lifecycle as lc
+from seedline_devtools.testing import between_read_and_write, statements_sent
 from seedline_platform import erasure, pg
 from seedline_contracts.instances import Erasure
 from seedline_runner_gateway.app import FORGET_FIRST, FORGET_STATEMENTS
@@ -234,27 +234,9 @@ class TestPostgresFoldWithoutALock:
         yield
         await self.pool.close()
 
-    def between_read_and_write(self, meanwhile) -> None:
-        """`meanwhile` runs once, after this copy's next read of a batch's rows."""
-        read = OFFSETS.read_with_rows
-        pending = [meanwhile]
-
-        async def read_then(conn, *args):
-            found = await read(conn, *args)
-            if pending:
-                await pending.pop()()
-            return found
-        self.monkeypatch.setattr(OFFSETS, "read_with_rows", read_then)
-
     async def test_a_batch_is_read_and_written_in_two_statements_and_no_transaction(self):
         await self.state.apply_lifecycle([requested(1, "csess_a")], 1)
-        statements = []
-        execute = psycopg.AsyncConnection.execute
-
-        async def counted(conn, query, *args, **kw):
-            statements.append(str(query).split()[0])
-            return await execute(conn, query, *args, **kw)
-        self.monkeypatch.setattr(psycopg.AsyncConnection, "execute", counted)
+        statements = statements_sent(self.monkeypatch)
         folded = await self.state.apply_lifecycle([opened(2, "csess_a")], 2)
         assert statements == ["SELECT", "WITH"]
         assert folded["csess_a"] == await self.state.held("csess_a")
@@ -266,7 +248,7 @@ class TestPostgresFoldWithoutALock:
 
         async def other_copy_fails_it():
             await self.other_copy.apply_lifecycle([(3, "csess_a", lc.OpenFailed())], 3)
-        self.between_read_and_write(other_copy_fails_it)
+        between_read_and_write(self.monkeypatch, OFFSETS, other_copy_fails_it)
         folded = await self.state.apply_lifecycle([opened(2, "csess_a")], 2)
         # The step at 2 lies behind what the other copy applied: not applied over it.
         assert folded == {}
@@ -280,7 +262,7 @@ class TestPostgresFoldWithoutALock:
             await erasure.dropping(self.pool, FORGET_STATEMENTS, first=FORGET_FIRST)(
                 Erasure(instance_id="inst-a", at="2026-12-01T10:00:00Z", reason="left",
                         by="ops", entries=1, through_seq=1))
-        self.between_read_and_write(forgotten)
+        between_read_and_write(self.monkeypatch, OFFSETS, forgotten)
         await self.state.apply_lifecycle([opened(2, "csess_a")], 2)
         assert await self.state.held("csess_a") is None
         assert await self.state.applied() == 2

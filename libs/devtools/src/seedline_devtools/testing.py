@@ -224,3 +224,32 @@ async def with_plan_opened(event: dict, sealer) -> dict:
     if isinstance(plan, dict) and isinstance(plan.get("instruction"), str):
         plan["instruction"] = await sealer.open(plan.get("instance_id"), plan["instruction"])
     return event
+
+
+def between_read_and_write(monkeypatch: pytest.MonkeyPatch, offsets, meanwhile) -> None:
+    """`meanwhile` (a coroutine function) runs once, right after a fold's next read of its
+    rows with the offset (pg.Offsets.read_with_rows): another copy's batch, a rebuild or
+    an erasure that commits before the fold writes."""
+    read = offsets.read_with_rows
+    pending = [meanwhile]
+
+    async def read_then(conn, *args):
+        found = await read(conn, *args)
+        if pending:
+            await pending.pop()()
+        return found
+    monkeypatch.setattr(offsets, "read_with_rows", read_then)
+
+
+def statements_sent(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The first word of each statement any psycopg connection sends from now on."""
+    import psycopg
+
+    sent: list[str] = []
+    execute = psycopg.AsyncConnection.execute
+
+    async def counted(conn, query, *args, **kw):
+        sent.append(str(query).split()[0])
+        return await execute(conn, query, *args, **kw)
+    monkeypatch.setattr(psycopg.AsyncConnection, "execute", counted)
+    return sent
