@@ -120,26 +120,25 @@ class Statements:
 
 # Per role and operation (durable_work: statements_by_service, transactions_by_service,
 # BEGINs and writes from transactions_by_shape), rounded to whole statements, at commit
-# c7e03b1, the gateway's per storm wake after its launch's turn read the fold's offset.
-# Per storm wake: writer 2.7 statements in 2.7 transactions (no BEGIN: the append is one
-# statement with its offset; the message's dedupe read, launches INSERT), resolver 7.3 to
-# 7.7 in 5.0 to 5.3 (0.8 BEGIN; the fold's offset taken with its rows read, the folds'
-# one-statement writes, the wake's claim with its repo's read), gateway 11.4 in 5.1 (1.7
-# BEGIN: the fold's, and the launch's repo turn, which its reads ride in, the fold's offset
-# read with its lock; the fold's one write). Per open: writer 5 in 5 (no BEGIN), resolver
-# 10.8 in 7.8 (1 BEGIN), gateway 12.1 in 5.0 (2 BEGIN). The seed-composer and the runner
-# run none.
+# ea417dd. Per storm wake: writer 2.8 statements in 2.8 transactions (no BEGIN: the append
+# is one statement with its offset; the message's dedupe read, launches INSERT), resolver
+# 6.1 in 6.1 (no BEGIN: the folds read their rows with the offset and write what they
+# folded in a statement that checks the offset's row, the wake's claim with its repo's
+# read, the message with its conversation), gateway 10.0 in 6.0 (1 BEGIN: the launch's repo
+# turn, which its reads ride in, the fold's offset read with its lock; the fold's read and
+# write as the resolver's). Per open: writer 5 in 5 (no BEGIN), resolver 8.4 in 8.4 (no
+# BEGIN), gateway 10 in 6 (1 BEGIN). The seed-composer and the runner run none.
 STATEMENTS = {
     "wake": {
         "timeline-writer": Statements("timeline-writer message", 3, 3, 0, 2),
         "continuity-resolver": Statements("continuity-resolver-wakes wake_requested",
-                                          8, 5, 1, 4),
-        "runner-gateway": Statements(LAUNCH_ON, 11, 5, 2, 2),
+                                          6, 6, 0, 4),
+        "runner-gateway": Statements(LAUNCH_ON, 10, 6, 1, 2),
     },
     "open": {
         "timeline-writer": Statements("timeline-writer instruction", 5, 5, 0, 3),
-        "continuity-resolver": Statements("open", 11, 8, 1, 5),
-        "runner-gateway": Statements(LAUNCH_ON, 12, 5, 2, 4),
+        "continuity-resolver": Statements("open", 8, 8, 0, 5),
+        "runner-gateway": Statements(LAUNCH_ON, 10, 6, 1, 4),
     },
 }
 
