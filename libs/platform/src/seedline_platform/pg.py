@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
+from typing import Protocol, TypeVar
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
@@ -180,6 +181,19 @@ async def apply_schema(pool: AsyncConnectionPool, name: str, ddl: str) -> None:
             await conn.execute(ddl)
 
 
+class BatchFold(Protocol):
+    """A batch folded onto the rows it read (Offsets.fold_unlocked)."""
+
+    @property
+    def changes(self) -> bool: ...
+
+    @property
+    def columns(self) -> tuple: ...
+
+
+F = TypeVar("F", bound=BatchFold)
+
+
 class Offsets:
     """The applied stream sequence of each projection a service keeps, in a table it owns.
 
@@ -237,9 +251,9 @@ class Offsets:
         meanwhile would be missing. Every such transaction writes the offset's row, so the
         statement compares the row's version as its snapshot holds it
         (`_version_in_snapshot`) with the version it locked; when they differ, the rows are
-        read again, in a statement of its own that begins under the lock. The gate (an InitPlan run before the rows are
-        scanned) takes the offset's lock before any row lock, in the order every batch
-        takes them."""
+        read again, in a statement of its own that begins under the lock. The gate (an
+        InitPlan run before the rows are scanned) takes the offset's lock before any row
+        lock, in the order every batch takes them."""
         taken = (f"WITH was AS (SELECT applied_seq, xmin AS version FROM {self.table}"
                  " WHERE projection = %s FOR UPDATE),"
                  f" moved AS (UPDATE {self.table} AS o SET applied_seq ="
@@ -319,6 +333,30 @@ class Offsets:
                 " WHERE projection = %s FOR UPDATE),"
                 f" moved AS (UPDATE {self.table} AS o SET applied_seq = GREATEST(o.applied_seq, %s)"
                 " FROM was WHERE o.projection = %s AND was.version::text = %s RETURNING 1) ")
+
+    async def fold_unlocked(self, conn: psycopg.AsyncConnection, projection: str,
+                            last_seq: int, select: str, params: tuple,
+                            fold: Callable[[int, list[tuple]], F], write: str) -> F | None:
+        """A batch ending at `last_seq` folded from the rows `select` reads with no lock
+        (`read_with_rows`) and written by `write`, a statement that begins with
+        `unmoved_since` and selects whether `moved`. `fold(applied, rows)` is the batch
+        folded past the offset: `changes` says whether it has anything to write, `columns`
+        are the write's parameters after the clause's. Returns the fold once written, or
+        with nothing to write (the offset then moved past the batch); None when the
+        projection has no offset row yet or another transaction wrote it since the read:
+        the caller folds the batch under the lock (`take_reading`)."""
+        read = await self.read_with_rows(conn, projection, select, params)
+        if read is None:
+            return None
+        applied, version, found = read
+        folded = fold(applied, found)
+        if not folded.changes:
+            if last_seq > applied:
+                await self.advance(conn, projection, last_seq)
+            return folded
+        cur = await conn.execute(write, (projection, last_seq, projection, version,
+                                         *folded.columns))
+        return folded if (await cur.fetchone())[0] else None
 
     def touch_statement(self, projection: str) -> str:
         """A statement that writes the offset's row without moving it, for a transaction

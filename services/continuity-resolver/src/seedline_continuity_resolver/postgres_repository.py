@@ -346,18 +346,11 @@ class PostgresConversationRepository:
         in_order = any(step[3] is not None and corrects(step[2]) for step in steps)
         if not in_order and self._conn is None:
             async with self._connection() as conn:
-                read = await OFFSETS.read_with_rows(conn, SESSIONS, _TOUCHED, touched)
-                if read is not None:
-                    applied, version, found = read
-                    folded = _Folded(applied, found, steps, in_order=False)
-                    if not folded.changes:
-                        if last_seq > applied:
-                            await OFFSETS.advance(conn, SESSIONS, last_seq)
-                        return
-                    cur = await conn.execute(_WRITE_UNMOVED, (
-                        SESSIONS, last_seq, SESSIONS, version, *folded.columns))
-                    if (await cur.fetchone())[0]:
-                        return
+                if await OFFSETS.fold_unlocked(
+                        conn, SESSIONS, last_seq, _TOUCHED, touched,
+                        lambda applied, found: _Folded(applied, found, steps, in_order=False),
+                        _WRITE_UNMOVED) is not None:
+                    return
         # Another copy's batch, a rebuild or an erasure came between, or the batch corrects
         # a reply: read and written under the offset's lock. The platform's conversations
         # the batch touches are locked with the offset, in the order the batch first

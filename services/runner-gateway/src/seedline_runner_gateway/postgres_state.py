@@ -193,6 +193,10 @@ class _Folded:
         self.result: Folded = {step[1]: rows.get(step[1]) for step in fresh}
 
     @property
+    def changes(self) -> bool:
+        return bool(self.changed)
+
+    @property
     def columns(self) -> tuple:
         """The write's parameters (_OPENS_WRITE's, then _CONVERSATIONS_WRITE's)."""
         return (*pg.columns([(*repo, *where) for repo, where in self.opens.items()], 4),
@@ -219,25 +223,18 @@ class PostgresGatewayState:
         # Two round trips and no transaction, most often: the rows read with the offset, and
         # what the batch changed written once the offset's row is found as it was read.
         async with self._pool.connection() as conn:
-            read = await OFFSETS.read_with_rows(conn, PROJECTION, _TOUCHED, touched)
-            if read is not None:
-                applied, version, found = read
-                folded = _Folded(applied, found, steps)
-                if not folded.changed:
-                    if last_seq > applied:
-                        await OFFSETS.advance(conn, PROJECTION, last_seq)
-                    return folded.result
-                cur = await conn.execute(_WRITE_UNMOVED, (
-                    PROJECTION, last_seq, PROJECTION, version, *folded.columns))
-                if (await cur.fetchone())[0]:
-                    return folded.result
+            folded = await OFFSETS.fold_unlocked(
+                conn, PROJECTION, last_seq, _TOUCHED, touched,
+                lambda applied, found: _Folded(applied, found, steps), _WRITE_UNMOVED)
+        if folded is not None:
+            return folded.result
         # Another copy's batch, a rebuild or an erasure came between: read and written again
         # under the offset's lock, the rows locked with it.
         async with self._pool.connection() as conn, conn.transaction():
             applied, found = await OFFSETS.take_reading(
                 conn, PROJECTION, last_seq, _FOR_UPDATE, touched)
             folded = _Folded(applied, found, steps)
-            if folded.changed:
+            if folded.changes:
                 await conn.execute(_WRITE, folded.columns)
         return folded.result
 
