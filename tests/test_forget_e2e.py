@@ -14,6 +14,7 @@ from seedline_contracts import subjects
 from seedline_contracts.times import now_text
 from seedline_platform.erasure import erasures
 from seedline_platform.sealing import KvKeyStore
+from seedline_continuity_resolver.rebuild import rebuild_conversations
 from seedline_timeline_writer.rebuild import rebuild_timeline
 
 pytestmark = pytest.mark.servers
@@ -180,3 +181,61 @@ async def test_a_forget_that_cannot_stop_the_live_conversations_forgets_nothing_
     reply = await system.request(subjects.API_INSTANCES_FORGET, forget)
     assert reply["ok"], reply
     assert system.hosted()["mac-mini-1"] == []
+
+
+
+async def test_what_a_message_sent_during_the_forget_wakes_does_not_outlive_it(system):
+    """A person's message that lands while the instance is being forgotten (inside the
+    erasure's `through_seq`) may wake a conversation after the live ones were listed to be
+    stopped: that one is stopped too, and no row of it is left to make a rebuild differ."""
+    await system.start_runner()
+    other_repo = "apps/other"
+    live = await system.open(instance_id=GONE, instruction="carry on")
+    earlier = await system.open(instance_id=GONE, repo=other_repo, instruction="look")
+    assert live["ok"] and earlier["ok"], (live, earlier)
+    stopped = await system.request(subjects.API_SESSIONS_STOP,
+                                   {"session_id": earlier["session_id"], "reason": "done"})
+    assert stopped["ok"], stopped
+
+    # The machine holds the forget's stop of the live conversation until a message to the
+    # other repo has woken a conversation there.
+    runner = system.runners["mac-mini-1"][0]
+    real_end, holding, release = runner._end, asyncio.Event(), asyncio.Event()
+
+    async def held_end(session_id: str):
+        if session_id == live["session_id"]:
+            holding.set()
+            await release.wait()
+        return await real_end(session_id)
+    runner._end = held_end
+
+    forget = asyncio.create_task(system.request(
+        subjects.API_INSTANCES_FORGET,
+        {"instance_id": GONE, "reason": "the team left", "by": "ops"}, timeout=60))
+    await asyncio.wait_for(holding.wait(), 15)
+    await system.nc.jetstream().publish(subjects.INGEST_TIMELINE, json.dumps({
+        **entry(GONE, 500), "repo": other_repo, "kind": "chat_user",
+        "session_id": earlier["session_id"], "content": f"{GONE} says wake up"}).encode())
+
+    async def woken():
+        return [s for s in system.hosted()["mac-mini-1"] if s != live["session_id"]]
+    (woke,) = await system.wait_for(woken, timeout=30)
+    release.set()
+    reply = await forget
+    assert reply["ok"], reply
+    assert (await erasures(system.nc.jetstream()))[GONE].through_seq >= 1
+
+    async def nothing_runs():
+        return system.hosted()["mac-mini-1"] == []
+    await system.wait_for(nothing_runs, timeout=30)
+
+    async def no_rows_left():
+        return not any([
+            await rows_of(system, f"SELECT count(*) FROM {table} WHERE instance_id = %s", GONE)
+            for table in ("conversations", "open_requests", "gateway_conversations",
+                          "last_opens")])
+    await system.wait_for(no_rows_left, timeout=30)
+    stops = [e for e in await system.session_events("stopped") if e["session_id"] == woke]
+    assert [e["reason"] for e in stops][:1] == ["forgotten"], stops
+    before, after = await rebuild_conversations(system.settings)
+    assert before == after

@@ -420,3 +420,54 @@ async def test_an_open_without_a_request_id_that_times_out_is_given_one(resolver
     again = await resolver.open(request_id=first["session_id"], repo="apps/other")
     assert again["session_id"] == first["session_id"]
     assert len(resolver.published("open_requested")) == 1
+
+
+def forgotten_through(seq: int):
+    from seedline_contracts.instances import Erasure
+
+    return Erasure(instance_id="inst-a", reason="the team left", by="ops", at=AT, entries=1,
+                   through_seq=seq)
+
+
+async def test_a_wake_by_a_message_the_erasure_covers_is_not_decided(resolver):
+    seq = await resolver.entry("csess_person", kind="chat_user", content="Where were we?")
+    await resolver.parts.projection.forgotten.add(forgotten_through(seq))
+    wake = WakeRequested(session_id="csess_w", at=AT, instance_id="inst-a", repo="apps/x",
+                         engine="claude", node_id="mac", wake_seq=seq, request_id="wake:e-1")
+    await resolver.opener.wake(wake)
+    assert resolver.published("continuity_decided") == []
+    later = await resolver.entry("csess_person", kind="chat_user", content="And now?")
+    await resolver.opener.wake(WakeRequested(
+        session_id="csess_w2", at=AT, instance_id="inst-a", repo="apps/x", engine="claude",
+        node_id="mac", wake_seq=later, request_id="wake:e-2"))
+    assert [e["session_id"] for e in resolver.published("continuity_decided")] == ["csess_w2"]
+
+
+async def test_the_projection_folds_nothing_the_erasure_covers(resolver):
+    from seedline_contracts.codec import encode
+    from seedline_contracts.timeline import TimelineEntry
+    from seedline_contracts.times import parse_rfc3339
+    from seedline_core import lifecycle as lc
+    from seedline_devtools.fakes import FakeMsg
+    from seedline_platform.consumer import Batch
+    from seedline_platform.lifecycle_events import session_events
+
+    projection = resolver.parts.projection
+    await projection.forgotten.add(forgotten_through(2))  # inst-a up to 2
+    entries = []
+    for seq, instance in ((2, "inst-a"), (3, "inst-a"), (4, "inst-b")):
+        entry = TimelineEntry(f"e-{seq}-{instance}", instance, "apps/x",
+                              f"csess_{instance}_{seq}", "chat_user", "hello", AT, None, None)
+        entries.append((entry, FakeMsg(encode(entry), stream_seq=seq,
+                                       timestamp=parse_rfc3339(AT))))
+    await projection.apply_timeline(Batch(entries, 4))
+    assert sorted((r.instance_id, r.session_id) for r in await resolver.repo.rows()) == [
+        ("inst-a", "csess_inst-a_3"), ("inst-b", "csess_inst-b_4")]
+    wakes = [FakeMsg(encode(WakeRequested(
+        session_id=f"csess_w{seq}", at=AT, instance_id="inst-a", repo="apps/x", engine="claude",
+        node_id="mac", wake_seq=seq, request_id=f"wake:{seq}")),
+        subject=f"seedline.session.csess_w{seq}.wake_requested", stream_seq=n)
+        for n, seq in ((1, 2), (2, 3))]
+    await projection.apply_sessions(Batch(session_events(wakes), 2))
+    assert await resolver.repo.platform("csess_w2") is None
+    assert (await resolver.repo.platform("csess_w3")).platform.state is lc.State.OPENING

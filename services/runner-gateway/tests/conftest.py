@@ -11,6 +11,7 @@ import pytest
 from seedline_contracts import subjects
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.events import LaunchPlan, Opened, OpenRequested, SeedComposed
+from seedline_contracts.instances import Erasure
 from seedline_contracts.worktrees import SavedWork
 from seedline_contracts.runner import RunnerPresence
 from seedline_contracts.sessions import BriefStats, Continuity
@@ -74,14 +75,25 @@ class Gateway:
         self._seq = 0
         # While set, the fold is behind: the stream's end is told, nothing is folded.
         self.lagging = False
+        # The erasures recorded (erasure_of reads them), and the instances whose rows the
+        # gateway dropped.
+        self.erasures: dict[str, Erasure] = {}
+        self.dropped: list[str] = []
         self.parts = bootstrap(Settings(), Ports(
             state=self.state, machines=self.machines, publisher=self.publisher,
             notifier=self.notifier, presence=lambda watcher: self.presence,
             stream_end=self._fold_all, recorded_reply=self.recorded_reply,
-            clock=lambda: AT, new_id=lambda: "csess_woken", fold_drained=self._consumer))
+            clock=lambda: AT, new_id=lambda: "csess_woken", fold_drained=self._consumer,
+            erasure_of=self._erasure_of, drop_forgotten=self._drop))
         self.stopper, self.reconciler = self.parts.stopper, self.parts.reconciler
         self.launcher, self.resume_lost = self.parts.launcher, self.parts.resume_lost
         self.api, self.follower = self.parts.api, self.parts.follower
+
+    async def _erasure_of(self, instance_id: str) -> Erasure | None:
+        return self.erasures.get(instance_id)
+
+    async def _drop(self, record: Erasure) -> None:
+        self.dropped.append(record.instance_id)
 
     async def ask(self, handler, body: bytes | dict) -> dict:
         """A request answered as the gateway's edge answers it (its routing table's row)."""
@@ -157,10 +169,11 @@ class Gateway:
                 found = decode(payload, Opened).reply
         return found
 
-    async def requested(self, session_id: str, node_id: str = "mac", repo: str = REPO) -> None:
+    async def requested(self, session_id: str, node_id: str = "mac", repo: str = REPO,
+                        instance_id: str = INSTANCE) -> None:
         await self.publisher.publish([(
             subjects.session_event_subject(session_id, "open_requested"),
-            encode(OpenRequested(session_id=session_id, at=AT, instance_id=INSTANCE, repo=repo,
+            encode(OpenRequested(session_id=session_id, at=AT, instance_id=instance_id, repo=repo,
                                  engine="scripted", node_id=node_id, request_id=None,
                                  force_fresh=False, clean_slate=False, has_instruction=False)),
             None,
@@ -169,7 +182,8 @@ class Gateway:
 
     async def open(self, session_id: str, node_id: str = "mac", **plan) -> None:
         """open_requested, then the launch of its seed_composed, folded."""
-        await self.requested(session_id, node_id, plan.get("repo", REPO))
+        await self.requested(session_id, node_id, plan.get("repo", REPO),
+                             plan.get("instance_id", INSTANCE))
         await self.launcher.launch(composed(session_id, node_id, **plan))
         await self.fold()
 

@@ -86,6 +86,7 @@ class Requested:
     seq: int
     node_id: str
     engine: str
+    wake_seq: int | None = None  # a wake's: the person's message that asked for it
 
 
 @dataclass(frozen=True)

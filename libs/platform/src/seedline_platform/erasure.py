@@ -9,10 +9,12 @@ own tables (one owner per table), and a rebuild leaves out the entries it covers
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TypeVar
 
 from seedline_contracts.codec import decode, encode
 from seedline_contracts.instances import Erasure
+from seedline_core import lifecycle as lc
 from seedline_platform.logging import get_logger
 from seedline_contracts.channels import ERASURES
 from seedline_platform.outage import NATS_AWAY
@@ -24,6 +26,9 @@ from seedline_platform.sealing import key_name
 log = get_logger(__name__)
 
 FORGOTTEN_BUCKET = "seedline_forgotten"
+
+_Fact = TypeVar("_Fact")
+_Step = TypeVar("_Step")
 
 
 async def forgotten_bucket(js, replicas: int = 1):
@@ -58,15 +63,80 @@ async def erasures(js, replicas: int = 1) -> dict[str, Erasure]:
     return out
 
 
+class Recorded:
+    """Each instance's erasure as the bucket holds it now: one read, for a check that
+    must not wait for the bucket's watch (ErasureFollower) to bring it."""
+
+    def __init__(self, js, replicas: int = 1) -> None:
+        self._js = js
+        self._replicas = replicas
+        self._kv = None
+
+    async def of(self, instance_id: str) -> Erasure | None:
+        from nats.js.errors import KeyNotFoundError
+
+        if self._kv is None:
+            self._kv = await forgotten_bucket(self._js, self._replicas)
+        try:
+            entry = await self._kv.get(key_name(instance_id))
+        except KeyNotFoundError:
+            return None
+        return decode(entry.value, Erasure) if entry.value else None
+
+
+class Forgotten:
+    """The erasures this process has taken in, and a fence between them and its folds.
+
+    A person's message sent while an instance is being forgotten lies inside the erasure
+    (`through_seq`) and may still wake a conversation, whose events are recorded after the
+    instance's rows were dropped. A fold writes each batch inside `folding()`, leaving out
+    what an erasure it has taken in covers (`kept_facts`, `kept_steps`); an erasure is taken
+    in (`add`) between two batches, before this process drops the instance's rows. So a
+    batch either lands before that drop, which removes its rows, or leaves them out.
+    """
+
+    def __init__(self) -> None:
+        self._records: dict[str, Erasure] = {}
+        self._folds = asyncio.Lock()
+
+    async def add(self, record: Erasure) -> None:
+        async with self._folds:
+            self._records[record.instance_id] = record
+
+    def folding(self) -> asyncio.Lock:
+        return self._folds
+
+    def covers(self, instance_id: str, seq: int | None) -> bool:
+        """Whether the timeline entry at `seq` of the instance was forgotten (a wake's
+        message, say); never for no seq."""
+        return seq is not None and covers(self._records.get(instance_id), seq)
+
+    def kept_facts(self, facts: Sequence[_Fact]) -> list[_Fact]:
+        """Timeline facts (anything with `instance_id` and `seq`) no erasure covers."""
+        return [f for f in facts if not self.covers(f.instance_id, f.seq)] \
+            if self._records else list(facts)
+
+    def kept_steps(self, steps: Sequence[_Step]) -> list[_Step]:
+        """Lifecycle steps without the requests of wakes an erasure covers: the conversation
+        such a wake makes is never folded, and its later events find no row to change."""
+        if not self._records:
+            return list(steps)
+        return [step for step in steps if not (
+            isinstance(step.event, lc.Requested)
+            and self.covers(step.event.instance_id, step.event.wake_seq))]
+
+
 class ErasureFollower:
     """A service loop (a LOOP row of its routing table, `route()`): each erasure recorded,
-    those before it started too, is handed to `on_forgotten`, which must be idempotent."""
+    those before it started too, is taken in by `forgotten` (when given) and then handed to
+    `on_forgotten`, which must be idempotent."""
 
     def __init__(self, js, on_forgotten: Callable[[Erasure], Awaitable[None]],
-                 replicas: int = 1) -> None:
+                 replicas: int = 1, forgotten: Forgotten | None = None) -> None:
         self._js = js
         self._on_forgotten = on_forgotten
         self._replicas = replicas
+        self._forgotten = forgotten
 
     async def follow(self) -> None:
         while True:
@@ -75,7 +145,10 @@ class ErasureFollower:
                 await forgotten_bucket(self._js, self._replicas)
                 async for change in watch.changes():
                     if change.operation == "PUT" and change.value:
-                        await self._on_forgotten(decode(change.value, Erasure))
+                        record = decode(change.value, Erasure)
+                        if self._forgotten is not None:
+                            await self._forgotten.add(record)
+                        await self._on_forgotten(record)
             except asyncio.CancelledError:
                 raise
             except (WatchBroken, *NATS_AWAY) as exc:

@@ -51,12 +51,9 @@ def lifecycle_event(event: ev.SessionEvent, seq: int) -> lc.Event | None:
     """The lifecycle meaning of a recorded event (None: it changes no state)."""
     if not isinstance(event, LIFECYCLE_EVENTS):
         return None
-    if isinstance(event, ev.OpenRequested):
+    if isinstance(event, (ev.OpenRequested, ev.WakeRequested)):
         return lc.Requested(event.session_id, event.instance_id, event.repo, seq,
-                            event.node_id, event.engine)
-    if isinstance(event, ev.WakeRequested):
-        return lc.Requested(event.session_id, event.instance_id, event.repo, seq,
-                            event.node_id, event.engine)
+                            event.node_id, event.engine, event.wake_seq)
     if isinstance(event, ev.Opened):
         return lc.Opened(event.plan.node_id, event.plan.engine, event.engine_session_id,
                          event.at, event.reply.outcome)

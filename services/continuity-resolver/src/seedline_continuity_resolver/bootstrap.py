@@ -11,7 +11,7 @@ from seedline_contracts.ids import new_session_id
 from seedline_contracts.instances import Erasure
 from seedline_contracts.times import utc_now
 from seedline_core import decision as core
-from seedline_platform.erasure import ErasureFollower
+from seedline_platform.erasure import ErasureFollower, Forgotten
 from seedline_platform.observability import ServiceMetrics
 from seedline_platform.publishing import Publisher
 from seedline_platform.sealing import Sealer, unsealed
@@ -74,7 +74,8 @@ class Parts:
 
 
 def bootstrap(settings: Settings, ports: Ports) -> Parts:
-    projection = ResolverProjection(ports.repo, ports.sessions_drained)
+    forgotten = Forgotten()
+    projection = ResolverProjection(ports.repo, ports.sessions_drained, forgotten)
     pending = PendingOpens()
     catch_up = CatchUp(ports.repo, ports.view, ports.stream_ends,
                        projection.reached if ports.stream_ends is not None else None)
@@ -83,8 +84,9 @@ def bootstrap(settings: Settings, ports: Ports) -> Parts:
         answers=Answers(ports.repo, pending, settings.open_timeout_seconds),
         decision=core.DecisionSettings(resume_window=settings.resume_window,
                                        stateless_engines=settings.stateless_engines),
+        forgotten=forgotten,
     )
     return Parts(projection=projection, pending=pending, catch_up=catch_up, opener=opener,
                  opening=OpeningApi(opener),
                  forgetting=ErasureFollower(ports.js, ports.drop_forgotten,
-                                            settings.stream_replicas))
+                                            settings.stream_replicas, forgotten))

@@ -34,6 +34,7 @@ from seedline_contracts.times import format_utc
 from seedline_contracts.tokens import name_problem
 from seedline_core import decision as core
 from seedline_core import lifecycle as lc
+from seedline_platform.erasure import Forgotten
 from seedline_platform.logging import get_logger
 from seedline_contracts.worktrees import SavedWork
 from seedline_platform.lifecycle_events import saved_work_of
@@ -74,8 +75,9 @@ class Opener:
     catch_up.py's, the answer it waits for answers.py's."""
 
     def __init__(self, ports: Ports, *, catch_up: CatchUp, answers: Answers,
-                 decision: core.DecisionSettings) -> None:
+                 decision: core.DecisionSettings, forgotten: Forgotten | None = None) -> None:
         self._repo = ports.repo
+        self._forgotten = forgotten or Forgotten()
         self._view = ports.view
         self._publisher = ports.publisher
         self._machines = ports.machines
@@ -140,6 +142,9 @@ class Opener:
             return
         if event.session_id in self._deciding:
             return  # redelivered while this copy decides it
+        if self._forgotten.covers(event.instance_id, event.wake_seq):
+            log.info("forgotten_not_woken", session_id=event.session_id)
+            return  # the message that woke it was forgotten (Erasure)
         ends = None if event_seq is None else {TIMELINE: event.wake_seq, SESSIONS: event_seq - 1}
         await self._decide_and_record(request, event.session_id, ends)
 

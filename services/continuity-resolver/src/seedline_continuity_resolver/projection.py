@@ -14,6 +14,7 @@ from seedline_contracts.timeline import TimelineEntry
 from seedline_contracts.times import format_utc, parse_rfc3339
 from seedline_core import decision as core
 from seedline_platform.consumer import Batch
+from seedline_platform.erasure import Forgotten
 from seedline_platform.lifecycle_events import RequestedHere, lifecycle_steps
 from seedline_platform.sealing import sealed_instance
 from seedline_platform.watermark import Watermark
@@ -28,8 +29,12 @@ SESSIONS_DURABLE = "continuity-resolver-sessions"
 
 class ResolverProjection:
     def __init__(self, repo: ConversationRepository,
-                 sessions_drained: Callable[[], Awaitable[int | None]] | None = None) -> None:
+                 sessions_drained: Callable[[], Awaitable[int | None]] | None = None,
+                 forgotten: Forgotten | None = None) -> None:
         self._repo = repo
+        # The erasures this copy has taken in: what they cover is never folded, although
+        # it may arrive after the instance's rows were dropped (erasure.Forgotten).
+        self.forgotten = forgotten or Forgotten()
         self._requested = RequestedHere()
         self.marks = {
             TIMELINE: Watermark(lambda: repo.applied(TIMELINE)),
@@ -37,15 +42,17 @@ class ResolverProjection:
         }
 
     async def apply_timeline(self, batch: Batch[TimelineEntry]) -> None:
-        if facts := timeline_facts(batch.items):
-            await self._repo.apply_timeline(facts)
+        async with self.forgotten.folding():
+            if facts := self.forgotten.kept_facts(timeline_facts(batch.items)):
+                await self._repo.apply_timeline(facts)
         # A batch of parked entries alone (the writer validated them: never seen) moves
         # only this copy's mark; the stored offset follows with the next entry.
         await self.marks[TIMELINE].advance(batch.last_seq)
 
     async def apply_sessions(self, batch: Batch[SessionEvent]) -> None:
-        steps = self._requested.news(lifecycle_steps(batch.items))
-        await self._repo.apply_lifecycle(steps, batch.last_seq)
+        async with self.forgotten.folding():
+            steps = self.forgotten.kept_steps(self._requested.news(lifecycle_steps(batch.items)))
+            await self._repo.apply_lifecycle(steps, batch.last_seq)
         self._requested.folded(steps)
         await self.marks[SESSIONS].advance(batch.last_seq)
 

@@ -10,7 +10,7 @@ from seedline_contracts.ids import new_session_id
 from seedline_contracts.instances import Erasure
 from seedline_contracts.sessions import OpenReply
 from seedline_contracts.times import now_text
-from seedline_platform.erasure import ErasureFollower
+from seedline_platform.erasure import ErasureFollower, Forgotten
 from seedline_platform.observability import ServiceMetrics
 from seedline_platform.publishing import Publisher
 from seedline_platform.sealing import Sealer, unsealed
@@ -18,6 +18,7 @@ from seedline_platform.settings import Settings
 
 from .api import GatewayApi
 from .fold import LifecycleFold
+from .forgetting import ForgetHere
 from .launch_outcomes import LaunchOutcomes
 from .launching import Launcher
 from .machine_calls import Machines
@@ -33,6 +34,10 @@ from .stopping import Stopper
 from .turns import TimelineFollower
 
 NAME = "runner-gateway"
+
+
+async def _no_erasure(_: str) -> None:
+    return None
 
 
 @dataclass
@@ -59,6 +64,8 @@ class Ports:
     # Erasures followed (a JetStream context; none in tests) and what each drops here.
     js: object | None = None
     drop_forgotten: Callable[[Erasure], Awaitable[None]] | None = None
+    # The instance's erasure as recorded now (seedline_platform.erasure.Recorded.of).
+    erasure_of: Callable[[str], Awaitable[Erasure | None]] = _no_erasure
     # Where the fold's consumer stands when it has nothing left, None when it has something
     # (SEEDLINE_SESSIONS may end in events it does not take: consumer_drained); not given
     # in the unit tests, which fold by hand.
@@ -81,7 +88,8 @@ class Parts:
 
 
 def bootstrap(settings: Settings, ports: Ports) -> Parts:
-    fold = LifecycleFold(ports.state, ports.stream_end, ports.fold_drained)
+    forgotten = Forgotten()
+    fold = LifecycleFold(ports.state, ports.stream_end, ports.fold_drained, forgotten)
     stopper = Stopper(ports, ports.saved_objects)
     reconciler = Reconciler(ports.state, stopper, fold)
     presence = ports.presence(reconciler)
@@ -90,11 +98,14 @@ def bootstrap(settings: Settings, ports: Ports) -> Parts:
     return Parts(
         fold=fold, stopper=stopper, reconciler=reconciler, presence=presence,
         outcomes=outcomes,
-        launcher=Launcher(ports, presence, stopper, reconciler, outcomes, fold.caught_up),
+        launcher=Launcher(ports, presence, stopper, reconciler, outcomes, fold.caught_up,
+                          forgotten),
         follower=TimelineFollower(ports, presence, stopper, fold),
         resume_lost=resume_lost,
         api=GatewayApi(ports, stopper, resume_lost, fold),
         reaper=Reaper(ports.state, stopper, settings.idle_stop, settings.idle_sweep_seconds,
                       fold.caught_up),
-        forgetting=ErasureFollower(ports.js, ports.drop_forgotten, settings.stream_replicas),
+        forgetting=ErasureFollower(
+            ports.js, ForgetHere(ports.state, stopper, fold.caught_up, ports.drop_forgotten),
+            settings.stream_replicas, forgotten),
     )

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from seedline_contracts.events import SessionEvent
 from seedline_core import lifecycle as lc
 from seedline_platform.consumer import Batch
+from seedline_platform.erasure import Forgotten
 from seedline_platform.lifecycle_events import RequestedHere, lifecycle_steps
 from seedline_platform.logging import get_logger
 from seedline_platform.watermark import Watermark
@@ -35,8 +36,12 @@ KEPT_LIVE_IDS = 64
 
 class LifecycleFold:
     def __init__(self, state: GatewayState, stream_end: Callable[[], Awaitable[int]],
-                 drained: Callable[[], Awaitable[bool]] | None = None) -> None:
+                 drained: Callable[[], Awaitable[bool]] | None = None,
+                 forgotten: Forgotten | None = None) -> None:
         self._state = state
+        # The erasures this copy has taken in: no conversation a wake they cover asks for
+        # is folded (seedline_platform.erasure.Forgotten).
+        self.forgotten = forgotten or Forgotten()
         self._stream_end = stream_end
         self.folded = Watermark(state.applied, drained=drained)
         # How many times this copy's fold made a conversation live on each machine, and the
@@ -49,8 +54,9 @@ class LifecycleFold:
         self._watches: dict[str, set[_Watch]] = {}
 
     async def apply_sessions(self, batch: Batch[SessionEvent]) -> None:
-        steps = self._requested.news(lifecycle_steps(batch.items))
-        folded = await self._state.apply_lifecycle(steps, batch.last_seq)
+        async with self.forgotten.folding():
+            steps = self.forgotten.kept_steps(self._requested.news(lifecycle_steps(batch.items)))
+            folded = await self._state.apply_lifecycle(steps, batch.last_seq)
         self._requested.folded(steps)
         for step in steps:
             node_id = _made_live_on(step.event)

@@ -110,7 +110,8 @@ class LaunchOutcomes:
     async def confirmed(
         self, composed: SeedComposed, held, delivered: tuple[OpenReply, LaunchReply],
         seq: int | None, replaced: list[Held] = (),
-    ) -> None:
+    ) -> str:
+        """Returns when it was confirmed, as recorded."""
         reply, launch = delivered
         plan = composed.plan
         now = self._clock()
@@ -151,3 +152,4 @@ class LaunchOutcomes:
         self._opens.labels(plan.continuity.reason_code, reply.outcome).inc()
         log.info("opened", session_id=composed.session_id, outcome=reply.outcome,
                  relocation=plan.relocation)
+        return now

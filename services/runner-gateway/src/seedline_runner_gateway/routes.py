@@ -84,6 +84,6 @@ def routes(settings: Settings) -> tuple[Route, ...]:
         Route(Kind.LOOP, "every SEEDLINE_IDLE_SWEEP_SECONDS", Reaper.run,
               description="Stops conversations idle longer than SEEDLINE_IDLE_STOP_MINUTES.",
               sends=(Reaped, *ENDING)),
-        erasure.route("its rows"),
+        erasure.route("its rows, once what still runs of it is stopped", sends=ENDING),
     )
 

@@ -161,6 +161,9 @@ class TimelineFollower:
                 repo=entry.repo, text=not_woken_text(entry.repo), at=self._clock()),
                 notice_id=f"not_woken:{entry.instance_id}:{entry.entry_id}")
             return
+        if self._fold.forgotten.covers(entry.instance_id, seq):
+            log.info("forgotten_not_woken", seq=seq)
+            return
         node_id, engine = target
         request_id = f"wake:{entry.entry_id}"[:128]
         event = WakeRequested(
