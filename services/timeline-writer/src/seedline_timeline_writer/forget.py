@@ -8,7 +8,9 @@ conversations are stopped on their machines (engines and whatever they started, 
 this service drops the instance's rows, and the streams that hold plain text (notices,
 the ingest inbox, rejected input) lose the instance's messages; every other service
 follows the record and drops its own rows (seedline_platform.erasure). A forget asked
-again redoes each step.
+again redoes each step. A person's message sent while this runs lies inside the erasure and
+may wake a conversation after the live ones were stopped: the runner-gateway stops it once
+the erasure is recorded, and no fold keeps a row of it (runner-gateway forgetting.py).
 """
 
 from __future__ import annotations
