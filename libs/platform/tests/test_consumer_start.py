@@ -283,3 +283,51 @@ async def _running(consumer: BatchConsumer):
         await consumer.stop(timeout=2)
         running.cancel()
         await asyncio.gather(running, return_exceptions=True)
+
+
+async def test_a_copy_starting_while_another_folds_a_batch_keeps_the_durable(nats_server):
+    """The running copy stores a batch's offset, then acknowledges it: a copy starting in
+    between must not take the durable for ahead of the projection and make it again under
+    the running copy."""
+    nc = await nats.connect(nats_server.url)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(name="JOINING", subjects=["joining.>"])
+        for n in (1, 2, 3):
+            await js.publish(f"joining.{n}", str(n).encode())
+        stored = 0
+
+        async def applied() -> int:
+            return stored
+
+        async def ignore(batch) -> None: ...
+
+        consumption = Consumption("JOINING", "fold", ("joining.>",), ack_all=True)
+        first_copy = BatchConsumer(js, consumption, handle=ignore, park=_never_parked,
+                                   applied=applied)
+        await first_copy.start()  # it made the durable; its fetches, below, by hand
+        await first_copy.close()
+        running = await js.pull_subscribe_bind("fold", stream="JOINING")
+        (first, second, third) = await running.fetch(3, timeout=2)
+        stored = 2
+        await second.ack_sync()
+
+        async def applied_then_folded() -> int:
+            nonlocal stored
+            read = stored
+            # Right after this read, the running copy folds the third and acknowledges it.
+            stored = 3
+            await third.ack_sync()
+            return read
+
+        joining = BatchConsumer(js, consumption, handle=ignore, park=_never_parked,
+                                applied=applied_then_folded)
+        await joining.start()
+        info = await js.consumer_info("JOINING", "fold")
+        # As the first copy made it (from seq 1), with all three acknowledged: not made
+        # again from just after a stale read of the offset, the third to be folded twice.
+        assert (info.config.opt_start_seq, info.ack_floor.stream_seq, info.num_pending) == (
+            1, 3, 0)
+        await joining.close()
+    finally:
+        await nc.close()

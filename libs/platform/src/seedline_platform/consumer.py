@@ -195,11 +195,16 @@ class BatchConsumer:
         the server's disk (then from just after the stored offset, or what it
         acknowledged), or it acknowledged past the stored offset (`applied`, a projection
         rebuilt, or put back from an older copy: from just after that offset)."""
-        applied = await self._applied() if self._applied is not None else None
+        # The durable is read before the stored offset: another copy stores a batch's
+        # offset before it acknowledges the batch, so read in this order the acknowledged
+        # seq passes the offset only where the projection is truly behind. (Read the other
+        # way round, a copy starting while another folded took the durable for ahead, and
+        # made it again under the running copy's feet.)
         try:
             info = await self._js.consumer_info(self.stream, self.durable)
         except NotFoundError:
             info = None
+        applied = await self._applied() if self._applied is not None else None
         if info is None and applied is None:
             return config
         start = None if applied is None else applied + 1
