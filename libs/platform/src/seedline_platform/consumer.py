@@ -195,11 +195,12 @@ class BatchConsumer:
         the server's disk (then from just after the stored offset, or what it
         acknowledged), or it acknowledged past the stored offset (`applied`, a projection
         rebuilt, or put back from an older copy: from just after that offset)."""
-        # The durable is read before the stored offset: another copy stores a batch's
-        # offset before it acknowledges the batch, so read in this order the acknowledged
-        # seq passes the offset only where the projection is truly behind. (Read the other
-        # way round, a copy starting while another folded took the durable for ahead, and
-        # made it again under the running copy's feet.)
+        # The durable is read before the stored offset: a copy stores a batch's offset
+        # before it acknowledges the batch, so read in this order the acknowledged seq
+        # passes the offset only where the projection is behind it (reset, put back, or a
+        # batch that stored no offset). Read the other way round, a copy starting while
+        # another folded took the durable for ahead of the offset, and made it again under
+        # the running copy: that copy's fetches went unanswered, its acks were lost.
         try:
             info = await self._js.consumer_info(self.stream, self.durable)
         except NotFoundError:
