@@ -60,7 +60,9 @@ def fill(folder: Path, leave: int) -> Path | None:
     filler = folder / f"filler-{len(list(folder.glob('filler-*')))}"
     size = max(0, free_bytes(folder) - leave)
     try:
-        handle = open(filler, "wb")
+        # Unbuffered: a write the full disk refused leaves nothing for the close to flush
+        # (a buffered file raised ENOSPC again on closing).
+        handle = open(filler, "wb", buffering=0)
     except OSError as exc:
         if leave == 0 and exc.errno == errno.ENOSPC:
             return None
@@ -74,7 +76,6 @@ def fill(folder: Path, leave: int) -> Path | None:
             try:
                 while True:
                     handle.write(b"\0" * 65536)
-                    handle.flush()
             except OSError:
                 pass
     return filler
