@@ -231,9 +231,11 @@ async def test_what_a_message_sent_during_the_forget_wakes_does_not_outlive_it(s
 
     async def no_rows_left():
         return not any([
-            await rows_of(system, f"SELECT count(*) FROM {table} WHERE instance_id = %s", GONE)
-            for table in ("conversations", "open_requests", "gateway_conversations",
-                          "last_opens")])
+            *[await rows_of(system, f"SELECT count(*) FROM {table} WHERE instance_id = %s", GONE)
+              for table in ("conversations", "open_requests", "gateway_conversations",
+                            "last_opens", "runner_launches")],
+            await rows_of(system, "SELECT count(*) FROM briefs WHERE text LIKE '%%' || %s"
+                          " || ':%%'", GONE)])
     await system.wait_for(no_rows_left, timeout=30)
     stops = [e for e in await system.session_events("stopped") if e["session_id"] == woke]
     assert [e["reason"] for e in stops][:1] == ["forgotten"], stops

@@ -53,3 +53,29 @@ async def test_a_redelivered_decision_keeps_the_recorded_bytes_whatever_the_budg
     assert kept.sha256 == recorded.brief.sha256 and kept.text == recorded.text
     reply = await again.get_brief(BriefGetRequest(session_id="csess_a"))
     assert reply.sha256 == recorded.brief.sha256
+
+
+async def test_a_wake_by_a_forgotten_message_is_not_briefed_and_keeps_no_row():
+    import msgspec
+
+    from seedline_contracts.instances import Erasure
+
+    rows = [("inst", "apps/x", BriefRow(n, "csess_old", "terminal", "words", AT, None))
+            for n in (1, 2, 3)]
+    reader, store, publisher = RowsReader(rows), InMemoryBriefStore(), RecordingPublisher()
+    parts = bootstrap(Settings(), Ports(publisher=publisher, reader=reader, store=store,
+                                        recorded=lambda _: None, clock=lambda: AT))
+    await parts.forgetting._forgotten.add(Erasure(
+        instance_id="inst", reason="left", by=None, at=AT, entries=3, through_seq=4))
+
+    def wake(wake_seq: int, session_id: str) -> ContinuityDecided:
+        asked = decision()
+        return msgspec.structs.replace(asked, session_id=session_id,
+                                       plan=msgspec.structs.replace(asked.plan, wake_seq=wake_seq))
+
+    for n, asked in enumerate((wake(4, "csess_covered"), wake(5, "csess_after")), start=7):
+        await parts.composer.handle_decision(asked, FakeMsg(encode(asked), stream_seq=n))
+    assert [decode(p, SeedComposed).session_id for _, p, _ in publisher.messages] == [
+        "csess_after"]
+    assert await store.latest("csess_covered") is None
+    assert await store.latest("csess_after") is not None

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from seedline_contracts.events import SeedComposed
 from seedline_contracts.instances import Erasure
 from seedline_contracts.times import now_text
-from seedline_platform.erasure import ErasureFollower
+from seedline_platform.erasure import ErasureFollower, Forgotten
 from seedline_platform.observability import ServiceMetrics
 from seedline_platform.publishing import Publisher
 from seedline_platform.sealing import Sealer, unsealed
@@ -51,8 +51,10 @@ class Parts:
 
 
 def bootstrap(settings: Settings, ports: Ports) -> Parts:
+    forgotten = Forgotten()
     return Parts(
         composer=Composer(ports, budget_for=settings.brief_budget,
-                          summarizer=summarizer_from(settings)),
-        forgetting=ErasureFollower(ports.js, ports.drop_forgotten, settings.stream_replicas),
+                          summarizer=summarizer_from(settings), forgotten=forgotten),
+        forgetting=ErasureFollower(ports.js, ports.drop_forgotten, settings.stream_replicas,
+                                   forgotten),
     )

@@ -14,6 +14,7 @@ from seedline_contracts.sessions import BriefGetReply, BriefGetRequest
 from seedline_contracts.tokens import name_problem
 from seedline_core.brief import DEFAULT_BUDGET, FRAMING, Budget
 from seedline_core.notices import error_message
+from seedline_platform.erasure import Forgotten
 from seedline_platform.logging import get_logger
 from seedline_platform.publishing import event_message
 
@@ -30,8 +31,12 @@ class Composer:
     """Handles continuity_decided events and briefs.get requests."""
 
     def __init__(self, ports: Ports, budget_for: Callable[[str], Budget] = lambda engine:
-                 DEFAULT_BUDGET, summarizer: Summarizer | None = None) -> None:
+                 DEFAULT_BUDGET, summarizer: Summarizer | None = None,
+                 forgotten: Forgotten | None = None) -> None:
         self._publisher = ports.publisher
+        # The erasures this copy has taken in: a wake by a forgotten message is not briefed,
+        # and no brief row of one is kept (seedline_platform.erasure.Forgotten).
+        self._forgotten = forgotten or Forgotten()
         self.reader = ports.reader
         self._store = ports.store
         self._recorded = ports.recorded
@@ -50,6 +55,8 @@ class Composer:
     async def handle_decision(self, decision: ContinuityDecided, msg: Msg) -> None:
         decided_seq = msg.metadata.sequence.stream
         if msg.metadata.num_delivered > 1 and await self._answered_before(decision, decided_seq):
+            return
+        if self._forgotten_wake(decision):
             return
         budget = self._budget_for(decision.plan.engine)
         brief = await compose_for(decision, self.reader, budget, self._summarizer)
@@ -78,11 +85,21 @@ class Composer:
         # Kept for briefs.get after the launch is on its way: the event is the record,
         # and briefs.get reads the event itself until this row is there.
         if brief is not None and text is not None:
-            await self._store.keep(decision.session_id, decided_seq, BriefGetReply(
-                text, brief.rows, brief.chars, brief.omitted_rows, brief.until_seq, brief.sha256))
+            async with self._forgotten.folding():  # not after this copy dropped its rows
+                if not self._forgotten_wake(decision):
+                    await self._store.keep(decision.session_id, decided_seq, BriefGetReply(
+                        text, brief.rows, brief.chars, brief.omitted_rows, brief.until_seq,
+                        brief.sha256))
             self._rows.observe(brief.rows)
             self._chars.observe(brief.chars)
         log.info("seed_composed", session_id=decision.session_id, rows=brief.rows if brief else 0)
+
+    def _forgotten_wake(self, decision: ContinuityDecided) -> bool:
+        plan = decision.plan
+        if not self._forgotten.covers(plan.instance_id, plan.wake_seq):
+            return False
+        log.info("forgotten_not_briefed", session_id=decision.session_id)
+        return True
 
     async def _answered_before(self, decision: ContinuityDecided, decided_seq: int) -> bool:
         """A redelivered decision whose seed_composed is recorded keeps those bytes: the

@@ -126,11 +126,12 @@ class WebApp:
         self.backend = Backend(self.nc, self.js, s.open_timeout_seconds, sealer_for(self.js, s),
                                home=s.home)
         self.gate = Gate(self.tokens, self.backend, self.logins)
+        opens = OpensProjection(self.js, self.pool, self._row(OpensProjection.apply))
         self.parts = WebParts(
             http=HttpServer(self.asgi, s),
-            opens=OpensProjection(self.js, self.pool, self._row(OpensProjection.apply)),
+            opens=opens,
             forgetting=ErasureFollower(self.js, erasure.dropping(self.pool, FORGET_STATEMENTS),
-                                       s.stream_replicas),
+                                       s.stream_replicas, opens.forgotten),
         )
         await self.parts.opens.setup()
         # What its pages and tools send is checked against the row (the server's tasks

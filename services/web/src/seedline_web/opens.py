@@ -27,6 +27,7 @@ from seedline_platform.app_base import in_route
 from seedline_contracts.sessions import OpenReply
 from seedline_platform import pg
 from seedline_platform.consumer import Batch, BatchConsumer, Consumption
+from seedline_platform.erasure import Forgotten
 from seedline_platform.lifecycle_events import OpenView, fold_opens
 from seedline_platform.logging import get_logger
 from seedline_platform.replay import last_seq
@@ -90,9 +91,13 @@ _views = msgspec.json.Decoder(OpenView)
 
 
 class OpensProjection:
-    def __init__(self, js: JetStreamContext, pool: AsyncConnectionPool, route: Route) -> None:
+    def __init__(self, js: JetStreamContext, pool: AsyncConnectionPool, route: Route,
+                 forgotten: Forgotten | None = None) -> None:
         self._js = js
         self._pool = pool
+        # The erasures the web has taken in: no open of a wake by a forgotten message is
+        # kept, although its events may come after the instance's rows were dropped.
+        self.forgotten = forgotten or Forgotten()
         self._mark = Watermark(self.applied)
         # Consumed as its row of the web's routing table says.
         self.consumer = BatchConsumer(
@@ -112,7 +117,8 @@ class OpensProjection:
         await self.consumer.run()
 
     async def apply(self, batch: Batch[SessionEvent]) -> None:
-        async with self._pool.connection() as conn, conn.transaction():
+        async with self.forgotten.folding(), self._pool.connection() as conn, \
+                conn.transaction():
             applied = await OFFSETS.take(conn, PROJECTION, batch.last_seq)
             for event, msg in batch.items:
                 seq = msg.metadata.sequence.stream
@@ -128,7 +134,8 @@ class OpensProjection:
         before = tuple(_views.decode(row[0]) for row in await cur.fetchall())
         after = fold_opens(before, event, seq)
         for view in after:
-            if view not in before:
+            if view not in before and not self.forgotten.covers(view.instance_id,
+                                                                 view.wake_seq):
                 await conn.execute(
                     "INSERT INTO web_open_views VALUES (%s, %s, %s, %s, %s, %s)"
                     " ON CONFLICT (session_id, decided_seq) DO UPDATE SET view = EXCLUDED.view,"
