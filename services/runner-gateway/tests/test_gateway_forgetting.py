@@ -11,15 +11,15 @@ from seedline_contracts.instances import Erasure
 from seedline_contracts.codec import encode
 from seedline_contracts import subjects
 from seedline_core import lifecycle as lc
-from seedline_runner_gateway.forgetting import STOP_REASON
+from seedline_runner_gateway.forgetting import STOP_REASON, ForgetHere
 
 from .conftest import AT, INSTANCE, REPO
 
 OTHER = "inst-b"
 
 
-def erasure(instance: str = INSTANCE, through_seq: int = 10) -> Erasure:
-    return Erasure(instance_id=instance, reason="the team left", by="ops", at=AT,
+def erasure(instance: str = INSTANCE, through_seq: int = 10, at: str = AT) -> Erasure:
+    return Erasure(instance_id=instance, reason="the team left", by="ops", at=at,
                    entries=3, through_seq=through_seq)
 
 
@@ -97,3 +97,18 @@ async def test_the_request_of_a_covered_wake_is_not_folded(gw):
     await gw.fold()
     assert await gw.state.held("csess_covered") is None
     assert (await gw.state.held("csess_after")).state is lc.State.OPENING
+
+
+async def test_a_conversation_of_the_instance_used_again_is_not_stopped(gw):
+    """Every copy follows each erasure again when it starts: a conversation confirmed after the
+    record (the instance used again), or any once the record is old, runs on; the rows go."""
+    gw.online("mac")
+    await gw.open("csess_again")  # confirmed at the harness's clock, 10:00:00
+    # Recorded a minute before it was confirmed: the instance was used again since.
+    await gw.parts.forgetting._on_forgotten(erasure(at="2026-12-01T09:59:00Z"))
+    # Recorded as it was confirmed, and followed again an hour later (a copy starting).
+    later = ForgetHere(gw.state, gw.stopper, gw.parts.fold.caught_up, gw._drop,
+                       clock=lambda: "2026-12-01T11:00:00Z")
+    await later(erasure(at=AT))
+    assert gw.events("stopped") == [] and gw.machines.stops == []
+    assert gw.dropped == [INSTANCE, INSTANCE]

@@ -106,6 +106,7 @@ def bootstrap(settings: Settings, ports: Ports) -> Parts:
         reaper=Reaper(ports.state, stopper, settings.idle_stop, settings.idle_sweep_seconds,
                       fold.caught_up),
         forgetting=ErasureFollower(
-            ports.js, ForgetHere(ports.state, stopper, fold.caught_up, ports.drop_forgotten),
+            ports.js, ForgetHere(ports.state, stopper, fold.caught_up, ports.drop_forgotten,
+                                 ports.clock),
             settings.stream_replicas, forgotten),
     )
