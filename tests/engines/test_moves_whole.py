@@ -10,6 +10,7 @@ with the next one (asserted on what the model received, not on what the runner b
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -100,6 +101,11 @@ async def test_the_engine_s_work_and_its_record_move_and_it_continues_its_own_co
     await system.wait_for(lambda: _replied(system, session, 2), timeout=120)  # step, answer
     assert (one / REPO / "castle.py").exists()  # the engine's own tool wrote it
     standin.tool_commands = []
+    # The CLI writes its own record of the answer after printing it: a move made before
+    # that carries a record without the turn, which is honestly no resume.
+    record_home = tmp_path / "one" / ("claude-config" if name == "claude" else "codex-home")
+    answer = await _newest_answer(system, session)
+    await system.wait_for(lambda: _record_holds(record_home, answer), timeout=30)
 
     moved = await system.request(subjects.API_SESSIONS_RELOCATE,
                                  {"session_id": session, "node_id": "two"}, timeout=60)
@@ -127,6 +133,19 @@ async def _replied(system, session_id: str, count: int) -> bool:
     rows = await system.request(subjects.API_TIMELINE_READ, {
         "instance_id": "bd43f4de", "repo": REPO, "session_id": session_id})
     return len([r for r in rows["entries"] if r["kind"] == "chat_assistant"]) >= count
+
+
+async def _newest_answer(system, session_id: str) -> str:
+    rows = await system.request(subjects.API_TIMELINE_READ, {
+        "instance_id": "bd43f4de", "repo": REPO, "session_id": session_id})
+    return [r["content"] for r in rows["entries"] if r["kind"] == "chat_assistant"][-1]
+
+
+async def _record_holds(home: Path, text: str) -> bool:
+    """Whether an engine's own record (its .jsonl files under `home`) holds `text`."""
+    needle = json.dumps(text)[1:-1][:80]
+    return any(needle in path.read_text(encoding="utf-8", errors="replace")
+               for path in home.rglob("*.jsonl"))
 
 
 async def _asked(standin, before: int) -> bool:
