@@ -112,3 +112,15 @@ async def test_a_conversation_of_the_instance_used_again_is_not_stopped(gw):
     await later(erasure(at=AT))
     assert gw.events("stopped") == [] and gw.machines.stops == []
     assert gw.dropped == [INSTANCE, INSTANCE]
+
+
+async def test_a_wake_whose_erasure_record_cannot_be_read_stands(gw):
+    gw.online("mac")
+
+    async def away(instance_id):
+        raise TimeoutError  # NATS away as the launch is confirmed
+
+    gw.launcher._erasure_of = away
+    await gw.open("csess_woken", wake_seq=9)
+    assert gw.events("stopped") == []
+    assert (await gw.state.held("csess_woken")).state is lc.State.LIVE

@@ -25,6 +25,7 @@ from seedline_contracts.times import now_text, parse_rfc3339
 from seedline_core import lifecycle as lc
 from seedline_platform.erasure import covers
 from seedline_platform.logging import get_logger
+from seedline_platform.outage import NATS_AWAY
 
 from .state import GatewayState, Held
 from .stopping import Stopper
@@ -71,7 +72,15 @@ async def stop_if_forgotten(
 ) -> bool:
     """Stop a wake just confirmed when an erasure recorded since covers its message;
     whether it did. Its row may be gone already: it is stopped as its launch left it."""
-    if plan.wake_seq is None or not covers(await erasure_of(plan.instance_id), plan.wake_seq):
+    if plan.wake_seq is None:
+        return False
+    try:
+        record = await erasure_of(plan.instance_id)
+    except NATS_AWAY as error:  # the launch stands; a follower's pass stops it if it can
+        log.warning("erasure_not_read", session_id=session_id, error=str(error) or
+                    type(error).__name__)
+        return False
+    if not covers(record, plan.wake_seq):
         return False
     log.info("forgotten_on_launch", session_id=session_id)
     await stopper.end(Held(lc.Conversation(
