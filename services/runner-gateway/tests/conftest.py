@@ -75,22 +75,17 @@ class Gateway:
         self._seq = 0
         # While set, the fold is behind: the stream's end is told, nothing is folded.
         self.lagging = False
-        # The erasures recorded (erasure_of reads them), and the instances whose rows the
-        # gateway dropped.
-        self.erasures: dict[str, Erasure] = {}
+        # The instances whose rows the gateway dropped.
         self.dropped: list[str] = []
         self.parts = bootstrap(Settings(), Ports(
             state=self.state, machines=self.machines, publisher=self.publisher,
             notifier=self.notifier, presence=lambda watcher: self.presence,
             stream_end=self._fold_all, recorded_reply=self.recorded_reply,
             clock=lambda: AT, new_id=lambda: "csess_woken", fold_drained=self._consumer,
-            erasure_of=self._erasure_of, drop_forgotten=self._drop))
+            drop_forgotten=self._drop))
         self.stopper, self.reconciler = self.parts.stopper, self.parts.reconciler
         self.launcher, self.resume_lost = self.parts.launcher, self.parts.resume_lost
         self.api, self.follower = self.parts.api, self.parts.follower
-
-    async def _erasure_of(self, instance_id: str) -> Erasure | None:
-        return self.erasures.get(instance_id)
 
     async def _drop(self, record: Erasure) -> None:
         self.dropped.append(record.instance_id)

@@ -63,27 +63,6 @@ async def erasures(js, replicas: int = 1) -> dict[str, Erasure]:
     return out
 
 
-class Recorded:
-    """Each instance's erasure as the bucket holds it now: one read, for a check that
-    must not wait for the bucket's watch (ErasureFollower) to bring it."""
-
-    def __init__(self, js, replicas: int = 1) -> None:
-        self._js = js
-        self._replicas = replicas
-        self._kv = None
-
-    async def of(self, instance_id: str) -> Erasure | None:
-        from nats.js.errors import KeyNotFoundError
-
-        if self._kv is None:
-            self._kv = await forgotten_bucket(self._js, self._replicas)
-        try:
-            entry = await self._kv.get(key_name(instance_id))
-        except KeyNotFoundError:
-            return None
-        return decode(entry.value, Erasure) if entry.value else None
-
-
 class Forgotten:
     """The erasures this process has taken in, and a fence between them and its folds.
 

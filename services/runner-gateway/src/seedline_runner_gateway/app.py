@@ -72,7 +72,6 @@ class GatewayApp(ServiceApp):
             sealer=sealer, metrics=self.metrics, js=self.js,
             drop_forgotten=erasure.dropping(self.pool, FORGET_STATEMENTS, sealer,
                                             first=FORGET_FIRST),
-            erasure_of=erasure.Recorded(self.js, s.stream_replicas).of,
         ))
         await parts.presence.start()
         return parts

@@ -36,10 +36,6 @@ from .turns import TimelineFollower
 NAME = "runner-gateway"
 
 
-async def _no_erasure(_: str) -> None:
-    return None
-
-
 @dataclass
 class Ports:
     """What the runner-gateway talks to."""
@@ -64,8 +60,6 @@ class Ports:
     # Erasures followed (a JetStream context; none in tests) and what each drops here.
     js: object | None = None
     drop_forgotten: Callable[[Erasure], Awaitable[None]] | None = None
-    # The instance's erasure as recorded now (seedline_platform.erasure.Recorded.of).
-    erasure_of: Callable[[str], Awaitable[Erasure | None]] = _no_erasure
     # Where the fold's consumer stands when it has nothing left, None when it has something
     # (SEEDLINE_SESSIONS may end in events it does not take: consumer_drained); not given
     # in the unit tests, which fold by hand.
@@ -95,18 +89,17 @@ def bootstrap(settings: Settings, ports: Ports) -> Parts:
     presence = ports.presence(reconciler)
     outcomes = LaunchOutcomes(ports, stopper, fold.caught_up)
     resume_lost = ResumeLostRecorder(ports)
+    forget_here = ForgetHere(ports.state, stopper, forgotten, fold.caught_up,
+                             ports.drop_forgotten, ports.clock)
     return Parts(
         fold=fold, stopper=stopper, reconciler=reconciler, presence=presence,
         outcomes=outcomes,
         launcher=Launcher(ports, presence, stopper, reconciler, outcomes, fold.caught_up,
-                          forgotten),
+                          forget_here),
         follower=TimelineFollower(ports, presence, stopper, fold),
         resume_lost=resume_lost,
         api=GatewayApi(ports, stopper, resume_lost, fold),
         reaper=Reaper(ports.state, stopper, settings.idle_stop, settings.idle_sweep_seconds,
                       fold.caught_up),
-        forgetting=ErasureFollower(
-            ports.js, ForgetHere(ports.state, stopper, fold.caught_up, ports.drop_forgotten,
-                                 ports.clock),
-            settings.stream_replicas, forgotten),
+        forgetting=ErasureFollower(ports.js, forget_here, settings.stream_replicas, forgotten),
     )

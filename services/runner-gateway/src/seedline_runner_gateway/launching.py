@@ -55,10 +55,9 @@ from seedline_core.notices import (
     runner_too_old_text,
 )
 from seedline_core.outcome import decide_outcome
-from seedline_platform.erasure import Forgotten
 from seedline_platform.logging import get_logger
 
-from .forgetting import NOT_LAUNCHED, stop_if_forgotten
+from .forgetting import NOT_LAUNCHED, ForgetHere
 from .launch_outcomes import LaunchFailed, LaunchOutcomes, carried_of
 from .machine_calls import MachineUnreachable, NatsAway
 from .presence import PresenceView
@@ -79,7 +78,7 @@ class Launcher:
     def __init__(
         self, ports: Ports, presence: PresenceView, stopper: Stopper, reconciler: Reconciler,
         outcomes: LaunchOutcomes, caught_up: Callable[[int | None, int | None], Awaitable[bool]],
-        forgotten: Forgotten,
+        forget_here: ForgetHere,
     ) -> None:
         self._state = ports.state
         self._machines = ports.machines
@@ -92,8 +91,7 @@ class Launcher:
         self._reconciler = reconciler
         self._outcomes = outcomes
         self._caught_up = caught_up
-        self._forgotten = forgotten
-        self._erasure_of = ports.erasure_of
+        self._forget_here = forget_here
 
     async def _opened(self, text: str | None) -> str | None:
         """Brief text and the instruction are recorded sealed; the machine is given them
@@ -124,7 +122,7 @@ class Launcher:
                 return
             replaced: list[Held] = []
             try:
-                if self._forgotten.covers(plan.instance_id, plan.wake_seq):
+                if self._forget_here.covers(plan):
                     raise LaunchFailed("not_found", NOT_LAUNCHED)
                 _fence(composed, repo)
                 reply = await self._deliver(composed, repo, replaced)
@@ -133,7 +131,7 @@ class Launcher:
                                             moved=_moved(composed, held, replaced))
                 return
             at = await self._outcomes.confirmed(composed, held, reply, seq, replaced)
-        await stop_if_forgotten(self._erasure_of, self._stopper, composed.session_id, plan, at)
+        await self._forget_here.confirmed(composed.session_id, plan, at)
 
     async def _deliver(
         self, composed: SeedComposed, repo: AtLaunch, replaced: list[Held],
