@@ -92,8 +92,9 @@ class Forgotten:
 
     def kept_facts(self, facts: Sequence[_Fact]) -> list[_Fact]:
         """Timeline facts (anything with `instance_id` and `seq`) no erasure covers."""
-        return [f for f in facts if not self.covers(f.instance_id, f.seq)] \
-            if self._records else list(facts)
+        if not self._records:
+            return list(facts)
+        return [fact for fact in facts if not self.covers(fact.instance_id, fact.seq)]
 
     def kept_steps(self, steps: Sequence[_Step]) -> list[_Step]:
         """Lifecycle steps without the requests of wakes an erasure covers: the conversation
