@@ -348,8 +348,9 @@ async def test_a_machine_that_is_gone_ends_what_it_hosted_and_is_still_asked_to_
     assert instance == INSTANCE and notice.text.startswith("Your Mac mini is offline.")
 
 
-def person_message(seq: int, content: str, at: str = AT, entry_id: str | None = None) -> FakeMsg:
-    body = {"entry_id": entry_id or f"e-{seq}", "instance_id": INSTANCE, "repo": REPO,
+def person_message(seq: int, content: str, at: str = AT, entry_id: str | None = None,
+                   repo: str = REPO) -> FakeMsg:
+    body = {"entry_id": entry_id or f"e-{seq}", "instance_id": INSTANCE, "repo": repo,
             "session_id": "csess_any", "kind": "chat_user", "content": content, "at": at,
             "engine": None, "truncated_from": None}
     # It reached the timeline now: only its own `at` says whether it is fresh.
@@ -421,6 +422,47 @@ async def test_a_read_older_than_what_the_fold_took_is_read_again_before_a_wake(
     assert gw.events("wake_requested") == [] and gw.notifier.sent == []
     (node, turn), = gw.machines.turns
     assert (node, turn.session_id) == ("mac", "csess_a")
+
+
+async def a_read_finds_the_fold_behind(gw) -> None:
+    """A message to a stopped repo read while another repo's stop is recorded but not folded:
+    the read is made again once the fold caught up, and the message wakes the repo."""
+    await gw.open("csess_x", repo="apps/x")
+    await gw.stopper.end(await gw.state.held("csess_x"), "requested")
+    await gw.fold()
+    await gw.open("csess_other", repo="apps/other")
+    await gw.stopper.end(await gw.state.held("csess_other"), "requested")  # not folded
+    reads = reads_of_repo_now(gw)
+    await handle(gw, person_message(10, "first", repo="apps/x"))
+    assert len(reads) == 2 and len(gw.events("wake_requested")) == 1
+
+
+async def test_after_a_read_found_the_fold_behind_the_next_is_made_once_it_caught_up(gw):
+    gw.online("mac")
+    await gw.open("csess_y", repo="apps/y")
+    await gw.stopper.end(await gw.state.held("csess_y"), "requested")
+    await gw.fold()
+    await a_read_finds_the_fold_behind(gw)  # its wake_requested is not folded yet
+    reads = reads_of_repo_now(gw)
+    await handle(gw, person_message(11, "second", repo="apps/y"))
+    assert reads == [await gw.state.applied()]  # one read, after the wake was folded
+    assert [(w["repo"], w["node_id"]) for w in gw.events("wake_requested")] == [
+        ("apps/x", "mac"), ("apps/y", "mac")]
+
+
+async def test_a_read_made_after_the_fold_caught_up_finds_a_stop_it_had_not_folded(gw):
+    """The conversation the message is for was stopped and its stop not folded: the one read
+    is made once the fold holds it, so the message wakes the repo rather than going as a
+    turn to a machine that no longer runs it."""
+    gw.online("mac")
+    await a_read_finds_the_fold_behind(gw)
+    await gw.fold()
+    await gw.open("csess_y", repo="apps/y")
+    await gw.stopper.end(await gw.state.held("csess_y"), "requested")  # not folded
+    reads = reads_of_repo_now(gw)
+    await handle(gw, person_message(11, "second", repo="apps/y"))
+    assert len(reads) == 1 and gw.machines.turns == [] and gw.notifier.sent == []
+    assert [w["repo"] for w in gw.events("wake_requested")] == ["apps/x", "apps/y"]
 
 
 async def test_a_message_for_a_repo_never_opened_wakes_nothing_and_says_so(gw):

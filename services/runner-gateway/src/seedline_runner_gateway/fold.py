@@ -125,6 +125,15 @@ class LifecycleFold:
         return await self._reached(upto if upto is not None else await self._stream_end(),
                                    stored)
 
+    async def caught_up_if_behind(self) -> bool:
+        """Whether the fold's consumer had something left now; when it had, the fold is
+        brought up to what is recorded (`caught_up`) before this returns, so that a read
+        after it holds everything recorded before this was asked."""
+        if await self.folded.holds_everything():
+            return False
+        await self._reached(await self._stream_end())
+        return True
+
     async def read_holds_everything(self, applied: int) -> bool:
         """Whether a read that found the fold's stored offset at `applied` holds every event
         recorded before now: the fold's consumer has nothing left, the last event it took

@@ -70,6 +70,8 @@ class TimelineFollower:
         # Whether a read holds what is recorded; a wait for an opening to settle wakes when
         # that conversation's events are folded.
         self._fold = fold
+        # Whether the last read of a repo found the fold behind what was recorded (`_read`).
+        self._fold_was_behind = False
 
     async def handle(self, batch: Batch[TimelineEntry]) -> None:
         activity: dict[str, datetime] = {}
@@ -106,10 +108,7 @@ class TimelineFollower:
     async def _settled(self, msg: Msg, entry: TimelineEntry) -> RepoNow:
         """The repo's live conversation, once any that is opening has settled, and where a
         wake would go."""
-        found = await self._state.repo_now(entry.instance_id, entry.repo)
-        if found.current is None and not await self._fold.read_holds_everything(found.applied):
-            # Read the events recorded so far before concluding nothing is live.
-            found = await self._state.repo_now(entry.instance_id, entry.repo)
+        found = await self._read(entry)
         current = found.current
         if current is None or current.state is not lc.State.OPENING:
             return found
@@ -124,6 +123,21 @@ class TimelineFollower:
         # It did not open: a wake goes where the repo last opened as of now.
         return RepoNow(current, (await self._state.repo_now(entry.instance_id,
                                                             entry.repo)).last_open)
+
+    async def _read(self, entry: TimelineEntry) -> RepoNow:
+        """The repo as read with the events recorded so far folded in where it matters: a
+        read that finds nothing live is read again when the fold was behind it. In a burst of
+        wakes the fold is most often behind, so after a read found it so, the next is made
+        once the fold has caught up: one read per message, not two."""
+        if self._fold_was_behind:
+            self._fold_was_behind = await self._fold.caught_up_if_behind()
+            return await self._state.repo_now(entry.instance_id, entry.repo)
+        found = await self._state.repo_now(entry.instance_id, entry.repo)
+        if found.current is None and not await self._fold.read_holds_everything(found.applied):
+            # Read the events recorded so far before concluding nothing is live.
+            self._fold_was_behind = True
+            found = await self._state.repo_now(entry.instance_id, entry.repo)
+        return found
 
     async def _deliver_turn(self, held: Held, seq: int, content: str) -> bool:
         """True when the machine took the turn; False when it no longer hosts it."""
