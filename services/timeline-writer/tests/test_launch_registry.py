@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from seedline_platform import pg
@@ -35,5 +37,45 @@ async def test_a_launch_found_once_is_answered_from_memory_until_its_instance_is
         async with pool.connection() as conn:
             await conn.execute("DELETE FROM runner_launches WHERE instance_id = 'inst-a'")
         assert await registry.permitted({MAC_A}) == set()
+    finally:
+        await pool.close()
+
+
+async def _rows(pool) -> set[Launch]:
+    async with pool.connection() as conn:
+        cur = await conn.execute("SELECT node_id, instance_id, repo, session_id"
+                                 " FROM runner_launches")
+        return {Launch(*row) for row in await cur.fetchall()}
+
+
+@pytest.mark.servers
+async def test_launches_learnt_together_are_held_at_once_and_written_in_one_statement(
+        database_url):
+    pool = await pg.open_pool(database_url, "launch-registry")
+    try:
+        await PostgresTimelineStore(pool).setup()
+        registry = PostgresLaunchRegistry(pool, record_after=0.2)
+        writes, record = [], registry.record
+
+        async def counted(launches):
+            writes.append(list(launches))
+            await record(writes[-1])
+
+        registry.record = counted
+        registry.record_soon([MAC_A])
+        registry.record_soon([MAC_B, PC_A])
+        registry.record_soon([Launch("mac", "inst-c", "apps/x", "csess_c")])
+        assert registry.held_here({MAC_A, MAC_B, PC_A}) == {MAC_A, MAC_B, PC_A}
+        assert await _rows(pool) == set() and writes == []
+        async with pool.connection() as conn, conn.transaction():
+            await registry.forget(conn, "inst-c")  # before it was written: never written
+        await asyncio.sleep(0.5)
+        assert await _rows(pool) == {MAC_A, MAC_B, PC_A}
+        assert [sorted(w) for w in writes] == [sorted([MAC_A, MAC_B, PC_A])]
+        # What is kept when the service stops is written then (TimelineWriterApp.stop).
+        late = Launch("pc", "inst-b", "apps/y", "csess_d")
+        registry.record_soon([late])
+        await registry.write_unwritten()
+        assert late in await _rows(pool)
     finally:
         await pool.close()

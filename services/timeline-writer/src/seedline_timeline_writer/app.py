@@ -36,13 +36,14 @@ class TimelineWriterApp(ServiceApp):
     route_table = staticmethod(routes)
     # Launches are learnt from the machine's first output now (launches.py).
     retired_durables = ((subjects.SESSIONS_STREAM, "timeline-writer-launches"),)
+    _launches: PostgresLaunchRegistry | None = None
 
     async def build(self) -> Parts:
         s = self.settings
         sealer = sealer_for(self.js, s)
         store = PostgresTimelineStore(self.pool, s.ingest_partition, sealer)
         await store.setup()
-        launches = PostgresLaunchRegistry(self.pool)
+        launches = self._launches = PostgresLaunchRegistry(self.pool)
         parts = bootstrap(s, Ports(
             store=store, stream=JetStreamTimeline(self.js, s.ingest_partition),
             publisher=JetStreamPublisher(self.js),
@@ -53,6 +54,11 @@ class TimelineWriterApp(ServiceApp):
         ))
         await parts.writer.catch_up()
         return parts
+
+    async def stop(self) -> None:
+        if self._launches is not None:
+            await self._launches.write_unwritten()  # before the pool closes
+        await super().stop()
 
     async def _stop_live(self, instance_id: str) -> int:
         """Stop each live conversation of the instance through the gateway, each waiting for

@@ -12,11 +12,15 @@ a launch older than its conversation's newest, e.g. output of a machine it moved
 from), and only then refuse.
 
 Launches are a set (inserting one twice changes nothing); every launch at or before the
-mark is in the registry, since a read records what it found before it moves the mark.
+mark is in the registry, since a read records what it found before it moves the mark. A
+launch learnt as its conversation's newest is written a moment later, with those learnt
+meanwhile (`record_soon`): a burst of wakes costs a statement, not one per wake. One lost
+with its process before it was written is found again by the read from the mark.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import NamedTuple, Protocol
 
@@ -28,10 +32,17 @@ from seedline_contracts.channels import event_tag
 from seedline_contracts.codec import decode
 from seedline_contracts.events import SeedComposed
 from seedline_platform import pg
+from seedline_platform.logging import get_logger
 from seedline_platform.replay import last_seq, replay
 from seedline_platform.session_reads import newest_event
 
 from .schema import LAUNCHES_PROJECTION, OFFSETS
+
+log = get_logger(__name__)
+
+# How long a launch learnt as its conversation's newest waits to be written with the others
+# learnt meanwhile (`record_soon`).
+RECORD_AFTER_SECONDS = 1.0
 
 
 class Launch(NamedTuple):
@@ -48,6 +59,12 @@ def launch_of(event: SeedComposed) -> Launch:
 
 class LaunchRegistry(Protocol):
     async def record(self, launches: Iterable[Launch]) -> None: ...
+
+    def record_soon(self, launches: Iterable[Launch]) -> None:
+        """Held here at once, written a moment later with the others learnt meanwhile: for
+        launches SEEDLINE_SESSIONS holds past the mark, which the read from the mark finds
+        again should the write be lost."""
+        ...
 
     def held_here(self, launches: set[Launch]) -> set[Launch]:
         """Those of `launches` this process holds as made, with no read."""
@@ -80,11 +97,15 @@ class PostgresLaunchRegistry:
     batch is answered with no read. A launch is only ever taken away with its instance
     (`forget`), which drops what is kept of it and keeps nothing of it again."""
 
-    def __init__(self, pool: AsyncConnectionPool, known_limit: int = 10_000) -> None:
+    def __init__(self, pool: AsyncConnectionPool, known_limit: int = 10_000,
+                 record_after: float = RECORD_AFTER_SECONDS) -> None:
         self._pool = pool
         self._known: dict[Launch, None] = {}  # oldest first
         self._known_limit = known_limit
         self._forgotten: set[str] = set()
+        self._record_after = record_after
+        self._unwritten: dict[Launch, None] = {}  # kept by record_soon, not written yet
+        self._writing: asyncio.Task | None = None
 
     def _keep(self, launches: Iterable[Launch]) -> None:
         for launch in launches:
@@ -105,6 +126,30 @@ class PostgresLaunchRegistry:
                 pg.columns(rows, 4),
             )
         self._keep(rows)
+
+    def record_soon(self, launches: Iterable[Launch]) -> None:
+        rows = [launch for launch in launches if launch.instance_id not in self._forgotten]
+        self._keep(rows)
+        self._unwritten.update(dict.fromkeys(rows))
+        if self._unwritten and self._writing is None:
+            self._writing = asyncio.ensure_future(self._write_soon())
+
+    async def _write_soon(self) -> None:
+        try:
+            await asyncio.sleep(self._record_after)
+            await self.write_unwritten()
+        finally:
+            self._writing = None
+
+    async def write_unwritten(self) -> None:
+        """Write what record_soon kept; a failed write is logged and left to the read from
+        the mark (the launches are in SEEDLINE_SESSIONS past it)."""
+        rows = [launch for launch in self._unwritten if launch.instance_id not in self._forgotten]
+        self._unwritten = {}
+        try:
+            await self.record(rows)
+        except Exception as error:
+            log.warning("launches_not_recorded", count=len(rows), error=str(error))
 
     def held_here(self, launches: set[Launch]) -> set[Launch]:
         return {launch for launch in launches if launch in self._known}
@@ -133,6 +178,8 @@ class PostgresLaunchRegistry:
         self._forgotten.add(instance_id)
         self._known = {launch: None for launch in self._known
                        if launch.instance_id != instance_id}
+        self._unwritten = {launch: None for launch in self._unwritten
+                           if launch.instance_id != instance_id}
         await conn.execute("DELETE FROM runner_launches WHERE instance_id = %s", (instance_id,))
 
     async def read_mark(self) -> int:
@@ -150,6 +197,9 @@ class InMemoryLaunchRegistry:
         self.mark = 0
 
     async def record(self, launches: Iterable[Launch]) -> None:
+        self.launches.update(launches)
+
+    def record_soon(self, launches: Iterable[Launch]) -> None:
         self.launches.update(launches)
 
     def held_here(self, launches: set[Launch]) -> set[Launch]:
@@ -216,7 +266,7 @@ class LaunchCheck:
         newest = {launch for launch in launches - known
                   if await self._feed.newest(launch.session_id) == launch}
         if newest:
-            await self._registry.record(newest)
+            self._registry.record_soon(newest)
             known |= newest
             if known == launches:
                 return known
