@@ -131,7 +131,9 @@ class LifecycleFold:
         after it holds everything recorded before this was asked."""
         if await self.folded.holds_everything():
             return False
-        await self._reached(await self._stream_end())
+        # What this copy folded stands for a first read of the stored offset (it stored at
+        # least that): in a burst, the fold waited for is most often this copy's own.
+        await self._reached(await self._stream_end(), stored=self.folded.seq)
         return True
 
     async def read_holds_everything(self, applied: int) -> bool:
