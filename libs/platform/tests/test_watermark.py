@@ -149,3 +149,26 @@ async def test_a_wait_given_the_offset_its_caller_just_read_does_not_read_it_aga
     assert stored.reads == 0 and not waiting.done()  # waits on this copy's fold
     await mark.advance(9)
     assert await asyncio.wait_for(waiting, 1.0) is True and stored.reads == 0
+
+
+async def test_a_wait_for_what_this_copys_fold_took_waits_for_its_commit_with_no_read():
+    stored, consumer = Stored(), Consumer(drained=False)
+    mark = Watermark(stored.read, recheck_seconds=30.0, drained=consumer.ask)
+    mark.taking(6)  # the fold took a batch ending at 6 and is writing it
+    waiting = asyncio.create_task(mark.reached(5, timeout=30.0))
+    await asyncio.sleep(0.01)
+    assert (stored.reads, consumer.asks) == (0, 0) and not waiting.done()
+    await mark.advance(6)
+    assert await asyncio.wait_for(waiting, 1.0) is True
+    assert (stored.reads, consumer.asks) == (0, 0)
+    # Past what it took: read and asked as before.
+    assert await mark.reached(8, timeout=0.05) is False and stored.reads > 0
+
+
+async def test_a_fold_that_took_a_seq_and_does_not_move_is_looked_past_after_a_recheck():
+    stored = Stored()
+    mark = Watermark(stored.read, recheck_seconds=0.01)
+    mark.taking(4)
+    stored.seq = 4  # folded elsewhere after all (this copy's batch went back)
+    assert await asyncio.wait_for(mark.reached(4, timeout=5.0), 1.0) is True
+    assert stored.reads >= 1

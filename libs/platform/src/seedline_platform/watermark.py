@@ -11,6 +11,10 @@ never fold the seq a wait names: the stream can end in events it does not take. 
 wait also asks whether the consumer has anything left to deliver or to hear acknowledged;
 when it has not, everything the projection takes up to the stream's end is applied, the
 last of it at the seq the consumer last delivered (``settled``).
+
+A wait for a seq this copy's own fold has taken (``taking``) waits for that fold's commit
+first, with neither read nor ask: no other copy folds what this one took. Should that fold
+not move within a recheck, the wait reads and asks as any other.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ class Watermark:
         self._recheck = recheck_seconds
         self._drained = drained
         self._seq = 0
+        self._taken = 0  # the last seq of the newest batch this copy's fold has taken
         self._changed = asyncio.Condition()
         # The newest ask of `drained`: when it began, and its answer.
         self._probe: tuple[float, asyncio.Future[int | None]] | None = None
@@ -46,6 +51,10 @@ class Watermark:
         """The offset as stored now, whichever copy moved it."""
         return await self._read()
 
+    def taking(self, seq: int) -> None:
+        """This copy's fold took a batch ending at `seq`, to fold and then `advance`."""
+        self._taken = max(self._taken, seq)
+
     async def advance(self, seq: int) -> None:
         if seq <= self._seq:
             return
@@ -63,13 +72,16 @@ class Watermark:
         loop = asyncio.get_running_loop()
         began = loop.time()
         deadline = began + timeout
-        read_stored = stored is None
-        if self._drained is not None:
+        # This copy's fold holds a batch up to it: its commit answers, with no read or ask.
+        own = seq <= self._taken
+        read_stored = stored is None and not own
+        if self._drained is not None and not own:
             # A consumer with nothing left says so without a read of the stored offset; the
             # waits that begin in this turn of the loop share one ask.
             await asyncio.sleep(0)
         while True:
-            if self._drained is not None and await self._nothing_left(began) is not None:
+            if self._drained is not None and not own and \
+                    await self._nothing_left(began) is not None:
                 return True
             if read_stored:
                 now = await self.stored()
@@ -93,8 +105,10 @@ class Watermark:
                     pass
             if self._seq >= seq:
                 return True
-            # Woken by this copy's fold, the stored offset has nothing newer to say.
+            # Woken by this copy's fold, the stored offset has nothing newer to say; a fold
+            # of its own that did not move within a recheck is asked after as any other.
             read_stored = self._seq == before
+            own = own and not read_stored
 
     async def holds_everything(self) -> bool:
         """Whether the consumer has nothing left now (False without `drained`): everything

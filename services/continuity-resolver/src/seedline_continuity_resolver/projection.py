@@ -42,6 +42,7 @@ class ResolverProjection:
         }
 
     async def apply_timeline(self, batch: Batch[TimelineEntry]) -> None:
+        self.marks[TIMELINE].taking(batch.last_seq)
         async with self.forgotten.folding():
             if facts := self.forgotten.kept_facts(timeline_facts(batch.items)):
                 await self._repo.apply_timeline(facts)
@@ -50,6 +51,7 @@ class ResolverProjection:
         await self.marks[TIMELINE].advance(batch.last_seq)
 
     async def apply_sessions(self, batch: Batch[SessionEvent]) -> None:
+        self.marks[SESSIONS].taking(batch.last_seq)
         async with self.forgotten.folding():
             steps = self.forgotten.kept_steps(self._requested.news(lifecycle_steps(batch.items)))
             await self._repo.apply_lifecycle(steps, batch.last_seq)

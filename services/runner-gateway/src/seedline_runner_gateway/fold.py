@@ -54,6 +54,7 @@ class LifecycleFold:
         self._watches: dict[str, set[_Watch]] = {}
 
     async def apply_sessions(self, batch: Batch[SessionEvent]) -> None:
+        self.folded.taking(batch.last_seq)
         async with self.forgotten.folding():
             steps = self.forgotten.kept_steps(self._requested.news(lifecycle_steps(batch.items)))
             folded = await self._state.apply_lifecycle(steps, batch.last_seq)

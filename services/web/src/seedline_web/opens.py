@@ -117,6 +117,7 @@ class OpensProjection:
         await self.consumer.run()
 
     async def apply(self, batch: Batch[SessionEvent]) -> None:
+        self._mark.taking(batch.last_seq)
         async with self.forgotten.folding(), self._pool.connection() as conn, \
                 conn.transaction():
             applied = await OFFSETS.take(conn, PROJECTION, batch.last_seq)
