@@ -235,7 +235,7 @@ class TestPostgresFoldWithoutALock:
         await self.pool.close()
 
     async def test_a_batch_is_read_and_written_in_two_statements_and_no_transaction(self):
-        await self.state.apply_lifecycle([requested(1, "csess_a")], 1)
+        await self.other_copy.apply_lifecycle([requested(1, "csess_a")], 1)
         statements = statements_sent(self.monkeypatch)
         folded = await self.state.apply_lifecycle([opened(2, "csess_a")], 2)
         assert statements == ["SELECT", "WITH"]
@@ -244,7 +244,7 @@ class TestPostgresFoldWithoutALock:
         assert await self.state.applied() == 2
 
     async def test_a_batch_read_before_another_copy_s_commit_is_folded_again_under_the_lock(self):
-        await self.state.apply_lifecycle([requested(1, "csess_a")], 1)
+        await self.other_copy.apply_lifecycle([requested(1, "csess_a")], 1)
 
         async def other_copy_fails_it():
             await self.other_copy.apply_lifecycle([(3, "csess_a", lc.OpenFailed())], 3)
@@ -256,7 +256,7 @@ class TestPostgresFoldWithoutALock:
         assert await self.state.applied() == 3
 
     async def test_no_row_of_an_instance_forgotten_after_the_read_is_put_back(self):
-        await self.state.apply_lifecycle([requested(1, "csess_a")], 1)
+        await self.other_copy.apply_lifecycle([requested(1, "csess_a")], 1)
 
         async def forgotten():
             await erasure.dropping(self.pool, FORGET_STATEMENTS, first=FORGET_FIRST)(
@@ -266,3 +266,67 @@ class TestPostgresFoldWithoutALock:
         await self.state.apply_lifecycle([opened(2, "csess_a")], 2)
         assert await self.state.held("csess_a") is None
         assert await self.state.applied() == 2
+
+    async def _kept_live(self) -> list[str]:
+        """csess_a made and opened by this copy (the offset's row made by another's first
+        batch): the statements sent from then on."""
+        await self.other_copy.apply_lifecycle([requested(1, "csess_z")], 1)
+        await self.state.apply_lifecycle([requested(2, "csess_a")], 2)
+        statements = statements_sent(self.monkeypatch)
+        folded = await self.state.apply_lifecycle([opened(3, "csess_a")], 3)
+        assert folded["csess_a"].state is lc.State.LIVE
+        return statements
+
+    async def test_conversations_this_copy_wrote_last_are_folded_again_with_no_read(self):
+        statements = await self._kept_live()
+        await self.state.apply_lifecycle([], 4)  # a batch of nothing to fold keeps them
+        stopped = await self.state.apply_lifecycle([(5, "csess_a", lc.Stopped("requested"))], 5)
+        assert statements == ["WITH", "WITH", "WITH"]  # no read
+        assert stopped["csess_a"] == await self.state.held("csess_a")
+        assert stopped["csess_a"].state is lc.State.STOPPED
+        assert await self.state.applied() == 5
+
+    async def test_what_is_kept_is_let_go_once_another_copy_wrote_the_offset(self):
+        statements = await self._kept_live()
+        await self.other_copy.apply_lifecycle([(4, "csess_a", lc.Stopped("requested"))], 4)
+        del statements[:]
+        # As kept here it is live; the table says stopped: an open of it changes nothing.
+        folded = await self.state.apply_lifecycle([opened(5, "csess_a", node="pc")], 5)
+        held = await self.state.held("csess_a")
+        assert held.state is lc.State.STOPPED and held.node_id == "mac"
+        assert folded["csess_a"] == held
+        # The offset's row not as kept: nothing moved, the row read again, the offset moved.
+        assert statements[:3] == ["WITH", "SELECT", "WITH"]
+
+
+    async def test_a_change_folded_from_what_is_kept_is_written_only_where_the_row_is_as_kept(
+            self):
+        await self._kept_live()
+        moved = lc.Relocated("pc", "claude", None, "2026-12-01T10:05:00Z")
+        await self.other_copy.apply_lifecycle([(4, "csess_a", moved)], 4)
+        # Kept here: live on mac. The stop is written to the row as it is: live on pc.
+        folded = await self.state.apply_lifecycle([(5, "csess_a", lc.Stopped("requested"))], 5)
+        held = await self.state.held("csess_a")
+        assert (held.state, held.node_id) == (lc.State.STOPPED, "pc")
+        assert folded["csess_a"] == held
+
+    async def test_no_row_of_an_instance_forgotten_after_this_copy_kept_it_is_put_back(self):
+        await self._kept_live()
+        await erasure.dropping(self.pool, FORGET_STATEMENTS, first=FORGET_FIRST)(
+            Erasure(instance_id="inst-a", at="2026-12-01T10:00:00Z", reason="left",
+                    by="ops", entries=1, through_seq=3))
+        await self.state.apply_lifecycle([(4, "csess_a", lc.Stopped("requested"))], 4)
+        assert await self.state.held("csess_a") is None
+        assert await self.state.applied() == 4
+
+    async def test_what_was_kept_before_another_copy_wrote_is_not_kept_past_a_fresh_read(self):
+        await self._kept_live()
+        moved = lc.Relocated("pc", "claude", None, "2026-12-01T10:05:00Z")
+        await self.other_copy.apply_lifecycle([(4, "csess_a", moved)], 4)
+        # A batch of another conversation, read and written here: the line of this copy's
+        # writes starts again from that read, without csess_a as kept before it.
+        await self.state.apply_lifecycle([opened(5, "csess_z")], 5)
+        folded = await self.state.apply_lifecycle([(6, "csess_a", lc.Stopped("requested"))], 6)
+        held = await self.state.held("csess_a")
+        assert (held.state, held.node_id) == (lc.State.STOPPED, "pc")
+        assert folded["csess_a"] == held

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Collection
 from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from typing import Protocol, TypeVar
@@ -190,8 +190,57 @@ class BatchFold(Protocol):
     @property
     def columns(self) -> tuple: ...
 
+    @property
+    def rows(self) -> dict[str, tuple]:
+        """Every row the batch read, as it left them, as `select` reads them, by key (for a
+        fold given KeptRows)."""
+        ...
+
 
 F = TypeVar("F", bound=BatchFold)
+
+
+class KeptRows:
+    """The rows a fold last read or wrote, kept by this copy with the version of the offset's
+    row they are current at (the transaction that last wrote it; see `Offsets.unmoved_since`):
+    a batch touching only kept rows is folded from them with no read, and its write, checked
+    against that version, goes through only where no other transaction wrote the offset's row
+    since (another copy's batch, a rebuild, an erasure). Every statement of this copy that
+    moves the offset says the version it found and the one it left (`wrote`): the rows stay
+    kept only along an unbroken line of this copy's own writes."""
+
+    def __init__(self, limit: int = 10_000) -> None:
+        self._limit = limit
+        self._version: str | None = None
+        self._applied = 0
+        self._rows: dict[str, tuple] = {}  # oldest first
+
+    def found(self, keys: Collection[str]) -> tuple[int, str, list[tuple]] | None:
+        """(applied, version, the rows of `keys`) as kept; None unless every one is."""
+        if self._version is None or not keys or any(key not in self._rows for key in keys):
+            return None
+        return self._applied, self._version, [self._rows[key] for key in keys]
+
+    def wrote(self, was: str | None, now: str | None, applied: int,
+              rows: dict[str, tuple] | None = None) -> None:
+        """A statement of this copy moved the offset's row from version `was` to `now` (to
+        `applied`), and left `rows` as they are now: what was kept at another version
+        than `was` is let go."""
+        if was is None or was != self._version:
+            self._rows.clear()
+            self._applied = applied
+        else:
+            self._applied = max(self._applied, applied)
+        self._version = now
+        for key, row in (rows or {}).items():
+            self._rows.pop(key, None)
+            self._rows[key] = row
+        while len(self._rows) > self._limit:
+            del self._rows[next(iter(self._rows))]
+
+    def let_go(self) -> None:
+        self._version = None
+        self._rows.clear()
 
 
 class Offsets:
@@ -336,7 +385,9 @@ class Offsets:
 
     async def fold_unlocked(self, conn: psycopg.AsyncConnection, projection: str,
                             last_seq: int, select: str, params: tuple,
-                            fold: Callable[[int, list[tuple]], F], write: str) -> F | None:
+                            fold: Callable[[int, list[tuple]], F], write: str,
+                            kept: KeptRows | None = None,
+                            keys: Collection[str] = ()) -> F | None:
         """A batch ending at `last_seq` folded from the rows `select` reads with no lock
         (`read_with_rows`) and written by `write`, a statement that begins with
         `unmoved_since` and selects whether `moved`. `fold(applied, rows)` is the batch
@@ -344,19 +395,50 @@ class Offsets:
         are the write's parameters after the clause's. Returns the fold once written, or
         with nothing to write (the offset then moved past the batch); None when the
         projection has no offset row yet or another transaction wrote it since the read:
-        the caller folds the batch under the lock (`take_reading`)."""
-        read = await self.read_with_rows(conn, projection, select, params)
+        the caller folds the batch under the lock (`take_reading`).
+        With `kept`, the rows of `keys` are taken from it where it holds them all, with no
+        read, and what the batch leaves is kept: `write` then also selects the version it
+        left (`version_left`)."""
+        read = kept.found(keys) if kept is not None else None
+        from_kept = read is not None
         if read is None:
-            return None
+            read = await self.read_with_rows(conn, projection, select, params)
+            if read is None:
+                return None
         applied, version, found = read
         folded = fold(applied, found)
         if not folded.changes:
-            if last_seq > applied:
-                await self.advance(conn, projection, last_seq)
+            if last_seq <= applied:
+                return folded
+            if from_kept:
+                # What the kept rows say holds only while the offset's row is as kept.
+                cur = await conn.execute(
+                    self.unmoved_since() + f"SELECT EXISTS (SELECT 1 FROM moved), "
+                    f"{self.version_left}", (projection, last_seq, projection, version))
+                moved, now = await cur.fetchone()
+                if not moved:
+                    kept.let_go()
+                    return await self.fold_unlocked(conn, projection, last_seq, select, params,
+                                                    fold, write, kept, keys)
+                kept.wrote(version, now, last_seq, folded.rows)
+                return folded
+            was, now = await self.advance(conn, projection, last_seq)
+            if kept is not None:
+                kept.wrote(was, now, last_seq, folded.rows if was == version else None)
             return folded
         cur = await conn.execute(write, (projection, last_seq, projection, version,
                                          *folded.columns))
-        return folded if (await cur.fetchone())[0] else None
+        written = await cur.fetchone()
+        if kept is not None:
+            if written[0]:
+                kept.wrote(version, written[1], max(applied, last_seq), folded.rows)
+            else:
+                kept.let_go()
+        return folded if written[0] else None
+
+    # Selected after `unmoved_since` or `moved_past`: the version of the offset's row the
+    # statement left when it moved it (its own transaction's id, as the row's xmin reads).
+    version_left = "(SELECT pg_current_xact_id()::xid::text FROM moved)"
 
     def touch_statement(self, projection: str) -> str:
         """A statement that writes the offset's row without moving it, for a transaction
@@ -367,16 +449,33 @@ class Offsets:
         return (f"UPDATE {self.table} SET applied_seq = applied_seq"
                 f" WHERE projection = '{projection}'")
 
-    async def advance(self, conn: psycopg.AsyncConnection, projection: str, seq: int) -> None:
+    async def advance(self, conn: psycopg.AsyncConnection, projection: str,
+                      seq: int) -> tuple[str | None, str | None]:
         """Move the offset past a batch that changes no row, in one statement of its own
         (the pool's connections commit each statement): most of an open's events are
-        such for a given projection, and a transaction would cost three more round trips."""
+        such for a given projection, and a transaction would cost three more round trips.
+        Returns the version of the offset's row it found and the one it left (KeptRows.wrote;
+        both None where it made the row, a projection's first batch)."""
+        # `was` is joined, not only returned: a CTE read only by RETURNING is read after the
+        # row is written, and a row this statement wrote is not locked by it.
+        cur = await conn.execute(
+            f"WITH was AS (SELECT xmin::text AS version FROM {self.table}"
+            " WHERE projection = %s FOR UPDATE)"
+            f" UPDATE {self.table} AS o SET applied_seq = GREATEST(o.applied_seq, %s)"
+            " FROM was WHERE o.projection = %s"
+            " RETURNING was.version, pg_current_xact_id()::xid::text",
+            (projection, seq, projection),
+        )
+        moved = await cur.fetchone()
+        if moved is not None:
+            return moved[0], moved[1]
         await conn.execute(
             f"INSERT INTO {self.table} AS o (projection, applied_seq) VALUES (%s, %s)"
             " ON CONFLICT (projection) DO UPDATE"
             " SET applied_seq = GREATEST(o.applied_seq, EXCLUDED.applied_seq)",
             (projection, seq),
         )
+        return None, None
 
     async def read(self, conn: psycopg.AsyncConnection, projection: str) -> int:
         cur = await conn.execute(

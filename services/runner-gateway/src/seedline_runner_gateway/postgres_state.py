@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 from psycopg_pool import AsyncConnectionPool
 
-from seedline_contracts.times import format_utc
+from seedline_contracts.times import format_utc, parse_rfc3339
 from seedline_core import lifecycle as lc
 from seedline_platform import pg
 
@@ -109,11 +109,12 @@ _ONLY_UNMOVED = "WHERE EXISTS (SELECT 1 FROM moved)"
 _WRITE_UNMOVED = (OFFSETS.unmoved_since()
                   + f", opens AS ({_OPENS_WRITE.format(only=_ONLY_UNMOVED)}),"
                   + f" written AS ({_CONVERSATIONS_WRITE.format(only=_ONLY_UNMOVED)} RETURNING 1)"
-                  + " SELECT EXISTS (SELECT 1 FROM moved)")
+                  + f" SELECT EXISTS (SELECT 1 FROM moved), {OFFSETS.version_left}")
 
 
 # Requests alone (_requests_alone): the offset moved past a batch none of which was applied,
-# and the conversations it asks for made where none is held; (moved?, the ids made).
+# and the conversations it asks for made where none is held; (moved?, the ids made, the
+# offset row's version found and left: pg.KeptRows).
 _MAKE_REQUESTED = OFFSETS.moved_past() + f"""
 , made AS (
     INSERT INTO gateway_conversations ({_COLUMNS})
@@ -122,7 +123,8 @@ _MAKE_REQUESTED = OFFSETS.moved_past() + f"""
     ON CONFLICT (session_id) DO NOTHING
     RETURNING session_id
 )
-SELECT EXISTS (SELECT 1 FROM moved), ARRAY(SELECT session_id FROM made)
+SELECT EXISTS (SELECT 1 FROM moved), ARRAY(SELECT session_id FROM made),
+    (SELECT version::text FROM was), {OFFSETS.version_left}
 """
 
 
@@ -154,10 +156,11 @@ LEFT JOIN LATERAL (
 
 
 def _values(held: Held) -> tuple:
-    """A conversation as the columns of _COLUMNS."""
+    """A conversation as the columns of _COLUMNS, as a read of them finds them."""
     c = held.conversation
+    confirmed = parse_rfc3339(c.confirmed_at) if c.confirmed_at else None
     return (c.session_id, c.instance_id, c.repo, c.state.value, c.created_seq, c.node_id,
-            c.engine, c.confirmed_at, held.last_activity, c.outcome, c.resume_key,
+            c.engine, confirmed, held.last_activity, c.outcome, c.resume_key,
             c.resume_node_id)
 
 
@@ -177,6 +180,7 @@ class _Folded:
     each row read once and written once, a storm's batch holding several events of one."""
 
     def __init__(self, applied: int, found: list[tuple], steps: Sequence[Step]) -> None:
+        self._found = {row[0]: row for row in found}
         rows = {held.session_id: held for held in map(_held, found)}
         fresh = [step for step in steps if step[0] > applied]
         self.changed: dict[str, Held] = {}
@@ -197,6 +201,14 @@ class _Folded:
         return bool(self.changed)
 
     @property
+    def rows(self) -> dict[str, tuple]:
+        """Each row read, as the batch left it (pg.KeptRows). A row's last_activity may be
+        older than the table's (`touch` moves it alone): the write keeps the newer, and no
+        fold reads it."""
+        return self._found | {session_id: _values(held)
+                              for session_id, held in self.changed.items()}
+
+    @property
     def columns(self) -> tuple:
         """The write's parameters (_OPENS_WRITE's, then _CONVERSATIONS_WRITE's)."""
         return (*pg.columns([(*repo, *where) for repo, where in self.opens.items()], 4),
@@ -206,6 +218,9 @@ class _Folded:
 class PostgresGatewayState:
     def __init__(self, pool: AsyncConnectionPool) -> None:
         self._pool = pool
+        # The conversations this copy's fold last read or wrote: the next batch of them is
+        # folded with no read while no other transaction wrote the offset (pg.KeptRows).
+        self._kept = pg.KeptRows()
 
     async def setup(self) -> None:
         await pg.apply_schema(self._pool, "runner-gateway", DDL)
@@ -213,23 +228,26 @@ class PostgresGatewayState:
     async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> Folded:
         if not steps:
             async with self._pool.connection() as conn:
-                await OFFSETS.advance(conn, PROJECTION, last_seq)
+                self._kept.wrote(*await OFFSETS.advance(conn, PROJECTION, last_seq), last_seq)
             return {}
         if all(isinstance(step[2], lc.Requested) for step in steps):
             made = await self._requests_alone(steps, last_seq)
             if made is not None:
                 return made
         touched = (sorted({step[1] for step in steps}),)
-        # Two round trips and no transaction, most often: the rows read with the offset, and
-        # what the batch changed written once the offset's row is found as it was read.
+        # Two round trips and no transaction, most often: the rows read with the offset (or
+        # as this copy's last write left them), and what the batch changed written once the
+        # offset's row is found as it was read.
         async with self._pool.connection() as conn:
             folded = await OFFSETS.fold_unlocked(
                 conn, PROJECTION, last_seq, _TOUCHED, touched,
-                lambda applied, found: _Folded(applied, found, steps), _WRITE_UNMOVED)
+                lambda applied, found: _Folded(applied, found, steps), _WRITE_UNMOVED,
+                self._kept, touched[0])
         if folded is not None:
             return folded.result
         # Another copy's batch, a rebuild or an erasure came between: read and written again
         # under the offset's lock, the rows locked with it.
+        self._kept.let_go()
         async with self._pool.connection() as conn, conn.transaction():
             applied, found = await OFFSETS.take_reading(
                 conn, PROJECTION, last_seq, _FOR_UPDATE, touched)
@@ -253,8 +271,12 @@ class PostgresGatewayState:
             cur = await conn.execute(_MAKE_REQUESTED, (
                 PROJECTION, last_seq, PROJECTION, min(step[0] for step in steps),
                 *pg.columns([_values(held) for held in first.values()], 12)))
-            moved, made = await cur.fetchone()
-        return {session_id: first[session_id] for session_id in made} if moved else None
+            moved, made, was, now = await cur.fetchone()
+        if not moved:
+            return None
+        self._kept.wrote(was, now, last_seq,
+                         {session_id: _values(first[session_id]) for session_id in made})
+        return {session_id: first[session_id] for session_id in made}
 
     async def applied(self) -> int:
         async with pg.reading(self._pool) as conn:
