@@ -296,7 +296,7 @@ class TestPostgresLifecycleFoldWithoutALock:
         await self.pool.close()
 
     async def test_a_batch_is_read_and_written_in_two_statements_and_no_transaction(self):
-        await self.repo.apply_lifecycle([requested(1, "csess_a")], 1)
+        await self.other_copy.apply_lifecycle([requested(1, "csess_a")], 1)
         statements = statements_sent(self.monkeypatch)
         await self.repo.apply_lifecycle([(2, "csess_a", lc.Opened("mac", "claude", "k1", AT),
                                           b"reply", "r-1")], 2)
@@ -305,7 +305,7 @@ class TestPostgresLifecycleFoldWithoutALock:
         assert await self.repo.applied("sessions") == 2
 
     async def test_a_batch_read_before_another_copy_s_commit_is_folded_again_under_the_lock(self):
-        await self.repo.apply_lifecycle([requested(1, "csess_a")], 1)
+        await self.other_copy.apply_lifecycle([requested(1, "csess_a")], 1)
 
         async def other_copy_fails_it():
             await self.other_copy.apply_lifecycle(
@@ -318,7 +318,7 @@ class TestPostgresLifecycleFoldWithoutALock:
         assert await self.repo.applied("sessions") == 3
 
     async def test_no_row_of_an_instance_forgotten_after_the_read_is_put_back(self):
-        await self.repo.apply_lifecycle([requested(1, "csess_a")], 1)
+        await self.other_copy.apply_lifecycle([requested(1, "csess_a")], 1)
 
         async def forgotten():
             await erasure.dropping(self.pool, FORGET_STATEMENTS, first=FORGET_FIRST)(
@@ -329,3 +329,55 @@ class TestPostgresLifecycleFoldWithoutALock:
             [(2, "csess_a", lc.Opened("mac", "claude", "k1", AT), None, None)], 2)
         assert await self.repo.platform("csess_a") is None
         assert await self.repo.applied("sessions") == 2
+
+    async def _kept_live(self) -> list[str]:
+        """csess_a made and opened by this copy (the offset's row made by another's first
+        batch): the statements sent from then on."""
+        await self.other_copy.apply_lifecycle([requested(1, "csess_z")], 1)
+        await self.repo.apply_lifecycle([requested(2, "csess_a")], 2)
+        statements = statements_sent(self.monkeypatch)
+        await self.repo.apply_lifecycle(
+            [(3, "csess_a", lc.Opened("mac", "claude", "k1", AT), b"reply", "r-1")], 3)
+        return statements
+
+    async def test_conversations_this_copy_wrote_last_are_folded_again_with_no_read(self):
+        statements = await self._kept_live()
+        await self.repo.apply_lifecycle([], 4)  # a batch of nothing to fold keeps them
+        await self.repo.apply_lifecycle([(5, "csess_a", lc.Stopped("requested"), None, None)], 5)
+        assert statements == ["WITH", "WITH", "WITH"]  # no read
+        row = await self.repo.platform("csess_a")
+        assert (row.platform.state, row.platform.resume_key) == (lc.State.STOPPED, "k1")
+        assert row.last_reply == b"reply"
+        assert await self.repo.applied("sessions") == 5
+
+    async def test_a_change_folded_from_what_is_kept_is_written_only_where_the_row_is_as_kept(
+            self):
+        await self._kept_live()
+        moved = lc.Relocated("pc", "claude", "k2", AT)
+        await self.other_copy.apply_lifecycle([(4, "csess_a", moved, None, None)], 4)
+        # Kept here: live on mac. The stop is written to the row as it is: live on pc.
+        await self.repo.apply_lifecycle([(5, "csess_a", lc.Stopped("requested"), None, None)], 5)
+        platform = (await self.repo.platform("csess_a")).platform
+        assert (platform.state, platform.node_id, platform.resume_key) == (
+            lc.State.STOPPED, "pc", "k2")
+
+    async def test_what_was_kept_before_another_copy_wrote_is_not_kept_past_a_fresh_read(self):
+        await self._kept_live()
+        moved = lc.Relocated("pc", "claude", "k2", AT)
+        await self.other_copy.apply_lifecycle([(4, "csess_a", moved, None, None)], 4)
+        # A batch of another conversation, read and written here: the line of this copy's
+        # writes starts again from that read, without csess_a as kept before it.
+        await self.repo.apply_lifecycle(
+            [(5, "csess_z", lc.Opened("mac", "claude", "kz", AT), None, None)], 5)
+        await self.repo.apply_lifecycle([(6, "csess_a", lc.Stopped("requested"), None, None)], 6)
+        platform = (await self.repo.platform("csess_a")).platform
+        assert (platform.state, platform.node_id) == (lc.State.STOPPED, "pc")
+
+    async def test_no_row_of_an_instance_forgotten_after_this_copy_kept_it_is_put_back(self):
+        await self._kept_live()
+        await erasure.dropping(self.pool, FORGET_STATEMENTS, first=FORGET_FIRST)(
+            Erasure(instance_id="inst-a", at=AT, reason="left", by="ops", entries=1,
+                    through_seq=3))
+        await self.repo.apply_lifecycle([(4, "csess_a", lc.Stopped("requested"), None, None)], 4)
+        assert await self.repo.platform("csess_a") is None
+        assert await self.repo.applied("sessions") == 4

@@ -191,7 +191,7 @@ class BatchFold(Protocol):
     def columns(self) -> tuple: ...
 
     @property
-    def rows(self) -> dict[str, tuple]:
+    def rows_after(self) -> dict[str, tuple]:
         """Every row the batch read, as it left them, as `select` reads them, by key (for a
         fold given KeptRows)."""
         ...
@@ -420,18 +420,18 @@ class Offsets:
                     kept.let_go()
                     return await self.fold_unlocked(conn, projection, last_seq, select, params,
                                                     fold, write, kept, keys)
-                kept.wrote(version, now, last_seq, folded.rows)
+                kept.wrote(version, now, last_seq, folded.rows_after)
                 return folded
             was, now = await self.advance(conn, projection, last_seq)
             if kept is not None:
-                kept.wrote(was, now, last_seq, folded.rows if was == version else None)
+                kept.wrote(was, now, last_seq, folded.rows_after if was == version else None)
             return folded
         cur = await conn.execute(write, (projection, last_seq, projection, version,
                                          *folded.columns))
         written = await cur.fetchone()
         if kept is not None:
             if written[0]:
-                kept.wrote(version, written[1], max(applied, last_seq), folded.rows)
+                kept.wrote(version, written[1], max(applied, last_seq), folded.rows_after)
             else:
                 kept.let_go()
         return folded if written[0] else None

@@ -11,7 +11,7 @@ from datetime import datetime, timezone
 from psycopg import AsyncConnection
 from psycopg_pool import AsyncConnectionPool
 
-from seedline_contracts.times import format_utc
+from seedline_contracts.times import format_utc, parse_rfc3339
 from seedline_core import lifecycle as lc
 from seedline_core.decision import PreviousConversation, Turn
 from seedline_platform import pg
@@ -163,12 +163,13 @@ _WRITE_UNMOVED = (OFFSETS.unmoved_since()
                   + f", answered AS ({_ANSWERED.format(only='AND EXISTS (SELECT 1 FROM moved)')}),"
                   + " written AS ("
                   + _PLATFORM_WRITE.format(only="WHERE EXISTS (SELECT 1 FROM moved)")
-                  + " RETURNING 1) SELECT EXISTS (SELECT 1 FROM moved)")
+                  + f" RETURNING 1) SELECT EXISTS (SELECT 1 FROM moved), {OFFSETS.version_left}")
 
 
 # Requests alone (_requests_alone): the offset moved past a batch none of which was applied,
 # and each requested conversation made where the platform holds none of that id (a timeline
-# row of it takes the platform's columns); moved?
+# row of it takes the platform's columns); moved?, the ids made, and the offset row's version
+# found and left (pg.KeptRows).
 _MAKE_REQUESTED = OFFSETS.moved_past() + f"""
 , made AS (
     INSERT INTO conversations ({_PLATFORM_COLUMNS})
@@ -180,8 +181,10 @@ _MAKE_REQUESTED = OFFSETS.moved_past() + f"""
     -- with the snapshot it began with, so NOT EXISTS above misses a conversation the copy
     -- it waited for made meanwhile.
     WHERE conversations.state IS NULL
+    RETURNING session_id
 )
-SELECT EXISTS (SELECT 1 FROM moved)
+SELECT EXISTS (SELECT 1 FROM moved), ARRAY(SELECT session_id FROM made),
+    (SELECT version::text FROM was), {OFFSETS.version_left}
 """
 
 
@@ -205,6 +208,19 @@ def _per_conversation(facts: Sequence[TimelineFact]) -> list[tuple]:
     return [(r.instance_id, r.repo, r.session_id, r.last_entry_at, r.activity_seq,
              r.entry_engine, *(astuple(r.newest_turn) if r.newest_turn else (None,) * 3))
             for r in rows.values()]
+
+
+def _as_read(row: Row) -> tuple:
+    """A platform conversation as _TOUCHED reads it, for what the lifecycle fold keeps
+    (pg.KeptRows): the timeline's columns as the fold found them, or empty in a row it made,
+    since that fold neither reads nor writes them (the timeline's fold does)."""
+    p = row.platform
+    assert p is not None
+    confirmed = parse_rfc3339(p.confirmed_at) if p.confirmed_at else None
+    turn = astuple(row.newest_turn) if row.newest_turn else (None,) * 3
+    return (row.instance_id, row.repo, row.session_id, row.last_entry_at, row.activity_seq,
+            row.entry_engine, p.state.value, p.created_seq, p.node_id, p.engine, p.resume_key,
+            p.resume_node_id, confirmed, row.last_reply, *turn, p.saved)
 
 
 def _utc(moment: datetime | None) -> datetime | None:
@@ -287,6 +303,12 @@ class _Folded:
         return bool(self.written or self.answers)
 
     @property
+    def rows_after(self) -> dict[str, tuple]:
+        """Each platform conversation read or made, as the batch left it (pg.KeptRows)."""
+        return {session_id: _as_read(row) for session_id, row in self.rows.items()
+                if row.platform is not None}
+
+    @property
     def columns(self) -> tuple:
         """The write's parameters (_ANSWERED's, then _PLATFORM_WRITE's)."""
         return (*pg.columns([(*key, reply) for key, reply in self.answers.items()], 3),
@@ -300,6 +322,10 @@ class PostgresConversationRepository:
     def __init__(self, pool: AsyncConnectionPool, conn: AsyncConnection | None = None) -> None:
         self._pool = pool
         self._conn = conn
+        # The platform's conversations this copy's lifecycle fold last read or wrote: the
+        # next batch of them is folded with no read while no other transaction wrote the
+        # offset (pg.KeptRows); none kept in a rebuild's transaction.
+        self._kept = pg.KeptRows() if conn is None else None
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection]:
@@ -332,7 +358,9 @@ class PostgresConversationRepository:
     async def apply_lifecycle(self, steps: Sequence[LifecycleStep], last_seq: int) -> None:
         if not steps:
             async with self._connection() as conn:
-                await OFFSETS.advance(conn, SESSIONS, last_seq)
+                moved = await OFFSETS.advance(conn, SESSIONS, last_seq)
+            if self._kept is not None:
+                self._kept.wrote(*moved, last_seq)
             return
         if all(isinstance(step[2], lc.Requested) for step in steps) \
                 and await self._requests_alone(steps, last_seq):
@@ -344,13 +372,15 @@ class PostgresConversationRepository:
         # rows read with the offset, and what the batch changed written once the offset's
         # row is found as it was read.
         in_order = any(step[3] is not None and corrects(step[2]) for step in steps)
-        if not in_order and self._conn is None:
+        if not in_order and self._kept is not None:
             async with self._connection() as conn:
                 if await OFFSETS.fold_unlocked(
                         conn, SESSIONS, last_seq, _TOUCHED, touched,
                         lambda applied, found: _Folded(applied, found, steps, in_order=False),
-                        _WRITE_UNMOVED) is not None:
+                        _WRITE_UNMOVED, self._kept, touched[0]) is not None:
                     return
+        if self._kept is not None:
+            self._kept.let_go()
         # Another copy's batch, a rebuild or an erasure came between, or the batch corrects
         # a reply: read and written under the offset's lock. The platform's conversations
         # the batch touches are locked with the offset, in the order the batch first
@@ -370,17 +400,20 @@ class PostgresConversationRepository:
         statement, with no read: a request makes its conversation when the platform holds
         none and changes nothing otherwise (lifecycle.apply). False when part of the batch
         was applied before: the caller folds it in a transaction."""
-        made: dict[str, tuple] = {}
+        requested: dict[str, Row] = {}
         for _, session_id, event, _, _ in steps:
-            if session_id not in made:
+            if session_id not in requested:
                 c = lc.apply(None, event)
-                made[session_id] = _platform_values(
-                    Row(c.instance_id, c.repo, c.session_id, platform=c), None)
+                requested[session_id] = Row(c.instance_id, c.repo, c.session_id, platform=c)
         async with self._connection() as conn:
             cur = await conn.execute(_MAKE_REQUESTED, (
                 SESSIONS, last_seq, SESSIONS, min(step[0] for step in steps),
-                *pg.columns(list(made.values()), 12)))
-            return (await cur.fetchone())[0]
+                *pg.columns([_platform_values(row, None) for row in requested.values()], 12)))
+            moved, made, was, now = await cur.fetchone()
+        if moved and self._kept is not None:
+            self._kept.wrote(was, now, last_seq,
+                             {session_id: _as_read(requested[session_id]) for session_id in made})
+        return moved
 
     async def applied(self, projection: str) -> int:
         async with self._connection() as conn:

@@ -201,7 +201,7 @@ class _Folded:
         return bool(self.changed)
 
     @property
-    def rows(self) -> dict[str, tuple]:
+    def rows_after(self) -> dict[str, tuple]:
         """Each row read, as the batch left it (pg.KeptRows). A row's last_activity may be
         older than the table's (`touch` moves it alone): the write keeps the newer, and no
         fold reads it."""
