@@ -209,17 +209,31 @@ class KeptRows:
     moves the offset says the version it found and the one it left (`wrote`): the rows stay
     kept only along an unbroken line of this copy's own writes."""
 
+    # After what was kept proved stale, this many batches are read before any is folded from
+    # it again: where copies fold in turn, what one keeps is most often stale, and a batch
+    # folded from it costs a statement that changes nothing.
+    READ_AFTER_MISS = 16
+
     def __init__(self, limit: int = 10_000) -> None:
         self._limit = limit
         self._version: str | None = None
         self._applied = 0
         self._rows: dict[str, tuple] = {}  # oldest first
+        self._reading = 0  # batches still to read after a miss
 
     def found(self, keys: Collection[str]) -> tuple[int, str, list[tuple]] | None:
         """(applied, version, the rows of `keys`) as kept; None unless every one is."""
+        if self._reading:
+            self._reading -= 1
+            return None
         if self._version is None or not keys or any(key not in self._rows for key in keys):
             return None
         return self._applied, self._version, [self._rows[key] for key in keys]
+
+    def missed(self) -> None:
+        """A statement folded from what was kept found the offset's row written since."""
+        self.let_go()
+        self._reading = self.READ_AFTER_MISS
 
     def wrote(self, was: str | None, now: str | None, applied: int,
               rows: dict[str, tuple] | None = None) -> None:
@@ -417,7 +431,7 @@ class Offsets:
                     f"{self.version_left}", (projection, last_seq, projection, version))
                 moved, now = await cur.fetchone()
                 if not moved:
-                    kept.let_go()
+                    kept.missed()
                     return await self.fold_unlocked(conn, projection, last_seq, select, params,
                                                     fold, write, kept, keys)
                 kept.wrote(version, now, last_seq, folded.rows_after)
@@ -429,6 +443,11 @@ class Offsets:
         cur = await conn.execute(write, (projection, last_seq, projection, version,
                                          *folded.columns))
         written = await cur.fetchone()
+        if kept is not None and from_kept and not written[0]:
+            # Nothing was written: the batch is read and folded as any other.
+            kept.missed()
+            return await self.fold_unlocked(conn, projection, last_seq, select, params, fold,
+                                            write, kept, keys)
         if kept is not None:
             if written[0]:
                 kept.wrote(version, written[1], max(applied, last_seq), folded.rows_after)
