@@ -404,56 +404,62 @@ class Offsets:
                             keys: Collection[str] = ()) -> F | None:
         """A batch ending at `last_seq` folded from the rows `select` reads with no lock
         (`read_with_rows`) and written by `write`, a statement that begins with
-        `unmoved_since` and selects whether `moved`. `fold(applied, rows)` is the batch
-        folded past the offset: `changes` says whether it has anything to write, `columns`
-        are the write's parameters after the clause's. Returns the fold once written, or
-        with nothing to write (the offset then moved past the batch); None when the
-        projection has no offset row yet or another transaction wrote it since the read:
-        the caller folds the batch under the lock (`take_reading`).
+        `unmoved_since` and selects whether `moved` and the version it left
+        (`version_left`). `fold(applied, rows)` is the batch folded past the offset:
+        `changes` says whether it has anything to write, `columns` are the write's
+        parameters after the clause's. Returns the fold once written, or with nothing to
+        write (the offset then moved past the batch); None when the projection has no offset
+        row yet or another transaction wrote it since the read: the caller folds the batch
+        under the lock (`take_reading`).
         With `kept`, the rows of `keys` are taken from it where it holds them all, with no
-        read, and what the batch leaves is kept: `write` then also selects the version it
-        left (`version_left`)."""
-        read = kept.found(keys) if kept is not None else None
-        from_kept = read is not None
+        read (and the offset is moved past a batch that changes nothing only where its row
+        is as kept), and what the batch leaves is kept."""
+        if kept is not None and (read := kept.found(keys)) is not None:
+            applied, version, found = read
+            folded = fold(applied, found)
+            if not folded.changes and last_seq <= applied:
+                return folded  # delivered again: nothing to write or move
+            moved, now = await self._written_unmoved(conn, projection, last_seq, version,
+                                                     folded, write)
+            if moved:
+                kept.wrote(version, now, max(applied, last_seq), folded.rows_after)
+                return folded
+            kept.missed()  # nothing was written: read and folded as any other
+        read = await self.read_with_rows(conn, projection, select, params)
         if read is None:
-            read = await self.read_with_rows(conn, projection, select, params)
-            if read is None:
-                return None
+            return None
         applied, version, found = read
         folded = fold(applied, found)
         if not folded.changes:
-            if last_seq <= applied:
-                return folded
-            if from_kept:
-                # What the kept rows say holds only while the offset's row is as kept.
-                cur = await conn.execute(
-                    self.unmoved_since() + f"SELECT EXISTS (SELECT 1 FROM moved), "
-                    f"{self.version_left}", (projection, last_seq, projection, version))
-                moved, now = await cur.fetchone()
-                if not moved:
-                    kept.missed()
-                    return await self.fold_unlocked(conn, projection, last_seq, select, params,
-                                                    fold, write, kept, keys)
-                kept.wrote(version, now, last_seq, folded.rows_after)
-                return folded
-            was, now = await self.advance(conn, projection, last_seq)
-            if kept is not None:
-                kept.wrote(was, now, last_seq, folded.rows_after if was == version else None)
+            if last_seq > applied:
+                was, now = await self.advance(conn, projection, last_seq)
+                if kept is not None:
+                    kept.wrote(was, now, last_seq, folded.rows_after if was == version else None)
             return folded
-        cur = await conn.execute(write, (projection, last_seq, projection, version,
-                                         *folded.columns))
-        written = await cur.fetchone()
-        if kept is not None and from_kept and not written[0]:
-            # Nothing was written: the batch is read and folded as any other.
-            kept.missed()
-            return await self.fold_unlocked(conn, projection, last_seq, select, params, fold,
-                                            write, kept, keys)
+        moved, now = await self._written_unmoved(conn, projection, last_seq, version, folded,
+                                                 write)
         if kept is not None:
-            if written[0]:
-                kept.wrote(version, written[1], max(applied, last_seq), folded.rows_after)
+            if moved:
+                kept.wrote(version, now, max(applied, last_seq), folded.rows_after)
             else:
                 kept.let_go()
-        return folded if written[0] else None
+        return folded if moved else None
+
+    async def _written_unmoved(self, conn: psycopg.AsyncConnection, projection: str,
+                               last_seq: int, version: str, folded: BatchFold,
+                               write: str) -> tuple[bool, str | None]:
+        """`folded` written by `write`, or only the offset moved when it changes nothing,
+        where the offset's row is still at `version`: (whether, the version left)."""
+        if folded.changes:
+            statement, columns = write, folded.columns
+        else:
+            statement = (self.unmoved_since()
+                         + f"SELECT EXISTS (SELECT 1 FROM moved), {self.version_left}")
+            columns = ()
+        cur = await conn.execute(statement, (projection, last_seq, projection, version,
+                                             *columns))
+        moved, now = await cur.fetchone()
+        return moved, now
 
     # Selected after `unmoved_since` or `moved_past`: the version of the offset's row the
     # statement left when it moved it (its own transaction's id, as the row's xmin reads).
