@@ -120,25 +120,26 @@ class Statements:
 
 # Per role and operation (durable_work: statements_by_service, transactions_by_service,
 # BEGINs and writes from transactions_by_shape), rounded to whole statements, at commit
-# ea417dd. Per storm wake: writer 2.8 statements in 2.8 transactions (no BEGIN: the append
-# is one statement with its offset; the message's dedupe read, launches INSERT), resolver
-# 6.1 in 6.1 (no BEGIN: the folds read their rows with the offset and write what they
-# folded in a statement that checks the offset's row, the wake's claim with its repo's
-# read, the message with its conversation), gateway 10.0 in 6.0 (1 BEGIN: the launch's repo
-# turn, which its reads ride in, the fold's offset read with its lock; the fold's read and
-# write as the resolver's). Per open: writer 5 in 5 (no BEGIN), resolver 8.4 in 8.4 (no
-# BEGIN), gateway 10 in 6 (1 BEGIN). The seed-composer and the runner run none.
+# 5c00130. Per storm wake: writer 1.9 statements in 1.9 transactions (no BEGIN: the append
+# is one statement with its offset; the message's dedupe read; its launches are written a
+# burst at a time), resolver 5.4 in 5.4 (no BEGIN: the folds write what they folded in a
+# statement that checks the offset's row, most often from the rows their last write left,
+# with no read; the wake's claim with its repo's read, the message with its conversation),
+# gateway 8.2 in 4.2 (1 BEGIN: the launch's repo turn, which its reads ride in; the
+# message's read of its repo; the fold's write as the resolver's). Per open: writer 4 in 4
+# (no BEGIN), resolver 7 in 7 (no BEGIN), gateway 9.1 in 5.1 (1 BEGIN). The seed-composer
+# and the runner run none.
 STATEMENTS = {
     "wake": {
-        "timeline-writer": Statements("timeline-writer message", 3, 3, 0, 2),
+        "timeline-writer": Statements("timeline-writer message", 2, 2, 0, 1),
         "continuity-resolver": Statements("continuity-resolver-wakes wake_requested",
-                                          6, 6, 0, 4),
-        "runner-gateway": Statements(LAUNCH_ON, 10, 6, 1, 2),
+                                          5, 5, 0, 4),
+        "runner-gateway": Statements(LAUNCH_ON, 8, 4, 1, 2),
     },
     "open": {
-        "timeline-writer": Statements("timeline-writer instruction", 5, 5, 0, 3),
-        "continuity-resolver": Statements("open", 8, 8, 0, 5),
-        "runner-gateway": Statements(LAUNCH_ON, 10, 6, 1, 4),
+        "timeline-writer": Statements("timeline-writer instruction", 4, 4, 0, 2),
+        "continuity-resolver": Statements("open", 7, 7, 0, 5),
+        "runner-gateway": Statements(LAUNCH_ON, 9, 5, 1, 4),
     },
 }
 
