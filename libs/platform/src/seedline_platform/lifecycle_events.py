@@ -34,6 +34,7 @@ from seedline_core import notices
 from seedline_core.notices import no_brief_reason, open_notice
 from seedline_core.outcome import Outcome, outcome_after_resume_lost
 
+from .bounded import trim_oldest
 from .sealing import sealed_instance
 
 
@@ -155,8 +156,7 @@ class RequestedHere:
         for step in steps:
             if isinstance(step.event, lc.Requested):
                 self._seen[step.session_id] = None
-        while len(self._seen) > self._limit:
-            del self._seen[next(iter(self._seen))]
+        trim_oldest(self._seen, self._limit)
 
 
 def reply_after_resume_lost(reply: OpenReply) -> OpenReply:

@@ -17,6 +17,7 @@ from typing import Protocol, TypeVar
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
+from .bounded import trim_oldest
 from .logging import get_logger
 from .outage import DatabaseUnavailable
 
@@ -249,8 +250,7 @@ class KeptRows:
         for key, row in (rows or {}).items():
             self._rows.pop(key, None)
             self._rows[key] = row
-        while len(self._rows) > self._limit:
-            del self._rows[next(iter(self._rows))]
+        trim_oldest(self._rows, self._limit)
 
     def let_go(self) -> None:
         self._version = None

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 
 from seedline_contracts import subjects
 from seedline_core.decision import TURN_KINDS
+from seedline_platform.bounded import trim_oldest
 from seedline_platform.logging import get_logger
 from seedline_timeline_view import AppliedEntry, TimelineView
 
@@ -43,8 +44,7 @@ class CatchUp:
     def expect_landing(self, instance_id: str, repo: str, session_id: str) -> None:
         self._unlanded.pop((instance_id, repo), None)
         self._unlanded[(instance_id, repo)] = subjects.instruction_entry_id(session_id)
-        while len(self._unlanded) > MAX_UNLANDED:
-            del self._unlanded[next(iter(self._unlanded))]  # the oldest has long landed
+        trim_oldest(self._unlanded, MAX_UNLANDED)  # the oldest has long landed
 
     async def own_instruction_landed(self, instance_id: str, repo: str) -> None:
         """The repo's last instruction is in the timeline view."""

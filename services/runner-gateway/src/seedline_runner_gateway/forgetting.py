@@ -25,6 +25,7 @@ from seedline_contracts.instances import Erasure
 from seedline_contracts.events import LaunchPlan
 from seedline_contracts.times import now_text, parse_rfc3339
 from seedline_core import lifecycle as lc
+from seedline_platform.bounded import trim_oldest
 from seedline_platform.erasure import Forgotten, covers
 from seedline_platform.logging import get_logger
 
@@ -78,8 +79,7 @@ class ForgetHere:
             return
         if not self.covers(plan):
             self._woken[session_id] = _Woken(plan, confirmed_at)
-            while len(self._woken) > KEPT_WAKES:
-                del self._woken[next(iter(self._woken))]
+            trim_oldest(self._woken, KEPT_WAKES)
             return
         log.info("forgotten_on_launch", session_id=session_id)
         await self._stopper.end(_held(session_id, plan, confirmed_at), STOP_REASON)

@@ -32,6 +32,7 @@ from seedline_contracts.channels import event_tag
 from seedline_contracts.codec import decode
 from seedline_contracts.events import SeedComposed
 from seedline_platform import pg
+from seedline_platform.bounded import trim_oldest
 from seedline_platform.logging import get_logger
 from seedline_platform.replay import last_seq, replay
 from seedline_platform.session_reads import newest_event
@@ -111,8 +112,7 @@ class PostgresLaunchRegistry:
         for launch in launches:
             if launch.instance_id not in self._forgotten:
                 self._known[launch] = None
-        while len(self._known) > self._known_limit:
-            del self._known[next(iter(self._known))]
+        trim_oldest(self._known, self._known_limit)
 
     async def record(self, launches: Iterable[Launch]) -> None:
         rows = list(launches)
