@@ -144,7 +144,7 @@ class PostgresLaunchRegistry:
     async def write_unwritten(self) -> None:
         """Write what record_soon kept; a failed write is logged and left to the read from
         the mark (the launches are in SEEDLINE_SESSIONS past it)."""
-        rows = [launch for launch in self._unwritten if launch.instance_id not in self._forgotten]
+        rows = list(self._unwritten)  # forget() takes an instance's out as it forgets it
         self._unwritten = {}
         try:
             await self.record(rows)
