@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta, timezone
 
@@ -200,19 +201,23 @@ class _Folded:
     def changes(self) -> bool:
         return bool(self.changed)
 
+    @functools.cached_property
+    def _written(self) -> dict[str, tuple]:
+        """Each conversation changed, as _COLUMNS: both what is written and what is kept."""
+        return {session_id: _values(held) for session_id, held in self.changed.items()}
+
     @property
     def rows_after(self) -> dict[str, tuple]:
         """Each row read, as the batch left it (pg.KeptRows). A row's last_activity may be
         older than the table's (`touch` moves it alone): the write keeps the newer, and no
         fold reads it."""
-        return self._found | {session_id: _values(held)
-                              for session_id, held in self.changed.items()}
+        return self._found | self._written
 
     @property
     def columns(self) -> tuple:
         """The write's parameters (_OPENS_WRITE's, then _CONVERSATIONS_WRITE's)."""
         return (*pg.columns([(*repo, *where) for repo, where in self.opens.items()], 4),
-                *pg.columns([_values(held) for held in self.changed.values()], 12))
+                *pg.columns(list(self._written.values()), 12))
 
 
 class PostgresGatewayState:
