@@ -10,6 +10,9 @@ that holds only that work and ends when every consumer has caught up:
 - deliveries to durable consumers (the sum over every consumer of every stream of its
   delivered sequence, redeliveries included) and acknowledgements (every message a client
   sent to `$JS.ACK.>`, seen by a subscription of the bench's own);
+- JetStream API requests of the services and runners (seen by a subscription of the
+  bench's own): pull requests, and the rest by kind (stream and consumer info, message
+  gets, KV reads), each a request, a reply and an advisory the server writes;
 - nats-server's fsync and fdatasync calls (strace -f on its process);
 - Postgres statements (the server's own log with `log_statement = all`: every statement and
   every execute of a prepared one) and transactions (pg_stat_database commits and rollbacks,
@@ -88,6 +91,10 @@ class Counts:
     streams: dict[str, int] = field(default_factory=dict)
     delivered: dict[str, int] = field(default_factory=dict)  # per consumer
     acks: int = 0
+    # JetStream API requests of the services and runners: pull requests apart from the rest
+    # (stream and consumer info, message gets, KV reads), by kind.
+    pulls: int = 0
+    api: dict[str, int] = field(default_factory=dict)
     statements: int = 0
     transactions: int = 0
     cpu: dict[str, float] = field(default_factory=dict)
@@ -110,6 +117,9 @@ class Counts:
                 name: n - before.delivered.get(name, 0) for name, n in self.delivered.items()
                 if n - before.delivered.get(name, 0)},
             "acks": self.acks - before.acks,
+            "pull_requests": self.pulls - before.pulls,
+            "api_requests": sum(self.api.values()) - sum(before.api.values()),
+            "api_requests_by_kind": _difference(self.api, before.api),
             "statements": self.statements - before.statements,
             "transactions": self.transactions - before.transactions,
             "cpu_ms": {p: (self.cpu[p] - before.cpu[p]) * 1000 for p in self.cpu},
@@ -135,6 +145,8 @@ class Counter:
         self.nc = system["nc"]
         self.js = self.nc.jetstream()
         self.acks = 0
+        self.pulls = 0
+        self.api: dict[str, int] = {}
         self.log = Path(system["postgres"].data_dir) / "log"
         self._offset = 0
         self._statements = self._transactions = 0
@@ -149,6 +161,17 @@ class Counter:
         async def ack(_msg) -> None:
             self.acks += 1
         await self.nc.subscribe("$JS.ACK.>", cb=ack)
+        own_inbox = self.nc._inbox_prefix.decode()  # the bench's own reads are not counted
+
+        async def api(msg) -> None:
+            if (msg.reply or "").startswith(own_inbox):
+                return
+            if msg.subject.startswith("$JS.API.CONSUMER.MSG.NEXT."):
+                self.pulls += 1
+                return
+            kind = ".".join(msg.subject.split(".")[2:5 if ".MSG." in msg.subject else 4])
+            self.api[kind] = self.api.get(kind, 0) + 1
+        await self.nc.subscribe("$JS.API.>", cb=api)
         await self.nc.flush()
         pg = self.system["postgres"]
         for sql in ("ALTER SYSTEM SET log_statement = 'all'",
@@ -171,7 +194,8 @@ class Counter:
             for consumer in await self.js.consumers_info(stream):
                 delivered[consumer.name] = consumer.delivered.consumer_seq or 0
         statements, transactions = await asyncio.to_thread(self._read_log)
-        return Counts(streams, delivered, self.acks, statements, transactions, self._cpu(),
+        return Counts(streams, delivered, self.acks, self.pulls, dict(self.api), statements,
+                      transactions, self._cpu(),
                       dict(self._by_service), dict(self._by_statement),
                       dict(self._transactions_by_service), dict(self._by_shape))
 
@@ -414,7 +438,7 @@ def per_operation(counts: dict) -> dict:
         c: round(v / n, 2) for c, v in sorted(counts["deliveries_by_consumer"].items())}
     out["cpu_ms_total"] = round(sum(counts["cpu_ms"].values()) / n, 2)
     for key in ("statements_by_service", "statements_by_text", "transactions_by_service",
-                "transactions_by_shape"):
+                "transactions_by_shape", "api_requests_by_kind"):
         out[key] = {k: round(v / n, 2) for k, v in counts[key].items()}
     return out
 
@@ -513,8 +537,9 @@ async def run(wakes: int, opens: int, storm: int, idle: float, runners: int,
     return result
 
 
-COLUMNS = ("events", "ingest_entries", "timeline_entries", "deliveries", "acks", "fsyncs",
-           "statements", "transactions", "cpu_ms_total")
+COLUMNS = ("events", "ingest_entries", "timeline_entries", "deliveries", "acks",
+           "pull_requests", "api_requests", "fsyncs", "statements", "transactions",
+           "cpu_ms_total")
 
 
 def markdown(result: dict) -> str:
@@ -549,6 +574,9 @@ def markdown(result: dict) -> str:
         "statements_by_service", {}).items()]
     where += [f"| {n:g} | `{text}` |" for text, n in list(storm.get(
         "statements_by_text", {}).items())[:15]]
+    if storm.get("api_requests_by_kind"):
+        where += ["", "JetStream API requests per storm wake, pull requests aside: " + ", ".join(
+            f"{kind} {n:g}" for kind, n in storm["api_requests_by_kind"].items()) + "."]
     return "\n".join(lines + by_process + where + _floor_lines(result)) + "\n"
 
 

@@ -20,7 +20,7 @@ class Fact(msgspec.Struct):
     n: int
 
 
-async def _consume(nats_server, payloads: list[bytes], batches: int):
+async def _consume(nats_server, payloads: list[bytes], batches: int, batch_size: int = 16):
     """What the handler was given and what was parked, once `batches` batches came."""
     nc = await nats.connect(nats_server.url)
     js = nc.jetstream()
@@ -34,7 +34,7 @@ async def _consume(nats_server, payloads: list[bytes], batches: int):
     async def park(msg, reason: str) -> None:
         parked.append((msg.metadata.sequence.stream, reason))
 
-    consumer = BatchConsumer(js, Consumption("TYPED", "typed", ("typed.>",), batch_size=16,
+    consumer = BatchConsumer(js, Consumption("TYPED", "typed", ("typed.>",), batch_size=batch_size,
                                              message=Fact), handle=handle, park=park)
     for payload in payloads:
         await js.publish("typed.x", payload)
@@ -64,6 +64,12 @@ async def test_readable_messages_come_decoded_and_the_unreadable_one_is_parked_a
     assert [seq for seq, _ in parked] == [2, 3]  # on their first delivery
     assert all(reason.startswith("not a Fact: ") for _, reason in parked)
     assert info.num_ack_pending == 0 and info.num_redelivered == 0
+
+
+async def test_a_batch_says_whether_its_consumer_had_more_to_deliver(nats_server):
+    given, _, _ = await _consume(nats_server, [b'{"n": 1}', b'{"n": 2}', b'{"n": 3}'],
+                                 batches=2, batch_size=2)
+    assert [(batch.last_seq, batch.more) for batch in given] == [(2, True), (3, False)]
 
 
 async def test_a_batch_of_unreadable_messages_alone_still_gives_its_end(nats_server):

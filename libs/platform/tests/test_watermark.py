@@ -88,12 +88,14 @@ async def test_waits_share_one_ask_and_an_ask_begun_before_a_wait_does_not_answe
     # A wait that began after that ask was sent cannot take its answer: the event it waits
     # for may have been recorded after the server answered.
     consumer.drained = True
-    second = asyncio.create_task(mark.reached(5, timeout=5.0))
+    second = asyncio.create_task(mark.reached(4, timeout=5.0))
     await asyncio.sleep(0.01)
     assert consumer.asks == 2
     consumer.release.set()
     assert await asyncio.wait_for(second, 1.0) is True
-    assert not first.done()  # its own ask said "not drained": it waits on (30 s recheck)
+    # Its own ask said "not drained", and the second's proved seq 4 only: it waits on (30 s
+    # recheck).
+    assert not first.done()
     # Waits that begin together share one ask.
     consumer.release.clear()
     asks = consumer.asks
@@ -137,6 +139,46 @@ async def test_a_wait_a_drained_consumer_answers_reads_no_stored_offset():
     assert (consumer.asks, stored.reads) == (1, 0)
     consumer.drained = False  # something left: the stored offset is read, and waited on
     assert await mark.reached(10, timeout=0.05) is False and stored.reads > 0
+
+
+async def test_what_a_drained_consumer_proved_is_not_asked_again():
+    # A launch waits for its decision's place twice (before the launch and before its
+    # outcome): the second wait asks the server nothing.
+    stored, consumer = Stored(), Consumer(drained=True, last=4)
+    mark = Watermark(stored.read, recheck_seconds=30.0, drained=consumer.ask)
+    assert await asyncio.wait_for(mark.reached(9, timeout=5.0), 1.0) is True
+    consumer.drained = False  # something new since: it does not unprove seq 9
+    assert await asyncio.wait_for(mark.reached(9, timeout=5.0), 1.0) is True
+    assert await asyncio.wait_for(mark.reached(8, timeout=5.0), 1.0) is True
+    assert (consumer.asks, stored.reads) == (1, 0) and mark.seq == 9
+    assert await mark.reached(10, timeout=0.05) is False  # past it: asked, and waited on
+    assert consumer.asks > 1
+
+
+async def test_a_fold_whose_consumer_had_more_is_not_asked_after_until_a_batch_without():
+    # In a burst each batch the fold takes comes with more behind it: a wait for a seq the
+    # fold never takes asks the server nothing until the fold has taken what was pending.
+    stored, consumer = Stored(), Consumer(drained=False)
+    mark = Watermark(stored.read, recheck_seconds=30.0, drained=consumer.ask)
+    await mark.advance(3, more=True)
+    waiting = asyncio.create_task(mark.reached(9, timeout=30.0))
+    await mark.advance(5, more=True)
+    await mark.advance(7, more=True)
+    await asyncio.sleep(0.01)
+    assert consumer.asks == 0 and not waiting.done()
+    consumer.drained = True
+    await mark.advance(8, more=False)  # the last it had: now it may be drained
+    assert await asyncio.wait_for(waiting, 1.0) is True
+    assert consumer.asks == 1 and stored.reads == 1
+
+
+async def test_a_fold_that_said_more_is_asked_after_at_a_recheck():
+    # Another copy may take the batch that was pending: the recheck asks all the same.
+    stored, consumer = Stored(), Consumer(drained=True)
+    mark = Watermark(stored.read, recheck_seconds=0.02, drained=consumer.ask)
+    await mark.advance(3, more=True)
+    assert await asyncio.wait_for(mark.reached(9, timeout=5.0), 1.0) is True
+    assert consumer.asks == 1
 
 
 async def test_a_wait_given_the_offset_its_caller_just_read_does_not_read_it_again_first():

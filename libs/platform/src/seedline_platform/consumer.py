@@ -66,6 +66,9 @@ class Batch(Generic[T]):
     # The stream seq the batch ends at, a parked message's included: a projection's
     # offset moves past what it will never apply, so a wait for that seq ends.
     last_seq: int
+    # The consumer had more to deliver when the batch's last message came (its
+    # num_pending): it is not drained before the next batch (Watermark.advance).
+    more: bool = False
 
 
 BatchHandler = Callable[[Any], Awaitable[None]]  # Sequence[Msg], or a Batch when typed
@@ -532,9 +535,20 @@ class BatchConsumer:
         msgs = [msg for _, msg in items]
         leasing = asyncio.create_task(self._keep_leased(msgs))
         try:
-            await self._handle(msgs if self._decode is None else Batch(list(items), last))
+            await self._handle(msgs if self._decode is None
+                               else Batch(list(items), last, self._more_after(msgs, last)))
         finally:
             await cancel_and_wait(leasing)
+
+    def _more_after(self, msgs: Sequence[Msg], last: int) -> bool:
+        """Whether the consumer had more to deliver when the batch's last message came: the
+        batch ends at a message it delivered (not one read from the stream, nor a parked
+        one) that came with messages pending after it."""
+        if not msgs:
+            return False
+        meta = msgs[-1].metadata
+        return (meta.consumer == self.durable and meta.sequence.stream == last
+                and bool(meta.num_pending))
 
     def _read(self, msg: Msg) -> tuple[tuple[Any, Msg], str | None]:
         """The message as its handler takes it ((decoded, msg); (None, msg) untyped), or

@@ -56,7 +56,7 @@ class ResolverProjection:
             steps = self.forgotten.kept_steps(self._requested.news(lifecycle_steps(batch.items)))
             await self._repo.apply_lifecycle(steps, batch.last_seq)
         self._requested.folded(steps)
-        await self.marks[SESSIONS].advance(batch.last_seq)
+        await self.marks[SESSIONS].advance(batch.last_seq, more=batch.more)
 
     async def reached(self, projection: str, seq: int, timeout: float) -> bool:
         return await self.marks[projection].reached(seq, timeout)

@@ -68,7 +68,7 @@ class LifecycleFold:
         for session_id in {step.session_id for step in steps}:
             for watch in self._watches.get(session_id, ()):
                 watch.tell(folded.get(session_id, _UNKNOWN))
-        await self.folded.advance(batch.last_seq)
+        await self.folded.advance(batch.last_seq, more=batch.more)
 
     @contextlib.contextmanager
     def watching(self, session_id: str, timeout: float = RECHECK_SECONDS) -> Iterator[_Watch]:
@@ -134,7 +134,7 @@ class LifecycleFold:
             return False
         # What this copy folded stands for a first read of the stored offset (it stored at
         # least that): in a burst, the fold waited for is most often this copy's own.
-        await self._reached(await self._stream_end(), stored=self.folded.seq)
+        await self._reached(await self._stream_end(), stored=self.folded.seq, behind=True)
         return True
 
     async def read_holds_everything(self, applied: int) -> bool:
@@ -145,11 +145,12 @@ class LifecycleFold:
         settled = await self.folded.settled()
         if settled is not None:
             return settled <= applied
-        await self._reached(await self._stream_end(), stored=applied)
+        await self._reached(await self._stream_end(), stored=applied, behind=True)
         return False
 
-    async def _reached(self, target: int, stored: int | None = None) -> bool:
-        if await self.folded.reached(target, CATCH_UP_SECONDS, stored):
+    async def _reached(self, target: int, stored: int | None = None,
+                       behind: bool = False) -> bool:
+        if await self.folded.reached(target, CATCH_UP_SECONDS, stored, behind):
             return True
         log.warning("fold_behind", target=target, applied=self.folded.seq)
         return False
