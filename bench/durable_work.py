@@ -161,7 +161,8 @@ class Counter:
         async def ack(_msg) -> None:
             self.acks += 1
         await self.nc.subscribe("$JS.ACK.>", cb=ack)
-        own_inbox = self.nc._inbox_prefix.decode()  # the bench's own reads are not counted
+        # The bench's own reads are not counted (the services' inboxes are _INBOX_<name>).
+        own_inbox = self.nc._inbox_prefix.decode() + "."
 
         async def api(msg) -> None:
             if (msg.reply or "").startswith(own_inbox):
