@@ -245,10 +245,13 @@ class TestInMemoryConversationRepository(ConversationRepositoryContract):
 class TestPostgresConversationRepository(ConversationRepositoryContract):
     @pytest.fixture(autouse=True)
     async def _repo(self, database_url):
+        # As the resolver runs it: its folds on a pool of their own (keyed_pool_size).
         pool = await pg.open_pool(database_url, "repository-contract")
-        self.repo = PostgresConversationRepository(pool)
+        keyed = await pg.open_pool(database_url, "repository-contract", 2, keyed=True)
+        self.repo = PostgresConversationRepository(pool, keyed=keyed)
         await self.repo.setup()
         yield
+        await keyed.close()
         await pool.close()
 
     async def test_a_request_folded_while_another_copy_holds_the_offset_keeps_what_it_made(

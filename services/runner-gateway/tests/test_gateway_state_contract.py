@@ -210,11 +210,37 @@ class TestInMemoryGatewayState(GatewayStateContract):
 class TestPostgresGatewayState(GatewayStateContract):
     @pytest.fixture(autouse=True)
     async def _state(self, database_url):
+        # As the gateway runs it: its fold on a pool of its own (GatewayApp.keyed_pool_size).
         pool = await pg.open_pool(database_url, "gateway-state-contract")
-        self.state = PostgresGatewayState(pool)
+        self.keyed = await pg.open_pool(database_url, "gateway-state-contract", 1, keyed=True)
+        self.state = PostgresGatewayState(pool, self.keyed)
         await self.state.setup()
+        self.database_url = database_url
         yield
+        await self.keyed.close()
         await pool.close()
+
+    async def test_the_folds_statements_are_planned_once_on_its_own_pool_only(self):
+        """Postgres keeps a plan for the fold's statements on the keyed pool; the same
+        statements on a service's other connections are planned with their values each
+        time (pg.CONNECTION_OPTIONS), as every other query is."""
+        plain = await pg.open_pool(self.database_url, "gateway-state-contract", 1)
+        try:
+            on_plain = PostgresGatewayState(plain)
+            for n in range(20):
+                for state, name in ((self.state, f"csess_k{n}"), (on_plain, f"csess_p{n}")):
+                    seq = await state.applied()
+                    await state.apply_lifecycle([requested(seq + 1, name)], seq + 1)
+                    await state.apply_lifecycle([opened(seq + 2, name)], seq + 2)
+            plans = "SELECT coalesce(sum(generic_plans), 0) FROM pg_prepared_statements"
+            async with self.keyed.connection() as conn:
+                generic_keyed = (await (await conn.execute(plans)).fetchone())[0]
+            async with plain.connection() as conn:
+                generic_plain = (await (await conn.execute(plans)).fetchone())[0]
+        finally:
+            await plain.close()
+        assert generic_keyed > 0 and generic_plain == 0
+        assert (await self.state.held("csess_p19")).state is lc.State.LIVE
 
 
 @pytest.mark.servers

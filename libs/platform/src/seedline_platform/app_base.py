@@ -128,6 +128,9 @@ class ServiceApp:
     description = "A Seedline service."
     uses_database = True
     pool_size = 8  # Postgres connections of one copy
+    # Connections for statements that find rows by key alone (pg.KEYED_OPTIONS: the folds'
+    # statements, planned once); 0: none, they go on the pool.
+    keyed_pool_size = 0
     # The service's routing table: settings -> its routes (each service's routes.py).
     route_table = staticmethod(no_routes)
     # Durable consumers (stream, name) an earlier release of this service read and this one
@@ -163,6 +166,7 @@ class ServiceApp:
         self.nc = None
         self.js = None
         self.pool = None
+        self.keyed_pool = None
         self.parts = None
         self.consumers: list[BatchConsumer] = []
         self.loops: list[Callable[[], Awaitable[None]]] = []
@@ -333,6 +337,9 @@ class ServiceApp:
                 await self.js.delete_consumer(stream, durable)
         if self.uses_database:
             self.pool = await pg.open_pool(s.database_url, self.name, self.pool_size)
+            if self.keyed_pool_size:
+                self.keyed_pool = await pg.open_pool(s.database_url, self.name,
+                                                     self.keyed_pool_size, keyed=True)
         self.parts = await self.build()
         await self._bind()
         for consumer in self.consumers:
@@ -380,8 +387,9 @@ class ServiceApp:
             await consumer.close()  # when quiesce was not called first
         if self.nc is not None and not self.nc.is_closed:
             await self.nc.close()
-        if self.pool is not None:
-            await self.pool.close()
+        for pool in (self.keyed_pool, self.pool):
+            if pool is not None:
+                await pool.close()
         self.tracer_provider.shutdown()
 
     async def _alive(self) -> dict[str, bool]:

@@ -44,9 +44,10 @@ class ResolverApp(ServiceApp):
     name = NAME
     description = "Decides resume or fresh for each open, with its reason; relocates."
     route_table = staticmethod(routes)
+    keyed_pool_size = 2  # its two folds, the timeline's and the lifecycle's
 
     async def build(self) -> Parts:
-        repo = PostgresConversationRepository(self.pool)
+        repo = PostgresConversationRepository(self.pool, keyed=self.keyed_pool)
         await repo.setup()
         sealer = sealer_for(self.js, self.settings)
         return bootstrap(self.settings, Ports(

@@ -319,20 +319,23 @@ class _Folded:
 class PostgresConversationRepository:
     """On its pool, or bound to one connection whose transaction it then joins (a rebuild)."""
 
-    def __init__(self, pool: AsyncConnectionPool, conn: AsyncConnection | None = None) -> None:
+    def __init__(self, pool: AsyncConnectionPool, conn: AsyncConnection | None = None,
+                 keyed: AsyncConnectionPool | None = None) -> None:
         self._pool = pool
         self._conn = conn
+        # The folds' statements find rows by key alone: on `keyed`, planned once (pg.open_pool).
+        self._folds = keyed or pool
         # The platform's conversations this copy's lifecycle fold last read or wrote: the
         # next batch of them is folded with no read while no other transaction wrote the
         # offset (pg.KeptRows); none kept in a rebuild's transaction.
         self._kept = pg.KeptRows() if conn is None else None
 
     @asynccontextmanager
-    async def _connection(self) -> AsyncIterator[AsyncConnection]:
+    async def _connection(self, fold: bool = False) -> AsyncIterator[AsyncConnection]:
         if self._conn is not None:
             yield self._conn
         else:
-            async with self._pool.connection() as conn:
+            async with (self._folds if fold else self._pool).connection() as conn:
                 yield conn
 
     async def setup(self) -> None:
@@ -342,13 +345,13 @@ class PostgresConversationRepository:
         facts = list(map(as_fact, facts))
         if facts:  # almost always none of it applied yet: one statement does it all
             seqs = [f.seq for f in facts]
-            async with self._connection() as conn:
+            async with self._connection(fold=True) as conn:
                 cur = await conn.execute(_UPSERT_FRESH_ENTRIES, (
                     TIMELINE, max(seqs), TIMELINE, min(seqs),
                     *pg.columns(_per_conversation(facts), 9)))
                 if cur.rowcount:
                     return
-        async with self._connection() as conn, conn.transaction():
+        async with self._connection(fold=True) as conn, conn.transaction():
             applied = await OFFSETS.take(conn, TIMELINE, max((f.seq for f in facts), default=0))
             fresh = [f for f in facts if f.seq > applied]
             if not fresh:
@@ -357,7 +360,7 @@ class PostgresConversationRepository:
 
     async def apply_lifecycle(self, steps: Sequence[LifecycleStep], last_seq: int) -> None:
         if not steps:
-            async with self._connection() as conn:
+            async with self._connection(fold=True) as conn:
                 moved = await OFFSETS.advance(conn, SESSIONS, last_seq)
             if self._kept is not None:
                 self._kept.wrote(*moved, last_seq)
@@ -373,7 +376,7 @@ class PostgresConversationRepository:
         # row is found as it was read.
         in_order = any(step[3] is not None and corrects(step[2]) for step in steps)
         if not in_order and self._kept is not None:
-            async with self._connection() as conn:
+            async with self._connection(fold=True) as conn:
                 if await OFFSETS.fold_unlocked(
                         conn, SESSIONS, last_seq, _TOUCHED, touched,
                         lambda applied, found: _Folded(applied, found, steps, in_order=False),
@@ -386,7 +389,7 @@ class PostgresConversationRepository:
         # the batch touches are locked with the offset, in the order the batch first
         # touches them: the order a batch of the timeline fold locks them in too (by seq),
         # so the two folds seldom wait on each other crosswise.
-        async with self._connection() as conn, conn.transaction():
+        async with self._connection(fold=True) as conn, conn.transaction():
             applied, found = await OFFSETS.take_reading(
                 conn, SESSIONS, last_seq, _FOR_UPDATE, touched)
             folded = _Folded(applied, found, steps, in_order)
@@ -405,7 +408,7 @@ class PostgresConversationRepository:
             if session_id not in requested:
                 c = lc.apply(None, event)
                 requested[session_id] = Row(c.instance_id, c.repo, c.session_id, platform=c)
-        async with self._connection() as conn:
+        async with self._connection(fold=True) as conn:
             cur = await conn.execute(_MAKE_REQUESTED, (
                 SESSIONS, last_seq, SESSIONS, min(step[0] for step in steps),
                 *pg.columns([_platform_values(row, None) for row in requested.values()], 12)))

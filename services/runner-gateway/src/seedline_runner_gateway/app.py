@@ -50,12 +50,13 @@ class GatewayApp(ServiceApp):
     # Launches on many repos at once each hold a connection for their repo's turn
     # (repo_turns): room for 8 of them and their own queries.
     pool_size = 16
+    keyed_pool_size = 1  # its fold of the lifecycle, one batch at a time
 
     async def build(self) -> Parts:
         s = self.settings
         await natsio.ensure_runners_bucket(self.js, replicas=s.stream_replicas)
         await natsio.ensure_worktrees_bucket(self.js, replicas=s.stream_replicas)
-        state = PostgresGatewayState(self.pool)
+        state = PostgresGatewayState(self.pool, self.keyed_pool)
         await state.setup()
         sealer = sealer_for(self.js, s)
         parts = bootstrap(s, Ports(

@@ -221,8 +221,11 @@ class _Folded:
 
 
 class PostgresGatewayState:
-    def __init__(self, pool: AsyncConnectionPool) -> None:
+    def __init__(self, pool: AsyncConnectionPool,
+                 keyed: AsyncConnectionPool | None = None) -> None:
         self._pool = pool
+        # The fold's statements find rows by key alone: on `keyed`, planned once (pg.open_pool).
+        self._folds = keyed or pool
         # The conversations this copy's fold last read or wrote: the next batch of them is
         # folded with no read while no other transaction wrote the offset (pg.KeptRows).
         self._kept = pg.KeptRows()
@@ -232,7 +235,7 @@ class PostgresGatewayState:
 
     async def apply_lifecycle(self, steps: Sequence[Step], last_seq: int) -> Folded:
         if not steps:
-            async with self._pool.connection() as conn:
+            async with self._folds.connection() as conn:
                 self._kept.wrote(*await OFFSETS.advance(conn, PROJECTION, last_seq), last_seq)
             return {}
         if all(isinstance(step[2], lc.Requested) for step in steps):
@@ -243,7 +246,7 @@ class PostgresGatewayState:
         # Two round trips and no transaction, most often: the rows read with the offset (or
         # as this copy's last write left them), and what the batch changed written once the
         # offset's row is found as it was read.
-        async with self._pool.connection() as conn:
+        async with self._folds.connection() as conn:
             folded = await OFFSETS.fold_unlocked(
                 conn, PROJECTION, last_seq, _TOUCHED, touched,
                 lambda applied, found: _Folded(applied, found, steps), _WRITE_UNMOVED,
@@ -253,7 +256,7 @@ class PostgresGatewayState:
         # Another copy's batch, a rebuild or an erasure came between: read and written again
         # under the offset's lock, the rows locked with it.
         self._kept.let_go()
-        async with self._pool.connection() as conn, conn.transaction():
+        async with self._folds.connection() as conn, conn.transaction():
             applied, found = await OFFSETS.take_reading(
                 conn, PROJECTION, last_seq, _FOR_UPDATE, touched)
             folded = _Folded(applied, found, steps)
@@ -272,7 +275,7 @@ class PostgresGatewayState:
         for step in steps:
             if step[1] not in first:
                 first[step[1]] = fold(None, step)
-        async with self._pool.connection() as conn:
+        async with self._folds.connection() as conn:
             cur = await conn.execute(_MAKE_REQUESTED, (
                 PROJECTION, last_seq, PROJECTION, min(step[0] for step in steps),
                 *pg.columns([_values(held) for held in first.values()], 12)))
