@@ -13,7 +13,10 @@ when it has not, everything the projection takes up to the stream's end is appli
 last of it at the seq the consumer last delivered (``settled``).
 
 What an ask that found the consumer with nothing left proves stays proved: the seq a wait
-named is then held, and a wait for it or less later is answered with no ask.
+named is then held, and a wait for it or less later is answered with no ask. Nor is the
+consumer asked while this copy's last batch came with more behind it (``advance(more=True)``,
+the delivery's own count of what is pending): it is not drained before the next batch; a
+recheck asks all the same, since another copy may take that batch.
 
 A wait for a seq this copy's own fold has taken (``taking``) waits for that fold's commit
 first, with neither read nor ask: no other copy folds what this one took. Should that fold
