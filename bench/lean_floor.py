@@ -195,7 +195,10 @@ class Worker:
         import nats
         import psycopg
 
-        self.nc = await nats.connect(self.nats_url, name=f"floor-{self.role}")
+        # An inbox of its own, as each service has: the Counter tells its requests from the
+        # bench's own by it.
+        self.nc = await nats.connect(self.nats_url, name=f"floor-{self.role}",
+                                     inbox_prefix=f"_INBOX_floor-{self.role}")
         self.js = self.nc.jetstream()
         self.db = await psycopg.AsyncConnection.connect(
             self.database_url, autocommit=True, application_name=self.role)
