@@ -132,8 +132,9 @@ class LifecycleFold:
         after it holds everything recorded before this was asked."""
         if await self.folded.holds_everything():
             return False
-        # What this copy folded stands for a first read of the stored offset (it stored at
-        # least that): in a burst, the fold waited for is most often this copy's own.
+        # What this copy's mark holds (folded here, or proved by an ask) stands for a first
+        # read of the stored offset: in a burst, the fold waited for is most often this
+        # copy's own.
         await self._reached(await self._stream_end(), stored=self.folded.seq, behind=True)
         return True
 
