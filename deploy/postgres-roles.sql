@@ -258,12 +258,14 @@ GRANT SELECT ON timeline_offsets TO seedline_composer;
 GRANT SELECT, INSERT, UPDATE, DELETE ON briefs TO seedline_composer;
 
 -- seedline_gateway: its fold of the lifecycle, machines, last opens, the not_woken notices
--- told (DELETE: a forgotten instance's rows); it reads neither the timeline nor the briefs.
+-- told (DELETE: a forgotten instance's rows); of the timeline it reads when each
+-- conversation's entries were written, never their content; it reads no brief.
 GRANT SELECT, INSERT, UPDATE, DELETE ON gateway_conversations TO seedline_gateway;
 GRANT SELECT, INSERT, UPDATE ON machines TO seedline_gateway;
 GRANT SELECT, INSERT, UPDATE, DELETE ON last_opens TO seedline_gateway;
 GRANT SELECT, INSERT, UPDATE, DELETE ON not_woken_told TO seedline_gateway;
 GRANT SELECT, INSERT, UPDATE ON gateway_offsets TO seedline_gateway;
+GRANT SELECT (instance_id, repo, session_id, seq, at) ON timeline_entries TO seedline_gateway;
 
 -- seedline_web: its tokens and its projection of opens; everything else through the APIs.
 GRANT SELECT, INSERT, UPDATE, DELETE ON web_offsets TO seedline_web;

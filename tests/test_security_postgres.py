@@ -170,6 +170,15 @@ def test_each_role_holds_exactly_the_grants_its_service_uses(roles_db):
                 assert held == EXPECTED_GRANTS[role].get(table, set()), (role, table)
 
 
+def test_the_gateway_reads_when_timeline_entries_were_written_and_no_other_column(roles_db):
+    with psycopg.connect(roles_db) as conn:
+        columns = conn.execute(
+            "SELECT column_name FROM information_schema.column_privileges"
+            " WHERE grantee = 'seedline_gateway' AND table_name = 'timeline_entries'"
+            " AND privilege_type = 'SELECT'").fetchall()
+    assert sorted(c for (c,) in columns) == ["at", "instance_id", "repo", "seq", "session_id"]
+
+
 def test_the_committed_roles_file_is_the_generated_one():
     assert pg_roles.roles_sql_path().read_text() == pg_roles.roles_sql(), (
         "run `make schema` and commit deploy/postgres-roles.sql"
@@ -220,7 +229,12 @@ def test_a_service_cannot_read_or_write_another_services_tables(roles_db):
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             resolver.execute("INSERT INTO briefs VALUES ('s', 1, 'forged', 1, 1, 0, 1, 'x')")
     with as_role(roles_db, "seedline_gateway") as gateway:
+        # When a conversation last wrote to the timeline (its idle sweep), never what.
+        assert gateway.execute(
+            "SELECT session_id, at FROM timeline_entries WHERE instance_id = 'i' AND repo = 'r'"
+            " ORDER BY seq DESC LIMIT 1").fetchone() == ("s", "now")
         for statement in ("SELECT * FROM briefs", "SELECT * FROM timeline_entries",
+                          "SELECT content FROM timeline_entries",
                           "SELECT * FROM open_requests", "SELECT * FROM resolver_offsets"):
             with pytest.raises(psycopg.errors.InsufficientPrivilege):
                 gateway.execute(statement)

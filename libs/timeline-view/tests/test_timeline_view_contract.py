@@ -98,6 +98,23 @@ class TimelineViewContract:
         assert (await self.view.conversation_before("inst-a", "apps/x", "s1", 4,
                                                     ("chat_user",), 10)).newest_turn is None
 
+    async def test_the_time_of_each_conversations_newest_entry(self):
+        await self.write([
+            (1, entry(1, session="s1", at="2026-12-01T09:00:00Z")),
+            (2, entry(2, session="s2", at="2026-12-01T09:30:00Z")),
+            (3, entry(3, session="s1", at="2026-12-01T10:00:00.25Z")),
+            (4, entry(4, session="s1", instance="inst-b", at="2026-12-01T11:00:00Z")),
+            # The newest by seq, though its clock was behind: what came last.
+            (5, entry(5, session="s2", at="2026-12-01T09:20:00Z")),
+        ])
+        newest = await self.view.newest_at([("inst-a", "apps/x", "s1"), ("inst-a", "apps/x", "s2"),
+                                            ("inst-a", "apps/y", "s3")])
+        assert {s: at.isoformat() for s, at in newest.items()} == {
+            "s1": "2026-12-01T10:00:00.250000+00:00", "s2": "2026-12-01T09:20:00+00:00"}
+        assert (await self.view.newest_at([("inst-b", "apps/x", "s1")]))["s1"].hour == 11
+        assert await self.view.newest_at([("inst-a", "apps/y", "s1")]) == {}
+        assert await self.view.newest_at([]) == {}
+
     async def test_entry_by_seq_and_the_applied_seq(self):
         assert await self.view.applied_seq() == 0
         await self.write(ROWS)

@@ -69,3 +69,25 @@ def test_the_writers_read_of_a_batchs_repo_ordinals_keeps_to_the_repo_index(data
         plan = "\n".join(r[0] for r in rows.fetchall())
         assert "timeline_entries_repo" in plan, plan
         assert "Rows Removed by Filter" not in plan, plan
+
+
+def test_the_newest_entry_of_each_live_conversation_is_one_probe_of_the_session_index(
+        database_url):
+    """The gateway asks it of every live conversation at each idle sweep: a conversation of
+    59,000 entries is read at its newest, not walked."""
+    from seedline_timeline_view.postgres import NEWEST_AT_SQL
+
+    with psycopg.connect(database_url, autocommit=True, options=pg.CONNECTION_OPTIONS) as conn:
+        _busy_and_quiet_repos(conn)
+        conn.execute("UPDATE timeline_entries SET at = '2026-12-01T10:00:00Z',"
+                     " session_id = CASE repo WHEN 'quiet' THEN 'q' ELSE 's' END")
+        conn.execute("UPDATE timeline_entries SET at = '2026-12-01T11:00:00Z' WHERE seq = 60000")
+        conn.execute("ANALYZE timeline_entries")
+        params = (["i", "i", "i"], ["busy", "quiet", "new"], ["s", "q", "n"])
+        found = dict(conn.execute(NEWEST_AT_SQL, params).fetchall())
+        assert {session: at.hour for session, at in found.items()} == {"s": 11, "q": 10}
+        rows = conn.execute(f"EXPLAIN (ANALYZE, COSTS OFF) {NEWEST_AT_SQL}", params)
+        plan = "\n".join(r[0] for r in rows.fetchall())
+        assert "Index Scan Backward using timeline_entries_session" in plan, plan
+        assert "rows=1 loops=3" in plan, plan  # one entry read per conversation asked
+        assert "timeline_entries_pkey" not in plan and "Sort" not in plan, plan

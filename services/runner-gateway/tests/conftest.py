@@ -31,6 +31,7 @@ from seedline_runner_gateway.notify import RecordingNotifier
 from seedline_runner_gateway.presence import Sighting
 from seedline_runner_gateway.routes import routes
 from seedline_runner_gateway.state import InMemoryGatewayState
+from seedline_timeline_view import InMemoryTimelineView
 
 AT = "2026-12-01T10:00:00Z"
 INSTANCE, REPO = "inst-a", "apps/x"
@@ -71,6 +72,8 @@ class Gateway:
         self.publisher = RecordingPublisher()
         self.notifier = RecordingNotifier()
         self.presence = FakePresence()
+        # The timeline's projection, as the timeline-writer fills it (an engine's output).
+        self.timeline = InMemoryTimelineView()
         self._folded = 0
         self._seq = 0
         # While set, the fold is behind: the stream's end is told, nothing is folded.
@@ -82,7 +85,7 @@ class Gateway:
             notifier=self.notifier, presence=lambda watcher: self.presence,
             stream_end=self._fold_all, recorded_reply=self.recorded_reply,
             clock=lambda: AT, new_id=lambda: "csess_woken", fold_drained=self._consumer,
-            drop_forgotten=self._drop))
+            drop_forgotten=self._drop, newest_entries=self.timeline.newest_at))
         self.stopper, self.reconciler = self.parts.stopper, self.parts.reconciler
         self.launcher, self.resume_lost = self.parts.launcher, self.parts.resume_lost
         self.api, self.follower = self.parts.api, self.parts.follower

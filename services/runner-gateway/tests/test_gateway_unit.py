@@ -8,7 +8,8 @@ import json
 from datetime import timedelta
 
 from seedline_contracts.runner import LaunchReply
-from seedline_contracts.times import parse_rfc3339
+from seedline_contracts.timeline import TimelineEntry
+from seedline_contracts.times import format_utc, parse_rfc3339
 from seedline_core import lifecycle as lc
 from seedline_devtools.fakes import FakeMsg
 from seedline_runner_gateway.api import GatewayApi
@@ -490,6 +491,30 @@ async def test_an_idle_conversation_is_reaped_and_the_person_told(gw):
     assert reaped["idle_seconds"] == 7 * 3600
     (_, notice), = gw.notifier.sent
     assert "7 hours" in notice.text and "next message" in notice.text
+
+
+async def test_an_engines_output_is_activity_read_from_the_timeline_when_the_sweep_looks(gw):
+    """The gateway takes only a person's messages; what an engine wrote is activity too,
+    read from the timeline's projection by the idle sweep and the list."""
+    gw.online("mac")
+    await gw.open("csess_a")
+    await gw.open("csess_b", repo="apps/y")
+    written = parse_rfc3339(AT) + timedelta(hours=5)
+    gw.timeline.apply(1, TimelineEntry("e-1", INSTANCE, REPO, "csess_a", "chat_assistant",
+                                       "done", format_utc(written), "scripted", None))
+    # An entry naming csess_b in a repo it does not live in is not its activity.
+    gw.timeline.apply(2, TimelineEntry("e-2", INSTANCE, REPO, "csess_b", "chat_assistant",
+                                       "done", format_utc(written), "scripted", None))
+    listed = (await gw.ask(GatewayApi.list_live, b"{}"))["conversations"]
+    assert {c["session_id"]: c["last_activity_at"] for c in listed} == {
+        "csess_a": format_utc(written), "csess_b": AT}
+    await gw.parts.reaper.stop_idle(now=parse_rfc3339(AT) + timedelta(hours=7))
+    await gw.fold()
+    assert [e["session_id"] for e in gw.events("reaped")] == ["csess_b"]
+    await gw.parts.reaper.stop_idle(now=written + timedelta(hours=7))
+    await gw.fold()
+    assert [(e["session_id"], e["idle_seconds"]) for e in gw.events("reaped")] == [
+        ("csess_b", 7 * 3600), ("csess_a", 7 * 3600)]
 
 
 async def test_stop_says_whether_it_was_live_and_engine_bound_only_from_its_machine(

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 
 from seedline_contracts import channels, events, subjects
 from seedline_platform.routing import Kind, Route, sent_name, sent_subject
-from seedline_platform.subject_match import subject_matches
 from seedline_runner_gateway.reaper import Reaper
 
 from .tables import routing_tables
@@ -76,10 +75,25 @@ class Hop:
 
 def _receivers(tables: dict[str, tuple[Route, ...]], subject: str) -> list[tuple[str, Route]]:
     concrete = subject.replace("{node}", "n").replace("{instance}", "i")
-    concrete = concrete.replace("*", "x").replace(">", "x")
     return [(service, route) for service, table in tables.items() for route in table
             if route.kind is not Kind.LOOP
-            and any(subject_matches(concrete, f) for f in route.filters)]
+            and any(_may_match(concrete, f) for f in route.filters)]
+
+
+def _may_match(subject: str, filter_subject: str) -> bool:
+    """Whether `filter_subject` takes some subject that `subject` stands for: its wildcards
+    and {parameter} tokens may be any value (a timeline entry of any kind may be a person's
+    message)."""
+    tokens, wanted = subject.split("."), filter_subject.split(".")
+    for i, want in enumerate(wanted):
+        if want == ">" or (i < len(tokens) and tokens[i] == ">"):
+            return len(tokens) > i
+        if i >= len(tokens):
+            return False
+        token = tokens[i]
+        if not (token == want or want == "*" or token == "*" or token.startswith("{")):
+            return False
+    return len(tokens) == len(wanted)
 
 
 def _label(sent) -> str:

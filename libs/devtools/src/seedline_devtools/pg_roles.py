@@ -63,6 +63,8 @@ GRANTS: dict[str, dict[str, tuple[str, ...]]] = {
         "last_opens": ("SELECT", "INSERT", "UPDATE", "DELETE"),
         "not_woken_told": ("SELECT", "INSERT", "UPDATE", "DELETE"),
         "gateway_offsets": ("SELECT", "INSERT", "UPDATE"),
+        # When each conversation last wrote to the timeline, never what it wrote.
+        "timeline_entries": ("SELECT (instance_id, repo, session_id, seq, at)",),
     },
 }
 WHY = {
@@ -74,7 +76,8 @@ WHY = {
     "seedline_composer": "reads the timeline through its read port; keeps the briefs "
     "(DELETE: a forgotten instance's)",
     "seedline_gateway": "its fold of the lifecycle, machines, last opens, the not_woken notices "
-    "told (DELETE: a forgotten instance's rows); it reads neither the timeline nor the briefs",
+    "told (DELETE: a forgotten instance's rows); of the timeline it reads when each "
+    "conversation's entries were written, never their content; it reads no brief",
     "seedline_web": "its tokens and its projection of opens; everything else through the APIs",
 }
 SQL_NAME = "postgres-roles.sql"

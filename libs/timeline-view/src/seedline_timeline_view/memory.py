@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
+from datetime import datetime
 
 from seedline_contracts.timeline import TimelineEntry, TimelineRow
 from seedline_contracts.times import parse_rfc3339
@@ -83,6 +85,16 @@ class InMemoryTimelineView:
 
     async def entry(self, seq: int) -> TimelineEntry | None:
         return self.entries.get(seq)
+
+    async def newest_at(
+        self, conversations: Sequence[tuple[str, str, str]]
+    ) -> dict[str, datetime]:
+        newest = {}
+        for instance_id, repo, session_id in conversations:
+            mine = [e for _, e in self._repo(instance_id, repo) if e.session_id == session_id]
+            if mine:
+                newest[session_id] = parse_rfc3339(mine[-1].at)
+        return newest
 
     async def applied_seq(self) -> int:
         return self._applied

@@ -1,4 +1,5 @@
-"""TimelineView: what the continuity-resolver and the seed-composer may ask of the timeline.
+"""TimelineView: what the continuity-resolver, the seed-composer and the runner-gateway may
+ask of the timeline.
 
 The contract, in DESIGN.md terms (rule 8, one owner per table):
 - the timeline-writer owns the projection of SEEDLINE_TIMELINE; it alone creates the
@@ -13,6 +14,7 @@ The contract, in DESIGN.md terms (rule 8, one owner per table):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import NamedTuple, Protocol
@@ -85,6 +87,13 @@ class TimelineView(Protocol):
 
     async def entry(self, seq: int) -> TimelineEntry | None:
         """The entry stored at `seq`, or None."""
+        ...
+
+    async def newest_at(
+        self, conversations: Sequence[tuple[str, str, str]]
+    ) -> dict[str, datetime]:
+        """The `at` of each conversation's newest entry (the highest seq), by session_id, of
+        the (instance_id, repo, session_id) given that have entries."""
         ...
 
     async def applied_seq(self) -> int:

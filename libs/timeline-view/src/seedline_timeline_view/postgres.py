@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from datetime import timezone
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+import psycopg
 from psycopg_pool import AsyncConnectionPool
 
 from seedline_contracts.timeline import TimelineEntry, TimelineRow
@@ -72,6 +73,20 @@ ENTRY_AND_BEFORE_SQL = (
     f" LEFT JOIN LATERAL ({_summed_before(*_OF_ENTRY)}) AS b ON true"
     f" LEFT JOIN LATERAL ({_turn_before(*_OF_ENTRY)}) AS turn ON true"
     " WHERE e.seq = %(seq)s"
+)
+# Each conversation's newest entry: one probe of the session index apiece. The session is
+# found by a row comparison on the index's columns, which only that index orders: asked as
+# equalities, the planner does not know the sessions until it runs (they come from the
+# array), and walked the primary key down from the newest entry of the whole table, past
+# every entry of busier conversations, for one that was quiet.
+NEWEST_AT_SQL = (
+    "SELECT w.session_id, newest.at::timestamptz FROM unnest(%s::text[], %s::text[], %s::text[])"
+    " AS w(instance_id, repo, session_id) CROSS JOIN LATERAL"
+    f" (SELECT t.instance_id, t.repo, t.session_id, t.at FROM {TABLE} t"
+    " WHERE (t.instance_id, t.repo, t.session_id) <= (w.instance_id, w.repo, w.session_id)"
+    " ORDER BY t.instance_id DESC, t.repo DESC, t.session_id DESC, t.seq DESC LIMIT 1) AS newest"
+    " WHERE (newest.instance_id, newest.repo, newest.session_id)"
+    " = (w.instance_id, w.repo, w.session_id)"
 )
 # Each timeline-writer partition keeps its own offset ("timeline", "timeline.p1", ...).
 APPLIED_SQL = f"SELECT max(applied_seq) FROM {OFFSETS_TABLE} WHERE projection LIKE 'timeline%%'"
@@ -154,6 +169,19 @@ class PostgresTimelineView:
     async def entry(self, seq: int) -> TimelineEntry | None:
         row = await self._entry_row((seq,))
         return None if row is None else await self._opened_entry(row)
+
+    async def newest_at(
+        self, conversations: Sequence[tuple[str, str, str]]
+    ) -> dict[str, datetime]:
+        if not conversations:
+            return {}
+        async with self._pool.connection() as conn:
+            try:
+                cur = await conn.execute(NEWEST_AT_SQL, [list(c) for c in zip(*conversations)])
+            except psycopg.errors.UndefinedTable:
+                return {}  # the timeline-writer has not made its table yet: nothing written
+            return {session_id: at.astimezone(timezone.utc)
+                    for session_id, at in await cur.fetchall()}
 
     async def _entry_row(self, params: tuple | dict, sql: str = ENTRY_SQL) -> tuple | None:
         async with self._pool.connection() as conn:

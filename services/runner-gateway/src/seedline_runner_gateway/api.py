@@ -28,6 +28,7 @@ from seedline_core.notices import error_message, machine_removed_text
 from seedline_platform.logging import get_logger
 from seedline_platform.publishing import event_message
 
+from .activity import with_newest_activity
 from .fold import LifecycleFold
 from .resume_lost import ResumeLostRecorder
 from .state import Held
@@ -66,6 +67,7 @@ class GatewayApi:
         self._state = ports.state
         self._publisher = ports.publisher
         self._clock = ports.clock
+        self._newest_entries = ports.newest_entries
         self._stopper = stopper
         self._resume_lost = resume_lost
         # Answers reflect every event recorded before the request (read your own writes).
@@ -125,7 +127,8 @@ class GatewayApi:
             return error_reply(
                 "invalid_request", error_message("invalid_request", field="instance_id"))
         await self._caught_up()
-        rows = await self._state.all_live(request.instance_id)
+        rows = await with_newest_activity(await self._state.all_live(request.instance_id),
+                                          self._newest_entries)
         return SessionsListReply(conversations=[
             LiveConversation(
                 h.session_id, h.conversation.instance_id, h.conversation.repo, h.node_id or "",

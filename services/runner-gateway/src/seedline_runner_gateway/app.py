@@ -1,6 +1,6 @@
 """Composition root of the runner-gateway: its ports, connected; its parts, bootstrapped.
 
-Its fold of the lifecycle and its timeline follower are ordered ``BatchConsumer``s
+Its fold of the lifecycle and its follower of a person's messages are ordered ``BatchConsumer``s
 (an event's meaning, and a turn's place, depend on what came before); launches, the
 APIs and runner events are FastStream subscribers.
 """
@@ -21,6 +21,7 @@ from seedline_platform.routing import Route
 from seedline_platform.sealing import sealer_for
 from seedline_platform.session_reads import newest_event
 from seedline_platform.settings import Settings
+from seedline_timeline_view import PostgresTimelineView
 
 from .bootstrap import NAME, Parts, Ports, bootstrap
 from .machine_calls import NatsMachines
@@ -67,6 +68,7 @@ class GatewayApp(ServiceApp):
             fold_drained=functools.partial(
                 consumer_drained, self.js, subjects.SESSIONS_STREAM, FOLD_DURABLE),
             recorded_reply=self._recorded_reply,
+            newest_entries=PostgresTimelineView(self.pool).newest_at,
             # Shared by every copy; a turn reads where the fold's stored offset stands.
             repo_turns=PostgresRepoTurns(self.pool, OFFSETS, PROJECTION),
             saved_objects=ObjectStoreKept(self.js, functools.partial(_repo_of, state)),

@@ -16,6 +16,7 @@ from seedline_platform.publishing import Publisher
 from seedline_platform.sealing import Sealer, unsealed
 from seedline_platform.settings import Settings
 
+from .activity import NewestEntries, no_entries
 from .api import GatewayApi
 from .fold import LifecycleFold
 from .forgetting import ForgetHere
@@ -51,6 +52,8 @@ class Ports:
     # The reply an open's `opened` event recorded, or None.
     recorded_reply: Callable[[str], Awaitable[OpenReply | None]]
     repo_turns: RepoTurns = field(default_factory=LocalRepoTurns)
+    # Each conversation's newest timeline entry (an engine's output is activity too).
+    newest_entries: NewestEntries = no_entries
     # Trims the saved checkouts as new saves are recorded.
     saved_objects: SavedObjectsKept = field(default_factory=KeptInMemory)
     sealer: Sealer = field(default_factory=unsealed)
@@ -100,6 +103,6 @@ def bootstrap(settings: Settings, ports: Ports) -> Parts:
         resume_lost=resume_lost,
         api=GatewayApi(ports, stopper, resume_lost, fold),
         reaper=Reaper(ports.state, stopper, settings.idle_stop, settings.idle_sweep_seconds,
-                      fold.caught_up),
+                      fold.caught_up, ports.newest_entries),
         forgetting=ErasureFollower(ports.js, forget_here, settings.stream_replicas, forgotten),
     )

@@ -12,6 +12,7 @@ from seedline_contracts.times import utc_now
 from seedline_core.notices import stopped_idle_text
 from seedline_platform.logging import get_logger
 
+from .activity import NewestEntries, with_newest_activity
 from .state import GatewayState
 from .stopping import Stopper
 
@@ -21,9 +22,11 @@ log = get_logger(__name__)
 class Reaper:
     def __init__(
         self, state: GatewayState, stopper: Stopper, idle_stop: timedelta, sweep_seconds: float,
-        caught_up: Callable[[], Awaitable[None]], clock: Callable[[], datetime] = utc_now,
+        caught_up: Callable[[], Awaitable[None]], newest_entries: NewestEntries,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self._caught_up = caught_up
+        self._newest_entries = newest_entries
         self._state = state
         self._stopper = stopper
         self._idle_stop = idle_stop
@@ -40,8 +43,12 @@ class Reaper:
 
     async def stop_idle(self, now: datetime | None = None) -> None:
         now = now or self._clock()
+        cutoff = now - self._idle_stop
         await self._caught_up()
-        for held in await self._state.idle_since(now - self._idle_stop):
+        quiet = await self._state.idle_since(cutoff)
+        for held in await with_newest_activity(quiet, self._newest_entries):
+            if held.last_activity >= cutoff:
+                continue  # its engine wrote to the timeline since
             idle = now - held.last_activity
             label = await self._state.label(held.node_id) if held.node_id else None
             await self._stopper.end(

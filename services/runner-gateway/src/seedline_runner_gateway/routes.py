@@ -70,7 +70,9 @@ def routes(settings: Settings) -> tuple[Route, ...]:
         Route.fold(LIFECYCLE_EVENTS, LifecycleFold.apply_sessions, durable=FOLD_DURABLE,
                    message=SessionEvent,
                    description="Folds each conversation's lifecycle: what runs where (4.1)."),
-        Route(Kind.BATCH, subjects.TIMELINE_ALL, TimelineFollower.handle,
+        # A person's messages alone: an engine's output is activity the idle sweep reads
+        # from the timeline's projection when it looks (activity.py), not a delivery here.
+        Route(Kind.BATCH, subjects.TIMELINE_CHAT_USER, TimelineFollower.handle,
               stream=subjects.TIMELINE_STREAM, durable="runner-gateway-timeline",
               park=subjects.REJECTED_TIMELINE, message=TimelineEntry,
               description="A person's message: a turn of the live conversation, or a wake (4).",

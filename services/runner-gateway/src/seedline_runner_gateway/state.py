@@ -2,7 +2,8 @@
 and each repo's most recent successful open (where a wake goes).
 
 Built only from SEEDLINE_SESSIONS through seedline_core.lifecycle (so it can be dropped
-and rebuilt), plus each live conversation's last activity from the timeline. A port,
+and rebuilt), plus each live conversation's last activity from a person's messages (an
+engine's output is read from the timeline when asked: activity.py). A port,
 its Postgres adapter and a fake; both pass tests/test_gateway_state_contract.py.
 """
 

@@ -1,5 +1,7 @@
-"""Follow the timeline: keep live conversations' activity fresh, deliver a person's
-messages as turns, and wake a conversation when none is live (CONTRACT.md 4).
+"""Follow a person's messages on the timeline: each is activity of its conversation, a turn
+delivered to the live conversation, or a wake when none is live (CONTRACT.md 4). The
+other entries (an engine's output) are not taken here: the idle sweep reads the newest of
+them when it looks (activity.py).
 
 Entries are handled in stream order, one at a time, so turns reach a machine in the
 order people wrote them. A turn is acknowledged only after the machine accepted it;
