@@ -23,8 +23,10 @@ import msgspec
 import nats.micro
 from faststream import AckPolicy
 from faststream.security import BaseSecurity
-from faststream.nats import ConsumerConfig, JStream, NatsBroker, PullSub
-from faststream.nats.message import NatsMessage
+# FastStream's type for a handler's message, a Context field: only the broker's own
+# specification reads it (as no part of the payload). Nothing is injected (apply_types off):
+# each handler is called with its message, what the broker's decoder returns.
+from faststream.nats import ConsumerConfig, JStream, NatsBroker, NatsMessage, PullSub
 from faststream.nats.opentelemetry import NatsTelemetryMiddleware
 from nats.aio.msg import Msg
 from nats.js.errors import NotFoundError
