@@ -19,6 +19,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -26,12 +27,17 @@ _PROPAGATOR = TraceContextTextMapPropagator()
 
 def tracer_provider(service: str, otlp_endpoint: str | None) -> TracerProvider:
     """A provider naming `service`; spans go to OTLP over HTTP when an endpoint is set."""
-    provider = TracerProvider(resource=Resource.create({"service.name": service}))
-    if otlp_endpoint:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    resource = Resource.create({"service.name": service})
+    if not otlp_endpoint:
+        # Nothing exports: a span that starts a trace records nothing (no attributes, no
+        # events) yet still carries its ids onward; one that continues a sampled trace from
+        # a service that exports is recorded as before, so that trace stays whole.
+        return TracerProvider(resource=resource, sampler=ParentBased(ALWAYS_OFF))
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        endpoint = otlp_endpoint.rstrip("/") + "/v1/traces"
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
+    provider = TracerProvider(resource=resource)
+    endpoint = otlp_endpoint.rstrip("/") + "/v1/traces"
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint)))
     return provider
 
 
