@@ -4,6 +4,8 @@ their own (presence `stateless_engines`, CONTRACT.md 6)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Protocol
 
 from nats.js import JetStreamContext
@@ -12,6 +14,13 @@ from nats.js.errors import BucketNotFoundError, KeyDeletedError, KeyNotFoundErro
 from seedline_contracts import subjects
 from seedline_contracts.codec import decode
 from seedline_contracts.runner import RunnerPresence
+from seedline_platform.bounded import trim_oldest
+
+# A machine's engines change only when its runner starts again: what a read of its presence
+# said of them is used for this long, so a burst of wakes on one machine reads it once, not
+# once a decision.
+ENGINES_KEPT_SECONDS = 5.0
+ENGINES_KEPT_MACHINES = 10_000
 
 
 class MachineDirectory(Protocol):
@@ -20,9 +29,29 @@ class MachineDirectory(Protocol):
         ...
 
 
-async def stateless_engines(machines: MachineDirectory, node_id: str) -> frozenset[str]:
-    presence = await machines.presence(node_id)
-    return frozenset(presence.stateless_engines) if presence is not None else frozenset()
+class StatelessEngines:
+    """The engines a machine runs that keep no conversation of their own, read from its
+    presence at most once per ENGINES_KEPT_SECONDS. A machine found offline is not kept: the
+    next decision reads it again, so one that comes back is seen as it is at once."""
+
+    def __init__(self, machines: MachineDirectory,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._machines = machines
+        self._clock = clock
+        self._kept: dict[str, tuple[float, frozenset[str]]] = {}
+
+    async def of(self, node_id: str) -> frozenset[str]:
+        kept = self._kept.get(node_id)
+        if kept is not None and self._clock() - kept[0] < ENGINES_KEPT_SECONDS:
+            return kept[1]
+        presence = await self._machines.presence(node_id)
+        if presence is None:
+            return frozenset()
+        engines = frozenset(presence.stateless_engines)
+        self._kept.pop(node_id, None)
+        self._kept[node_id] = (self._clock(), engines)
+        trim_oldest(self._kept, ENGINES_KEPT_MACHINES)
+        return engines
 
 
 class PresenceDirectory:

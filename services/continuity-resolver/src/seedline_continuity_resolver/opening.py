@@ -44,7 +44,7 @@ from seedline_timeline_view import RepoHead
 from .answers import Answer, Answers, refused
 from .before_message import previous_before
 from .catch_up import CatchUp
-from .machines import stateless_engines
+from .machines import StatelessEngines
 from .repository import SESSIONS, TIMELINE
 
 if TYPE_CHECKING:
@@ -81,6 +81,7 @@ class Opener:
         self._view = ports.view
         self._publisher = ports.publisher
         self._machines = ports.machines
+        self._stateless_engines = StatelessEngines(ports.machines)
         # The person's words go sealed into the launch plan, as into the timeline.
         self._sealer = ports.sealer
         self._clock = ports.clock
@@ -187,7 +188,7 @@ class Opener:
         decided = core.decide(
             core.OpenRequest(
                 engine=request.engine, node_id=request.node_id, force_fresh=request.force_fresh,
-                runner_stateless_engines=await stateless_engines(self._machines, request.node_id),
+                runner_stateless_engines=await self._stateless_engines.of(request.node_id),
             ),
             previous, now, self._decision,
         )
