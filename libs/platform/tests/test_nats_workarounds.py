@@ -12,6 +12,7 @@ from nats.js import JetStreamContext
 
 from seedline_platform.nats_workarounds import (
     connection_of,
+    fetch_queued_without_a_task,
     on_reconnect,
     survive_abandoned_flushes,
 )
@@ -76,3 +77,66 @@ def test_a_connection_still_takes_one_reconnect_callback_and_on_reconnect_adds_l
     forget_a()
     asyncio.run(nc._reconnected_cb())  # noqa: SLF001
     assert heard == ["a", "b", "made with", "b", "made with"]
+
+
+async def _queued_reads_that_make_an_id(url: str, *, workaround: bool) -> tuple[list[bytes], int]:
+    """Three messages waiting in a pull subscription's queue, read with next_msg: what was
+    read, and how many uuid4s (nats.py's name for a next_msg task) the reads made."""
+    import nats.aio.subscription as subscription
+
+    nc = await nats.connect(url, allow_reconnect=False)
+    made = []
+    real_uuid4 = subscription.uuid4
+    try:
+        js = nc.jetstream()
+        await js.add_stream(name="QUEUED", subjects=["queued.>"])
+        pull = await js.pull_subscribe("queued.>", stream="QUEUED")
+        if workaround:
+            fetch_queued_without_a_task(pull)
+        sub = pull._sub  # noqa: SLF001
+        for n in range(3):
+            await nc.publish(sub.subject, f"m{n}".encode())
+        await nc.flush()
+        while sub.pending_msgs < 3:
+            await asyncio.sleep(0.01)
+        subscription.uuid4 = lambda: made.append(1) or real_uuid4()
+        read = [(await sub.next_msg(timeout=1)).data for _ in range(3)]
+        assert sub.pending_msgs == 0 and sub.pending_bytes == 0
+        return read, len(made)
+    finally:
+        subscription.uuid4 = real_uuid4
+        await nc.close()
+
+
+@pytest.mark.xfail(strict=True, reason="nats.py 2.16 makes a uuid4, a task and a timer for "
+                   "each message next_msg takes, queued or not: fetch_queued_without_a_task "
+                   "takes a queued one at once")
+async def test_plain_nats_py_takes_a_queued_message_without_making_a_task(nats_server):
+    _, made = await _queued_reads_that_make_an_id(nats_server.url, workaround=False)
+    assert made == 0
+
+
+async def test_with_the_workaround_queued_messages_are_taken_in_order_with_no_task(
+        nats_server):
+    read, made = await _queued_reads_that_make_an_id(nats_server.url, workaround=True)
+    assert read == [b"m0", b"m1", b"m2"] and made == 0
+
+
+async def test_with_the_workaround_a_fetch_still_waits_for_what_has_not_come(nats_server):
+    nc = await nats.connect(nats_server.url, allow_reconnect=False)
+    try:
+        js = nc.jetstream()
+        await js.add_stream(name="LATER", subjects=["later.>"])
+        pull = fetch_queued_without_a_task(await js.pull_subscribe("later.>", stream="LATER"))
+        with pytest.raises(nats.errors.TimeoutError):
+            await pull.fetch(5, timeout=0.3)
+        fetching = asyncio.create_task(pull.fetch(5, timeout=3))
+        await asyncio.sleep(0.1)
+        for n in range(3):
+            await js.publish("later.x", f"m{n}".encode())
+        got = await fetching
+        while len(got) < 3:  # what came after the fetch returned is queued for the next
+            got += await pull.fetch(5, timeout=1)
+        assert [m.data for m in got] == [b"m0", b"m1", b"m2"]
+    finally:
+        await nc.close()

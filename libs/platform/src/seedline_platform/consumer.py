@@ -46,7 +46,7 @@ from nats.js.errors import NotFoundError, ServiceUnavailableError
 from seedline_contracts.codec import decoder
 
 from .logging import get_logger
-from .nats_workarounds import connection_of, on_reconnect
+from .nats_workarounds import connection_of, fetch_queued_without_a_task, on_reconnect
 from .outage import is_outage
 from .replay import replay
 from .subject_match import subject_matches
@@ -178,7 +178,8 @@ class BatchConsumer:
             try:
                 config = await self._as_made(self.consumer_config())
                 await self._js.add_consumer(self.stream, config)
-                self._sub = await self._js.pull_subscribe_bind(self.durable, stream=self.stream)
+                self._sub = fetch_queued_without_a_task(
+                    await self._js.pull_subscribe_bind(self.durable, stream=self.stream))
                 if self._forget_reconnects is None:
                     self._forget_reconnects = on_reconnect(connection_of(self._js),
                                                            self._reconnected.set)

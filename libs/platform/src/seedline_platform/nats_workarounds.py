@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 
@@ -63,3 +64,30 @@ def survive_abandoned_flushes(nc: Client) -> None:
             nc._pings_outstanding = 0  # noqa: SLF001
 
     nc._process_pong = process_pong  # noqa: SLF001
+
+
+def fetch_queued_without_a_task(
+    pull: JetStreamContext.PullSubscription,
+) -> JetStreamContext.PullSubscription:
+    """nats.py's `Subscription.next_msg` makes a uuid4 (a getrandom system call), a task and
+    a timer for every message, even one already waiting in the subscription's queue; a pull
+    `fetch` calls it once for each message it returns and once more for the server's "no
+    more" that ends the request. On `pull`, a message already queued is taken at once; only
+    a wait for one that has not arrived goes through nats.py's own path (its task, which a
+    closing subscription cancels). Returns `pull` (anything else, a test's fake, as it is)."""
+    if not isinstance(pull, JetStreamContext.PullSubscription):
+        return pull
+    sub = pull._sub  # noqa: SLF001
+    waiting_path = sub.next_msg
+    queue = sub._pending_queue  # noqa: SLF001
+
+    async def next_msg(timeout: float | None = 1.0) -> Msg:
+        if queue.empty() or sub._conn.is_closed:  # noqa: SLF001
+            return await waiting_path(timeout)
+        msg = queue.get_nowait()
+        sub._pending_size -= len(msg.data)  # noqa: SLF001
+        queue.task_done()
+        return msg
+
+    sub.next_msg = next_msg  # type: ignore[method-assign]
+    return pull

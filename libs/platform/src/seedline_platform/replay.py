@@ -23,6 +23,7 @@ from nats.js import api as js_api
 from nats.js.errors import NotFoundError, ServiceUnavailableError
 
 from .logging import get_logger
+from .nats_workarounds import fetch_queued_without_a_task
 from .outage import NATS_AWAY, StreamsUnavailable
 
 log = get_logger(__name__)
@@ -270,10 +271,12 @@ async def _subscribe(js: JetStreamContext, subject: str, stream: str,
                      config: js_api.ConsumerConfig) -> JetStreamContext.PullSubscription:
     for attempt in range(1, CREATE_ATTEMPTS):
         try:
-            return await js.pull_subscribe(subject, stream=stream, config=config)
+            return fetch_queued_without_a_task(
+                await js.pull_subscribe(subject, stream=stream, config=config))
         except (NatsTimeout, NoRespondersError, ServiceUnavailableError):
             # A create that timed out may still have made its consumer: it is ephemeral and
             # goes after inactive_threshold; the next attempt makes one with a new name.
             await asyncio.sleep(CREATE_BACKOFF * attempt)
     # The last attempt's error is the caller's.
-    return await js.pull_subscribe(subject, stream=stream, config=config)
+    return fetch_queued_without_a_task(
+        await js.pull_subscribe(subject, stream=stream, config=config))
