@@ -1,5 +1,6 @@
 """A service's FastStream edge hands each handler its message as it came: no dependency
-injection runs per message (a sixth of the seed-composer's CPU in a storm of wakes)."""
+injection runs per message (a sixth of the seed-composer's CPU in a storm of wakes), and an
+event route's pull subscription takes a queued message with no task of nats.py's."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ import fast_depends.core.model
 import msgspec
 import pytest
 
+from seedline_contracts import subjects
 from seedline_contracts.channels import Api
+from seedline_contracts.codec import encode
+from seedline_contracts.events import Stopped
 from seedline_platform import natsio
 from seedline_platform.app_base import ServiceApp
 from seedline_platform.routing import Kind, Route
@@ -33,12 +37,16 @@ ASK = Api("ask", "test.edge.ask", (Ask,), "answers the text back", reply=Answer,
 class Desk:
     def __init__(self) -> None:
         self.heard: list[tuple[str, str]] = []
+        self.stopped: list[str] = []
 
     async def answer(self, request: Ask) -> Answer:
         return Answer(request.text.upper())
 
     async def hear(self, word: Ask, msg) -> None:
         self.heard.append((word.text, msg.subject))
+
+    async def on_stopped(self, event: Stopped, msg) -> None:
+        self.stopped.append(event.session_id)
 
 
 @dataclass
@@ -52,6 +60,7 @@ class Edge(ServiceApp):
     route_table = staticmethod(lambda settings: (
         Route.request(ASK, Desk.answer),
         Route(Kind.MESSAGE, "test.edge.words", Desk.hear, "words", message=Ask),
+        Route.event(Stopped, Desk.on_stopped, durable="edge-stopped", description="stops"),
     ))
 
     async def build(self) -> DeskParts:
@@ -72,7 +81,7 @@ def injections(monkeypatch):
     return calls
 
 
-async def test_requests_and_messages_reach_their_handlers_with_no_injection(
+async def test_requests_messages_and_events_reach_their_handlers_with_no_injection(
         nats_server, tmp_path, injections):
     settings = Settings.from_env({"SEEDLINE_NATS_URL": nats_server.url,
                                   "SEEDLINE_NATS_MONITOR_URL": nats_server.monitor_url,
@@ -95,7 +104,19 @@ async def test_requests_and_messages_reach_their_handlers_with_no_injection(
                 break
             await asyncio.sleep(0.02)
         assert desk.heard == [("word", "test.edge.words")]
+        for n in range(3):
+            await client.jetstream().publish(
+                subjects.session_event_subject(f"s{n}", "stopped"),
+                encode(Stopped(session_id=f"s{n}", at="2026-12-06T10:00:00Z", reason="idle")))
+        for _ in range(100):
+            if len(desk.stopped) == 3:
+                break
+            await asyncio.sleep(0.02)
+        assert sorted(desk.stopped) == ["s0", "s1", "s2"]
         assert injections == []
+        (pull,) = [s.subscription for s in app.broker.subscribers
+                   if s.subscription.__class__.__name__ == "PullSubscription"]
+        assert "fetch_queued_without_a_task" in pull._sub.next_msg.__qualname__
     finally:
         await app.stop()
         await client.close()

@@ -43,7 +43,7 @@ from .faststream_workarounds import stop_subscribers
 from .health_http import HealthServer
 from .logging import get_logger
 from .metrics_labels import prometheus_middleware
-from .nats_workarounds import survive_abandoned_flushes
+from .nats_workarounds import fetch_queued_without_a_task, survive_abandoned_flushes
 from .observability import ServiceMetrics, tracer_provider
 from .redelivery import MsgHandler, handle_with_redelivery, typed
 from .routing import Kind, Route, bind, message_name
@@ -353,6 +353,8 @@ class ServiceApp:
             await consumer.start()
         # Subscribes to the request subjects only now, when everything can answer.
         await self.broker.start()
+        for subscriber in self.broker.subscribers:  # the event routes' pull subscriptions
+            fetch_queued_without_a_task(getattr(subscriber, "subscription", None))
         # The side port first, so that service discovery can say where it is.
         self.health = HealthServer(s.http_host, s.http_port, self.metrics.registry,
                                    self._alive, self._ready, before_metrics=self._read_lag)
