@@ -196,3 +196,41 @@ async def test_entries_stored_but_not_yet_projected_are_not_drift(settings):
             assert ordinals == list(range(1, len(ordinals) + 1))
     finally:
         await nc.close()
+
+
+async def test_a_rebuild_waits_for_an_append_that_holds_the_table_and_takes_no_offset_first(
+        settings):
+    """An append opens the table, then locks its offset's row: a rebuild that locked the
+    offsets first and then the table to empty it waited for the append while the append
+    waited for it (a deadlock Postgres ended by failing the rebuild)."""
+    from seedline_timeline_writer.rebuild import _rebuild
+    from seedline_timeline_writer.schema import OFFSETS, TIMELINE_PROJECTION
+
+    async with running(create_app(settings)):
+        nc = await nats.connect(settings.nats_url)
+        await append_all(nc, 5)
+        await projected_at_least(settings.database_url, 5)
+        connect = psycopg.AsyncConnection.connect
+        async with await connect(settings.database_url) as appending, \
+                await connect(settings.database_url, autocommit=True) as rebuilding, \
+                await connect(settings.database_url, autocommit=True) as watch:
+            async with appending.transaction():
+                # Where an append stands once it has opened the table.
+                await appending.execute("LOCK TABLE timeline_entries IN ROW EXCLUSIVE MODE")
+                rebuild = asyncio.create_task(_rebuild(rebuilding, nc.jetstream(), None))
+                for _ in range(500):
+                    cur = await watch.execute(
+                        "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s",
+                        (rebuilding.info.backend_pid,))
+                    if (await cur.fetchone())[0] == "Lock":
+                        break
+                    await asyncio.sleep(0.01)
+                else:
+                    raise AssertionError("the rebuild never waited for the append")
+                # ...and its offset's row is there to take: the rebuild holds none of it.
+                await appending.execute(
+                    f"SELECT applied_seq FROM {OFFSETS.table} WHERE projection = %s"
+                    " FOR UPDATE NOWAIT", (TIMELINE_PROJECTION,))
+            before, after, rows = await rebuild
+        assert before == after and rows == 5
+        await nc.close()

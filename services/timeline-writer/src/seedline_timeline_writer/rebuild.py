@@ -95,6 +95,11 @@ async def _rebuild(
 ) -> tuple[str, str, int]:
     forgotten = forgotten or {}
     async with conn.transaction():
+        # The table before the offsets: a writer's append opens the table, then waits for
+        # its offset's row. Taken the other way round (the offsets, then the table to empty
+        # it), a rebuild and an append each waited for what the other held, and Postgres
+        # ended the rebuild as a deadlock.
+        await conn.execute("LOCK TABLE timeline_entries IN ACCESS EXCLUSIVE MODE")
         await OFFSETS.lock(conn, TIMELINE_PROJECTION)
         # ...and every other partition's, so no writer appends while the table is rebuilt.
         cur = await conn.execute(
