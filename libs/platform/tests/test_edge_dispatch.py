@@ -61,6 +61,7 @@ class Edge(ServiceApp):
         Route.request(ASK, Desk.answer),
         Route(Kind.MESSAGE, "test.edge.words", Desk.hear, "words", message=Ask),
         Route.event(Stopped, Desk.on_stopped, durable="edge-stopped", description="stops"),
+        Route(Kind.BROADCAST, "test.edge.heard", Desk.hear, "heard by every copy", message=Ask),
     ))
 
     async def build(self) -> DeskParts:
@@ -117,6 +118,33 @@ async def test_requests_messages_and_events_reach_their_handlers_with_no_injecti
         (pull,) = [s.subscription for s in app.broker.subscribers
                    if s.subscription.__class__.__name__ == "PullSubscription"]
         assert "fetch_queued_without_a_task" in pull._sub.next_msg.__qualname__
+    finally:
+        await app.stop()
+        await client.close()
+
+
+async def test_a_message_heard_is_never_answered(nats_server, tmp_path):
+    """A message or broadcast route answers nothing: an event heard on a stream's subject
+    carries its publisher's reply subject, where the stream's acknowledgement is awaited."""
+    settings = Settings.from_env({"SEEDLINE_NATS_URL": nats_server.url,
+                                  "SEEDLINE_NATS_MONITOR_URL": nats_server.monitor_url,
+                                  "SEEDLINE_HOME": str(tmp_path), "SEEDLINE_HTTP_PORT": "0"})
+    client = await natsio.connect([nats_server.url], "client")
+    app = Edge(settings)
+    await app.start()
+    try:
+        answers = await client.subscribe(client.new_inbox())
+        for subject in ("test.edge.words", "test.edge.heard"):
+            await client.publish(subject, b'{"text":"word"}', reply=answers.subject)
+        await client.flush()
+        desk = app.handlers[Desk.hear].__self__
+        for _ in range(100):
+            if len(desk.heard) == 2:
+                break
+            await asyncio.sleep(0.02)
+        assert sorted(desk.heard) == [("word", "test.edge.heard"), ("word", "test.edge.words")]
+        await asyncio.sleep(0.3)
+        assert answers.pending_msgs == 0
     finally:
         await app.stop()
         await client.close()

@@ -272,7 +272,10 @@ class ServiceApp:
         # A queue group: one copy takes each message; none: every copy does.
         queue = self.name if route.kind is Kind.MESSAGE else ""
         at_once = {"max_workers": route.workers} if route.workers > 1 else {}
-        self.broker.subscriber(route.subject, queue=queue,
+        # Nothing is answered: a message heard on a stream's subject carries the reply
+        # subject its publisher waits on for the stream's acknowledgement, and FastStream
+        # would answer it (an empty message from every copy, for every event heard).
+        self.broker.subscriber(route.subject, queue=queue, no_reply=True,
                                title=f"{route.handler_name} {route.subject}",
                                description=route.description, **at_once)(on_message)
 
