@@ -82,8 +82,9 @@ def injections(monkeypatch):
     return calls
 
 
-async def test_requests_messages_and_events_reach_their_handlers_with_no_injection(
-        nats_server, tmp_path, injections):
+@pytest.fixture
+async def edge(nats_server, tmp_path):
+    """The Edge service started, and a client connection beside it."""
     settings = Settings.from_env({"SEEDLINE_NATS_URL": nats_server.url,
                                   "SEEDLINE_NATS_MONITOR_URL": nats_server.monitor_url,
                                   "SEEDLINE_HOME": str(tmp_path), "SEEDLINE_HTTP_PORT": "0"})
@@ -91,60 +92,57 @@ async def test_requests_messages_and_events_reach_their_handlers_with_no_injecti
     app = Edge(settings)
     await app.start()
     try:
-        reply = await client.request("test.edge.ask", b'{"text":"hello"}', timeout=2)
-        assert msgspec.json.decode(reply.data) == {"text": "HELLO"}
-        # Malformed input is still the contract's error, from the edge's own decoding.
-        refused = msgspec.json.decode(
-            (await client.request("test.edge.ask", b"[" * 3000, timeout=2)).data)
-        assert refused["error"]["code"] == "invalid_request"
-        await client.publish("test.edge.words", b'{"text":"word"}')
-        await client.flush()
-        desk = app.handlers[Desk.hear].__self__
-        for _ in range(100):
-            if desk.heard:
-                break
-            await asyncio.sleep(0.02)
-        assert desk.heard == [("word", "test.edge.words")]
-        for n in range(3):
-            await client.jetstream().publish(
-                subjects.session_event_subject(f"s{n}", "stopped"),
-                encode(Stopped(session_id=f"s{n}", at="2026-12-06T10:00:00Z", reason="idle")))
-        for _ in range(100):
-            if len(desk.stopped) == 3:
-                break
-            await asyncio.sleep(0.02)
-        assert sorted(desk.stopped) == ["s0", "s1", "s2"]
-        assert injections == []
-        (pull,) = [s.subscription for s in app.broker.subscribers
-                   if s.subscription.__class__.__name__ == "PullSubscription"]
-        assert "fetch_queued_without_a_task" in pull._sub.next_msg.__qualname__
+        yield app, client
     finally:
         await app.stop()
         await client.close()
 
 
-async def test_a_message_heard_is_never_answered(nats_server, tmp_path):
+async def test_requests_messages_and_events_reach_their_handlers_with_no_injection(
+        edge, injections):
+    app, client = edge
+    reply = await client.request("test.edge.ask", b'{"text":"hello"}', timeout=2)
+    assert msgspec.json.decode(reply.data) == {"text": "HELLO"}
+    # Malformed input is still the contract's error, from the edge's own decoding.
+    refused = msgspec.json.decode(
+        (await client.request("test.edge.ask", b"[" * 3000, timeout=2)).data)
+    assert refused["error"]["code"] == "invalid_request"
+    await client.publish("test.edge.words", b'{"text":"word"}')
+    await client.flush()
+    desk = app.handlers[Desk.hear].__self__
+    for _ in range(100):
+        if desk.heard:
+            break
+        await asyncio.sleep(0.02)
+    assert desk.heard == [("word", "test.edge.words")]
+    for n in range(3):
+        await client.jetstream().publish(
+            subjects.session_event_subject(f"s{n}", "stopped"),
+            encode(Stopped(session_id=f"s{n}", at="2026-12-06T10:00:00Z", reason="idle")))
+    for _ in range(100):
+        if len(desk.stopped) == 3:
+            break
+        await asyncio.sleep(0.02)
+    assert sorted(desk.stopped) == ["s0", "s1", "s2"]
+    assert injections == []
+    (pull,) = [s.subscription for s in app.broker.subscribers
+               if s.subscription.__class__.__name__ == "PullSubscription"]
+    assert "fetch_queued_without_a_task" in pull._sub.next_msg.__qualname__
+
+
+async def test_a_message_heard_is_never_answered(edge):
     """A message or broadcast route answers nothing: an event heard on a stream's subject
     carries its publisher's reply subject, where the stream's acknowledgement is awaited."""
-    settings = Settings.from_env({"SEEDLINE_NATS_URL": nats_server.url,
-                                  "SEEDLINE_NATS_MONITOR_URL": nats_server.monitor_url,
-                                  "SEEDLINE_HOME": str(tmp_path), "SEEDLINE_HTTP_PORT": "0"})
-    client = await natsio.connect([nats_server.url], "client")
-    app = Edge(settings)
-    await app.start()
-    try:
-        answers = await client.subscribe(client.new_inbox())
-        for subject in ("test.edge.words", "test.edge.heard"):
-            await client.publish(subject, b'{"text":"word"}', reply=answers.subject)
-        await client.flush()
-        desk = app.handlers[Desk.hear].__self__
-        for _ in range(100):
-            if len(desk.heard) == 2:
-                break
-            await asyncio.sleep(0.02)
-        assert sorted(desk.heard) == [("word", "test.edge.heard"), ("word", "test.edge.words")]
-        await asyncio.sleep(0.3)
-        assert answers.pending_msgs == 0
-    finally:
-        await app.stop()
-        await client.close()
+    app, client = edge
+    answers = await client.subscribe(client.new_inbox())
+    for subject in ("test.edge.words", "test.edge.heard"):
+        await client.publish(subject, b'{"text":"word"}', reply=answers.subject)
+    await client.flush()
+    desk = app.handlers[Desk.hear].__self__
+    for _ in range(100):
+        if len(desk.heard) == 2:
+            break
+        await asyncio.sleep(0.02)
+    assert sorted(desk.heard) == [("word", "test.edge.heard"), ("word", "test.edge.words")]
+    await asyncio.sleep(0.3)
+    assert answers.pending_msgs == 0

@@ -48,7 +48,7 @@ class StatelessEngines:
         if presence is None:
             return frozenset()
         engines = frozenset(presence.stateless_engines)
-        self._kept.pop(node_id, None)
+        self._kept.pop(node_id, None)  # kept anew as the newest, the last to be trimmed
         self._kept[node_id] = (self._clock(), engines)
         trim_oldest(self._kept, ENGINES_KEPT_MACHINES)
         return engines
