@@ -54,9 +54,11 @@ async def test_the_live_stream_resumes_after_the_last_event_id_and_repeats_nothi
                 ).status_code == 401
         await console_login(browser, web.token)
         url = f"/console/live?conversation={sid}&after=0.0.0"
-        # From the start: its events (decided, composed, opened, ...) and its entries.
+        # From the start: its events (decided, composed, opened, ...) and its entries, the
+        # engine's reply (the second) among them: the streams are followed side by side, so
+        # a reply written after this read could come first after the reconnect below.
         first = await _events(browser, url, lambda found: any(
-            e["event"] == "item" and e["data"]["id"].startswith("en-") for e in found)
+            e["event"] == "item" and e["data"]["id"] == "en-2" for e in found)
             and any(e["event"] == "state" and e["data"]["state"] == "live" for e in found))
         items = _items(first)
         ids = [e["data"]["id"] for e in items]
