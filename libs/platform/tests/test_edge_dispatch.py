@@ -15,6 +15,7 @@ from seedline_contracts import subjects
 from seedline_contracts.channels import Api
 from seedline_contracts.codec import encode
 from seedline_contracts.events import Stopped
+from seedline_devtools.testing_load import wait_until
 from seedline_platform import natsio
 from seedline_platform.app_base import ServiceApp
 from seedline_platform.routing import Kind, Route
@@ -82,6 +83,11 @@ def injections(monkeypatch):
     return calls
 
 
+async def _now(value):
+    """`value`, as the awaitable wait_until's probe gives."""
+    return value
+
+
 @pytest.fixture
 async def edge(nats_server, tmp_path):
     """The Edge service started, and a client connection beside it."""
@@ -110,19 +116,13 @@ async def test_requests_messages_and_events_reach_their_handlers_with_no_injecti
     await client.publish("test.edge.words", b'{"text":"word"}')
     await client.flush()
     desk = app.handlers[Desk.hear].__self__
-    for _ in range(100):
-        if desk.heard:
-            break
-        await asyncio.sleep(0.02)
+    await wait_until(lambda: _now(desk.heard), 2, "the message reaching its handler")
     assert desk.heard == [("word", "test.edge.words")]
     for n in range(3):
         await client.jetstream().publish(
             subjects.session_event_subject(f"s{n}", "stopped"),
             encode(Stopped(session_id=f"s{n}", at="2026-12-06T10:00:00Z", reason="idle")))
-    for _ in range(100):
-        if len(desk.stopped) == 3:
-            break
-        await asyncio.sleep(0.02)
+    await wait_until(lambda: _now(len(desk.stopped) == 3), 2, "the events reaching their handler")
     assert sorted(desk.stopped) == ["s0", "s1", "s2"]
     assert injections == []
     (pull,) = [s.subscription for s in app.broker.subscribers
@@ -139,10 +139,7 @@ async def test_a_message_heard_is_never_answered(edge):
         await client.publish(subject, b'{"text":"word"}', reply=answers.subject)
     await client.flush()
     desk = app.handlers[Desk.hear].__self__
-    for _ in range(100):
-        if len(desk.heard) == 2:
-            break
-        await asyncio.sleep(0.02)
+    await wait_until(lambda: _now(len(desk.heard) == 2), 2, "both messages reaching their handler")
     assert sorted(desk.heard) == [("word", "test.edge.heard"), ("word", "test.edge.words")]
     await asyncio.sleep(0.3)
     assert answers.pending_msgs == 0

@@ -11,6 +11,7 @@ import pytest
 
 from seedline_contracts import subjects
 from seedline_devtools.testing import request, running
+from seedline_devtools.testing_load import wait_until
 from seedline_platform.sealing import KvKeyStore, Sealer
 from seedline_timeline_writer.app import create_app
 from seedline_timeline_writer.rebuild import rebuild_timeline
@@ -218,15 +219,14 @@ async def test_a_rebuild_waits_for_an_append_that_holds_the_table_and_takes_no_o
                 # Where an append stands once it has opened the table.
                 await appending.execute("LOCK TABLE timeline_entries IN ROW EXCLUSIVE MODE")
                 rebuild = asyncio.create_task(_rebuild(rebuilding, nc.jetstream(), None))
-                for _ in range(500):
+
+                async def waits_for_a_lock() -> bool:
                     cur = await watch.execute(
                         "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s",
                         (rebuilding.info.backend_pid,))
-                    if (await cur.fetchone())[0] == "Lock":
-                        break
-                    await asyncio.sleep(0.01)
-                else:
-                    raise AssertionError("the rebuild never waited for the append")
+                    return (await cur.fetchone())[0] == "Lock"
+
+                await wait_until(waits_for_a_lock, 5, "the rebuild waiting for the append")
                 # ...and its offset's row is there to take: the rebuild holds none of it.
                 await appending.execute(
                     f"SELECT applied_seq FROM {OFFSETS.table} WHERE projection = %s"
